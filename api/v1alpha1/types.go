@@ -1,0 +1,166 @@
+// Package v1alpha1 holds hactl's cluster spec (apiVersion hactl.io/v1alpha1, kind Cluster): its types,
+// strict loading, defaulting and validation.
+package v1alpha1
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Group, Version and Kind identify the spec document.
+const (
+	APIVersion = "hactl.io/v1alpha1"
+	Kind       = "Cluster"
+)
+
+// Role is a host's job in the cluster.
+type Role string
+
+// Roles a host may carry.
+const (
+	RoleEtcd         Role = "etcd"          // an etcd member
+	RoleControlPlane Role = "control-plane" // runs kube-apiserver (later issues)
+	RoleLB           Role = "lb"            // runs HAProxy + Keepalived (later issues)
+)
+
+// Cluster is the whole spec document.
+type Cluster struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Metadata   ObjectMeta  `json:"metadata"`
+	Spec       ClusterSpec `json:"spec"`
+}
+
+// ObjectMeta names the cluster.
+type ObjectMeta struct {
+	// Name is an RFC 1123 label; it prefixes the etcd cluster token and names the cluster in state.
+	Name string `json:"name"`
+}
+
+// ClusterSpec is everything hactl needs to build the cluster.
+type ClusterSpec struct {
+	// StateDir is the local directory holding the PKI and cluster state (cluster.json).
+	// A relative path is resolved against the spec file's directory; "~" is expanded.
+	StateDir string `json:"stateDir,omitempty"`
+	SSH      SSH    `json:"ssh"`
+	Hosts    []Host `json:"hosts"`
+	Etcd     Etcd   `json:"etcd"`
+}
+
+// SSH holds how hactl reaches every host.
+type SSH struct {
+	// User is the remote login user (default root).
+	User string `json:"user,omitempty"`
+	// Port is the default SSH port for hosts that set none (default 22).
+	Port int `json:"port,omitempty"`
+	// IdentityFile is a local private key file (must not be group/world readable).
+	IdentityFile string `json:"identityFile,omitempty"`
+	// KnownHostsFile is the local known_hosts file host keys are verified against
+	// (default ~/.ssh/known_hosts).
+	KnownHostsFile string `json:"knownHostsFile,omitempty"`
+	// ConnectTimeout bounds dialing and the SSH handshake (default 10s).
+	ConnectTimeout Duration `json:"connectTimeout,omitempty"`
+	// CommandTimeout bounds one remote step (default 2m).
+	CommandTimeout Duration `json:"commandTimeout,omitempty"`
+	// MaxParallel caps how many hosts are worked on at once (default 10).
+	MaxParallel int `json:"maxParallel,omitempty"`
+}
+
+// Host is one machine reached over SSH.
+type Host struct {
+	// Name is an RFC 1123 label, unique in the spec; it is the etcd member name.
+	Name string `json:"name"`
+	// Address is an IPv4 or IPv6 literal, unique in the spec; it is canonicalised by Default.
+	Address string `json:"address"`
+	// Port is the SSH port (default spec.ssh.port).
+	Port int `json:"port,omitempty"`
+	// Zone is the availability zone label (e.g. az-a).
+	Zone string `json:"zone"`
+	// Roles lists what runs on the host.
+	Roles []Role `json:"roles"`
+}
+
+// Etcd configures the etcd members.
+type Etcd struct {
+	// Version is the etcd version the binaries must report, e.g. v3.6.16.
+	Version string `json:"version"`
+	// Binaries are local files uploaded to every member.
+	Binaries EtcdBinaries `json:"binaries"`
+	// DataDir is the absolute data directory on each member (default /var/lib/etcd).
+	DataDir string `json:"dataDir,omitempty"`
+	// ClientPort serves clients over TLS (default 2379).
+	ClientPort int `json:"clientPort,omitempty"`
+	// PeerPort serves raft peers over TLS (default 2380).
+	PeerPort int `json:"peerPort,omitempty"`
+	// HeartbeatInterval is raft's heartbeat (default 100ms; whole milliseconds).
+	HeartbeatInterval Duration `json:"heartbeatInterval,omitempty"`
+	// ElectionTimeout is raft's election timeout (default 1000ms; whole milliseconds;
+	// at least 5 x heartbeat and at most 50000ms, as etcd enforces).
+	ElectionTimeout Duration `json:"electionTimeout,omitempty"`
+	// QuotaBackendBytes is the backend size quota in bytes (default 2147483648 = 2 GiB, etcd's default).
+	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
+	// AutoCompaction configures etcd's auto compaction.
+	AutoCompaction AutoCompaction `json:"autoCompaction,omitempty"`
+	// AcceptZoneQuorumLoss acknowledges a topology where losing one zone loses quorum: the
+	// zone-spread error becomes a warning naming the zone.
+	AcceptZoneQuorumLoss bool `json:"acceptZoneQuorumLoss,omitempty"`
+}
+
+// EtcdBinaries are local paths of the etcd release binaries.
+type EtcdBinaries struct {
+	Etcd    string `json:"etcd"`
+	Etcdctl string `json:"etcdctl,omitempty"`
+	Etcdutl string `json:"etcdutl,omitempty"`
+}
+
+// AutoCompaction mirrors etcd's --auto-compaction-mode and --auto-compaction-retention.
+type AutoCompaction struct {
+	// Mode is "periodic" (default) or "revision".
+	Mode string `json:"mode,omitempty"`
+	// Retention is a duration for periodic mode (default 1h) or a revision count for revision mode.
+	Retention string `json:"retention,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("100ms", "1m30s").
+type Duration struct {
+	time.Duration
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
+
+// UnmarshalJSON reads a duration string such as "100ms".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"100ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// HasRole reports whether the host carries role r.
+func (h Host) HasRole(r Role) bool {
+	for _, x := range h.Roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// EtcdHosts returns the hosts with role etcd, in spec order.
+func (c *Cluster) EtcdHosts() []Host {
+	var out []Host
+	for _, h := range c.Spec.Hosts {
+		if h.HasRole(RoleEtcd) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
