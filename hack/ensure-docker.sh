@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Makes this machine able to run hactl's lab (e2e/lab): installs docker.io and debootstrap from
+# Debian's archive when missing, starts dockerd in the background when `docker info` fails, and
+# waits until the daemon answers. Skips whatever is already there. Fails loudly (exit 1, with the
+# reason) when the machine cannot run the lab. See shared LAB.md for the verified recipe.
+set -euo pipefail
+
+log() { echo "ensure-docker: $*"; }
+die() {
+	echo "ensure-docker: FAILED: $*" >&2
+	echo "ensure-docker: the hactl lab cannot run on this machine until this is fixed." >&2
+	exit 1
+}
+
+dockerd_log=/var/log/hactl-dockerd.log
+wait_seconds="${HACTL_DOCKER_WAIT:-60}"
+
+[[ "$(id -u)" -eq 0 ]] || die "must run as root (debootstrap, dockerd and apt-get need it); current uid $(id -u)"
+
+# 1. Packages.
+missing=()
+if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
+	missing+=(docker.io)
+fi
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+if ((${#missing[@]} > 0)); then
+	command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and apt-get is not available to install them"
+	log "installing ${missing[*]} with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q || die "apt-get update failed (is Debian's archive reachable?)"
+	apt-get install -y -q --no-install-recommends "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+else
+	log "docker and debootstrap already installed; skipping apt-get"
+fi
+for c in docker dockerd debootstrap tar; do
+	command -v "$c" >/dev/null 2>&1 || die "'$c' is still not on PATH after installing packages"
+done
+
+# 2. Daemon.
+if docker info >/dev/null 2>&1; then
+	log "dockerd already answers; skipping start"
+else
+	if pgrep -x dockerd >/dev/null 2>&1; then
+		log "dockerd is running but does not answer yet; waiting for it"
+	else
+		log "starting dockerd in the background (log: ${dockerd_log})"
+		nohup dockerd >>"${dockerd_log}" 2>&1 </dev/null &
+		disown || true
+	fi
+	deadline=$((SECONDS + wait_seconds))
+	until docker info >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			echo "ensure-docker: last lines of ${dockerd_log}:" >&2
+			tail -n 30 "${dockerd_log}" >&2 2>/dev/null || true
+			die "dockerd did not answer 'docker info' within ${wait_seconds}s"
+		fi
+		sleep 1
+	done
+	log "dockerd answers after $((wait_seconds - (deadline - SECONDS)))s"
+fi
+
+# 3. Can this machine run the lab? (systemd-in-container hosts need cgroupfs shared from the host.)
+[[ -d /sys/fs/cgroup ]] || die "/sys/fs/cgroup does not exist; lab hosts bind-mount it for systemd"
+info="$(docker info --format '{{.ServerVersion}} {{.Driver}} {{.CgroupVersion}}' 2>&1)" ||
+	die "docker info failed: ${info}"
+log "docker ready: server/driver/cgroup = ${info}"
+if [[ ! -d /etc/apt/sources.list.d && ! -f /etc/apt/sources.list ]]; then
+	die "no apt sources (/etc/apt/sources.list.d/*.sources or /etc/apt/sources.list): the lab image's mirror is read from them"
+fi
+log "ok"
