@@ -1,0 +1,143 @@
+package v1alpha1
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Default values SetDefaults fills in.
+const (
+	DefaultSSHUser           = "root"
+	DefaultSSHPort           = 22
+	DefaultKnownHostsFile    = "~/.ssh/known_hosts"
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultCommandTimeout    = 2 * time.Minute
+	DefaultMaxParallel       = 10
+	DefaultStateDirParent    = "~/.hactl" // the state dir is <DefaultStateDirParent>/<metadata.name>
+	DefaultDataDir           = "/var/lib/etcd"
+	DefaultClientPort        = 2379
+	DefaultPeerPort          = 2380
+	DefaultHeartbeatInterval = 100 * time.Millisecond
+	DefaultElectionTimeout   = 1000 * time.Millisecond
+	DefaultQuotaBackendBytes = int64(2147483648) // 2 GiB, etcd's default
+	DefaultCompactionMode    = CompactionPeriodic
+	DefaultPeriodicRetention = "1h"
+)
+
+// Auto-compaction modes (etcd's --auto-compaction-mode).
+const (
+	CompactionPeriodic = "periodic"
+	CompactionRevision = "revision"
+)
+
+// SetDefaults fills unset fields (zero values: "", 0, "0s") with the defaults above, expands and
+// resolves local paths and canonicalises host addresses. It is idempotent and never fails: values it
+// can't make sense of are left for Validate to report.
+//
+// Local paths (spec.stateDir, spec.ssh.identityFile, spec.ssh.knownHostsFile,
+// spec.etcd.binaries.*): a leading "~" or "~/" is the current user's home directory ($HOME; "~user"
+// is not expanded), a relative path is resolved against baseDir (the spec file's directory; "" keeps
+// it relative to the working directory), and the result is cleaned. Remote paths (dataDir) are not
+// touched.
+//
+// Addresses are canonicalised with net/netip: IPv6 is lower-cased and compressed
+// ("2001:DB8::0001" -> "2001:db8::1"), and an IPv4-mapped IPv6 address is written as the IPv4
+// address it maps ("::ffff:1.2.3.4" -> "1.2.3.4"): the host is reached over IPv4 either way, and the
+// plain form is what goes into etcd URLs and certificate SANs and what the uniqueness check compares.
+// Addresses with an IPv6 zone or that don't parse are left as written.
+func SetDefaults(c *Cluster, baseDir string) {
+	s := &c.Spec
+
+	if s.SSH.User == "" {
+		s.SSH.User = DefaultSSHUser
+	}
+	if s.SSH.Port == 0 {
+		s.SSH.Port = DefaultSSHPort
+	}
+	if s.SSH.KnownHostsFile == "" {
+		s.SSH.KnownHostsFile = DefaultKnownHostsFile
+	}
+	if s.SSH.ConnectTimeout.Duration == 0 {
+		s.SSH.ConnectTimeout.Duration = DefaultConnectTimeout
+	}
+	if s.SSH.CommandTimeout.Duration == 0 {
+		s.SSH.CommandTimeout.Duration = DefaultCommandTimeout
+	}
+	if s.SSH.MaxParallel == 0 {
+		s.SSH.MaxParallel = DefaultMaxParallel
+	}
+	if s.StateDir == "" && c.Metadata.Name != "" {
+		s.StateDir = DefaultStateDirParent + "/" + c.Metadata.Name
+	}
+
+	for i := range s.Hosts {
+		h := &s.Hosts[i]
+		if h.Port == 0 {
+			h.Port = s.SSH.Port
+		}
+		h.Address = CanonicalAddress(h.Address)
+	}
+
+	e := &s.Etcd
+	if e.DataDir == "" {
+		e.DataDir = DefaultDataDir
+	}
+	if e.ClientPort == 0 {
+		e.ClientPort = DefaultClientPort
+	}
+	if e.PeerPort == 0 {
+		e.PeerPort = DefaultPeerPort
+	}
+	if e.HeartbeatInterval.Duration == 0 {
+		e.HeartbeatInterval.Duration = DefaultHeartbeatInterval
+	}
+	if e.ElectionTimeout.Duration == 0 {
+		e.ElectionTimeout.Duration = DefaultElectionTimeout
+	}
+	if e.QuotaBackendBytes == 0 {
+		e.QuotaBackendBytes = DefaultQuotaBackendBytes
+	}
+	if e.AutoCompaction.Mode == "" {
+		e.AutoCompaction.Mode = DefaultCompactionMode
+	}
+	if e.AutoCompaction.Retention == "" && e.AutoCompaction.Mode == CompactionPeriodic {
+		e.AutoCompaction.Retention = DefaultPeriodicRetention
+	}
+
+	for _, p := range []*string{&s.StateDir, &s.SSH.IdentityFile, &s.SSH.KnownHostsFile,
+		&e.Binaries.Etcd, &e.Binaries.Etcdctl, &e.Binaries.Etcdutl} {
+		*p = LocalPath(*p, baseDir)
+	}
+}
+
+// CanonicalAddress returns addr in canonical form (see SetDefaults), or addr unchanged when it is
+// not an IP literal or carries an IPv6 zone.
+func CanonicalAddress(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || ip.Zone() != "" {
+		return addr
+	}
+	return ip.Unmap().String()
+}
+
+// LocalPath expands a leading "~" or "~/" to the home directory and resolves a relative path against
+// baseDir; "" stays "". When the home directory is unknown the "~" is left in place.
+func LocalPath(p, baseDir string) string {
+	if p == "" {
+		return ""
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return p
+		}
+		p = filepath.Join(home, p[1:])
+	}
+	if !filepath.IsAbs(p) && baseDir != "" {
+		p = filepath.Join(baseDir, p)
+	}
+	return filepath.Clean(p)
+}

@@ -1,0 +1,478 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// Load reads the spec file at path and returns the decoded, defaulted and validated Cluster.
+//
+// It is Decode with source = path and baseDir = the directory of path, so relative local paths in
+// the spec resolve against the spec file's directory. Load does not look at the local files the spec
+// names (binaries, identity file); call ValidateLocalFiles before using them.
+//
+// Errors: *DecodeError (unreadable file, YAML syntax, unknown field, wrong type, duplicate key,
+// several documents, wrong apiVersion/kind) or *ValidationError (the spec breaks a rule); both have
+// ExitCode() == 2. Warnings are returned even when the error is a *ValidationError.
+func Load(path string) (*Cluster, []Warning, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, &DecodeError{Source: path, Problems: []Problem{{Message: err.Error()}}, Err: err}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nil, &DecodeError{Source: path, Problems: []Problem{{Message: err.Error()}}, Err: err}
+	}
+	return Decode(data, path, filepath.Dir(abs))
+}
+
+// Decode decodes one spec document, then defaults (SetDefaults with baseDir) and validates
+// (Validate) it.
+//
+// source names the document in messages ("cluster.yaml:14: spec.hosts[1].zonee: unknown field
+// \"zonee\""); baseDir is the directory relative local paths resolve against ("" keeps them relative
+// to the working directory).
+//
+// Decoding is strict: the YAML is parsed into go.yaml.in/yaml/v3 nodes and walked against the json
+// tags of Cluster, so an unknown field, a value of the wrong type, a duplicate key, a second YAML
+// document, or an apiVersion/kind other than hactl.io/v1alpha1 Cluster is a *DecodeError naming the
+// field path and line; every such problem in the document is reported at once. The checked values
+// are then decoded with sigs.k8s.io/yaml (from a JSON rendering of the walked nodes, so YAML 1.1 vs
+// 1.2 scalar rules can't make the two passes disagree). A broken rule is a *ValidationError whose
+// lines carry "source:line:" where the field (or its nearest parent) appears in the document.
+func Decode(data []byte, source string, baseDir string) (*Cluster, []Warning, error) {
+	c, lines, err := decodeStrict(data, source)
+	if err != nil {
+		return nil, nil, err
+	}
+	SetDefaults(c, baseDir)
+	errs, warns := Validate(c)
+	if len(errs) > 0 {
+		return nil, warns, &ValidationError{Source: source, Errors: errs, lines: lines}
+	}
+	return c, warns, nil
+}
+
+// Problem is one decode problem: where it is and what is wrong.
+type Problem struct {
+	// Line is the 1-based line in the document, 0 when unknown.
+	Line int
+	// Field is the field path (e.g. spec.hosts[1].zone), "" when the problem is not about a field.
+	Field string
+	// Message says what is wrong and how to fix it.
+	Message string
+}
+
+// String renders the problem as "line: field: message" (parts that are unknown are left out).
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Field != "" {
+		b.WriteString(p.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// DecodeError is returned when a spec document can't be read or decoded. It lists every problem
+// found, one per line of Error(); its exit code is 2 (invalid input, found before any host is
+// contacted).
+type DecodeError struct {
+	// Source names the document (usually the file path).
+	Source string
+	// Problems found, in document order.
+	Problems []Problem
+	// Err is the underlying error when there is one (e.g. a *fs.PathError), for errors.Is/As.
+	Err error
+}
+
+// Error returns one line per problem, each "source:line: field: message".
+func (e *DecodeError) Error() string {
+	lines := make([]string, 0, len(e.Problems))
+	for _, p := range e.Problems {
+		lines = append(lines, prefix(e.Source, p.Line)+p.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the underlying error, if any.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// ExitCode is 2: the input is invalid.
+func (e *DecodeError) ExitCode() int { return 2 }
+
+// prefix renders "source:line: " with whatever of the two is known.
+func prefix(source string, line int) string {
+	switch {
+	case source != "" && line > 0:
+		return fmt.Sprintf("%s:%d: ", source, line)
+	case source != "":
+		return source + ": "
+	case line > 0:
+		return fmt.Sprintf("line %d: ", line)
+	}
+	return ""
+}
+
+// yamlLineRE extracts the line from go.yaml.in/yaml/v3 syntax errors ("yaml: line 3: ...").
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// maxNodes bounds the walk so alias expansion can't blow it up ("billion laughs").
+const maxNodes = 100000
+
+// decodeStrict parses data, checks it against Cluster and decodes it. It returns the index of field
+// paths to lines.
+func decodeStrict(data []byte, source string) (*Cluster, map[string]int, error) {
+	fail := func(ps ...Problem) (*Cluster, map[string]int, error) {
+		return nil, nil, &DecodeError{Source: source, Problems: ps}
+	}
+
+	var docs []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fail(syntaxProblem(err))
+		}
+		if !emptyDocument(&n) {
+			docs = append(docs, &n)
+		}
+	}
+	switch {
+	case len(docs) == 0:
+		return fail(Problem{Line: 1, Message: "the spec is empty; it must hold one document with apiVersion: " + APIVersion + " and kind: " + Kind + " (`hactl init` writes an example)"})
+	case len(docs) > 1:
+		return fail(Problem{Line: docs[1].Line, Message: fmt.Sprintf("a second YAML document starts here; a spec file holds exactly one %s document, remove the other documents (and the '---' separating them)", Kind)})
+	}
+	root := docs[0].Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fail(Problem{Line: root.Line, Message: fmt.Sprintf("the document must be a mapping with apiVersion, kind, metadata and spec, got %s", describe(root))})
+	}
+	if ps := checkTypeMeta(root); len(ps) > 0 {
+		return fail(ps...)
+	}
+
+	w := &walker{lines: map[string]int{"": root.Line}}
+	tree := w.value(root, reflect.TypeFor[Cluster](), nil)
+	if len(w.problems) > 0 {
+		return fail(w.problems...)
+	}
+	js, err := json.Marshal(tree)
+	if err != nil {
+		return fail(Problem{Message: "internal error rendering the spec: " + err.Error()})
+	}
+	var c Cluster
+	if err := sigsyaml.UnmarshalStrict(js, &c); err != nil {
+		// The walk already checked names and types, so this is unexpected; report it anyway.
+		return fail(Problem{Message: err.Error()})
+	}
+	return &c, w.lines, nil
+}
+
+// syntaxProblem turns a YAML parser error into a Problem, with its line when the parser gave one.
+func syntaxProblem(err error) Problem {
+	msg := err.Error()
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Problem{Line: line, Message: "invalid YAML: " + m[2]}
+	}
+	return Problem{Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// emptyDocument reports whether a document node holds nothing (e.g. after a trailing "---").
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind != yaml.DocumentNode || len(n.Content) == 0 {
+		return true
+	}
+	c := n.Content[0]
+	return c.Kind == yaml.ScalarNode && c.Tag == "!!null"
+}
+
+// checkTypeMeta checks apiVersion and kind before anything else, so a document of another version
+// gets one clear message rather than a list of unknown fields.
+func checkTypeMeta(root *yaml.Node) []Problem {
+	var ps []Problem
+	check := func(key, want, hint string) {
+		k, v := lookup(root, key)
+		switch {
+		case v == nil:
+			ps = append(ps, Problem{Line: root.Line, Field: key, Message: fmt.Sprintf("required; add `%s: %s` at the top of the spec", key, want)})
+		case v.Kind != yaml.ScalarNode || v.Tag != "!!str":
+			ps = append(ps, Problem{Line: k.Line, Field: key, Message: fmt.Sprintf("must be the string %q, got %s", want, describe(v))})
+		case v.Value != want:
+			ps = append(ps, Problem{Line: k.Line, Field: key, Message: fmt.Sprintf("unsupported value %q: %s; set `%s: %s`", v.Value, hint, key, want)})
+		}
+	}
+	check("apiVersion", APIVersion, "this hactl reads only "+APIVersion)
+	check("kind", Kind, "a hactl spec document is of kind "+Kind)
+	return ps
+}
+
+// lookup finds key in a mapping node (the first occurrence).
+func lookup(m *yaml.Node, key string) (k, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i], resolve(m.Content[i+1])
+		}
+	}
+	return nil, nil
+}
+
+// resolve follows aliases.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// walker checks YAML nodes against Go types (by json tag), records path -> line, and builds a
+// JSON-ready tree of the checked values.
+type walker struct {
+	lines    map[string]int
+	problems []Problem
+	visited  int
+}
+
+func (w *walker) problem(line int, path *field.Path, format string, args ...any) {
+	w.problems = append(w.problems, Problem{Line: line, Field: pathString(path), Message: fmt.Sprintf(format, args...)})
+}
+
+func pathString(p *field.Path) string {
+	if p == nil {
+		return ""
+	}
+	return p.String()
+}
+
+func child(p *field.Path, name string) *field.Path {
+	if p == nil {
+		return field.NewPath(name)
+	}
+	return p.Child(name)
+}
+
+var durationType = reflect.TypeFor[Duration]()
+
+// value checks n against t and returns the JSON-ready value (nil for YAML null: the field keeps its
+// zero value, which defaulting may fill).
+func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
+	n = resolve(n)
+	if w.visited++; w.visited > maxNodes {
+		if w.visited == maxNodes+1 {
+			w.problem(n.Line, path, "the document is too large (more than %d nodes, counting alias expansions)", maxNodes)
+		}
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Tag != "" && !strings.HasPrefix(n.Tag, "!!") {
+		w.problem(n.Line, path, "custom YAML tag %s is not supported; remove it", n.Tag)
+		return nil
+	}
+
+	switch {
+	case t == durationType:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+			w.problem(n.Line, path, "must be a duration string with a unit such as \"100ms\", \"10s\" or \"2m\", got %s", describe(n))
+			return nil
+		}
+		if _, err := time.ParseDuration(n.Value); err != nil {
+			w.problem(n.Line, path, "invalid duration %q: write a number with a unit such as \"100ms\", \"10s\" or \"2m\"", n.Value)
+			return nil
+		}
+		return n.Value
+	case t.Kind() == reflect.Struct:
+		return w.mapping(n, t, path)
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			w.problem(n.Line, path, "must be a list, got %s", describe(n))
+			return nil
+		}
+		out := make([]any, 0, len(n.Content))
+		for i, item := range n.Content {
+			p := path.Index(i)
+			w.lines[p.String()] = item.Line
+			out = append(out, w.value(item, t.Elem(), p))
+		}
+		return out
+	case t.Kind() == reflect.String:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+			hint := ""
+			if n.Kind == yaml.ScalarNode {
+				hint = fmt.Sprintf("; quote it: %q", n.Value)
+			}
+			w.problem(n.Line, path, "must be a string, got %s%s", describe(n), hint)
+			return nil
+		}
+		return n.Value
+	case t.Kind() == reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			w.problem(n.Line, path, "must be true or false, got %s", describe(n))
+			return nil
+		}
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			w.problem(n.Line, path, "must be true or false: %v", err)
+			return nil
+		}
+		return b
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			w.problem(n.Line, path, "must be an integer, got %s", describe(n))
+			return nil
+		}
+		var i int64
+		if err := n.Decode(&i); err != nil || reflect.Zero(t).OverflowInt(i) {
+			w.problem(n.Line, path, "integer %s is out of range", n.Value)
+			return nil
+		}
+		return i
+	}
+	// Not reachable for the spec types; keep the walk honest if a new kind of field is added.
+	w.problem(n.Line, path, "internal error: field type %s is not handled by the strict decoder", t)
+	return nil
+}
+
+// mapping checks a mapping node against struct type t.
+func (w *walker) mapping(n *yaml.Node, t reflect.Type, path *field.Path) any {
+	if n.Kind != yaml.MappingNode {
+		w.problem(n.Line, path, "must be a mapping (key: value lines), got %s", describe(n))
+		return nil
+	}
+	fields := jsonFields(t)
+	seen := map[string]int{}
+	out := map[string]any{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!merge") {
+			w.problem(k.Line, path, "keys must be plain field names, got %s", describe(k))
+			continue
+		}
+		if k.Tag == "!!merge" {
+			w.problem(k.Line, path, "YAML merge keys (<<) are not supported; write the fields out")
+			continue
+		}
+		p := child(path, k.Value)
+		if first, dup := seen[k.Value]; dup {
+			w.problem(k.Line, p, "duplicate key %q (first set on line %d); keep only one", k.Value, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		ft, ok := fields[k.Value]
+		if !ok {
+			msg := fmt.Sprintf("unknown field %q", k.Value)
+			if s := suggest(k.Value, fields); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			} else {
+				msg += "; known fields: " + strings.Join(sortedKeys(fields), ", ")
+			}
+			w.problems = append(w.problems, Problem{Line: k.Line, Field: p.String(), Message: msg})
+			continue
+		}
+		w.lines[p.String()] = k.Line
+		if val := w.value(v, ft, p); val != nil {
+			out[k.Value] = val
+		}
+	}
+	return out
+}
+
+// jsonFields maps the json names of t's exported fields to their types (embedded structs without
+// a tag are inlined, as encoding/json does).
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			for k, v := range jsonFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func sortedKeys(m map[string]reflect.Type) []string { return slices.Sorted(maps.Keys(m)) }
+
+// suggest returns the known field closest to name (case-insensitive edit distance <= 2), or "".
+func suggest(name string, fields map[string]reflect.Type) string {
+	best, bestD := "", 3
+	for _, k := range sortedKeys(fields) {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// describe names what a node is, for type errors.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		kind := map[string]string{"!!str": "string", "!!int": "integer", "!!float": "number", "!!bool": "boolean", "!!null": "null"}[n.Tag]
+		if kind == "" {
+			kind = n.Tag
+		}
+		return fmt.Sprintf("%s %s", kind, strconv.Quote(n.Value))
+	}
+	return "an unsupported YAML node"
+}

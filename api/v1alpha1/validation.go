@@ -1,0 +1,528 @@
+package v1alpha1
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Limits and reserved values checked by Validate.
+const (
+	// MetricsPort is the port hactl gives etcd's --listen-metrics-urls (http://127.0.0.1:2381);
+	// clientPort and peerPort must not use it.
+	MetricsPort = 2381
+	// MaxElectionTimeout is etcd's upper bound for --election-timeout (embed.Config.Validate).
+	MaxElectionTimeout = 50000 * time.Millisecond
+	// SuggestedMaxQuotaBackendBytes is the backend quota etcd's docs give as the suggested maximum
+	// (8 GiB); larger values draw a warning.
+	SuggestedMaxQuotaBackendBytes = int64(8) << 30
+	// MaxEtcdMembers is the largest member count hactl supports.
+	MaxEtcdMembers = 5
+)
+
+// SupportedEtcdMinors lists the etcd major.minor versions hactl renders flags for.
+var SupportedEtcdMinors = []string{"3.5", "3.6"}
+
+// Warning is a problem that does not stop hactl but the user should know about.
+type Warning struct {
+	// Field is the field path the warning is about (e.g. spec.hosts[1].zone).
+	Field string
+	// Message says what the risk is.
+	Message string
+}
+
+// String renders "field: message".
+func (w Warning) String() string {
+	if w.Field == "" {
+		return w.Message
+	}
+	return w.Field + ": " + w.Message
+}
+
+// ValidationError is returned by Load and Decode when the spec breaks one or more rules. Error()
+// gives one line per problem, "source:line: path: message", with the line of the field (or its
+// nearest parent present in the document) when known. Its exit code is 2.
+type ValidationError struct {
+	// Source names the document (usually the file path); may be "".
+	Source string
+	// Errors are all the problems found.
+	Errors field.ErrorList
+	// lines maps field paths to lines in the source document.
+	lines map[string]int
+}
+
+// NewValidationError wraps errs (e.g. from ValidateLocalFiles) so callers get the same rendering and
+// exit code as Load's; it returns nil when errs is empty.
+func NewValidationError(source string, errs field.ErrorList) *ValidationError {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Source: source, Errors: errs}
+}
+
+// Error returns one line per problem.
+func (e *ValidationError) Error() string {
+	out := make([]string, 0, len(e.Errors))
+	for _, fe := range e.Errors {
+		out = append(out, prefix(e.Source, e.Line(fe.Field))+fe.Error())
+	}
+	return strings.Join(out, "\n")
+}
+
+// Line returns the line of fieldPath in the source document, falling back to the nearest parent
+// present there; 0 when unknown.
+func (e *ValidationError) Line(fieldPath string) int {
+	if e.lines == nil {
+		return 0
+	}
+	for p := fieldPath; p != ""; p = parentPath(p) {
+		if l, ok := e.lines[p]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+// parentPath drops the last ".name" or "[i]" of a field path.
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+// Unwrap returns the individual *field.Error values, for errors.As.
+func (e *ValidationError) Unwrap() []error {
+	out := make([]error, len(e.Errors))
+	for i, fe := range e.Errors {
+		out[i] = fe
+	}
+	return out
+}
+
+// ExitCode is 2: the input is invalid.
+func (e *ValidationError) ExitCode() int { return 2 }
+
+// Validate checks a defaulted Cluster (SetDefaults first) and returns every broken rule, each with
+// its field path and a message saying how to fix it, plus warnings. It reads no files; see
+// ValidateLocalFiles.
+//
+// Rule sources: etcd member counts and zone spread follow raft's quorum arithmetic (quorum = n/2+1,
+// tolerated failures = (n-1)/2; etcd FAQ "Why an odd number of cluster members?"); the timing limits
+// are etcd's own (embed.Config.Validate: heartbeat > 0, election >= 5 x heartbeat, election <=
+// 50000ms) with flags in whole milliseconds; retention parsing follows etcd's
+// parseCompactionRetention.
+func Validate(c *Cluster) (field.ErrorList, []Warning) {
+	v := &validator{}
+	if c.APIVersion != APIVersion {
+		v.errs = append(v.errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion, "set apiVersion: "+APIVersion))
+	}
+	if c.Kind != Kind {
+		v.errs = append(v.errs, field.Invalid(field.NewPath("kind"), c.Kind, "set kind: "+Kind))
+	}
+	v.label(field.NewPath("metadata", "name"), c.Metadata.Name, "the cluster name")
+	spec := field.NewPath("spec")
+	v.ssh(&c.Spec.SSH, spec.Child("ssh"))
+	v.hosts(c.Spec.Hosts, spec.Child("hosts"))
+	v.etcd(&c.Spec.Etcd, spec.Child("etcd"))
+	v.topology(c, spec.Child("hosts"))
+	return v.errs, v.warns
+}
+
+type validator struct {
+	errs  field.ErrorList
+	warns []Warning
+}
+
+func (v *validator) add(e *field.Error) { v.errs = append(v.errs, e) }
+
+func (v *validator) warn(p *field.Path, format string, args ...any) {
+	v.warns = append(v.warns, Warning{Field: p.String(), Message: fmt.Sprintf(format, args...)})
+}
+
+// label checks a required RFC 1123 label.
+func (v *validator) label(p *field.Path, s, what string) {
+	if s == "" {
+		v.add(field.Required(p, fmt.Sprintf("set %s: a lowercase RFC 1123 label such as \"az-a\" or \"cp-1\"", what)))
+		return
+	}
+	if !isDNS1123Label(s) {
+		v.add(field.Invalid(p, s, fmt.Sprintf("%s must be a lowercase RFC 1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit, e.g. \"cp-1\"", what)))
+	}
+}
+
+func (v *validator) port(p *field.Path, port int, what string) {
+	if port < 1 || port > 65535 {
+		v.add(field.Invalid(p, port, fmt.Sprintf("%s must be a TCP port between 1 and 65535", what)))
+	}
+}
+
+func (v *validator) positive(p *field.Path, d Duration, example string) {
+	if d.Duration <= 0 {
+		v.add(field.Invalid(p, d.Duration.String(), "must be a positive duration, e.g. "+example))
+	}
+}
+
+func (v *validator) ssh(s *SSH, p *field.Path) {
+	if strings.TrimSpace(s.User) == "" {
+		v.add(field.Required(p.Child("user"), "set the remote login user, e.g. root"))
+	}
+	v.port(p.Child("port"), s.Port, "the default SSH port")
+	if s.IdentityFile == "" {
+		v.add(field.Required(p.Child("identityFile"), "set the local private key file, e.g. ~/.ssh/id_ed25519: key-file authentication is the only SSH method hactl supports today"))
+	}
+	if s.KnownHostsFile == "" {
+		v.add(field.Required(p.Child("knownHostsFile"), "set the local known_hosts file, e.g. ~/.ssh/known_hosts"))
+	}
+	v.positive(p.Child("connectTimeout"), s.ConnectTimeout, "10s")
+	v.positive(p.Child("commandTimeout"), s.CommandTimeout, "2m")
+	if s.MaxParallel < 1 {
+		v.add(field.Invalid(p.Child("maxParallel"), s.MaxParallel, "must be at least 1 (the number of hosts worked on at once), e.g. 10"))
+	}
+}
+
+func (v *validator) hosts(hosts []Host, p *field.Path) {
+	if len(hosts) == 0 {
+		v.add(field.Required(p, "list at least one host (3 hosts with role etcd in 3 zones for high availability)"))
+		return
+	}
+	names := map[string]int{}
+	addrs := map[string]int{}
+	for i, h := range hosts {
+		hp := p.Index(i)
+		v.label(hp.Child("name"), h.Name, "the host name (also the etcd member name)")
+		if j, dup := names[h.Name]; dup && h.Name != "" {
+			e := field.Duplicate(hp.Child("name"), h.Name)
+			e.Detail = fmt.Sprintf("already used by %s; host names must be unique (they are the etcd member names)", p.Index(j))
+			v.add(e)
+		} else if h.Name != "" {
+			names[h.Name] = i
+		}
+		if v.address(hp.Child("address"), h.Address) {
+			if j, dup := addrs[h.Address]; dup {
+				e := field.Duplicate(hp.Child("address"), h.Address)
+				e.Detail = fmt.Sprintf("same address as %s (%s) once canonicalised; every host needs its own address", p.Index(j), hosts[j].Name)
+				v.add(e)
+			} else {
+				addrs[h.Address] = i
+			}
+		}
+		v.port(hp.Child("port"), h.Port, "the SSH port")
+		v.label(hp.Child("zone"), h.Zone, "the availability zone")
+		v.roles(hp.Child("roles"), h.Roles)
+	}
+}
+
+// address checks one host address and reports whether it is a usable IP literal.
+func (v *validator) address(p *field.Path, a string) bool {
+	if a == "" {
+		v.add(field.Required(p, "set the host's IP address (IPv4 or IPv6 literal)"))
+		return false
+	}
+	ip, err := netip.ParseAddr(a)
+	if err != nil {
+		if isDNSName(a) {
+			v.add(field.Invalid(p, a, "looks like a DNS name; write the host's IP address instead: etcd peer URLs and certificate SANs use the IP, so it must not depend on name resolution"))
+		} else {
+			v.add(field.Invalid(p, a, "must be an IPv4 (e.g. 10.0.0.11) or IPv6 (e.g. 2001:db8::11) literal, without port or brackets"))
+		}
+		return false
+	}
+	switch {
+	case ip.Zone() != "":
+		v.add(field.Invalid(p, a, fmt.Sprintf("an IPv6 zone index (%%%s) is not allowed: it can't appear in etcd peer URLs or certificate SANs; use a global or unique-local address of the host", ip.Zone())))
+	case ip.IsUnspecified():
+		v.add(field.Invalid(p, a, "the unspecified address can't reach a host; write the host's own IP address"))
+	case ip.IsMulticast():
+		v.add(field.Invalid(p, a, "a multicast address can't identify a host; write the host's own unicast IP address"))
+	case ip.Is6() && ip.IsLinkLocalUnicast():
+		v.add(field.Invalid(p, a, "an IPv6 link-local address needs a zone index, which etcd URLs and certificate SANs can't carry; use a global or unique-local address of the host"))
+	default:
+		return true
+	}
+	return false
+}
+
+var validRoles = []Role{RoleEtcd, RoleControlPlane, RoleLB}
+
+func (v *validator) roles(p *field.Path, roles []Role) {
+	if len(roles) == 0 {
+		v.add(field.Required(p, "give the host at least one role: etcd, control-plane or lb"))
+		return
+	}
+	seen := map[Role]bool{}
+	for i, r := range roles {
+		rp := p.Index(i)
+		switch {
+		case !slices.Contains(validRoles, r):
+			v.add(field.NotSupported(rp, string(r), validRoles))
+		case seen[r]:
+			e := field.Duplicate(rp, string(r))
+			e.Detail = "list each role once"
+			v.add(e)
+		}
+		seen[r] = true
+	}
+}
+
+var (
+	dns1123LabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsNameRE      = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*\.?$`)
+)
+
+// isDNS1123Label reports whether s is a lowercase RFC 1123 label (as Kubernetes names are).
+func isDNS1123Label(s string) bool { return len(s) <= 63 && dns1123LabelRE.MatchString(s) }
+
+// isDNSName reports whether s looks like a host name (and so is not a mistyped IP literal). A
+// dotted all-digit string such as "10.0.0.256" is a bad IP, not a name.
+func isDNSName(s string) bool {
+	if len(s) > 253 || !dnsNameRE.MatchString(s) {
+		return false
+	}
+	return strings.ContainsFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+}
+
+var versionRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$`)
+
+func (v *validator) etcd(e *Etcd, p *field.Path) {
+	// version
+	vp := p.Child("version")
+	if e.Version == "" {
+		v.add(field.Required(vp, "set the etcd version the binaries report, e.g. v3.6.16"))
+	} else if m := versionRE.FindStringSubmatch(e.Version); m == nil {
+		v.add(field.Invalid(vp, e.Version, "must look like vX.Y.Z, e.g. v3.6.16"))
+	} else if mm := m[1] + "." + m[2]; !slices.Contains(SupportedEtcdMinors, mm) {
+		v.add(field.Invalid(vp, e.Version, fmt.Sprintf("etcd %s is not supported: hactl renders flags for etcd %s; use e.g. v3.6.16", mm, strings.Join(SupportedEtcdMinors, " or "))))
+	}
+
+	// binaries
+	if e.Binaries.Etcd == "" {
+		v.add(field.Required(p.Child("binaries", "etcd"), "set the local path of the etcd binary to upload (etcdctl and etcdutl are optional)"))
+	}
+
+	// dataDir: a remote, Linux path
+	dp := p.Child("dataDir")
+	switch {
+	case !path.IsAbs(e.DataDir):
+		v.add(field.Invalid(dp, e.DataDir, "must be an absolute path on the member hosts (remote paths are not resolved against anything), e.g. /var/lib/etcd"))
+	case e.DataDir == "/":
+		v.add(field.Invalid(dp, e.DataDir, "must not be the root directory; use a dedicated directory such as /var/lib/etcd"))
+	case path.Clean(e.DataDir) != e.DataDir:
+		v.add(field.Invalid(dp, e.DataDir, fmt.Sprintf("must be a clean path (no trailing '/', '.', '..' or '//'); write %s", path.Clean(e.DataDir))))
+	}
+
+	// ports
+	v.port(p.Child("clientPort"), e.ClientPort, "the etcd client port")
+	v.port(p.Child("peerPort"), e.PeerPort, "the etcd peer port")
+	if e.ClientPort == e.PeerPort {
+		v.add(field.Invalid(p.Child("peerPort"), e.PeerPort, fmt.Sprintf("must differ from clientPort (%d): etcd listens on both; the usual pair is 2379/2380", e.ClientPort)))
+	}
+	for _, x := range []struct {
+		name string
+		port int
+	}{{"clientPort", e.ClientPort}, {"peerPort", e.PeerPort}} {
+		if x.port == MetricsPort {
+			v.add(field.Invalid(p.Child(x.name), x.port, fmt.Sprintf("port %d is reserved: hactl serves etcd metrics on 127.0.0.1:%d; pick another port", MetricsPort, MetricsPort)))
+		}
+	}
+
+	// timings
+	hb, el := e.HeartbeatInterval.Duration, e.ElectionTimeout.Duration
+	hp, ep := p.Child("heartbeatInterval"), p.Child("electionTimeout")
+	hbOK := false
+	switch {
+	case hb <= 0:
+		v.add(field.Invalid(hp, hb.String(), "must be > 0, e.g. 100ms (etcd's default)"))
+	case hb%time.Millisecond != 0:
+		v.add(field.Invalid(hp, hb.String(), "must be whole milliseconds (etcd takes --heartbeat-interval in ms), e.g. 100ms"))
+	default:
+		hbOK = true
+	}
+	switch {
+	case el <= 0:
+		v.add(field.Invalid(ep, el.String(), "must be > 0, e.g. 1000ms (etcd's default)"))
+	case el%time.Millisecond != 0:
+		v.add(field.Invalid(ep, el.String(), "must be whole milliseconds (etcd takes --election-timeout in ms), e.g. 1000ms"))
+	case el > MaxElectionTimeout:
+		v.add(field.Invalid(ep, el.String(), "must be at most 50000ms (etcd refuses longer election timeouts); etcd's tuning guide suggests about 10 x the heartbeat, e.g. 1000ms"))
+	case hbOK && el < 5*hb:
+		v.add(field.Invalid(ep, el.String(), fmt.Sprintf("must be at least 5 x heartbeatInterval (%v) = %v, or etcd refuses to start; etcd's tuning guide suggests about 10 x, e.g. %v", hb, 5*hb, 10*hb)))
+	}
+
+	// quota
+	qp := p.Child("quotaBackendBytes")
+	switch {
+	case e.QuotaBackendBytes <= 0:
+		v.add(field.Invalid(qp, e.QuotaBackendBytes, "must be a positive number of bytes, e.g. 2147483648 (2 GiB, etcd's default)"))
+	case e.QuotaBackendBytes > SuggestedMaxQuotaBackendBytes:
+		v.warn(qp, "%d bytes is above 8 GiB (8589934592), etcd's suggested maximum backend size: larger databases make snapshots, defragmentation and member recovery slow", e.QuotaBackendBytes)
+	}
+
+	// auto compaction
+	ap := p.Child("autoCompaction")
+	ac := e.AutoCompaction
+	rp := ap.Child("retention")
+	switch ac.Mode {
+	case CompactionPeriodic:
+		if n, err := strconv.Atoi(ac.Retention); err == nil {
+			if n <= 0 {
+				v.add(field.Invalid(rp, ac.Retention, "periodic retention must be > 0: a duration such as \"1h\" or a whole number of hours such as \"1\""))
+			}
+		} else if d, err := time.ParseDuration(ac.Retention); err != nil {
+			v.add(field.Invalid(rp, ac.Retention, "periodic retention must be a duration such as \"1h\" or \"30m\", or a whole number of hours such as \"1\" (as etcd accepts)"))
+		} else if d <= 0 {
+			v.add(field.Invalid(rp, ac.Retention, "periodic retention must be > 0, e.g. \"1h\""))
+		}
+	case CompactionRevision:
+		if ac.Retention == "" {
+			v.add(field.Required(rp, "revision mode needs the number of revisions to keep, e.g. \"1000\""))
+		} else if n, err := strconv.ParseInt(ac.Retention, 10, 64); err != nil || n < 0 {
+			v.add(field.Invalid(rp, ac.Retention, "revision retention must be a non-negative whole number of revisions to keep, e.g. \"1000\""))
+		}
+	default:
+		v.add(field.NotSupported(ap.Child("mode"), ac.Mode, []string{CompactionPeriodic, CompactionRevision}))
+	}
+}
+
+// topology checks the etcd member count and how members spread over zones.
+func (v *validator) topology(c *Cluster, p *field.Path) {
+	var members []int // indexes into spec.hosts
+	for i, h := range c.Spec.Hosts {
+		if h.HasRole(RoleEtcd) {
+			members = append(members, i)
+		}
+	}
+	n := len(members)
+	quorum := n/2 + 1
+	switch {
+	case len(c.Spec.Hosts) == 0:
+		return // already reported
+	case n == 0:
+		v.add(field.Required(p, "no host has role etcd; give role etcd to 3 hosts in 3 different zones (or 5 hosts in at least 3 zones)"))
+		return
+	case n == 1:
+		v.warn(p.Index(members[0]), "NOT highly available: a single member has no fault tolerance; losing host %q loses the cluster. Use 3 etcd members in 3 zones for anything that matters", c.Spec.Hosts[members[0]].Name)
+		return
+	case n > MaxEtcdMembers:
+		v.add(field.Invalid(p, n, fmt.Sprintf("%d hosts have role etcd; hactl supports 3 or 5 etcd members: every write waits for a quorum, so more members slow every write while 5 already tolerate 2 failures; give role etcd to 5 hosts (or 3) and other roles to the rest", n)))
+		return
+	case n%2 == 0:
+		v.add(field.Invalid(p, n, fmt.Sprintf("%d hosts have role etcd; an even member count tolerates no more failures than %d members (%d) but needs a larger quorum (%d instead of %d), so it is less available, not more; use %d or %d etcd members", n, n-1, (n-2)/2, quorum, (n-1)/2+1, n-1, n+1)))
+		return
+	}
+
+	// Zone spread: a zone holding a quorum of members takes the cluster down with it.
+	type zone struct {
+		members []int
+	}
+	zones := map[string]*zone{}
+	var order []string
+	for _, i := range members {
+		z := c.Spec.Hosts[i].Zone
+		if zones[z] == nil {
+			zones[z] = &zone{}
+			order = append(order, z)
+		}
+		zones[z].members = append(zones[z].members, i)
+	}
+	for _, name := range order {
+		z := zones[name]
+		if len(z.members) < quorum {
+			continue
+		}
+		var hostNames []string
+		for _, i := range z.members {
+			hostNames = append(hostNames, c.Spec.Hosts[i].Name)
+		}
+		// Point at the member that made the zone reach quorum: moving it is the fix.
+		zp := p.Index(z.members[quorum-1]).Child("zone")
+		what := fmt.Sprintf("zone %q holds %d of the %d etcd members (%s) and a quorum is %d, so losing zone %q loses quorum and etcd stops accepting writes",
+			name, len(z.members), n, strings.Join(hostNames, ", "), quorum, name)
+		if c.Spec.Etcd.AcceptZoneQuorumLoss {
+			v.warn(zp, "%s; accepted because spec.etcd.acceptZoneQuorumLoss is true", what)
+			continue
+		}
+		v.add(field.Invalid(zp, name, fmt.Sprintf("%s; %s, or set spec.etcd.acceptZoneQuorumLoss: true to accept this", what, spreadAdvice(n))))
+	}
+}
+
+func spreadAdvice(n int) string {
+	if n == 3 {
+		return "put the 3 members in 3 distinct zones"
+	}
+	return fmt.Sprintf("spread the %d members over at least 3 zones with at most %d per zone", n, (n-1)/2)
+}
+
+
+// ValidateLocalFiles checks the local files the spec names (after SetDefaults): the etcd binaries
+// exist and are regular executable files, spec.ssh.identityFile exists and is not readable by group
+// or others (mode 0600 or stricter, as ssh demands), and the directory of spec.ssh.knownHostsFile
+// exists. It is separate from Validate so pure spec checks need no files; hactl runs it before it
+// contacts any host.
+func ValidateLocalFiles(c *Cluster) field.ErrorList {
+	var errs field.ErrorList
+	bp := field.NewPath("spec", "etcd", "binaries")
+	for _, b := range []struct{ name, path string }{
+		{"etcd", c.Spec.Etcd.Binaries.Etcd},
+		{"etcdctl", c.Spec.Etcd.Binaries.Etcdctl},
+		{"etcdutl", c.Spec.Etcd.Binaries.Etcdutl},
+	} {
+		if b.path == "" {
+			continue // required-ness is Validate's job
+		}
+		p := bp.Child(b.name)
+		fi, err := os.Stat(b.path)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(p, b.path, fileProblem(err, "the "+b.name+" binary")))
+		case !fi.Mode().IsRegular():
+			errs = append(errs, field.Invalid(p, b.path, "is not a regular file; point it at the "+b.name+" binary"))
+		case fi.Mode().Perm()&0o111 == 0:
+			errs = append(errs, field.Invalid(p, b.path, fmt.Sprintf("is not executable; run: chmod +x %s", b.path)))
+		}
+	}
+
+	if id := c.Spec.SSH.IdentityFile; id != "" {
+		p := field.NewPath("spec", "ssh", "identityFile")
+		fi, err := os.Stat(id)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(p, id, fileProblem(err, "the SSH private key")))
+		case !fi.Mode().IsRegular():
+			errs = append(errs, field.Invalid(p, id, "is not a regular file; point it at the SSH private key"))
+		case fi.Mode().Perm()&0o077 != 0:
+			errs = append(errs, field.Invalid(p, id, fmt.Sprintf("has mode %04o: a private key must not be accessible by group or others (ssh refuses it); run: chmod 600 %s", fi.Mode().Perm(), id)))
+		}
+	}
+
+	if kh := c.Spec.SSH.KnownHostsFile; kh != "" {
+		p := field.NewPath("spec", "ssh", "knownHostsFile")
+		dir := filepath.Dir(kh)
+		fi, err := os.Stat(dir)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(p, kh, fileProblem(err, "the directory "+dir)))
+		case !fi.IsDir():
+			errs = append(errs, field.Invalid(p, kh, dir+" is not a directory"))
+		}
+	}
+	return errs
+}
+
+func fileProblem(err error, what string) string {
+	if errors.Is(err, os.ErrNotExist) {
+		return what + " does not exist; fix the path (relative paths are relative to the spec file)"
+	}
+	return fmt.Sprintf("can't read %s: %v", what, err)
+}
