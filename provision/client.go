@@ -103,8 +103,8 @@ func Dial(ctx context.Context, t Target, cfg Config) (*Client, error) {
 		return nil, fail("%w", err)
 	}
 	var (
-		hkMu       sync.Mutex
-		hkResult   error // set by the callback, which runs on the handshake goroutine
+		hkMu     sync.Mutex
+		hkResult error // set by the callback, which runs on the handshake goroutine
 	)
 	sshCfg := &ssh.ClientConfig{
 		User: cfg.User,

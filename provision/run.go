@@ -106,9 +106,15 @@ func (e *CommandError) detail() string {
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
-// ShellQuote quotes s for a POSIX shell: strings made only of safe
-// characters ([A-Za-z0-9_@%+=:,./-], not empty) are returned unchanged,
-// anything else is wrapped in single quotes with embedded ' written as '\''.
+// ShellQuote quotes s as one word for a POSIX shell. Strings made only of
+// safe characters ([A-Za-z0-9_@%+=:,./-], not empty) are returned unchanged;
+// anything else is wrapped in single quotes, an embedded single quote being
+// closed, backslash-escaped and reopened:
+//
+//	ShellQuote("/etc/etcd")  == "/etc/etcd"
+//	ShellQuote("a b")        == "'a b'"
+//	ShellQuote("it's")       == `'it'\''s'`
+//	ShellQuote("")           == "''"
 func ShellQuote(s string) string {
 	if s == "" {
 		return "''"

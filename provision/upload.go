@@ -75,7 +75,7 @@ func (e *UploadError) Unwrap() error { return e.Err }
 type ChecksumMismatchError struct {
 	// Where is "local" (the content read does not match File.SHA256) or
 	// "remote" (the uploaded temporary file does not match).
-	Where       string
+	Where     string
 	Want, Got string
 }
 
