@@ -1,0 +1,133 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// loadOrCreateKey returns the lab's SSH key pair from privPath (OpenSSH PEM) and privPath+".pub"
+// (authorized_keys line), generating an ed25519 pair when either is missing or unreadable. The
+// private key is kept at mode 0600.
+func loadOrCreateKey(privPath string) (ssh.Signer, []byte, error) {
+	pubPath := privPath + ".pub"
+	if priv, err := os.ReadFile(privPath); err == nil {
+		if pub, err := os.ReadFile(pubPath); err == nil {
+			signer, serr := ssh.ParsePrivateKey(priv)
+			parsed, _, _, _, perr := ssh.ParseAuthorizedKey(pub)
+			if serr == nil && perr == nil && bytes.Equal(parsed.Marshal(), signer.PublicKey().Marshal()) {
+				if err := os.Chmod(privPath, 0o600); err != nil {
+					return nil, nil, fmt.Errorf("lab key: %w", err)
+				}
+				return signer, pub, nil
+			}
+		}
+	}
+	pubKey, privKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lab key: generate ed25519: %w", err)
+	}
+	block, err := ssh.MarshalPrivateKey(privKey, "hactl-lab")
+	if err != nil {
+		return nil, nil, fmt.Errorf("lab key: marshal private key: %w", err)
+	}
+	sshPub, err := ssh.NewPublicKey(pubKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lab key: %w", err)
+	}
+	pub := append(bytes.TrimRight(ssh.MarshalAuthorizedKey(sshPub), "\n"), []byte(" hactl-lab\n")...)
+	if err := writeFileAtomic(privPath, pem.EncodeToMemory(block), 0o600); err != nil {
+		return nil, nil, fmt.Errorf("lab key: %w", err)
+	}
+	if err := writeFileAtomic(pubPath, pub, 0o644); err != nil {
+		return nil, nil, fmt.Errorf("lab key: %w", err)
+	}
+	signer, err := ssh.NewSignerFromKey(privKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lab key: %w", err)
+	}
+	return signer, pub, nil
+}
+
+// knownHostsLines turns a host's public host keys (the contents of /etc/ssh/ssh_host_*_key.pub)
+// into known_hosts lines for address (port 22 is written as the bare address, as OpenSSH does).
+func knownHostsLines(address string, port int, pubFiles string) ([]string, error) {
+	var lines []string
+	rest := []byte(pubFiles)
+	for len(bytes.TrimSpace(rest)) > 0 {
+		key, _, _, r, err := ssh.ParseAuthorizedKey(rest)
+		if err != nil {
+			return nil, fmt.Errorf("parse host key of %s: %w", address, err)
+		}
+		rest = r
+		lines = append(lines, knownhosts.Line([]string{net.JoinHostPort(address, strconv.Itoa(port))}, key))
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("host %s has no host keys", address)
+	}
+	return lines, nil
+}
+
+// dialSSH logs in as root to address:22 with signer, verifying the host key against the
+// known_hosts file (host-key checking is always on).
+func dialSSH(ctx context.Context, address string, signer ssh.Signer, knownHostsPath string) (*ssh.Client, error) {
+	cb, err := knownhosts.New(knownHostsPath)
+	if err != nil {
+		return nil, fmt.Errorf("ssh %s: load known_hosts: %w", address, err)
+	}
+	cfg := &ssh.ClientConfig{
+		User:            "root",
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: cb,
+		Timeout:         5 * time.Second,
+	}
+	addr := net.JoinHostPort(address, "22")
+	dctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("ssh %s: %w", addr, err)
+	}
+	// Bound the handshake by the context too.
+	stop := context.AfterFunc(dctx, func() { conn.SetDeadline(time.Now()) })
+	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+	if !stop() {
+		if err == nil {
+			c.Close()
+		}
+		conn.Close()
+		return nil, fmt.Errorf("ssh %s: handshake: %w", addr, errors.Join(dctx.Err(), err))
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ssh %s: %w", addr, err)
+	}
+	return ssh.NewClient(c, chans, reqs), nil
+}
+
+// sshRun runs cmd on client and returns its trimmed standard output.
+func sshRun(client *ssh.Client, cmd string) (string, error) {
+	s, err := client.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	var out, errb bytes.Buffer
+	s.Stdout, s.Stderr = &out, &errb
+	if err := s.Run(cmd); err != nil {
+		return "", fmt.Errorf("%q: %w: %s", cmd, err, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
