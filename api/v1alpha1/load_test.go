@@ -1,0 +1,481 @@
+package v1alpha1
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+type exitCoder interface{ ExitCode() int }
+
+// TestInvalidSpecs loads every testdata/invalid-*.yaml and checks the field path and line the error
+// names, and the exit code.
+func TestInvalidSpecs(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	tests := []struct {
+		file  string
+		field string // exact field path of one reported problem ("" = not about a field)
+		line  int    // line reported for it (0 = don't check)
+	}{
+		{"invalid-unknown-top-level-field.yaml", "status", 25},
+		{"invalid-unknown-nested-field.yaml", "spec.hosts[1].zonee", 15},
+		{"invalid-unknown-etcd-field.yaml", "spec.etcd.snapshotCount", 25},
+		{"invalid-wrong-type-int.yaml", "spec.ssh.port", 8},
+		{"invalid-wrong-type-list.yaml", "spec.hosts[2].roles", 20},
+		{"invalid-wrong-type-string.yaml", "metadata.name", 4},
+		{"invalid-wrong-type-duration.yaml", "spec.etcd.heartbeatInterval", 25},
+		{"invalid-wrong-type-bool.yaml", "spec.etcd.acceptZoneQuorumLoss", 25},
+		{"invalid-duplicate-key.yaml", "spec.hosts[0].zone", 12},
+		{"invalid-two-documents.yaml", "", 25},
+		{"invalid-empty.yaml", "", 1},
+		{"invalid-yaml-syntax.yaml", "", 19}, // the line go.yaml.in/yaml/v3 reports (its parser errors are one line early)
+		{"invalid-bad-api-version.yaml", "apiVersion", 1},
+		{"invalid-bad-kind.yaml", "kind", 2},
+		{"invalid-missing-name.yaml", "metadata.name", 3},
+		{"invalid-bad-name.yaml", "metadata.name", 4},
+		{"invalid-no-hosts.yaml", "spec.hosts", 8},
+		{"invalid-bad-host-name.yaml", "spec.hosts[1].name", 13},
+		{"invalid-duplicate-host-name.yaml", "spec.hosts[2].name", 17},
+		{"invalid-duplicate-address.yaml", "spec.hosts[2].address", 18},
+		{"invalid-duplicate-address-ipv6.yaml", "spec.hosts[1].address", 14},
+		{"invalid-dns-address.yaml", "spec.hosts[1].address", 14},
+		{"invalid-bad-ip.yaml", "spec.hosts[1].address", 14},
+		{"invalid-missing-address.yaml", "spec.hosts[1].address", 13},
+		{"invalid-zone-index.yaml", "spec.hosts[0].address", 10},
+		{"invalid-unspecified-address.yaml", "spec.hosts[0].address", 10},
+		{"invalid-multicast-address.yaml", "spec.hosts[2].address", 18},
+		{"invalid-bad-host-port.yaml", "spec.hosts[2].port", 20},
+		{"invalid-bad-ssh-port.yaml", "spec.ssh.port", 8},
+		{"invalid-missing-zone.yaml", "spec.hosts[1].zone", 13},
+		{"invalid-bad-zone.yaml", "spec.hosts[1].zone", 15},
+		{"invalid-unknown-role.yaml", "spec.hosts[2].roles[1]", 20},
+		{"invalid-duplicate-role.yaml", "spec.hosts[2].roles[1]", 22},
+		{"invalid-no-roles.yaml", "spec.hosts[2].roles", 20},
+		{"invalid-no-etcd-members.yaml", "spec.hosts", 8},
+		{"invalid-2-members.yaml", "spec.hosts", 8},
+		{"invalid-4-members.yaml", "spec.hosts", 8},
+		{"invalid-7-members.yaml", "spec.hosts", 8},
+		{"invalid-zone-quorum-3-in-2-zones.yaml", "spec.hosts[2].zone", 19},
+		{"invalid-zone-quorum-5-with-3-in-one-zone.yaml", "spec.hosts[4].zone", 27},
+		{"invalid-heartbeat-not-whole-ms.yaml", "spec.etcd.heartbeatInterval", 25},
+		{"invalid-heartbeat-zero-negative.yaml", "spec.etcd.heartbeatInterval", 25},
+		{"invalid-election-below-5x-heartbeat.yaml", "spec.etcd.electionTimeout", 26},
+		{"invalid-election-above-50s.yaml", "spec.etcd.electionTimeout", 25},
+		{"invalid-election-not-whole-ms.yaml", "spec.etcd.electionTimeout", 25},
+		{"invalid-relative-datadir.yaml", "spec.etcd.dataDir", 25},
+		{"invalid-root-datadir.yaml", "spec.etcd.dataDir", 25},
+		{"invalid-unclean-datadir.yaml", "spec.etcd.dataDir", 25},
+		{"invalid-client-port-equals-peer-port.yaml", "spec.etcd.peerPort", 21}, // peerPort is defaulted: the line is spec.etcd's
+		{"invalid-metrics-port.yaml", "spec.etcd.clientPort", 25},
+		{"invalid-bad-peer-port.yaml", "spec.etcd.peerPort", 25},
+		{"invalid-compaction-mode.yaml", "spec.etcd.autoCompaction.mode", 25},
+		{"invalid-revision-retention.yaml", "spec.etcd.autoCompaction.retention", 27},
+		{"invalid-revision-retention-missing.yaml", "spec.etcd.autoCompaction.retention", 25},
+		{"invalid-periodic-retention.yaml", "spec.etcd.autoCompaction.retention", 26},
+		{"invalid-version-format.yaml", "spec.etcd.version", 22},
+		{"invalid-version-unsupported.yaml", "spec.etcd.version", 22},
+		{"invalid-missing-version.yaml", "spec.etcd.version", 21},
+		{"invalid-missing-etcd-binary.yaml", "spec.etcd.binaries.etcd", 23},
+		{"invalid-missing-identity-file.yaml", "spec.ssh.identityFile", 5},
+		{"invalid-quota-negative.yaml", "spec.etcd.quotaBackendBytes", 25},
+		{"invalid-max-parallel.yaml", "spec.ssh.maxParallel", 8},
+		{"invalid-connect-timeout.yaml", "spec.ssh.connectTimeout", 8},
+		{"invalid-empty-ssh-user.yaml", "spec.ssh.user", 8},
+	}
+
+	// Every invalid file has a case, and there are enough of them.
+	files, _ := filepath.Glob("testdata/invalid-*.yaml")
+	if len(files) < 30 || len(files) != len(tests) {
+		t.Errorf("%d invalid-*.yaml files, %d cases; want one case per file and at least 30", len(files), len(tests))
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(tests, func(tc struct {
+			file  string
+			field string
+			line  int
+		}) bool {
+			return tc.file == filepath.Base(f)
+		}) {
+			t.Errorf("no test case for %s", f)
+		}
+	}
+
+	for _, tc := range tests {
+		t.Run(strings.TrimSuffix(tc.file, ".yaml"), func(t *testing.T) {
+			c, _, err := Load(filepath.Join("testdata", tc.file))
+			if err == nil {
+				t.Fatalf("Load succeeded (%+v), want an error", c)
+			}
+			t.Logf("%v", err)
+			var ec exitCoder
+			if !errors.As(err, &ec) || ec.ExitCode() != 2 {
+				t.Errorf("error %T has no ExitCode 2", err)
+			}
+			got := locate(t, err)
+			want := problemAt{tc.field, tc.line}
+			if !slices.Contains(got, want) {
+				t.Errorf("problems at %v, want one at %v", got, want)
+			}
+			// The rendered message carries "file:line: field: " for that problem.
+			prefix := fmt.Sprintf("%s:%d: ", filepath.Join("testdata", tc.file), tc.line)
+			if tc.field != "" {
+				prefix += tc.field + ": "
+			}
+			if !strings.Contains(err.Error(), prefix) {
+				t.Errorf("error text lacks %q:\n%v", prefix, err)
+			}
+		})
+	}
+}
+
+type problemAt struct {
+	field string
+	line  int
+}
+
+// locate lists (field, line) of every problem in a load error.
+func locate(t *testing.T, err error) []problemAt {
+	t.Helper()
+	var out []problemAt
+	var de *DecodeError
+	var ve *ValidationError
+	switch {
+	case errors.As(err, &de):
+		for _, p := range de.Problems {
+			out = append(out, problemAt{p.Field, p.Line})
+		}
+	case errors.As(err, &ve):
+		for _, fe := range ve.Errors {
+			out = append(out, problemAt{fe.Field, ve.Line(fe.Field)})
+		}
+	default:
+		t.Fatalf("error %T is neither *DecodeError nor *ValidationError: %v", err, err)
+	}
+	return out
+}
+
+func TestValidSpecs(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	testdata, _ := filepath.Abs("testdata")
+	tests := []struct {
+		file     string
+		members  int
+		warnings []Warning // Message is matched as a substring
+	}{
+		{"valid-3-members.yaml", 3, nil},
+		{"valid-5-members.yaml", 5, nil},
+		{"valid-single-member.yaml", 1, []Warning{{"spec.hosts[0]", "NOT highly available: a single member has no fault tolerance"}}},
+		{"valid-ipv6.yaml", 3, nil},
+		{"valid-weak-topology-acknowledged.yaml", 3, []Warning{{"spec.hosts[1].zone", `losing zone "az-a" loses quorum`}}},
+		{"valid-large-quota.yaml", 3, []Warning{{"spec.etcd.quotaBackendBytes", "above 8 GiB"}}},
+	}
+	files, _ := filepath.Glob("testdata/valid-*.yaml")
+	if len(files) != len(tests) {
+		t.Errorf("%d valid-*.yaml files, %d cases", len(files), len(tests))
+	}
+	for _, tc := range tests {
+		t.Run(strings.TrimSuffix(tc.file, ".yaml"), func(t *testing.T) {
+			c, warns, err := Load(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got := len(c.EtcdHosts()); got != tc.members {
+				t.Errorf("%d etcd members, want %d", got, tc.members)
+			}
+			if len(warns) != len(tc.warnings) {
+				t.Fatalf("warnings %v, want %v", warns, tc.warnings)
+			}
+			for i, w := range tc.warnings {
+				if warns[i].Field != w.Field || !strings.Contains(warns[i].Message, w.Message) {
+					t.Errorf("warning %d = %v, want %s: ...%s...", i, warns[i], w.Field, w.Message)
+				}
+			}
+			// Local paths resolve against the spec file's directory; ~ is $HOME.
+			if got, want := c.Spec.Etcd.Binaries.Etcd, filepath.Join(testdata, "bin", "etcd"); got != want {
+				t.Errorf("binaries.etcd = %q, want %q", got, want)
+			}
+			if got, want := c.Spec.StateDir, filepath.Join(home, ".hactl", c.Metadata.Name); got != want {
+				t.Errorf("stateDir = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestIPv6Canonicalised(t *testing.T) {
+	c, _, err := Load("testdata/valid-ipv6.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range c.Spec.Hosts {
+		got = append(got, h.Address)
+	}
+	want := []string{"2001:db8::11", "2001:db8::12", "10.0.0.13"}
+	if !slices.Equal(got, want) {
+		t.Errorf("addresses %v, want %v", got, want)
+	}
+}
+
+func TestCanonicalAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"2001:DB8::0001":         "2001:db8::1",
+		"2001:db8:0:0:0:0:0:1":   "2001:db8::1",
+		"::ffff:1.2.3.4":         "1.2.3.4",
+		"::FFFF:102:304":         "1.2.3.4",
+		"10.0.0.1":               "10.0.0.1",
+		"fe80::1%eth0":           "fe80::1%eth0", // zone: left for Validate to refuse
+		"etcd-1.example.com":     "etcd-1.example.com",
+		"":                       "",
+		"2001:0db8:0000::0a00:1": "2001:db8::a00:1",
+	} {
+		if got := CanonicalAddress(in); got != want {
+			t.Errorf("CanonicalAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSetDefaults(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	c := &Cluster{
+		APIVersion: APIVersion, Kind: Kind,
+		Metadata: ObjectMeta{Name: "lab"},
+		Spec: ClusterSpec{
+			SSH: SSH{Port: 2222, IdentityFile: "~/.ssh/id_ed25519"},
+			Hosts: []Host{
+				{Name: "a", Address: "2001:DB8::A", Zone: "z1", Roles: []Role{RoleEtcd}},
+				{Name: "b", Address: "10.0.0.2", Port: 22, Zone: "z2", Roles: []Role{RoleEtcd}},
+			},
+			Etcd: Etcd{Binaries: EtcdBinaries{Etcd: "bin/etcd", Etcdctl: "/opt/etcdctl"}},
+		},
+	}
+	SetDefaults(c, "/specs")
+	want := ClusterSpec{
+		StateDir: filepath.Join(home, ".hactl", "lab"),
+		SSH: SSH{
+			User: "root", Port: 2222,
+			IdentityFile:   filepath.Join(home, ".ssh", "id_ed25519"),
+			KnownHostsFile: filepath.Join(home, ".ssh", "known_hosts"),
+			ConnectTimeout: Duration{10 * time.Second}, CommandTimeout: Duration{2 * time.Minute},
+			MaxParallel: 10,
+		},
+		Hosts: []Host{
+			{Name: "a", Address: "2001:db8::a", Port: 2222, Zone: "z1", Roles: []Role{RoleEtcd}},
+			{Name: "b", Address: "10.0.0.2", Port: 22, Zone: "z2", Roles: []Role{RoleEtcd}},
+		},
+		Etcd: Etcd{
+			Binaries:          EtcdBinaries{Etcd: "/specs/bin/etcd", Etcdctl: "/opt/etcdctl"},
+			DataDir:           "/var/lib/etcd",
+			ClientPort:        2379,
+			PeerPort:          2380,
+			HeartbeatInterval: Duration{100 * time.Millisecond},
+			ElectionTimeout:   Duration{1000 * time.Millisecond},
+			QuotaBackendBytes: 2147483648,
+			AutoCompaction:    AutoCompaction{Mode: "periodic", Retention: "1h"},
+		},
+	}
+	if !reflect.DeepEqual(c.Spec, want) {
+		t.Errorf("defaulted spec:\n got %+v\nwant %+v", c.Spec, want)
+	}
+	// Idempotent.
+	before := fmt.Sprintf("%+v", *c)
+	SetDefaults(c, "/elsewhere")
+	if after := fmt.Sprintf("%+v", *c); after != before {
+		t.Errorf("second SetDefaults changed the spec:\n%s\n%s", before, after)
+	}
+	// Revision mode gets no periodic retention.
+	r := &Cluster{Spec: ClusterSpec{Etcd: Etcd{AutoCompaction: AutoCompaction{Mode: CompactionRevision}}}}
+	SetDefaults(r, "")
+	if r.Spec.Etcd.AutoCompaction.Retention != "" {
+		t.Errorf("revision retention defaulted to %q", r.Spec.Etcd.AutoCompaction.Retention)
+	}
+}
+
+func TestLocalPath(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	for _, tc := range []struct{ in, base, want string }{
+		{"", "/b", ""},
+		{"~", "/b", "/home/u"},
+		{"~/k", "/b", "/home/u/k"},
+		{"k/../id", "/b", "/b/id"},
+		{"./bin/etcd", "/b", "/b/bin/etcd"},
+		{"/abs//x/", "/b", "/abs/x"},
+		{"rel", "", "rel"},
+		{"~other/k", "/b", "/b/~other/k"},
+	} {
+		if got := LocalPath(tc.in, tc.base); got != tc.want {
+			t.Errorf("LocalPath(%q, %q) = %q, want %q", tc.in, tc.base, got, tc.want)
+		}
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{"invalid-unknown-nested-field.yaml", `invalid-unknown-nested-field.yaml:15: spec.hosts[1].zonee: unknown field "zonee"; did you mean "zone"?`},
+		{"invalid-wrong-type-int.yaml", `invalid-wrong-type-int.yaml:8: spec.ssh.port: must be an integer, got string "twenty-two"`},
+		{"invalid-duplicate-key.yaml", `invalid-duplicate-key.yaml:12: spec.hosts[0].zone: duplicate key "zone" (first set on line 11); keep only one`},
+		{"invalid-bad-api-version.yaml", `invalid-bad-api-version.yaml:1: apiVersion: unsupported value "hactl.io/v1beta1": this hactl reads only hactl.io/v1alpha1; set ` + "`apiVersion: hactl.io/v1alpha1`"},
+		{"invalid-two-documents.yaml", `invalid-two-documents.yaml:25: a second YAML document starts here`},
+		{"invalid-4-members.yaml", `invalid-4-members.yaml:8: spec.hosts: Invalid value: 4: 4 hosts have role etcd; an even member count tolerates no more failures than 3 members (1) but needs a larger quorum (3 instead of 2)`},
+		{"invalid-zone-quorum-3-in-2-zones.yaml", `invalid-zone-quorum-3-in-2-zones.yaml:19: spec.hosts[2].zone: Invalid value: "az-a": zone "az-a" holds 2 of the 3 etcd members (cp-a, cp-c) and a quorum is 2`},
+		{"invalid-missing-identity-file.yaml", `key-file authentication is the only SSH method hactl supports today`},
+		{"invalid-dns-address.yaml", `etcd peer URLs and certificate SANs use the IP`},
+		{"invalid-zone-index.yaml", `an IPv6 zone index (%eth0) is not allowed`},
+		{"invalid-relative-datadir.yaml", `must be an absolute path on the member hosts`},
+	}
+	for _, tc := range tests {
+		data, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = Decode(data, tc.file, "/specs")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error\n%v\nwant it to contain\n%s", tc.file, err, tc.want)
+		}
+	}
+}
+
+// TestAllProblemsAtOnce: decode problems are all reported together, and so are rule violations.
+func TestAllProblemsAtOnce(t *testing.T) {
+	decodeBad := `apiVersion: hactl.io/v1alpha1
+kind: Cluster
+metadata: {name: x, labels: {}}
+spec:
+  ssh: {port: "22"}
+  hosts:
+  - {name: a, address: 10.0.0.1, zone: z, roles: [etcd], zonee: z}
+  etcd: {heartbeatInterval: 100}
+`
+	_, _, err := Decode([]byte(decodeBad), "c.yaml", "")
+	var de *DecodeError
+	if !errors.As(err, &de) {
+		t.Fatalf("want *DecodeError, got %v", err)
+	}
+	want := []problemAt{{"metadata.labels", 3}, {"spec.ssh.port", 5}, {"spec.hosts[0].zonee", 7}, {"spec.etcd.heartbeatInterval", 8}}
+	if got := locate(t, err); !reflect.DeepEqual(got, want) {
+		t.Errorf("problems %v, want %v", got, want)
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 4 {
+		t.Errorf("%d lines, want 4:\n%v", n, err)
+	}
+
+	ruleBad := `apiVersion: hactl.io/v1alpha1
+kind: Cluster
+metadata: {name: X}
+spec:
+  hosts:
+  - {name: a, address: a.example, zone: z, roles: [etcd, db]}
+  - {name: a, address: 10.0.0.1, zone: z, roles: [etcd]}
+  etcd: {dataDir: data, clientPort: 2381}
+`
+	_, _, err = Decode([]byte(ruleBad), "c.yaml", "")
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("want *ValidationError, got %v", err)
+	}
+	var fields []string
+	for _, fe := range ve.Errors {
+		fields = append(fields, fe.Field)
+	}
+	wantFields := []string{"metadata.name", "spec.ssh.identityFile", "spec.hosts[0].address", "spec.hosts[0].roles[1]",
+		"spec.hosts[1].name", "spec.etcd.version", "spec.etcd.binaries.etcd", "spec.etcd.dataDir", "spec.etcd.clientPort", "spec.hosts"}
+	if !slices.Equal(fields, wantFields) {
+		t.Errorf("fields %v, want %v\n%v", fields, wantFields, err)
+	}
+	if ve.ExitCode() != 2 {
+		t.Error("ExitCode != 2")
+	}
+	var fe *field.Error
+	if !errors.As(err, &fe) || fe.Field != "metadata.name" {
+		t.Errorf("errors.As(*field.Error) = %v", fe)
+	}
+}
+
+func TestTypeMeta(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"kind: Cluster\n", "c.yaml:1: apiVersion: required; add `apiVersion: hactl.io/v1alpha1`"},
+		{"apiVersion: hactl.io/v1alpha1\n", "c.yaml:1: kind: required; add `kind: Cluster`"},
+		{"apiVersion: hactl.io/v1alpha1\nkind: [Cluster]\n", `c.yaml:2: kind: must be the string "Cluster", got a list`},
+		{"- a\n", "c.yaml:1: the document must be a mapping"},
+		{"---\n", "c.yaml:1: the spec is empty"},
+	} {
+		_, _, err := Decode([]byte(tc.doc), "c.yaml", "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	var ec exitCoder
+	if !errors.Is(err, os.ErrNotExist) || !errors.As(err, &ec) || ec.ExitCode() != 2 {
+		t.Errorf("err = %v, want a not-exist error with exit code 2", err)
+	}
+}
+
+func TestExampleSpec(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	ex := ExampleSpec()
+	c, warns, err := Decode(ex, "example.yaml", t.TempDir())
+	if err != nil {
+		t.Fatalf("example spec: %v", err)
+	}
+	if len(warns) > 0 {
+		t.Errorf("example spec warns: %v", warns)
+	}
+	zones := map[string]bool{}
+	for _, h := range c.EtcdHosts() {
+		zones[h.Zone] = true
+	}
+	if len(c.EtcdHosts()) != 3 || len(zones) != 3 {
+		t.Errorf("example has %d members in %d zones, want 3 in 3", len(c.EtcdHosts()), len(zones))
+	}
+	// Every field of the spec appears in the example (so every field is shown and explained).
+	_, lines, err := decodeStrict(ex, "example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range allFieldPaths(reflect.TypeFor[Cluster](), "") {
+		if _, ok := lines[p]; !ok {
+			t.Errorf("example.yaml does not show %s", p)
+		}
+	}
+	// Commented: more comment lines than not.
+	if n := strings.Count(string(ex), "#"); n < 40 {
+		t.Errorf("example has only %d comments", n)
+	}
+	ex[0] = 'X' // the caller's copy
+	if ExampleSpec()[0] == 'X' {
+		t.Error("ExampleSpec returns shared bytes")
+	}
+}
+
+// allFieldPaths lists the json field paths of t, with lists entered at index 0.
+func allFieldPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for name, ft := range jsonFields(t) {
+		p := name
+		if prefix != "" {
+			p = prefix + "." + name
+		}
+		out = append(out, p)
+		switch {
+		case ft == durationType:
+		case ft.Kind() == reflect.Struct:
+			out = append(out, allFieldPaths(ft, p)...)
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			out = append(out, allFieldPaths(ft.Elem(), p+"[0]")...)
+		}
+	}
+	return out
+}
