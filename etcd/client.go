@@ -1,0 +1,96 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// DefaultDialTimeout bounds connecting to one endpoint.
+const DefaultDialTimeout = 5 * time.Second
+
+// TLSFiles are local PEM files for talking to etcd: the CA that signed the servers' certificates and
+// a client certificate and key (pki.HactlClient). Cert and Key are both set or both empty; without
+// them no client certificate is offered (and a server with client-cert-auth refuses the client).
+type TLSFiles struct {
+	CA   string `json:"ca"`
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
+}
+
+// Config returns a client tls.Config: TLS 1.2 or later, server certificates verified against CA
+// only (not the system roots), the client certificate when set.
+func (f TLSFiles) Config() (*tls.Config, error) {
+	if f.CA == "" {
+		return nil, errors.New("etcd TLS: no CA file")
+	}
+	caPEM, err := os.ReadFile(f.CA)
+	if err != nil {
+		return nil, fmt.Errorf("etcd TLS: read CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("etcd TLS: %s holds no PEM certificate", f.CA)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	switch {
+	case f.Cert != "" && f.Key != "":
+		pair, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if err != nil {
+			return nil, fmt.Errorf("etcd TLS: load client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	case f.Cert != "" || f.Key != "":
+		return nil, errors.New("etcd TLS: client certificate and key must be given together")
+	}
+	return cfg, nil
+}
+
+// NewClient returns an etcd v3 client for endpoints (https URLs, see URL) using files. The client
+// lives until ctx is done or Close is called; the caller must Close it. Connections are made lazily:
+// an unreachable endpoint shows as an error of the first request, bounded by dialTimeout (0 means
+// DefaultDialTimeout). Endpoints that are not https are refused so nothing is sent in clear text.
+func NewClient(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout time.Duration) (*clientv3.Client, error) {
+	cfg, err := files.Config()
+	if err != nil {
+		return nil, err
+	}
+	return newClient(ctx, endpoints, cfg, dialTimeout)
+}
+
+func newClient(ctx context.Context, endpoints []string, cfg *tls.Config, dialTimeout time.Duration) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("etcd client: no endpoints")
+	}
+	for _, e := range endpoints {
+		u, err := url.Parse(e)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client: endpoint %q: %w", e, err)
+		}
+		if u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("etcd client: endpoint %q is not an https URL", e)
+		}
+	}
+	if dialTimeout <= 0 {
+		dialTimeout = DefaultDialTimeout
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		TLS:         cfg.Clone(),
+		DialTimeout: dialTimeout,
+		Context:     ctx,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
+	}
+	return cli, nil
+}
