@@ -325,7 +325,7 @@ func TestErrorText(t *testing.T) {
 		{"invalid-duplicate-key.yaml", `invalid-duplicate-key.yaml:12: spec.hosts[0].zone: duplicate key "zone" (first set on line 11); keep only one`},
 		{"invalid-bad-api-version.yaml", `invalid-bad-api-version.yaml:1: apiVersion: unsupported value "hactl.io/v1beta1": this hactl reads only hactl.io/v1alpha1; set ` + "`apiVersion: hactl.io/v1alpha1`"},
 		{"invalid-two-documents.yaml", `invalid-two-documents.yaml:25: a second YAML document starts here`},
-		{"invalid-4-members.yaml", `invalid-4-members.yaml:8: spec.hosts: Invalid value: 4: 4 hosts have role etcd; an even member count tolerates no more failures than 3 members (1) but needs a larger quorum (3 instead of 2)`},
+		{"invalid-4-members.yaml", `invalid-4-members.yaml:8: spec.hosts: Invalid value: 4: 4 hosts have role etcd; an even member count is refused: 4 members tolerate 1 failure(s), no more than 3 members do, yet need a larger quorum (3 instead of 2)`},
 		{"invalid-zone-quorum-3-in-2-zones.yaml", `invalid-zone-quorum-3-in-2-zones.yaml:19: spec.hosts[2].zone: Invalid value: "az-a": zone "az-a" holds 2 of the 3 etcd members (cp-a, cp-c) and a quorum is 2`},
 		{"invalid-missing-identity-file.yaml", `key-file authentication is the only SSH method hactl supports today`},
 		{"invalid-dns-address.yaml", `etcd peer URLs and certificate SANs use the IP`},

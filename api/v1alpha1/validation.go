@@ -61,9 +61,9 @@ type ValidationError struct {
 	lines map[string]int
 }
 
-// NewValidationError wraps errs (e.g. from ValidateLocalFiles) so callers get the same rendering and
-// exit code as Load's; it returns nil when errs is empty.
-func NewValidationError(source string, errs field.ErrorList) *ValidationError {
+// NewValidationError wraps errs (e.g. from ValidateLocalFiles) in a *ValidationError so callers get
+// the same rendering and exit code as Load's; it returns a nil error when errs is empty.
+func NewValidationError(source string, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
@@ -131,10 +131,10 @@ func Validate(c *Cluster) (field.ErrorList, []Warning) {
 	if c.Kind != Kind {
 		v.errs = append(v.errs, field.Invalid(field.NewPath("kind"), c.Kind, "set kind: "+Kind))
 	}
-	v.label(field.NewPath("metadata", "name"), c.Metadata.Name, "the cluster name")
+	v.label(field.NewPath("metadata", "name"), c.Metadata.Name, "the cluster name", "prod")
 	spec := field.NewPath("spec")
 	v.ssh(&c.Spec.SSH, spec.Child("ssh"))
-	v.hosts(c.Spec.Hosts, spec.Child("hosts"))
+	v.hosts(c.Spec.Hosts, spec.Child("hosts"), c.Spec.SSH.Port)
 	v.etcd(&c.Spec.Etcd, spec.Child("etcd"))
 	v.topology(c, spec.Child("hosts"))
 	return v.errs, v.warns
@@ -152,18 +152,20 @@ func (v *validator) warn(p *field.Path, format string, args ...any) {
 }
 
 // label checks a required RFC 1123 label.
-func (v *validator) label(p *field.Path, s, what string) {
+func (v *validator) label(p *field.Path, s, what, example string) {
 	if s == "" {
-		v.add(field.Required(p, fmt.Sprintf("set %s: a lowercase RFC 1123 label such as \"az-a\" or \"cp-1\"", what)))
+		v.add(field.Required(p, fmt.Sprintf("set %s: a lowercase RFC 1123 label such as %q", what, example)))
 		return
 	}
 	if !isDNS1123Label(s) {
-		v.add(field.Invalid(p, s, fmt.Sprintf("%s must be a lowercase RFC 1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit, e.g. \"cp-1\"", what)))
+		v.add(field.Invalid(p, s, fmt.Sprintf("%s must be a lowercase RFC 1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit, e.g. %q", what, example)))
 	}
 }
 
+func validPort(port int) bool { return port >= 1 && port <= 65535 }
+
 func (v *validator) port(p *field.Path, port int, what string) {
-	if port < 1 || port > 65535 {
+	if !validPort(port) {
 		v.add(field.Invalid(p, port, fmt.Sprintf("%s must be a TCP port between 1 and 65535", what)))
 	}
 }
@@ -192,7 +194,7 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 	}
 }
 
-func (v *validator) hosts(hosts []Host, p *field.Path) {
+func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 	if len(hosts) == 0 {
 		v.add(field.Required(p, "list at least one host (3 hosts with role etcd in 3 zones for high availability)"))
 		return
@@ -201,7 +203,7 @@ func (v *validator) hosts(hosts []Host, p *field.Path) {
 	addrs := map[string]int{}
 	for i, h := range hosts {
 		hp := p.Index(i)
-		v.label(hp.Child("name"), h.Name, "the host name (also the etcd member name)")
+		v.label(hp.Child("name"), h.Name, "the host name (also the etcd member name)", "cp-a")
 		if j, dup := names[h.Name]; dup && h.Name != "" {
 			e := field.Duplicate(hp.Child("name"), h.Name)
 			e.Detail = fmt.Sprintf("already used by %s; host names must be unique (they are the etcd member names)", p.Index(j))
@@ -218,8 +220,10 @@ func (v *validator) hosts(hosts []Host, p *field.Path) {
 				addrs[h.Address] = i
 			}
 		}
-		v.port(hp.Child("port"), h.Port, "the SSH port")
-		v.label(hp.Child("zone"), h.Zone, "the availability zone")
+		if h.Port != sshPort || validPort(sshPort) { // an inherited bad spec.ssh.port is reported once
+			v.port(hp.Child("port"), h.Port, "the SSH port")
+		}
+		v.label(hp.Child("zone"), h.Zone, "the availability zone", "az-a")
 		v.roles(hp.Child("roles"), h.Roles)
 	}
 }
@@ -418,7 +422,12 @@ func (v *validator) topology(c *Cluster, p *field.Path) {
 		v.add(field.Invalid(p, n, fmt.Sprintf("%d hosts have role etcd; hactl supports 3 or 5 etcd members: every write waits for a quorum, so more members slow every write while 5 already tolerate 2 failures; give role etcd to 5 hosts (or 3) and other roles to the rest", n)))
 		return
 	case n%2 == 0:
-		v.add(field.Invalid(p, n, fmt.Sprintf("%d hosts have role etcd; an even member count tolerates no more failures than %d members (%d) but needs a larger quorum (%d instead of %d), so it is less available, not more; use %d or %d etcd members", n, n-1, (n-2)/2, quorum, (n-1)/2+1, n-1, n+1)))
+		use := fmt.Sprintf("use %d or %d etcd members", n-1, n+1)
+		if n == 2 {
+			use = "use 3 etcd members (or 1 for a test cluster without fault tolerance)"
+		}
+		v.add(field.Invalid(p, n, fmt.Sprintf("%d hosts have role etcd; an even member count is refused: %d members tolerate %d failure(s), no more than %d members do, yet need a larger quorum (%d instead of %d) for every write, so they are no more available and slower; %s",
+			n, n, (n-1)/2, n-1, quorum, (n-1)/2+1, use)))
 		return
 	}
 
@@ -463,7 +472,6 @@ func spreadAdvice(n int) string {
 	}
 	return fmt.Sprintf("spread the %d members over at least 3 zones with at most %d per zone", n, (n-1)/2)
 }
-
 
 // ValidateLocalFiles checks the local files the spec names (after SetDefaults): the etcd binaries
 // exist and are regular executable files, spec.ssh.identityFile exists and is not readable by group

@@ -1,0 +1,160 @@
+package v1alpha1
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// validCluster returns a defaulted, valid 3-member spec with absolute local paths under dir.
+func validCluster(dir string) *Cluster {
+	c := &Cluster{
+		APIVersion: APIVersion, Kind: Kind,
+		Metadata: ObjectMeta{Name: "lab"},
+		Spec: ClusterSpec{
+			SSH: SSH{IdentityFile: "id", KnownHostsFile: "ssh/known_hosts"},
+			Hosts: []Host{
+				{Name: "a", Address: "10.0.0.1", Zone: "z1", Roles: []Role{RoleEtcd}},
+				{Name: "b", Address: "10.0.0.2", Zone: "z2", Roles: []Role{RoleEtcd}},
+				{Name: "c", Address: "10.0.0.3", Zone: "z3", Roles: []Role{RoleEtcd}},
+			},
+			Etcd: Etcd{Version: "v3.5.21", Binaries: EtcdBinaries{Etcd: "etcd", Etcdctl: "etcdctl"}},
+		},
+	}
+	SetDefaults(c, dir)
+	return c
+}
+
+func fields(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Field)
+	}
+	return out
+}
+
+func TestValidateRules(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(c *Cluster)
+		want   []string // error fields, in order
+		warns  []string // warning fields
+	}{
+		{"valid", func(c *Cluster) {}, nil, nil},
+		{"no typemeta", func(c *Cluster) { c.APIVersion, c.Kind = "", "" }, []string{"apiVersion", "kind"}, nil},
+		{"mapped v4 duplicate", func(c *Cluster) {
+			c.Spec.Hosts[1].Address = CanonicalAddress("::ffff:10.0.0.1")
+		}, []string{"spec.hosts[1].address"}, nil},
+		{"link-local v6", func(c *Cluster) { c.Spec.Hosts[0].Address = "fe80::1" }, []string{"spec.hosts[0].address"}, nil},
+		{"bracketed v6", func(c *Cluster) { c.Spec.Hosts[0].Address = "[2001:db8::1]" }, []string{"spec.hosts[0].address"}, nil},
+		{"bad ssh port reported once", func(c *Cluster) {
+			c.Spec.SSH.Port = 0
+			for i := range c.Spec.Hosts {
+				c.Spec.Hosts[i].Port = 0
+			}
+		}, []string{"spec.ssh.port"}, nil},
+		{"5 members 2/2/1", func(c *Cluster) {
+			c.Spec.Hosts = append(c.Spec.Hosts,
+				Host{Name: "d", Address: "10.0.0.4", Port: 22, Zone: "z1", Roles: []Role{RoleEtcd}},
+				Host{Name: "e", Address: "10.0.0.5", Port: 22, Zone: "z2", Roles: []Role{RoleEtcd}})
+		}, nil, nil},
+		{"extra non-etcd host in member zone", func(c *Cluster) {
+			c.Spec.Hosts = append(c.Spec.Hosts, Host{Name: "lb", Address: "10.0.0.9", Port: 22, Zone: "z1", Roles: []Role{RoleLB}})
+		}, nil, nil},
+		{"3 in one zone acknowledged: one warning", func(c *Cluster) {
+			for i := range c.Spec.Hosts {
+				c.Spec.Hosts[i].Zone = "z1"
+			}
+			c.Spec.Etcd.AcceptZoneQuorumLoss = true
+		}, nil, []string{"spec.hosts[1].zone"}},
+		{"heartbeat bad: no ratio error", func(c *Cluster) { c.Spec.Etcd.HeartbeatInterval.Duration = 1500 }, []string{"spec.etcd.heartbeatInterval"}, nil},
+		{"election exactly 5x", func(c *Cluster) { c.Spec.Etcd.ElectionTimeout.Duration = 5 * c.Spec.Etcd.HeartbeatInterval.Duration }, nil, nil},
+		{"election exactly 50s", func(c *Cluster) {
+			c.Spec.Etcd.HeartbeatInterval.Duration = MaxElectionTimeout / 10
+			c.Spec.Etcd.ElectionTimeout.Duration = MaxElectionTimeout
+		}, nil, nil},
+		{"periodic integer hours", func(c *Cluster) { c.Spec.Etcd.AutoCompaction.Retention = "24" }, nil, nil},
+		{"periodic zero hours", func(c *Cluster) { c.Spec.Etcd.AutoCompaction.Retention = "0" }, []string{"spec.etcd.autoCompaction.retention"}, nil},
+		{"periodic zero duration", func(c *Cluster) { c.Spec.Etcd.AutoCompaction.Retention = "0s" }, []string{"spec.etcd.autoCompaction.retention"}, nil},
+		{"revision zero", func(c *Cluster) { c.Spec.Etcd.AutoCompaction = AutoCompaction{Mode: "revision", Retention: "0"} }, nil, nil},
+		{"revision negative", func(c *Cluster) { c.Spec.Etcd.AutoCompaction = AutoCompaction{Mode: "revision", Retention: "-5"} }, []string{"spec.etcd.autoCompaction.retention"}, nil},
+		{"prerelease version", func(c *Cluster) { c.Spec.Etcd.Version = "v3.6.0-rc.1" }, nil, nil},
+		{"version 4.0", func(c *Cluster) { c.Spec.Etcd.Version = "v4.0.0" }, []string{"spec.etcd.version"}, nil},
+		{"peer port metrics", func(c *Cluster) { c.Spec.Etcd.PeerPort = MetricsPort }, []string{"spec.etcd.peerPort"}, nil},
+		{"command timeout negative", func(c *Cluster) { c.Spec.SSH.CommandTimeout.Duration = -1 }, []string{"spec.ssh.commandTimeout"}, nil},
+		{"8 GiB is fine", func(c *Cluster) { c.Spec.Etcd.QuotaBackendBytes = 8 << 30 }, nil, nil},
+		{"long name", func(c *Cluster) { c.Metadata.Name = strings.Repeat("a", 64) }, []string{"metadata.name"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validCluster("/specs")
+			tc.mutate(c)
+			errs, warns := Validate(c)
+			if got := fields(errs); !slices.Equal(got, tc.want) {
+				t.Errorf("errors at %v, want %v\n%v", got, tc.want, errs)
+			}
+			var wf []string
+			for _, w := range warns {
+				wf = append(wf, w.Field)
+			}
+			if !slices.Equal(wf, tc.warns) {
+				t.Errorf("warnings at %v, want %v: %v", wf, tc.warns, warns)
+			}
+		})
+	}
+}
+
+func TestValidateLocalFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // umask-proof
+			t.Fatal(err)
+		}
+	}
+	write("etcd", 0o755)
+	write("etcdctl", 0o755)
+	write("id", 0o600)
+	if err := os.Mkdir(filepath.Join(dir, "ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	if errs := ValidateLocalFiles(validCluster(dir)); len(errs) > 0 {
+		t.Fatalf("good files: %v", errs)
+	}
+
+	write("etcdctl", 0o644) // not executable
+	write("id", 0o640)      // group-readable key
+	c := validCluster(dir)
+	c.Spec.Etcd.Binaries.Etcdutl = filepath.Join(dir, "missing")
+	c.Spec.SSH.KnownHostsFile = filepath.Join(dir, "nodir", "known_hosts")
+	c.Spec.Etcd.Binaries.Etcd = filepath.Join(dir, "ssh") // a directory
+	errs := ValidateLocalFiles(c)
+	want := []string{"spec.etcd.binaries.etcd", "spec.etcd.binaries.etcdctl", "spec.etcd.binaries.etcdutl", "spec.ssh.identityFile", "spec.ssh.knownHostsFile"}
+	if got := fields(errs); !slices.Equal(got, want) {
+		t.Fatalf("errors at %v, want %v\n%v", got, want, errs)
+	}
+	text := errs.ToAggregate().Error()
+	for _, s := range []string{"not a regular file", "chmod +x " + filepath.Join(dir, "etcdctl"), "does not exist",
+		"has mode 0640", "chmod 600 " + filepath.Join(dir, "id")} {
+		if !strings.Contains(text, s) {
+			t.Errorf("messages lack %q:\n%s", s, text)
+		}
+	}
+
+	err := NewValidationError("cluster.yaml", errs)
+	if ve, ok := err.(*ValidationError); !ok || ve.ExitCode() != 2 || !strings.HasPrefix(ve.Error(), "cluster.yaml: spec.etcd.binaries.etcd: ") {
+		t.Errorf("NewValidationError: %v", err)
+	}
+	if NewValidationError("x", nil) != nil {
+		t.Error("NewValidationError(nil) != nil")
+	}
+}
