@@ -447,7 +447,7 @@ func (v *validator) topology(c *Cluster, p *field.Path) {
 	}
 	for _, name := range order {
 		z := zones[name]
-		if len(z.members) < quorum {
+		if name == "" || len(z.members) < quorum { // a missing zone is reported on its host
 			continue
 		}
 		var hostNames []string
