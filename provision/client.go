@@ -74,10 +74,14 @@ func Dial(ctx context.Context, t Target, cfg Config) (*Client, error) {
 		defer cancel()
 	}
 	ctxErr := func(err error) error {
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
 			return fail("cancelled: %w (%v)", context.Cause(ctx), err)
+		case ctx.Err() == nil && cfg.ConnectTimeout > 0:
+			return fail("timed out after %s (connect timeout): %w (%v)", cfg.ConnectTimeout, context.DeadlineExceeded, err)
+		default:
+			return fail("timed out: %w (%v)", context.DeadlineExceeded, err)
 		}
-		return fail("timed out after %s: %w (%v)", cfg.ConnectTimeout, context.DeadlineExceeded, err)
 	}
 
 	var d net.Dialer
@@ -135,7 +139,8 @@ func Dial(ctx context.Context, t Target, cfg Config) (*Client, error) {
 				return nil, hostKeyErr // already names the host
 			}
 			return nil, fail("verify host key: %w", hostKeyErr)
-		case interrupted || dctx.Err() != nil:
+		case interrupted || dctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded):
+			// The connection deadline can expire just before dctx's timer.
 			return nil, ctxErr(err)
 		case strings.Contains(err.Error(), "unable to authenticate"):
 			return nil, fail("%w (is the public key of %s in ~%s/.ssh/authorized_keys on the host?)", err, cfg.IdentityFile, cfg.User)
