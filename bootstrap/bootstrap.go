@@ -1,0 +1,257 @@
+// Package bootstrap implements `hactl bootstrap` and `hactl plan`: an ordered list of phases
+// (preflight → pki → detect → plan → etcd/install → etcd/start → etcd/wait) that converges a set of
+// SSH hosts into a TLS etcd cluster. Every phase is idempotent: a re-run on a healthy cluster changes
+// nothing and restarts nothing; a re-run after an interrupted run finishes the rest.
+package bootstrap
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/phase"
+	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/state"
+	"github.com/hactl/hactl/ui"
+)
+
+// Options configure one bootstrap run.
+type Options struct {
+	// Cluster is the loaded, defaulted and validated spec.
+	Cluster *v1alpha1.Cluster
+	// AcceptNewHostKeys appends unknown SSH host keys to the known_hosts file (changed keys are
+	// always refused).
+	AcceptNewHostKeys bool
+	// DryRun stops after the plan is printed: nothing on any host and nothing in the state dir changes.
+	DryRun bool
+	// SkipPhases names phases (or prefixes ending in "/") not to run.
+	SkipPhases []string
+	// IgnorePreflightErrors names preflight checks (see Checks) whose failures become warnings; "all"
+	// ignores every check.
+	IgnorePreflightErrors []string
+	// WaitTimeout bounds waiting for quorum after start (default 2m).
+	WaitTimeout time.Duration
+	// Printer receives progress lines.
+	Printer *ui.Printer
+}
+
+// Result summarises a run, for the table and -o json.
+type Result struct {
+	Cluster   string         `json:"cluster"`
+	ClusterID string         `json:"clusterID,omitempty"`
+	DryRun    bool           `json:"dryRun"`
+	Duration  string         `json:"duration"`
+	Members   []MemberResult `json:"members"`
+}
+
+// MemberResult is one host's outcome.
+type MemberResult struct {
+	Name     string   `json:"name"`
+	Zone     string   `json:"zone"`
+	Address  string   `json:"address"`
+	ID       string   `json:"id,omitempty"`
+	Action   Action   `json:"action"`
+	Changes  []string `json:"changes,omitempty"`
+	Commands int      `json:"sshCommands"`
+}
+
+// Action is what bootstrap does (or did) to a member.
+type Action string
+
+// Actions, in the plan and the summary.
+const (
+	ActionCreate    Action = "create"    // founding member of a new cluster: install and start
+	ActionResume    Action = "resume"    // founding member of a cluster that has not formed yet (interrupted run)
+	ActionJoin      Action = "join"      // new member of a running cluster: added as learner, then promoted
+	ActionUpdate    Action = "update"    // running member whose files changed: rolling restart
+	ActionStart     Action = "start"     // member with data whose etcd is not running
+	ActionUnchanged Action = "unchanged" // nothing to do
+)
+
+// member is one etcd host: its spec entry and its etcd identity (name, address, URLs).
+type member struct {
+	etcd.Member
+	host      v1alpha1.Host
+	peerURL   string
+	clientURL string
+}
+
+// hostPlan is what will happen on one member.
+type hostPlan struct {
+	action  Action
+	upload  []desiredFile // files whose remote checksum differs
+	restart bool          // etcd must be (re)started after the upload
+	id      uint64        // member ID when known
+}
+
+// Bootstrapper holds one run's state; it is not reused across runs.
+type Bootstrapper struct {
+	opt     Options
+	spec    *v1alpha1.Cluster
+	p       *ui.Printer
+	members []member
+
+	mu      sync.Mutex
+	clients map[string]*provision.Client
+	facts   map[string]*Facts
+
+	st      *state.Cluster // cluster.json (in memory only during a dry run when it did not exist)
+	creds   *credentials
+	live    *liveCluster // nil when no running cluster was found
+	plans   map[string]*hostPlan
+	started time.Time
+}
+
+// New prepares a run. It contacts nothing.
+func New(opt Options) (*Bootstrapper, error) {
+	if opt.Cluster == nil {
+		return nil, errors.New("bootstrap: no cluster spec")
+	}
+	if opt.WaitTimeout == 0 {
+		opt.WaitTimeout = 2 * time.Minute
+	}
+	b := &Bootstrapper{
+		opt:     opt,
+		spec:    opt.Cluster,
+		p:       opt.Printer,
+		clients: map[string]*provision.Client{},
+		facts:   map[string]*Facts{},
+		plans:   map[string]*hostPlan{},
+	}
+	ms, err := etcd.MembersFromSpec(b.spec)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range b.spec.EtcdHosts() {
+		b.members = append(b.members, member{Member: ms[i], host: h, peerURL: ms[i].PeerURL(), clientURL: ms[i].ClientURL()})
+	}
+	return b, nil
+}
+
+// Phases returns the ordered phase list (also used for --skip-phases help).
+func (b *Bootstrapper) Phases() []phase.Phase {
+	return []phase.Phase{
+		phase.Func{Name: "preflight", Fn: b.preflight},
+		phase.Func{Name: "pki", Fn: b.pki},
+		phase.Func{Name: "detect", Fn: b.detect},
+		phase.Func{Name: "plan", Fn: b.plan},
+		phase.Func{Name: "etcd/install", Fn: b.install, Changes: true, Condition: b.anyUploads},
+		phase.Func{Name: "etcd/start", Fn: b.start, Changes: true, Condition: b.anyStarts},
+		phase.Func{Name: "etcd/wait", Fn: b.wait, Changes: true},
+	}
+}
+
+// Run executes the phases and returns the summary. The summary is returned (partially filled) even
+// when err is not nil.
+func (b *Bootstrapper) Run(ctx context.Context) (*Result, error) {
+	b.started = time.Now()
+	defer b.closeClients()
+	r := &phase.Runner{Phases: b.Phases(), Skip: b.opt.SkipPhases, DryRun: b.opt.DryRun, Reporter: b.p}
+	err := r.Run(ctx)
+	return b.result(), err
+}
+
+func (b *Bootstrapper) closeClients() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.clients {
+		c.Close()
+	}
+}
+
+func (b *Bootstrapper) client(name string) *provision.Client {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.clients[name]
+}
+
+// forEach runs fn on every member with the spec's concurrency cap; errors are aggregated per host.
+func (b *Bootstrapper) forEach(ctx context.Context, fn func(ctx context.Context, m member) error) error {
+	return provision.ForEach(ctx, b.members, b.spec.Spec.SSH.MaxParallel,
+		func(m member) string { return m.Name }, fn)
+}
+
+// stepCtx bounds one remote step by spec.ssh.commandTimeout.
+func (b *Bootstrapper) stepCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.spec.Spec.SSH.CommandTimeout.Duration)
+}
+
+// loadOrNewState reads cluster.json, or makes a new record with a fresh cluster token.
+func (b *Bootstrapper) loadOrNewState() error {
+	st, err := state.Load(b.spec.Spec.StateDir)
+	if err != nil {
+		return err
+	}
+	if st != nil && st.Name != b.spec.Metadata.Name {
+		return fmt.Errorf("state dir %s belongs to cluster %q, not %q: point spec.stateDir at this cluster's own directory",
+			b.spec.Spec.StateDir, st.Name, b.spec.Metadata.Name)
+	}
+	if st == nil {
+		tok := make([]byte, 8)
+		if _, err := rand.Read(tok); err != nil {
+			return fmt.Errorf("generating cluster token: %w", err)
+		}
+		st = &state.Cluster{Name: b.spec.Metadata.Name, Token: b.spec.Metadata.Name + "-" + hex.EncodeToString(tok), Members: map[string]*state.Member{}}
+	}
+	b.st = st
+	return nil
+}
+
+// foundingCluster is the --initial-cluster of the founding members: every etcd host in the spec.
+func (b *Bootstrapper) foundingCluster() string {
+	ms := make([]etcd.Member, len(b.members))
+	for i, m := range b.members {
+		ms[i] = m.Member
+	}
+	return etcd.InitialCluster(ms)
+}
+
+func (b *Bootstrapper) anyUploads() bool {
+	for _, p := range b.plans {
+		if len(p.upload) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Bootstrapper) anyStarts() bool {
+	for _, p := range b.plans {
+		if p.restart || p.action == ActionJoin || p.action == ActionCreate || p.action == ActionResume || p.action == ActionStart {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Bootstrapper) result() *Result {
+	r := &Result{Cluster: b.spec.Metadata.Name, DryRun: b.opt.DryRun, Duration: time.Since(b.started).Round(time.Millisecond).String()}
+	if b.st != nil {
+		r.ClusterID = b.st.ClusterID
+	}
+	for _, m := range b.members {
+		mr := MemberResult{Name: m.Name, Zone: m.host.Zone, Address: m.Address.String()}
+		if p := b.plans[m.Name]; p != nil {
+			mr.Action = p.action
+			for _, f := range p.upload {
+				mr.Changes = append(mr.Changes, f.Path)
+			}
+			sort.Strings(mr.Changes)
+		}
+		if b.st != nil && b.st.Members[m.Name] != nil {
+			mr.ID = b.st.Members[m.Name].ID
+		}
+		if c := b.client(m.Name); c != nil {
+			mr.Commands = c.Commands()
+		}
+		r.Members = append(r.Members, mr)
+	}
+	return r
+}

@@ -1,0 +1,82 @@
+package bootstrap
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFacts(t *testing.T) {
+	out := `time_ns=1700000000500000000
+uid=0
+kernel=Linux
+arch=x86_64
+os_id=debian
+os_pretty=Debian GNU/Linux 12 (bookworm)
+systemd=yes
+etcd_active=active
+etcd_pid=1234
+etcd_started=Mon 2026-11-30 06:00:00 UTC
+data=member
+disk_avail_kb=1048576
+marker=eyJjbHVzdGVyIjoibGFiIiwidG9rZW4iOiJsYWItMTIzIiwibWVtYmVyIjoiY3AtYSJ9
+listen=0947
+listen=0950
+sum=abc123  /usr/local/bin/etcd
+`
+	sent := time.Unix(1700000000, 0)
+	f, err := parseFacts([]byte(out), sent, sent.Add(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ClockOffset != 400*time.Millisecond || f.RTT != 200*time.Millisecond {
+		t.Errorf("offset %v rtt %v", f.ClockOffset, f.RTT)
+	}
+	if f.UID != 0 || f.Arch != "x86_64" || !f.Systemd || f.Data != DataMember || f.DiskAvail != 1<<30 || f.EtcdPID != 1234 {
+		t.Errorf("facts %+v", f)
+	}
+	if f.Marker == nil || f.Marker.Token != "lab-123" || f.Marker.Member != "cp-a" {
+		t.Errorf("marker %+v", f.Marker)
+	}
+	if !f.ListenPorts[2375] || !f.ListenPorts[2384] || f.ListenPorts[22] {
+		t.Errorf("ports %v", f.ListenPorts)
+	}
+	if f.Sums["/usr/local/bin/etcd"] != "abc123" {
+		t.Errorf("sums %v", f.Sums)
+	}
+}
+
+func TestParseFactsIncomplete(t *testing.T) {
+	if _, err := parseFacts([]byte("uid=0\n"), time.Now(), time.Now()); err == nil || !strings.Contains(err.Error(), "time_ns") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestFactsScriptRuns runs the real script with the local /bin/sh: it must be valid POSIX sh and report
+// the fields parseFacts requires.
+func TestFactsScriptRuns(t *testing.T) {
+	dir := t.TempDir()
+	script := factsScript(dir+"/data dir", []string{"/bin/sh", dir + "/missing"})
+	sent := time.Now()
+	out, err := exec.Command("/bin/sh", "-c", script).Output()
+	if err != nil {
+		t.Fatalf("script failed: %v\n%s", err, out)
+	}
+	f, err := parseFacts(out, sent, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Data != DataAbsent {
+		t.Errorf("data = %q, want absent", f.Data)
+	}
+	if len(f.Sums) != 1 || f.Sums["/bin/sh"] == "" {
+		t.Errorf("sums = %v", f.Sums)
+	}
+	if f.DiskAvail <= 0 {
+		t.Errorf("disk avail = %d", f.DiskAvail)
+	}
+	if d := f.ClockOffset; d > time.Second || d < -time.Second {
+		t.Errorf("local clock offset %v", d)
+	}
+}

@@ -1,0 +1,273 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/ui"
+)
+
+// liveCluster is a running cluster as seen through the TLS client (MemberList is linearizable, so
+// an answer proves quorum).
+type liveCluster struct {
+	clusterID uint64
+	members   []liveMember
+}
+
+type liveMember struct {
+	id       uint64
+	name     string // empty for a member that was added but never started
+	peerURLs []string
+	learner  bool
+}
+
+// byPeerURL finds the live member advertising peerURL.
+func (l *liveCluster) byPeerURL(peerURL string) *liveMember {
+	if l == nil {
+		return nil
+	}
+	for i := range l.members {
+		for _, u := range l.members[i].peerURLs {
+			if u == peerURL {
+				return &l.members[i]
+			}
+		}
+	}
+	return nil
+}
+
+// MemberDataLostError refuses to re-bootstrap a member whose data directory is gone while the
+// cluster still lists it: starting it empty would make it vote with a blank raft log.
+type MemberDataLostError struct {
+	Host    string
+	ID      string
+	DataDir string
+	Running bool
+}
+
+func (e *MemberDataLostError) Error() string {
+	if e.Running {
+		return fmt.Sprintf("%s: etcd member %s (ID %s) is still in the running cluster but its data dir %s is empty: "+
+			"hactl will not start it as a new member (that would break the cluster). Remove it from a healthy member with "+
+			"`etcdctl member remove %s` (or restore the data dir), then re-run `hactl bootstrap` to add it back as a new member",
+			e.Host, e.Host, e.ID, e.DataDir, e.ID)
+	}
+	return fmt.Sprintf("%s: etcd member %s (ID %s) of a cluster that already formed has lost its data dir %s and the cluster "+
+		"has no quorum: hactl will not re-bootstrap it. Bring the other members back first (then remove and re-add this one), "+
+		"or restore the cluster from a snapshot", e.Host, e.Host, e.ID, e.DataDir)
+}
+
+// detect asks the members' client URLs whether a cluster is already running.
+func (b *Bootstrapper) detect(ctx context.Context) error {
+	formedBefore := b.st.ClusterID != ""
+	anyData := false
+	for _, f := range b.facts {
+		anyData = anyData || f.Data == DataMember
+	}
+	if !b.creds.ready() || (!formedBefore && !anyData) {
+		b.p.Infof("  no running cluster: nothing has etcd data yet")
+		return nil
+	}
+	endpoints := make([]string, len(b.members))
+	for i, m := range b.members {
+		endpoints[i] = m.clientURL
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cli, err := etcd.NewClient(dctx, endpoints, b.creds.tls, 3*time.Second)
+	if err != nil {
+		b.p.Infof("  no running cluster reachable: %v", err)
+		return nil
+	}
+	defer cli.Close()
+	resp, err := cli.MemberList(dctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b.p.Infof("  no quorum reachable through %s: %v", strings.Join(endpoints, ","), err)
+		return nil
+	}
+	l := &liveCluster{clusterID: resp.Header.ClusterId}
+	for _, m := range resp.Members {
+		l.members = append(l.members, liveMember{id: m.ID, name: m.Name, peerURLs: m.PeerURLs, learner: m.IsLearner})
+	}
+	b.live = l
+	b.p.Infof("  running cluster %x with %d members", l.clusterID, len(l.members))
+	if b.st.ClusterID != "" && b.st.ClusterID != fmt.Sprintf("%x", l.clusterID) {
+		return fmt.Errorf("the members answer as etcd cluster %x but the state dir recorded cluster %s: the hosts were "+
+			"re-bootstrapped or restored outside this state dir; refusing to continue", l.clusterID, b.st.ClusterID)
+	}
+	return nil
+}
+
+// plan decides, per member, what to do, and prints it. It refuses unsafe situations (lost data dirs,
+// another cluster's data) with errors naming the host and what to do.
+func (b *Bootstrapper) plan(ctx context.Context) error {
+	var errs *multierror.Error
+	joinCluster := b.liveInitialCluster()
+	for _, m := range b.members {
+		f := b.facts[m.Name]
+		p := &hostPlan{}
+		b.plans[m.Name] = p
+		hasData := f.Data == DataMember
+		if hasData && (f.Marker == nil || f.Marker.Token != b.st.Token) {
+			other := "no hactl marker"
+			if f.Marker != nil {
+				other = fmt.Sprintf("cluster %q, token %s", f.Marker.Cluster, f.Marker.Token)
+			}
+			errs = multierror.Append(errs, fmt.Errorf("%s: data dir %s holds etcd data that is not this cluster's (%s; this cluster's token is %s): "+
+				"hactl never overwrites it; move it aside (e.g. mv %s %s.old) if it is not needed",
+				m.Name, b.spec.Spec.Etcd.DataDir, other, b.st.Token, b.spec.Spec.Etcd.DataDir, b.spec.Spec.Etcd.DataDir))
+			continue
+		}
+		rec := b.memberRecord(m)
+		lm := b.live.byPeerURL(m.peerURL)
+		switch {
+		case b.live == nil && b.st.ClusterID != "" && !hasData:
+			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: orDash(rec.ID), DataDir: b.spec.Spec.Etcd.DataDir})
+			continue
+		case b.live == nil && !hasData:
+			p.action = ActionCreate
+			if f.Marker != nil || f.EtcdActive == "active" || f.EtcdActive == "activating" {
+				p.action = ActionResume
+			}
+		case b.live == nil: // data present, cluster not answering: start what is stopped
+			p.action = ActionUnchanged
+			if f.EtcdActive != "active" {
+				p.action = ActionStart
+			}
+		case lm != nil && lm.name != "" && !hasData:
+			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: fmt.Sprintf("%x", lm.id), DataDir: b.spec.Spec.Etcd.DataDir, Running: true})
+			continue
+		case lm != nil && lm.name == "" && !hasData: // added (or founding) but never started
+			p.id = lm.id
+			p.action = ActionResume
+			if lm.learner || rec.InitialClusterState == "existing" {
+				p.action = ActionJoin
+			}
+		case lm != nil:
+			p.id = lm.id
+			p.action = ActionUnchanged
+			if f.EtcdActive != "active" {
+				p.action = ActionStart
+			}
+			if lm.learner {
+				p.action = ActionJoin // promote still pending
+			}
+		case hasData: // not a member of the running cluster but holds our data: removed earlier
+			errs = multierror.Append(errs, fmt.Errorf("%s: holds data of this cluster but is not a member of the running cluster (removed?): "+
+				"move %s aside (hactl never deletes it), then re-run to add it as a new member", m.Name, b.spec.Spec.Etcd.DataDir))
+			continue
+		default: // a new host for a running cluster
+			p.action = ActionJoin
+			joinCluster = append(joinCluster, m.Name+"="+m.peerURL)
+			rec.InitialCluster = strings.Join(joinCluster, ",")
+			rec.InitialClusterState = "existing"
+		}
+		if p.id != 0 {
+			rec.ID = fmt.Sprintf("%x", p.id)
+		}
+		files, err := b.desiredFiles(m, rec)
+		if err != nil {
+			errs = multierror.Append(errs, err)
+			continue
+		}
+		for _, df := range files {
+			if df.Sum == "" || f.Sums[df.Path] != df.Sum {
+				if df.Note == "" {
+					df.Note = "changed"
+					if f.Sums[df.Path] == "" {
+						df.Note = "new"
+					}
+				}
+				p.upload = append(p.upload, df)
+			}
+		}
+		restartWorthy := false
+		for _, df := range p.upload {
+			if df.Path != remoteMarker {
+				restartWorthy = true
+			}
+		}
+		if restartWorthy && p.action == ActionUnchanged {
+			p.action = ActionUpdate
+		}
+		p.restart = p.action != ActionUnchanged && !(p.action == ActionResume && f.EtcdActive == "active" && !restartWorthy)
+		if p.action == ActionJoin && lm != nil && lm.learner && f.EtcdActive == "active" {
+			p.restart = restartWorthy
+		}
+	}
+	if b.live != nil {
+		for _, lm := range b.live.members {
+			if !b.inSpec(lm) {
+				b.p.Warnf("etcd member %s (ID %x, %s) is in the cluster but not in the spec; hactl leaves it alone (remove it with etcdctl member remove if it is gone)",
+					orDash(lm.name), lm.id, strings.Join(lm.peerURLs, ","))
+			}
+		}
+	}
+	if err := errs.ErrorOrNil(); err != nil {
+		return err
+	}
+	b.printPlan()
+	return nil
+}
+
+func (b *Bootstrapper) inSpec(lm liveMember) bool {
+	for _, m := range b.members {
+		for _, u := range lm.peerURLs {
+			if u == m.peerURL {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// liveInitialCluster lists the started members of the running cluster as name=peerURL, the start of
+// a joining member's --initial-cluster.
+func (b *Bootstrapper) liveInitialCluster() []string {
+	if b.live == nil {
+		return nil
+	}
+	var out []string
+	for _, lm := range b.live.members {
+		if lm.name == "" {
+			continue
+		}
+		for _, u := range lm.peerURLs {
+			out = append(out, lm.name+"="+u)
+		}
+	}
+	return out
+}
+
+func (b *Bootstrapper) printPlan() {
+	var rows [][]string
+	for _, m := range b.members {
+		p := b.plans[m.Name]
+		var changes []string
+		for _, f := range p.upload {
+			changes = append(changes, fmt.Sprintf("%s (%s)", f.Path, f.Note))
+		}
+		what := "-"
+		if len(changes) > 0 {
+			what = strings.Join(changes, ", ")
+		}
+		restart := "no"
+		if p.restart {
+			restart = "yes"
+		}
+		rows = append(rows, []string{m.Name, m.host.Zone, string(p.action), restart, what})
+	}
+	var sb strings.Builder
+	ui.Table(&sb, []string{"HOST", "ZONE", "ACTION", "START/RESTART", "FILES"}, rows)
+	for _, line := range strings.Split(strings.TrimRight(sb.String(), "\n"), "\n") {
+		b.p.Infof("  %s", line)
+	}
+}

@@ -1,0 +1,179 @@
+package bootstrap
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/provision"
+)
+
+// Preflight check names, for --ignore-preflight-errors.
+const (
+	CheckRoot      = "root"
+	CheckOS        = "os"
+	CheckArch      = "arch"
+	CheckSystemd   = "systemd"
+	CheckPorts     = "ports"
+	CheckDataDir   = "data-dir"
+	CheckClockSkew = "clock-skew"
+	CheckDisk      = "disk"
+)
+
+// Checks lists every preflight check name.
+var Checks = []string{CheckRoot, CheckOS, CheckArch, CheckSystemd, CheckPorts, CheckDataDir, CheckClockSkew, CheckDisk}
+
+// MaxClockSkew is the largest clock offset accepted between a host and the operator's machine. etcd's
+// peer prober warns when two members' clocks differ by more than 1 s (rafthttp, "clock difference
+// against peer is too high"); leases and certificate validity also assume synchronised clocks.
+const MaxClockSkew = time.Second
+
+// PreflightError is one failed check on one host.
+type PreflightError struct {
+	Host  string
+	Check string
+	Msg   string
+}
+
+func (e *PreflightError) Error() string {
+	return fmt.Sprintf("%s: preflight check %q failed: %s (skip with --ignore-preflight-errors=%s if you know why)", e.Host, e.Check, e.Msg, e.Check)
+}
+
+// preflight connects to every member (one SSH connection each, kept for the whole run) and gathers
+// facts with a single read-only command, then checks them.
+func (b *Bootstrapper) preflight(ctx context.Context) error {
+	cfg := provision.Config{
+		User:              b.spec.Spec.SSH.User,
+		IdentityFile:      b.spec.Spec.SSH.IdentityFile,
+		KnownHostsFile:    b.spec.Spec.SSH.KnownHostsFile,
+		AcceptNewHostKeys: b.opt.AcceptNewHostKeys,
+		ConnectTimeout:    b.spec.Spec.SSH.ConnectTimeout.Duration,
+	}
+	wantArch, err := binaryArch(b.spec.Spec.Etcd.Binaries.Etcd)
+	if err != nil {
+		return err
+	}
+	paths := b.remotePaths()
+	return b.forEach(ctx, func(ctx context.Context, m member) error {
+		c, err := provision.Dial(ctx, provision.Target{Name: m.Name, Address: m.Address.String(), Port: m.host.Port}, cfg)
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		b.clients[m.Name] = c
+		b.mu.Unlock()
+		sctx, cancel := b.stepCtx(ctx)
+		defer cancel()
+		sent := time.Now()
+		res, err := c.Run(sctx, "preflight/facts", factsScript(b.spec.Spec.Etcd.DataDir, paths))
+		received := time.Now()
+		if err != nil {
+			return err
+		}
+		f, err := parseFacts(res.Stdout, sent, received)
+		if err != nil {
+			return fmt.Errorf("preflight/facts: %w", err)
+		}
+		b.mu.Lock()
+		b.facts[m.Name] = f
+		b.mu.Unlock()
+		b.p.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s (rtt %s)",
+			f.OSPretty, f.Arch, orDash(f.EtcdActive), f.Data, f.ClockOffset.Round(time.Millisecond), f.RTT.Round(time.Millisecond))
+		return b.check(m, f, wantArch)
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// check runs the host-local preflight checks on gathered facts. Checks needing the cluster record
+// (is this data ours?) run in plan.
+func (b *Bootstrapper) check(m member, f *Facts, wantArch string) error {
+	var errs *multierror.Error
+	fail := func(check, format string, args ...any) {
+		e := &PreflightError{Host: m.Name, Check: check, Msg: fmt.Sprintf(format, args...)}
+		if b.ignored(check) {
+			b.p.Warnf("%s (ignored)", e.Error())
+			return
+		}
+		errs = multierror.Append(errs, e)
+	}
+	if f.UID != 0 {
+		fail(CheckRoot, "user %q has uid %d; hactl installs system services and needs root (set spec.ssh.user: root)", b.spec.Spec.SSH.User, f.UID)
+	}
+	if f.Kernel != "Linux" {
+		fail(CheckOS, "kernel %q: hactl supports Linux hosts with systemd", f.Kernel)
+	}
+	if wantArch != "" && f.Arch != wantArch {
+		fail(CheckArch, "host is %s but %s is built for %s: use binaries for the host's architecture", f.Arch, b.spec.Spec.Etcd.Binaries.Etcd, wantArch)
+	}
+	if !f.Systemd {
+		fail(CheckSystemd, "systemd is not running as init (/run/systemd/system is missing): etcd is installed as a systemd service")
+	}
+	ours := f.EtcdActive == "active" && f.Marker != nil && f.Marker.Cluster == b.spec.Metadata.Name
+	if !ours {
+		e := b.spec.Spec.Etcd
+		var busy []string
+		for _, port := range []int{e.ClientPort, e.PeerPort, etcd.MetricsPort} {
+			if f.ListenPorts[port] {
+				busy = append(busy, fmt.Sprint(port))
+			}
+		}
+		if len(busy) > 0 {
+			fail(CheckPorts, "TCP port(s) %s already in use by another process (etcd here is %s): free them or change spec.etcd.clientPort/peerPort",
+				strings.Join(busy, ", "), orDash(f.EtcdActive))
+		}
+	}
+	if f.Data == DataForeign {
+		fail(CheckDataDir, "data dir %s is not empty and holds no etcd data; hactl never deletes data: move it aside or set spec.etcd.dataDir", b.spec.Spec.Etcd.DataDir)
+	}
+	if skew := f.ClockOffset.Abs(); skew > MaxClockSkew+f.RTT/2 {
+		fail(CheckClockSkew, "clock is %s off the operator's machine (rtt %s; limit %s): synchronise clocks with NTP/chrony",
+			f.ClockOffset.Round(time.Millisecond), f.RTT.Round(time.Millisecond), MaxClockSkew)
+	}
+	if q := b.spec.Spec.Etcd.QuotaBackendBytes; f.Data != DataMember && f.DiskAvail < q {
+		fail(CheckDisk, "%d MiB free under %s, less than spec.etcd.quotaBackendBytes (%d MiB) the database may grow to",
+			f.DiskAvail>>20, b.spec.Spec.Etcd.DataDir, q>>20)
+	}
+	return errs.ErrorOrNil()
+}
+
+func (b *Bootstrapper) ignored(check string) bool {
+	for _, c := range b.opt.IgnorePreflightErrors {
+		if c == check || c == "all" {
+			return true
+		}
+	}
+	return false
+}
+
+// binaryArch returns the `uname -m` name of the architecture an ELF binary is built for.
+func binaryArch(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.Close()
+	switch f.Machine {
+	case elf.EM_X86_64:
+		return "x86_64", nil
+	case elf.EM_AARCH64:
+		return "aarch64", nil
+	case elf.EM_PPC64:
+		return "ppc64le", nil
+	case elf.EM_S390:
+		return "s390x", nil
+	case elf.EM_RISCV:
+		return "riscv64", nil
+	}
+	return "", nil // unknown machine: let the host decide
+}

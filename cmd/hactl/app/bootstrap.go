@@ -1,0 +1,137 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/phase"
+	"github.com/hactl/hactl/ui"
+)
+
+type bootstrapOptions struct {
+	dryRun            bool
+	acceptNewHostKeys bool
+	skipPhases        []string
+	ignorePreflight   []string
+	waitTimeout       time.Duration
+	output            string
+}
+
+func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
+	if withDryRun {
+		cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "stop after the plan: change nothing on any host or in the state dir")
+	}
+	cmd.Flags().BoolVar(&o.acceptNewHostKeys, "accept-new-host-keys", false, "append UNKNOWN SSH host keys to the known_hosts file (changed keys are always refused)")
+	cmd.Flags().StringSliceVar(&o.skipPhases, "skip-phases", nil, "phases to skip (e.g. etcd/wait); a name ending in / skips the group")
+	cmd.Flags().StringSliceVar(&o.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose failures become warnings: "+strings.Join(bootstrap.Checks, ", ")+", or all")
+	cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for members to become healthy")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "summary format: table or json (progress goes to stderr)")
+}
+
+func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
+	o := &bootstrapOptions{}
+	cmd := &cobra.Command{
+		Use:   "bootstrap",
+		Short: "Converge the hosts into a healthy TLS etcd cluster",
+		Long: `Bootstrap runs these phases in order:
+
+  preflight     SSH to every host (host keys verified), gather facts with one command, check root,
+                OS/arch, systemd, free ports, data dir, clock skew and free disk
+  pki           create or load the etcd CA and certificates in the state dir; check SANs
+  detect        ask the members whether a cluster is already running
+  plan          decide per host: create, resume, join, update, start or unchanged; refuse unsafe cases
+  etcd/install  upload changed binaries, certificates and the systemd unit atomically
+  etcd/start    start new members together; restart changed members one at a time; join new ones as learners
+  etcd/wait     wait for every member, check quorum with a write and a linearizable read
+
+Re-running on a healthy cluster changes nothing and restarts nothing.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBootstrap(cmd, s, g, o)
+		},
+	}
+	o.addFlags(cmd, true)
+	return cmd
+}
+
+func newPlanCommand(s Streams, g *globalOptions) *cobra.Command {
+	o := &bootstrapOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show what bootstrap would change on which host (same as bootstrap --dry-run)",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.dryRun = true
+			return runBootstrap(cmd, s, g, o)
+		},
+	}
+	o.addFlags(cmd, false)
+	return cmd
+}
+
+func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapOptions) error {
+	if err := outputFormat(o.output); err != nil {
+		return err
+	}
+	progress := s.Out
+	if o.output == "json" {
+		progress = s.Err
+	}
+	p := ui.New(progress, g.verbose, false)
+	c, err := loadSpec(g.file, p, true)
+	if err != nil {
+		return err
+	}
+	b, err := bootstrap.New(bootstrap.Options{
+		Cluster:               c,
+		AcceptNewHostKeys:     o.acceptNewHostKeys,
+		DryRun:                o.dryRun,
+		SkipPhases:            splitList(o.skipPhases),
+		IgnorePreflightErrors: splitList(o.ignorePreflight),
+		WaitTimeout:           o.waitTimeout,
+		Printer:               p,
+	})
+	if err != nil {
+		return err
+	}
+	if err := checkNames("--skip-phases", splitList(o.skipPhases), phase.Titles(b.Phases())); err != nil {
+		return err
+	}
+	if err := checkNames("--ignore-preflight-errors", splitList(o.ignorePreflight), bootstrap.Checks); err != nil {
+		return err
+	}
+	res, runErr := b.Run(cmd.Context())
+	if o.output == "json" {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+		return runErr
+	}
+	if runErr != nil {
+		return runErr
+	}
+	printSummary(s.Out, res, g.file)
+	return nil
+}
+
+func printSummary(w io.Writer, r *bootstrap.Result, file string) {
+	if r.DryRun {
+		fmt.Fprintf(w, "\ndry run: nothing was changed (%s). Run 'hactl bootstrap' to apply.\n", r.Duration)
+		return
+	}
+	var rows [][]string
+	for _, m := range r.Members {
+		rows = append(rows, []string{m.Name, m.Zone, m.Address, m.ID, string(m.Action), fmt.Sprint(m.Commands)})
+	}
+	fmt.Fprintln(w)
+	ui.Table(w, []string{"MEMBER", "ZONE", "ADDRESS", "ID", "ACTION", "SSH-COMMANDS"}, rows)
+	fmt.Fprintf(w, "\ncluster %s (ID %s) is healthy; took %s. Next: hactl status -f %s\n", r.Cluster, r.ClusterID, r.Duration, file)
+}

@@ -1,0 +1,122 @@
+// Package app holds hactl's cobra commands: one file per command, each with an options struct and
+// RunE; nothing here calls os.Exit.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Streams are the command's standard streams (tests pass buffers).
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Exit codes (README "Exit codes").
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // runtime failure: names host, step, command
+	ExitInvalid = 2 // invalid input or usage, found locally before any host is contacted
+	ExitVerdict = 3 // a check's verdict failed
+)
+
+// ExitCoder is implemented by errors that choose the process exit code.
+type ExitCoder interface {
+	ExitCode() int
+}
+
+// ExitCode maps an error to the process exit code: nil → 0, an ExitCoder anywhere in the chain →
+// its code, anything else → 1.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ec ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return ExitFailure
+}
+
+// UsageError is a bad flag or argument (exit 2).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// ExitCode returns 2.
+func (e *UsageError) ExitCode() int { return ExitInvalid }
+
+// VerdictError is a check whose verdict failed (exit 3).
+type VerdictError struct{ Err error }
+
+func (e *VerdictError) Error() string { return e.Err.Error() }
+func (e *VerdictError) Unwrap() error { return e.Err }
+
+// ExitCode returns 3.
+func (e *VerdictError) ExitCode() int { return ExitVerdict }
+
+// globalOptions are flags shared by every command.
+type globalOptions struct {
+	file    string
+	verbose bool
+}
+
+// NewRootCommand builds the hactl command tree.
+func NewRootCommand(s Streams) *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "hactl",
+		Short: "Stand up and keep alive a highly available control plane over SSH",
+		Long: `hactl builds a TLS etcd cluster across availability zones on machines reached over SSH,
+installs it as systemd services, and keeps it converged: re-running changes nothing.
+
+  hactl init -f cluster.yaml         write a commented example spec
+  hactl plan -f cluster.yaml         show what bootstrap would change
+  hactl bootstrap -f cluster.yaml    converge the hosts into a healthy cluster
+  hactl status -f cluster.yaml       members, leader, raft, DB size, alarms, health, certificates`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.PersistentFlags().StringVarP(&g.file, "file", "f", "cluster.yaml", "cluster spec file")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "verbose output")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	root.AddCommand(
+		newVersionCommand(s),
+		newInitCommand(s, g),
+		newPlanCommand(s, g),
+		newBootstrapCommand(s, g),
+		newStatusCommand(s, g),
+	)
+	return root
+}
+
+// usageArgs turns an argument validator's error into a UsageError (exit 2).
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return &UsageError{Err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// outputFormat validates -o.
+func outputFormat(o string) error {
+	switch o {
+	case "table", "json":
+		return nil
+	}
+	return &UsageError{Err: fmt.Errorf("--output %q: must be table or json", o)}
+}

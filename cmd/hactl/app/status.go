@@ -1,0 +1,255 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/pki"
+	"github.com/hactl/hactl/ui"
+)
+
+// certWarnDays: certificates expiring sooner are flagged (kubeadm warns at 30 days too).
+const certWarnDays = 30
+
+type statusOptions struct {
+	output string
+}
+
+// StatusReport is `hactl status -o json`.
+type StatusReport struct {
+	Cluster string `json:"cluster"`
+	// Healthy: quorum reachable, every spec member reachable and healthy, no alarm.
+	Healthy           bool                `json:"healthy"`
+	Problems          []string            `json:"problems,omitempty"`
+	Zones             map[string]string   `json:"zones"` // member name → zone
+	QuotaBackendBytes int64               `json:"quotaBackendBytes"`
+	Etcd              *etcd.ClusterStatus `json:"etcd"`
+	// LocalCertificates are the certificates in the state dir (CA, member and client certificates).
+	LocalCertificates []pki.CertInfo `json:"localCertificates"`
+}
+
+func newStatusCommand(s Streams, g *globalOptions) *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show members, leader, raft term/index, DB size, alarms, health, latency and certificate expiry",
+		Long: `Asks every member over TLS (with hactl's client certificate from the state dir) for its status.
+No SSH is used. Exit code 0 when the cluster is healthy (quorum, every member healthy, no alarm), 3 when
+it is degraded, 1 when no member could be reached.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(o.output); err != nil {
+				return err
+			}
+			p := ui.New(s.Err, g.verbose, false)
+			c, err := loadSpec(g.file, p, false)
+			if err != nil {
+				return err
+			}
+			rep, err := collectStatus(cmd, c)
+			if rep != nil {
+				if o.output == "json" {
+					enc := json.NewEncoder(s.Out)
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(rep); err != nil {
+						return err
+					}
+				} else {
+					printStatus(s.Out, rep)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if !rep.Healthy {
+				return &VerdictError{Err: fmt.Errorf("cluster %s is degraded: %s", c.Metadata.Name, strings.Join(rep.Problems, "; "))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster) (*StatusReport, error) {
+	members, err := etcd.MembersFromSpec(c)
+	if err != nil {
+		return nil, err
+	}
+	pkiDir := filepath.Join(c.Spec.StateDir, "pki")
+	files := etcd.TLSFiles{
+		CA:   pki.CertPath(pkiDir, "ca"),
+		Cert: pki.CertPath(pkiDir, "hactl-etcd-client"),
+		Key:  pki.KeyPath(pkiDir, "hactl-etcd-client"),
+	}
+	rep := &StatusReport{Cluster: c.Metadata.Name, Zones: map[string]string{}, QuotaBackendBytes: c.Spec.Etcd.QuotaBackendBytes}
+	for _, h := range c.EtcdHosts() {
+		rep.Zones[h.Name] = h.Zone
+	}
+	certs, err := pki.ListCerts(pkiDir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the state dir's certificates (has 'hactl bootstrap' run with spec.stateDir %s?): %w", c.Spec.StateDir, err)
+	}
+	rep.LocalCertificates = certs
+	st, err := etcd.Status(cmd.Context(), etcd.ClientURLs(members), files)
+	rep.Etcd = st
+	if st == nil {
+		return nil, err
+	}
+	rep.Problems = problems(rep, members)
+	rep.Healthy = len(rep.Problems) == 0
+	if err != nil && errors.Is(err, etcd.ErrNoEndpointReachable) {
+		return rep, err
+	}
+	return rep, nil
+}
+
+func problems(rep *StatusReport, members []etcd.Member) []string {
+	var out []string
+	st := rep.Etcd
+	if !st.QuorumReachable {
+		out = append(out, "no quorum reachable")
+	}
+	for _, ep := range st.Endpoints {
+		switch {
+		case !ep.Reachable:
+			out = append(out, fmt.Sprintf("%s unreachable", ep.Endpoint))
+		case !ep.Healthy:
+			out = append(out, fmt.Sprintf("%s (%s) unhealthy", ep.MemberName, ep.Endpoint))
+		}
+	}
+	for _, a := range st.Alarms {
+		out = append(out, fmt.Sprintf("alarm %s on member %s", a.Alarm, a.MemberID))
+	}
+	for _, m := range members {
+		found := false
+		for _, lm := range st.Members {
+			found = found || lm.Name == m.Name
+		}
+		if !found && st.QuorumReachable {
+			out = append(out, fmt.Sprintf("%s is in the spec but not in the member list", m.Name))
+		}
+	}
+	return out
+}
+
+func printStatus(w io.Writer, rep *StatusReport) {
+	st := rep.Etcd
+	quorum := "yes"
+	if !st.QuorumReachable {
+		quorum = "NO"
+	}
+	fmt.Fprintf(w, "cluster %s  etcd cluster ID %s  leader %s  quorum %s\n\n", rep.Cluster, dash(st.ClusterID), dash(st.LeaderName), quorum)
+	var rows [][]string
+	now := time.Now()
+	for _, ep := range st.Endpoints {
+		name := ep.MemberName
+		health := "healthy"
+		switch {
+		case !ep.Reachable:
+			health = "UNREACHABLE"
+		case !ep.Healthy:
+			health = "UNHEALTHY"
+		}
+		role := "follower"
+		switch {
+		case !ep.Reachable:
+			role = "-"
+		case ep.IsLeader:
+			role = "leader"
+		case ep.IsLearner:
+			role = "learner"
+		}
+		expiry := "-"
+		if !ep.CertNotAfter.IsZero() {
+			days := int(ep.CertNotAfter.Sub(now).Hours() / 24)
+			expiry = fmt.Sprintf("%s (%dd)", ep.CertNotAfter.Format("2006-01-02"), days)
+			if days < certWarnDays {
+				expiry += " RENEW"
+			}
+		}
+		db := "-"
+		if ep.Reachable {
+			db = fmt.Sprintf("%s/%s of %s", mib(ep.DBSizeInUseBytes), mib(ep.DBSizeBytes), mib(rep.QuotaBackendBytes))
+		}
+		rows = append(rows, []string{
+			dash(name), dash(ep.MemberID), dash(rep.Zones[name]), ep.Endpoint, role, health,
+			fmt.Sprintf("%.1fms", ep.LatencyMs), num(ep.RaftTerm, ep.Reachable), num(ep.RaftIndex, ep.Reachable), num(ep.RaftAppliedIndex, ep.Reachable),
+			db, dash(ep.Version), expiry,
+		})
+	}
+	ui.Table(w, []string{"MEMBER", "ID", "ZONE", "CLIENT-URL", "ROLE", "HEALTH", "LATENCY", "TERM", "INDEX", "APPLIED", "DB IN-USE/SIZE OF QUOTA", "VERSION", "SERVER-CERT-EXPIRY"}, rows)
+	if len(st.Members) > 0 {
+		fmt.Fprintln(w, "\nmember list:")
+		var mrows [][]string
+		for _, m := range st.Members {
+			kind := "voter"
+			if m.IsLearner {
+				kind = "learner"
+			}
+			mrows = append(mrows, []string{dash(m.Name), m.ID, kind, strings.Join(m.PeerURLs, ","), strings.Join(m.ClientURLs, ",")})
+		}
+		ui.Table(w, []string{"  NAME", "ID", "TYPE", "PEER-URLS", "CLIENT-URLS"}, indent(mrows))
+	}
+	alarms := "none"
+	if len(st.Alarms) > 0 {
+		var as []string
+		for _, a := range st.Alarms {
+			as = append(as, a.Alarm+" on "+a.MemberID)
+		}
+		alarms = strings.Join(as, ", ")
+	}
+	fmt.Fprintf(w, "\nalarms: %s\n", alarms)
+	var crows [][]string
+	for _, c := range rep.LocalCertificates {
+		days := int(c.NotAfter.Sub(now).Hours() / 24)
+		note := ""
+		if days < certWarnDays {
+			note = "RENEW"
+		}
+		crows = append(crows, []string{c.Path, c.Subject, c.NotAfter.Format("2006-01-02"), fmt.Sprintf("%dd", days), note})
+	}
+	if len(crows) > 0 {
+		fmt.Fprintln(w, "\nlocal certificates (state dir):")
+		ui.Table(w, []string{"  FILE", "SUBJECT", "NOT-AFTER", "LEFT", ""}, indent(crows))
+	}
+	if len(rep.Problems) > 0 {
+		fmt.Fprintf(w, "\nDEGRADED: %s\n", strings.Join(rep.Problems, "; "))
+	} else {
+		fmt.Fprintln(w, "\nhealthy")
+	}
+}
+
+func indent(rows [][]string) [][]string {
+	for _, r := range rows {
+		r[0] = "  " + r[0]
+	}
+	return rows
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func num(n uint64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+func mib(b int64) string {
+	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+}

@@ -1,0 +1,33 @@
+// Command hactl stands up and keeps alive a highly available Kubernetes control plane on machines
+// reached over SSH. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hactl/hactl/cmd/hactl/app"
+)
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "\ninterrupted: stopping cleanly (press Ctrl-C again to exit now)")
+		cancel()
+		<-sigs
+		os.Exit(130)
+	}()
+	err := app.NewRootCommand(app.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
+	code := app.ExitCode(err)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR: %v\n", err)
+	}
+	cancel()
+	os.Exit(code)
+}

@@ -1,0 +1,515 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/etcd"
+)
+
+var threeHosts = []string{"cp-a", "cp-b", "cp-c"}
+
+// statusReport is the part of `hactl status -o json` the tests read.
+type statusReport struct {
+	Healthy  bool               `json:"healthy"`
+	Problems []string           `json:"problems"`
+	Zones    map[string]string  `json:"zones"`
+	Etcd     etcd.ClusterStatus `json:"etcd"`
+}
+
+func status(t *testing.T, spec string) (statusReport, result) {
+	t.Helper()
+	r := hactl(t, "status", "-f", spec, "-o", "json")
+	var rep statusReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("status -o json is not JSON: %v", err)
+	}
+	return rep, r
+}
+
+func bootstrapJSON(t *testing.T, spec string, extra ...string) bootstrap.Result {
+	t.Helper()
+	r := mustHactl(t, append([]string{"bootstrap", "-f", spec, "-o", "json"}, extra...)...)
+	var res bootstrap.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("bootstrap -o json is not JSON: %v", err)
+	}
+	return res
+}
+
+// waitHealthy polls hactl status until the cluster is healthy.
+func waitHealthy(t *testing.T, spec string, within time.Duration) statusReport {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		rep, r := status(t, spec)
+		if r.code == 0 && rep.Healthy {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not healthy within %s: %v", within, rep.Problems)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// client returns an etcd client with hactl's client certificate from the spec's state dir.
+func client(t *testing.T, stateDir string, endpoints ...string) *clientv3.Client {
+	t.Helper()
+	pkiDir := filepath.Join(stateDir, "pki")
+	cli, err := etcd.NewClient(context.Background(), endpoints, etcd.TLSFiles{
+		CA: filepath.Join(pkiDir, "ca.crt"), Cert: filepath.Join(pkiDir, "hactl-etcd-client.crt"), Key: filepath.Join(pkiDir, "hactl-etcd-client.key"),
+	}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func endpoint(host string) string {
+	h, err := theLab.Host(host)
+	if err != nil {
+		panic(err)
+	}
+	return "https://" + h.Address + ":2379"
+}
+
+// unitStarts returns each host's etcd MainPID and start timestamp: unchanged values prove etcd was
+// not restarted.
+func unitStarts(t *testing.T, hosts []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, h := range hosts {
+		out[h] = strings.TrimSpace(execOn(t, h, "systemctl", "show", "-p", "MainPID", "-p", "ExecMainStartTimestampMonotonic", "etcd.service"))
+	}
+	return out
+}
+
+// ensureThree brings the lab's 3-member cluster to a converged state (bootstrap is idempotent, so
+// every test can start with it).
+func ensureThree(t *testing.T) string {
+	t.Helper()
+	spec := theLab.SpecPath(3)
+	mustHactl(t, "bootstrap", "-f", spec)
+	return spec
+}
+
+func TestBadSpecsExitTwoBeforeContactingHosts(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(spec string) string
+		want   []string
+	}{
+		{"even member count", func(s string) string {
+			return strings.Replace(s, "roles:\n    - etcd\n    - control-plane\n  - address: 172.28.0.13", "roles:\n    - control-plane\n  - address: 172.28.0.13", 1)
+		}, []string{"spec.hosts", "even"}},
+		{"unknown field", func(s string) string { return strings.Replace(s, "zone: az-b", "zone: az-b\n    zonee: az-x", 1) }, []string{"spec.hosts[1].zonee", "unknown field"}},
+		{"zone spread", func(s string) string { return strings.Replace(s, "zone: az-c", "zone: az-a", 1) }, []string{"spec.hosts[2].zone", "quorum"}},
+		{"election timeout too short", func(s string) string { return strings.Replace(s, "electionTimeout: 1s", "electionTimeout: 300ms", 1) }, []string{"spec.etcd.electionTimeout"}},
+	}
+	raw, err := os.ReadFile(theLab.SpecPath(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mutated := tc.mutate(string(raw))
+			if mutated == string(raw) {
+				t.Fatalf("mutation did not apply; spec is:\n%s", raw)
+			}
+			p := filepath.Join(t.TempDir(), "cluster.yaml")
+			os.WriteFile(p, []byte(mutated), 0o644)
+			r := hactl(t, "bootstrap", "-f", p)
+			if r.code != 2 {
+				t.Fatalf("exit %d, want 2", r.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr does not mention %q", w)
+				}
+			}
+			if strings.Contains(r.stdout, "[preflight]") {
+				t.Errorf("hosts were contacted for an invalid spec")
+			}
+		})
+	}
+	t.Run("private key readable by others", func(t *testing.T) {
+		c := labSpec(t, 3)
+		key, _ := os.ReadFile(c.Spec.SSH.IdentityFile)
+		loose := filepath.Join(t.TempDir(), "id")
+		os.WriteFile(loose, key, 0o644)
+		c.Spec.SSH.IdentityFile = loose
+		r := hactl(t, "plan", "-f", writeSpec(t, c, "cluster.yaml"))
+		if r.code != 2 || !strings.Contains(r.stderr, "spec.ssh.identityFile") || !strings.Contains(r.stderr, "chmod 600") {
+			t.Fatalf("want exit 2 naming spec.ssh.identityFile and chmod 600")
+		}
+	})
+}
+
+func TestHostKeysAreVerified(t *testing.T) {
+	c := labSpec(t, 3)
+	dir := t.TempDir()
+	c.Spec.StateDir = filepath.Join(dir, "state")
+	c.Spec.SSH.KnownHostsFile = filepath.Join(dir, "known_hosts")
+	spec := writeSpec(t, c, "cluster.yaml")
+
+	r := hactl(t, "plan", "-f", spec)
+	if r.code != 1 || !strings.Contains(r.stderr, "--accept-new-host-keys") || !strings.Contains(r.stderr, "SHA256:") {
+		t.Fatalf("unknown host keys: want exit 1 with the fingerprint and how to trust it")
+	}
+	if _, err := os.Stat(c.Spec.SSH.KnownHostsFile); err == nil {
+		t.Fatalf("known_hosts was written without --accept-new-host-keys")
+	}
+	mustHactl(t, "plan", "-f", spec, "--accept-new-host-keys")
+	kh, _ := os.ReadFile(c.Spec.SSH.KnownHostsFile)
+	if n := len(strings.Split(strings.TrimSpace(string(kh)), "\n")); n != 3 {
+		t.Fatalf("known_hosts has %d lines after accepting, want 3:\n%s", n, kh)
+	}
+	mustHactl(t, "plan", "-f", spec) // now trusted without the flag
+
+	// A changed key (cp-a's entry replaced by cp-b's key) is refused even with the flag, and the file
+	// is left alone.
+	lines := strings.Split(strings.TrimSpace(string(kh)), "\n")
+	var aIdx, bKey = -1, ""
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if f[0] == "172.28.0.11" {
+			aIdx = i
+		}
+		if f[0] == "172.28.0.12" {
+			bKey = strings.Join(f[1:], " ")
+		}
+	}
+	if aIdx < 0 || bKey == "" {
+		t.Fatalf("unexpected known_hosts:\n%s", kh)
+	}
+	lines[aIdx] = "172.28.0.11 " + bKey
+	tampered := strings.Join(lines, "\n") + "\n"
+	os.WriteFile(c.Spec.SSH.KnownHostsFile, []byte(tampered), 0o600)
+	r = hactl(t, "plan", "-f", spec, "--accept-new-host-keys")
+	if r.code != 1 || !strings.Contains(strings.ToLower(r.stderr), "changed") || !strings.Contains(r.stderr, "cp-a") {
+		t.Fatalf("changed host key: want exit 1 naming cp-a and the changed key")
+	}
+	if after, _ := os.ReadFile(c.Spec.SSH.KnownHostsFile); string(after) != tampered {
+		t.Fatalf("known_hosts was modified after a changed key")
+	}
+}
+
+func TestBootstrapThreeMembers(t *testing.T) {
+	spec := theLab.SpecPath(3)
+	plan := hactl(t, "plan", "-f", spec)
+	if plan.code != 0 {
+		t.Fatalf("plan failed")
+	}
+	res := bootstrapJSON(t, spec)
+	if len(res.Members) != 3 || res.ClusterID == "" {
+		t.Fatalf("result %+v", res)
+	}
+	for _, m := range res.Members {
+		if m.ID == "" {
+			t.Errorf("%s: no member ID", m.Name)
+		}
+		t.Logf("%s: %s, %d SSH commands", m.Name, m.Action, m.Commands)
+	}
+	rep, r := status(t, spec)
+	if r.code != 0 || !rep.Healthy {
+		t.Fatalf("status not healthy: %v", rep.Problems)
+	}
+	if len(rep.Etcd.Members) != 3 || rep.Etcd.LeaderName == "" || !rep.Etcd.QuorumReachable {
+		t.Fatalf("status: %+v", rep.Etcd)
+	}
+	zones := map[string]bool{}
+	for _, ep := range rep.Etcd.Endpoints {
+		if !ep.Healthy || ep.CertNotAfter.IsZero() || ep.RaftTerm == 0 || ep.DBSizeBytes == 0 {
+			t.Errorf("endpoint %+v", ep)
+		}
+		zones[rep.Zones[ep.MemberName]] = true
+	}
+	if len(zones) != 3 {
+		t.Errorf("members span zones %v, want 3 zones", zones)
+	}
+	// The table output names the leader and every member.
+	table := mustHactl(t, "status", "-f", spec)
+	for _, h := range threeHosts {
+		if !strings.Contains(table.stdout, h) {
+			t.Errorf("status table does not list %s", h)
+		}
+	}
+	// On the hosts: the unit passes systemd's own checks, keys are 0600, the unit holds only flags.
+	execOn(t, "cp-a", "systemd-analyze", "verify", "/etc/systemd/system/etcd.service")
+	for _, f := range []string{"ca.key", "server.key", "peer.key"} {
+		if mode := strings.TrimSpace(execOn(t, "cp-b", "stat", "-c", "%a %U", "/etc/etcd/pki/"+f)); mode != "600 root" {
+			t.Errorf("cp-b %s: mode %q, want 600 root", f, mode)
+		}
+	}
+	unit := execOn(t, "cp-c", "cat", "/etc/systemd/system/etcd.service")
+	if strings.Contains(unit, "ETCD_") || strings.Contains(unit, "--config-file") {
+		t.Errorf("unit mixes flags with a config file or ETCD_ variables:\n%s", unit)
+	}
+}
+
+func TestRerunIsNoop(t *testing.T) {
+	spec := ensureThree(t)
+	before := unitStarts(t, threeHosts)
+	cli := client(t, filepath.Join(theLab.Dir(), "state-3"), endpoint("cp-a"))
+	rev := func() int64 {
+		resp, err := cli.Get(context.Background(), "hactl/none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	revBefore := rev()
+	start := time.Now()
+	res := bootstrapJSON(t, spec)
+	t.Logf("no-op re-run took %s (reported %s)", time.Since(start), res.Duration)
+	for _, m := range res.Members {
+		if m.Action != bootstrap.ActionUnchanged || len(m.Changes) != 0 {
+			t.Errorf("%s: action %s changes %v, want unchanged", m.Name, m.Action, m.Changes)
+		}
+	}
+	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("etcd restarted by a no-op re-run:\nbefore %v\nafter  %v", before, after)
+	}
+	if r := rev(); r != revBefore {
+		t.Errorf("revision moved from %d to %d: a no-op re-run wrote to etcd", revBefore, r)
+	}
+}
+
+func TestClientsWithoutCertificateRefused(t *testing.T) {
+	spec := ensureThree(t)
+	_ = spec
+	ep := endpoint("cp-a")
+	// Plain HTTP to the client port: refused (the port speaks TLS only).
+	hc := &http.Client{Timeout: 3 * time.Second}
+	if resp, err := hc.Get(strings.Replace(ep, "https://", "http://", 1) + "/health"); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("plain HTTP /health answered 200: %s", body)
+		}
+		t.Logf("plain HTTP answered %d %q", resp.StatusCode, strings.TrimSpace(string(body)))
+	} else {
+		t.Logf("plain HTTP refused: %v", err)
+	}
+	// A plaintext gRPC client cannot read.
+	plain, err := clientv3.New(clientv3.Config{Endpoints: []string{strings.Replace(ep, "https://", "http://", 1)}, DialTimeout: 3 * time.Second})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err = plain.Get(ctx, "x")
+		cancel()
+		plain.Close()
+		if err == nil {
+			t.Fatalf("plaintext client read from etcd")
+		}
+	}
+	// TLS that trusts the CA but presents no client certificate: refused.
+	caFiles := etcd.TLSFiles{CA: filepath.Join(theLab.Dir(), "state-3", "pki", "ca.crt")}
+	cfg, err := caFiles.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nocert, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: cfg, DialTimeout: 3 * time.Second})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err = nocert.Get(ctx, "x")
+		cancel()
+		nocert.Close()
+		if err == nil {
+			t.Fatalf("client without a certificate read from etcd")
+		}
+	}
+	t.Logf("client without certificate: %v", err)
+	// A raw TLS handshake without a client certificate fails at the server.
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(ep, "https://"), cfg)
+	if err == nil {
+		conn.SetDeadline(time.Now().Add(3 * time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		conn.Close()
+	}
+	if err == nil {
+		t.Fatalf("TLS handshake without client certificate accepted")
+	}
+	// Control: with hactl's client certificate it works.
+	cli := client(t, filepath.Join(theLab.Dir(), "state-3"), ep)
+	if _, err := cli.Get(context.Background(), "x"); err != nil {
+		t.Fatalf("client with certificate: %v", err)
+	}
+}
+
+func TestMemberHostKilledClusterServesWrites(t *testing.T) {
+	spec := ensureThree(t)
+	ctx := context.Background()
+	if err := theLab.Kill(ctx, "cp-b"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			theLab.Start(ctx, "cp-b")
+		}
+	}()
+	cli := client(t, filepath.Join(theLab.Dir(), "state-3"), endpoint("cp-a"), endpoint("cp-c"))
+	for i := 0; i < 50; i++ {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := cli.Put(wctx, fmt.Sprintf("e2e/killed/%03d", i), "v")
+		cancel()
+		if err != nil {
+			t.Fatalf("write %d with cp-b down: %v", i, err)
+		}
+	}
+	rep, r := status(t, spec)
+	if r.code != 3 || rep.Healthy || !rep.Etcd.QuorumReachable {
+		t.Fatalf("status with one host down: exit %d healthy %v quorum %v; want exit 3, degraded, quorum held", r.code, rep.Healthy, rep.Etcd.QuorumReachable)
+	}
+	if !strings.Contains(strings.Join(rep.Problems, ";"), "172.28.0.12") {
+		t.Errorf("problems %v do not name cp-b's endpoint", rep.Problems)
+	}
+	if err := theLab.Start(ctx, "cp-b"); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	waitHealthy(t, spec, 90*time.Second)
+	// cp-b caught up: a linearizable read through it sees every write.
+	b := client(t, filepath.Join(theLab.Dir(), "state-3"), endpoint("cp-b"))
+	resp, err := b.Get(ctx, "e2e/killed/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 50 {
+		t.Fatalf("cp-b sees %v keys (err %v), want 50", resp, err)
+	}
+	// A re-run after the reboot changes nothing.
+	for _, m := range bootstrapJSON(t, spec).Members {
+		if m.Action != bootstrap.ActionUnchanged {
+			t.Errorf("%s: %s after host restart, want unchanged", m.Name, m.Action)
+		}
+	}
+}
+
+func TestLostDataDirIsNotRebootstrapped(t *testing.T) {
+	spec := ensureThree(t)
+	rep, _ := status(t, spec)
+	var id string
+	for _, m := range rep.Etcd.Members {
+		if m.Name == "cp-c" {
+			id = m.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("cp-c not in member list")
+	}
+	// Simulate a lost disk on cp-c (kept aside by the test so it can be put back).
+	execOn(t, "cp-c", "sh", "-c", "systemctl stop etcd && mv /var/lib/etcd /var/lib/etcd.e2e-lost")
+	defer func() {
+		execOn(t, "cp-c", "sh", "-c", "rm -rf /var/lib/etcd; mv /var/lib/etcd.e2e-lost /var/lib/etcd && systemctl start etcd")
+		waitHealthy(t, spec, 90*time.Second)
+	}()
+	r := hactl(t, "bootstrap", "-f", spec)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1", r.code)
+	}
+	for _, w := range []string{"cp-c", id, "member remove"} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("error does not mention %q", w)
+		}
+	}
+	if out := execOn(t, "cp-c", "sh", "-c", "systemctl is-active etcd || true"); strings.TrimSpace(out) == "active" {
+		t.Errorf("etcd was started on cp-c with an empty data dir")
+	}
+}
+
+// TestInterruptedBootstrapConverges kills hactl (SIGKILL) in the middle of a bootstrap on fresh
+// hosts, at two points, and checks that a re-run finishes the job.
+func TestInterruptedBootstrapConverges(t *testing.T) {
+	for _, killAt := range []string{"installed", "etcd started"} {
+		t.Run("kill after first "+strings.ReplaceAll(killAt, " ", "-"), func(t *testing.T) {
+			ctx := context.Background()
+			if err := theLab.Recreate(ctx, threeHosts...); err != nil {
+				t.Fatal(err)
+			}
+			c := labSpec(t, 3)
+			c.Metadata.Name = "interrupted"
+			c.Spec.StateDir = filepath.Join(t.TempDir(), "state")
+			spec := writeSpec(t, c, "cluster.yaml")
+
+			t.Logf("$ %s bootstrap -f %s   (killed after the first %q line)", hactlBin, spec, killAt)
+			cmd := exec.Command(hactlBin, "bootstrap", "-f", spec)
+			stdout, _ := cmd.StdoutPipe()
+			cmd.Stderr = cmd.Stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			killed := false
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				line := sc.Text()
+				t.Logf("| %s", line)
+				if strings.Contains(line, killAt) {
+					once.Do(func() {
+						cmd.Process.Signal(syscall.SIGKILL)
+						killed = true
+					})
+				}
+			}
+			cmd.Wait()
+			if !killed {
+				t.Fatalf("hactl finished before the kill point %q", killAt)
+			}
+			res := bootstrapJSON(t, spec)
+			t.Logf("re-run after the kill: %+v", res.Members)
+			rep := waitHealthy(t, spec, 60*time.Second)
+			if len(rep.Etcd.Members) != 3 {
+				t.Fatalf("%d members after convergence", len(rep.Etcd.Members))
+			}
+			for _, m := range bootstrapJSON(t, spec).Members {
+				if m.Action != bootstrap.ActionUnchanged {
+					t.Errorf("%s: %s on the third run, want unchanged", m.Name, m.Action)
+				}
+			}
+		})
+	}
+}
+
+func TestBootstrapFiveMembers(t *testing.T) {
+	ctx := context.Background()
+	hosts := []string{"cp-a", "cp-b", "cp-c", "etcd-d", "etcd-e"}
+	if err := theLab.Recreate(ctx, hosts...); err != nil {
+		t.Fatal(err)
+	}
+	spec := theLab.SpecPath(5)
+	res := bootstrapJSON(t, spec)
+	if len(res.Members) != 5 {
+		t.Fatalf("%d members", len(res.Members))
+	}
+	rep := waitHealthy(t, spec, 30*time.Second)
+	perZone := map[string]int{}
+	for _, m := range rep.Etcd.Members {
+		perZone[rep.Zones[m.Name]]++
+	}
+	if len(rep.Etcd.Members) != 5 || perZone["az-a"] != 2 || perZone["az-b"] != 2 || perZone["az-c"] != 1 {
+		t.Fatalf("members %d per zone %v", len(rep.Etcd.Members), perZone)
+	}
+	for _, m := range bootstrapJSON(t, spec).Members {
+		if m.Action != bootstrap.ActionUnchanged {
+			t.Errorf("%s: %s on re-run", m.Name, m.Action)
+		}
+	}
+}

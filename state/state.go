@@ -1,0 +1,101 @@
+// Package state is hactl's local state directory: the PKI (see package pki) and cluster.json, the record
+// of what hactl decided once and must decide the same way on every re-run (the cluster token, each
+// member's initial-cluster flags, the etcd cluster ID once the cluster formed).
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Member is what hactl recorded about one etcd member.
+type Member struct {
+	// ID is the etcd member ID in hex, once known.
+	ID string `json:"id,omitempty"`
+	// InitialCluster is the --initial-cluster value the member was (or will be) started with.
+	InitialCluster string `json:"initialCluster"`
+	// InitialClusterState is "new" for founding members and "existing" for members added later.
+	InitialClusterState string `json:"initialClusterState"`
+}
+
+// Cluster is the content of cluster.json.
+type Cluster struct {
+	// Name is metadata.name of the spec.
+	Name string `json:"name"`
+	// Token is the etcd --initial-cluster-token, fixed at the first bootstrap.
+	Token string `json:"token"`
+	// ClusterID is the etcd cluster ID in hex; empty until the cluster has formed.
+	ClusterID string `json:"clusterID,omitempty"`
+	// Members maps member name to its record.
+	Members map[string]*Member `json:"members"`
+}
+
+// FileName is the cluster record's name inside the state directory.
+const FileName = "cluster.json"
+
+// Load reads dir/cluster.json. It returns (nil, nil) when the file does not exist.
+func Load(dir string) (*Cluster, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster state: %w", err)
+	}
+	var c Cluster
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", filepath.Join(dir, FileName), err)
+	}
+	if c.Members == nil {
+		c.Members = map[string]*Member{}
+	}
+	return &c, nil
+}
+
+// Save writes dir/cluster.json atomically (temp file in dir, fsync, rename), creating dir with 0700.
+func Save(dir string, c *Cluster) error {
+	raw, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding cluster state: %w", err)
+	}
+	return WriteFileAtomic(filepath.Join(dir, FileName), append(raw, '\n'), 0o600)
+}
+
+// WriteFileAtomic writes data to path through a temp file in the same directory, fsyncs it and renames
+// it into place, so readers see the old or the new content, never a mix. The parent directory is
+// created with mode 0700 when missing.
+func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // no-op after a successful rename
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
