@@ -46,6 +46,11 @@ func HostPackages() []string {
 // configured these services yet.
 var disabledUnits = [...]string{"haproxy.service", "keepalived.service"}
 
+// importChanges are the Dockerfile instructions applied by `docker import --change`: systemd is
+// the default command and knows it runs in a container. (docker import rejects STOPSIGNAL; the
+// lab never uses `docker stop`.)
+var importChanges = [...]string{"ENV container=docker", `CMD ["/lib/systemd/systemd"]`}
+
 // ImageTag returns the tag of the host image built from the given recipe inputs: the first 12 hex
 // digits of a SHA-256 over the recipe version, suite, package list (order-insensitive) and the
 // content of every file the recipe writes. Same inputs, same tag; any change, a new tag.
@@ -54,7 +59,7 @@ func ImageTag(recipeVersion, suite string, packages []string) string {
 	sort.Strings(pk)
 	h := sha256.New()
 	fmt.Fprintf(h, "recipe=%s\nsuite=%s\npackages=%s\n", recipeVersion, suite, strings.Join(pk, ","))
-	fmt.Fprintf(h, "sshd=%q\ndisabled=%s\n", sshdDropIn, strings.Join(disabledUnits[:], ","))
+	fmt.Fprintf(h, "sshd=%q\ndisabled=%s\nimport=%q\n", sshdDropIn, strings.Join(disabledUnits[:], ","), importChanges)
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -112,7 +117,26 @@ func EnsureImage(ctx context.Context, opts Options) (string, error) {
 		return "", fmt.Errorf("build host image %s: %w", ref, err)
 	}
 	opts.Logf.printf("host image %s built in %s", ref, time.Since(start).Round(time.Second))
+	removeOldImages(ctx, d, ref, opts.Logf)
 	return ref, nil
+}
+
+// removeOldImages removes the other tags of ImageRepo (earlier recipes), best effort: an image
+// still used by a container stays, with a warning.
+func removeOldImages(ctx context.Context, d docker, keep string, logf LogFunc) {
+	out, err := d.run(ctx, nil, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", ImageRepo)
+	if err != nil {
+		logf.printf("warning: list old host images: %v", err)
+		return
+	}
+	for _, ref := range strings.Fields(out) {
+		if ref == keep || !strings.HasPrefix(ref, ImageRepo+":") {
+			continue
+		}
+		if _, err := d.run(ctx, nil, "image", "rm", ref); err != nil {
+			logf.printf("warning: remove old host image: %v", err)
+		}
+	}
 }
 
 // customizeRootfs makes the bootstrapped tree a lab host: sshd enabled and key-only for root,
@@ -158,8 +182,7 @@ func customizeRootfs(rootfs string) error {
 	return nil
 }
 
-// importRootfs streams `tar -C rootfs -c .` into `docker import - ref`, with systemd as the
-// default command and SIGRTMIN+3 (systemd's clean shutdown) as the stop signal.
+// importRootfs streams `tar -C rootfs -c .` into `docker import - ref` with importChanges.
 func importRootfs(ctx context.Context, d docker, rootfs, ref string) error {
 	d.debugf.printf("$ tar -C %s --numeric-owner -c . | (next command)", shellQuote(rootfs))
 	tar := exec.CommandContext(ctx, "tar", "-C", rootfs, "--numeric-owner", "-c", ".")
@@ -172,12 +195,12 @@ func importRootfs(ctx context.Context, d docker, rootfs, ref string) error {
 	if err := tar.Start(); err != nil {
 		return fmt.Errorf("import rootfs: start tar: %w", err)
 	}
-	_, dockerErr := d.run(ctx, out, "import",
-		"--change", "ENV container=docker",
-		"--change", "STOPSIGNAL SIGRTMIN+3",
-		"--change", `CMD ["/lib/systemd/systemd"]`,
-		"--message", "hactl lab host: debootstrap "+Suite+" "+strings.Join(HostPackages(), ","),
-		"-", ref)
+	args := []string{"import"}
+	for _, c := range importChanges {
+		args = append(args, "--change", c)
+	}
+	args = append(args, "--message", "hactl lab host: debootstrap "+Suite+" "+strings.Join(HostPackages(), ","), "-", ref)
+	_, dockerErr := d.run(ctx, out, args...)
 	out.Close() // unblock tar if docker stopped reading early
 	if err := tar.Wait(); err != nil && dockerErr == nil {
 		return fmt.Errorf("import rootfs: tar: %w: %s", err, strings.TrimSpace(tarErr.String()))

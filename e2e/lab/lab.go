@@ -248,6 +248,7 @@ func (l *Lab) startHost(ctx context.Context, h Host) ([]string, error) {
 		"rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null && systemctl restart ssh && systemctl is-active ssh"); err != nil {
 		return nil, fmt.Errorf("regenerate ssh host keys: %w", err)
 	}
+	l.opts.Debugf.printf("# standard input of the next command: %s.pub", l.IdentityFile())
 	if _, err := l.d.run(ctx, strings.NewReader(string(l.pub)), "exec", "-i", h.Container, "sh", "-c",
 		"umask 077 && mkdir -p /root/.ssh && chmod 700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys"); err != nil {
 		return nil, fmt.Errorf("install authorized key: %w", err)

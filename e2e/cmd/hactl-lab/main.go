@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("%s: unexpected arguments %v", cmd, fs.Args())}
 	}
+	if *members != 3 && *members != 5 {
+		return usageError{fmt.Errorf("--members must be 3 or 5, got %d", *members)}
+	}
 	logger := log.New(stderr, "", log.Ltime)
 	opts := lab.Options{Members: *members, Dir: *dir, Logf: logger.Printf}
 	if *verbose {
