@@ -28,7 +28,7 @@ if ((${#missing[@]} > 0)); then
 	log "installing ${missing[*]} with apt-get"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q || die "apt-get update failed (is Debian's archive reachable?)"
-	apt-get install -y -q --no-install-recommends "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+	apt-get install -y -q "${missing[@]}" || die "apt-get install ${missing[*]} failed"
 else
 	log "docker and debootstrap already installed; skipping apt-get"
 fi
@@ -40,15 +40,22 @@ done
 if docker info >/dev/null 2>&1; then
 	log "dockerd already answers; skipping start"
 else
+	pid=""
 	if pgrep -x dockerd >/dev/null 2>&1; then
 		log "dockerd is running but does not answer yet; waiting for it"
 	else
 		log "starting dockerd in the background (log: ${dockerd_log})"
 		nohup dockerd >>"${dockerd_log}" 2>&1 </dev/null &
+		pid=$!
 		disown || true
 	fi
 	deadline=$((SECONDS + wait_seconds))
 	until docker info >/dev/null 2>&1; do
+		if [[ -n "${pid}" ]] && ! kill -0 "${pid}" 2>/dev/null; then
+			echo "ensure-docker: last lines of ${dockerd_log}:" >&2
+			tail -n 30 "${dockerd_log}" >&2 2>/dev/null || true
+			die "dockerd exited right after starting"
+		fi
 		if ((SECONDS >= deadline)); then
 			echo "ensure-docker: last lines of ${dockerd_log}:" >&2
 			tail -n 30 "${dockerd_log}" >&2 2>/dev/null || true
