@@ -313,6 +313,10 @@ func (b *Bootstrapper) wait(ctx context.Context) error {
 	if err := errs.ErrorOrNil(); err != nil {
 		return err
 	}
-	b.p.Infof("  quorum: %d/%d members healthy, write + linearizable read OK, cluster ID %s", len(b.members), len(resp.Members), b.st.ClusterID)
+	check := "linearizable member list OK"
+	if changed {
+		check = "write + linearizable read OK"
+	}
+	b.p.Infof("  quorum: %d/%d members healthy, %s, cluster ID %s", len(b.members), len(resp.Members), check, b.st.ClusterID)
 	return nil
 }

@@ -101,6 +101,7 @@ type Bootstrapper struct {
 	mu      sync.Mutex
 	clients map[string]*provision.Client
 	facts   map[string]*Facts
+	sums    map[string]string // local binary path → sha256
 
 	st      *state.Cluster // cluster.json (in memory only during a dry run when it did not exist)
 	creds   *credentials
@@ -123,6 +124,7 @@ func New(opt Options) (*Bootstrapper, error) {
 		p:       opt.Printer,
 		clients: map[string]*provision.Client{},
 		facts:   map[string]*Facts{},
+		sums:    map[string]string{},
 		plans:   map[string]*hostPlan{},
 	}
 	ms, err := etcd.MembersFromSpec(b.spec)

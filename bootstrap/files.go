@@ -84,7 +84,7 @@ func (b *Bootstrapper) pki(ctx context.Context) error {
 	}
 	for _, m := range b.members {
 		dir := pki.MemberDir(b.creds.pkiDir, m.Name)
-		changed, err := ca.EnsureMember(dir, m.Name, m.addrs())
+		changed, err := ca.EnsureMember(b.creds.pkiDir, m.Name, m.addrs())
 		if err != nil {
 			return fmt.Errorf("%s: certificates: %w", m.Name, err)
 		}
@@ -161,7 +161,7 @@ func (b *Bootstrapper) unitConfig(m member, rec *state.Member) etcd.UnitConfig {
 func (b *Bootstrapper) desiredFiles(m member, rec *state.Member) ([]desiredFile, error) {
 	var files []desiredFile
 	for _, bin := range b.binaries() {
-		sum, err := fileSum(bin.local)
+		sum, err := b.binarySum(bin.local)
 		if err != nil {
 			return nil, err
 		}
@@ -209,6 +209,21 @@ func (b *Bootstrapper) desiredFiles(m member, rec *state.Member) ([]desiredFile,
 func sum(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// binarySum hashes a local binary once per run (binaries are tens of MiB; every member needs the sum).
+func (b *Bootstrapper) binarySum(path string) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s, ok := b.sums[path]; ok {
+		return s, nil
+	}
+	s, err := fileSum(path)
+	if err != nil {
+		return "", err
+	}
+	b.sums[path] = s
+	return s, nil
 }
 
 func fileSum(path string) (string, error) {

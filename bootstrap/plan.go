@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -251,13 +252,21 @@ func (b *Bootstrapper) printPlan() {
 	var rows [][]string
 	for _, m := range b.members {
 		p := b.plans[m.Name]
-		var changes []string
-		for _, f := range p.upload {
-			changes = append(changes, fmt.Sprintf("%s (%s)", f.Path, f.Note))
-		}
 		what := "-"
-		if len(changes) > 0 {
-			what = strings.Join(changes, ", ")
+		if len(p.upload) > 0 {
+			byNote := map[string][]string{}
+			var notes []string
+			for _, f := range p.upload {
+				if byNote[f.Note] == nil {
+					notes = append(notes, f.Note)
+				}
+				byNote[f.Note] = append(byNote[f.Note], filepath.Base(f.Path))
+			}
+			var parts []string
+			for _, n := range notes {
+				parts = append(parts, n+": "+strings.Join(byNote[n], " "))
+			}
+			what = strings.Join(parts, "; ")
 		}
 		restart := "no"
 		if p.restart {

@@ -250,6 +250,14 @@ func num(n uint64, ok bool) string {
 	return fmt.Sprint(n)
 }
 
+// mib formats a byte count with a binary unit (KiB, MiB, GiB).
 func mib(b int64) string {
-	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1fGiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+	default:
+		return fmt.Sprintf("%.0fKiB", float64(b)/(1<<10))
+	}
 }
