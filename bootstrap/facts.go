@@ -44,6 +44,7 @@ type Facts struct {
 	RTT         time.Duration // of the gathering command (upper bound of the offset's error x2)
 	EtcdActive  string        // systemctl is-active etcd
 	EtcdPID     int
+	EtcdRunning bool   // an etcd process exists, whatever systemd says
 	EtcdStarted string // ExecMainStartTimestamp, to prove a re-run did not restart etcd
 	Data        DataState
 	DiskAvail   int64             // bytes free on the filesystem holding the data dir
@@ -70,6 +71,7 @@ if command -v systemctl >/dev/null 2>&1; then
   echo "etcd_pid=$(systemctl show -p MainPID --value etcd.service 2>/dev/null)"
   echo "etcd_started=$(systemctl show -p ExecMainStartTimestamp --value etcd.service 2>/dev/null)"
 fi
+if pgrep -x etcd >/dev/null 2>&1; then echo etcd_running=yes; fi
 `)
 	fmt.Fprintf(&b, "D=%s\n", q(dataDir))
 	b.WriteString(`if [ -d "$D/member" ]; then echo data=member
@@ -130,6 +132,8 @@ func parseFacts(out []byte, sent, received time.Time) (*Facts, error) {
 			f.Systemd = v == "yes"
 		case "etcd_active":
 			f.EtcdActive = v
+		case "etcd_running":
+			f.EtcdRunning = v == "yes"
 		case "etcd_pid":
 			f.EtcdPID, _ = strconv.Atoi(v)
 		case "etcd_started":

@@ -41,7 +41,7 @@ type PreflightError struct {
 }
 
 func (e *PreflightError) Error() string {
-	return fmt.Sprintf("%s: preflight check %q failed: %s (skip with --ignore-preflight-errors=%s if you know why)", e.Host, e.Check, e.Msg, e.Check)
+	return fmt.Sprintf("preflight check %q failed: %s (skip with --ignore-preflight-errors=%s if you know why)", e.Check, e.Msg, e.Check)
 }
 
 // preflight connects to every member (one SSH connection each, kept for the whole run) and gathers
@@ -98,11 +98,11 @@ func orDash(s string) string {
 // check runs the host-local preflight checks on gathered facts. Checks needing the cluster record
 // (is this data ours?) run in plan.
 func (b *Bootstrapper) check(m member, f *Facts, wantArch string) error {
-	var errs *multierror.Error
+	errs := &multierror.Error{ErrorFormat: joinErrors}
 	fail := func(check, format string, args ...any) {
 		e := &PreflightError{Host: m.Name, Check: check, Msg: fmt.Sprintf(format, args...)}
 		if b.ignored(check) {
-			b.p.Warnf("%s (ignored)", e.Error())
+			b.p.Warnf("%s: %s (ignored)", m.Name, e.Error())
 			return
 		}
 		errs = multierror.Append(errs, e)
@@ -119,7 +119,10 @@ func (b *Bootstrapper) check(m member, f *Facts, wantArch string) error {
 	if !f.Systemd {
 		fail(CheckSystemd, "systemd is not running as init (/run/systemd/system is missing): etcd is installed as a systemd service")
 	}
-	ours := f.EtcdActive == "active" && f.Marker != nil && f.Marker.Cluster == b.spec.Metadata.Name
+	// Ports held by the etcd hactl installed here (marker present; running, starting or restarting
+	// after an interrupted run) are expected; anything else holding them is a conflict.
+	etcdUp := f.EtcdRunning || f.EtcdActive == "active" || f.EtcdActive == "activating"
+	ours := etcdUp && f.Marker != nil && f.Marker.Cluster == b.spec.Metadata.Name
 	if !ours {
 		e := b.spec.Spec.Etcd
 		var busy []string
@@ -176,4 +179,16 @@ func binaryArch(path string) (string, error) {
 		return "riscv64", nil
 	}
 	return "", nil // unknown machine: let the host decide
+}
+
+// joinErrors formats a host's several errors on one line each without nesting bullets.
+func joinErrors(es []error) string {
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n\t  ")
 }
