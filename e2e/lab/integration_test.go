@@ -1,21 +1,18 @@
+//go:build e2e
+
 package lab
 
 import (
 	"context"
-	"flag"
 	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
-var runLab = flag.Bool("lab", false, "run TestLabIntegration: starts the real lab (root, docker; removes any running hactl-lab first)")
-
-// TestLabIntegration exercises the whole lab against docker: go test ./e2e/lab -run Integration -args -lab
+// TestLabIntegration exercises the whole lab against docker (part of the e2e suite: build tag e2e,
+// run by `make e2e`; it replaces any running hactl-lab).
 func TestLabIntegration(t *testing.T) {
-	if !*runLab {
-		t.Skip("needs root and docker and replaces any running lab; enable with -args -lab")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
