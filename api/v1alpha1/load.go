@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -31,15 +32,43 @@ import (
 // several documents, wrong apiVersion/kind) or *ValidationError (the spec breaks a rule); both have
 // ExitCode() == 2. Warnings are returned even when the error is a *ValidationError.
 func Load(path string) (*Cluster, []Warning, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSpec(path)
 	if err != nil {
-		return nil, nil, &DecodeError{Source: path, Problems: []Problem{{Message: err.Error()}}, Err: err}
+		msg := err.Error()
+		if errors.Is(err, fs.ErrNotExist) {
+			msg += fmt.Sprintf("; check -f, or write an example spec there with `hactl init -f %s`", path)
+		}
+		return nil, nil, &DecodeError{Source: path, Problems: []Problem{{Message: msg}}, Err: err}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, &DecodeError{Source: path, Problems: []Problem{{Message: err.Error()}}, Err: err}
 	}
 	return Decode(data, path, filepath.Dir(abs))
+}
+
+// MaxSpecBytes bounds the size of a spec file: a real spec is a few KiB, so anything larger is the
+// wrong file (or a device such as /dev/zero that would never end).
+const MaxSpecBytes = 1 << 20
+
+// errSpecTooLarge is wrapped when a spec file exceeds MaxSpecBytes.
+var errSpecTooLarge = fmt.Errorf("the file is larger than %d bytes; a cluster spec is a few KiB: check that -f names the spec file", MaxSpecBytes)
+
+// readSpec reads at most MaxSpecBytes of path.
+func readSpec(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSpecBytes {
+		return nil, errSpecTooLarge
+	}
+	return data, nil
 }
 
 // Decode decodes one spec document, then defaults (SetDefaults with baseDir) and validates
@@ -62,6 +91,7 @@ func Decode(data []byte, source string, baseDir string) (*Cluster, []Warning, er
 		return nil, nil, err
 	}
 	SetDefaults(c, baseDir)
+	c.lines = lines
 	errs, warns := Validate(c)
 	if len(errs) > 0 {
 		return nil, warns, &ValidationError{Source: source, Errors: errs, lines: lines}
@@ -152,7 +182,7 @@ func decodeStrict(data []byte, source string) (*Cluster, map[string]int, error) 
 			break
 		}
 		if err != nil {
-			return fail(syntaxProblem(err))
+			return fail(syntaxProblem(err, data))
 		}
 		if !emptyDocument(&n) {
 			docs = append(docs, &n)
@@ -190,13 +220,34 @@ func decodeStrict(data []byte, source string) (*Cluster, map[string]int, error) 
 }
 
 // syntaxProblem turns a YAML parser error into a Problem, with its line when the parser gave one.
-func syntaxProblem(err error) Problem {
+func syntaxProblem(err error, data []byte) Problem {
 	msg := err.Error()
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return Problem{Line: line, Message: "invalid YAML: " + m[2]}
+		p := Problem{Line: line, Message: "invalid YAML: " + m[2]}
+		if tabIndented(data, line) {
+			p.Message += "; YAML does not allow tabs for indentation: indent with spaces"
+		}
+		return p
 	}
 	return Problem{Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// tabIndented reports whether a tab appears in the leading white space of line (1-based) or of the
+// line after it (go.yaml.in/yaml/v3 reports some errors one line early).
+func tabIndented(data []byte, line int) bool {
+	lines := bytes.Split(data, []byte("\n"))
+	for _, l := range []int{line, line + 1} {
+		if l < 1 || l > len(lines) {
+			continue
+		}
+		text := lines[l-1]
+		indent := text[:len(text)-len(bytes.TrimLeft(text, " \t"))]
+		if bytes.IndexByte(indent, '\t') >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // emptyDocument reports whether a document node holds nothing (e.g. after a trailing "---").
@@ -220,7 +271,7 @@ func checkTypeMeta(root *yaml.Node) []Problem {
 		case v.Kind != yaml.ScalarNode || v.Tag != "!!str":
 			ps = append(ps, Problem{Line: k.Line, Field: key, Message: fmt.Sprintf("must be the string %q, got %s", want, describe(v))})
 		case v.Value != want:
-			ps = append(ps, Problem{Line: k.Line, Field: key, Message: fmt.Sprintf("unsupported value %q: %s; set `%s: %s`", v.Value, hint, key, want)})
+			ps = append(ps, Problem{Line: k.Line, Field: key, Message: fmt.Sprintf("unsupported value %s: %s; set `%s: %s`", quoteValue(v.Value), hint, key, want)})
 		}
 	}
 	check("apiVersion", APIVersion, "this hactl reads only "+APIVersion)
@@ -299,7 +350,7 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 			return nil
 		}
 		if _, err := time.ParseDuration(n.Value); err != nil {
-			w.problem(n.Line, path, "invalid duration %q: write a number with a unit such as \"100ms\", \"10s\" or \"2m\"", n.Value)
+			w.problem(n.Line, path, "invalid duration %s: write a number with a unit such as \"100ms\", \"10s\" or \"2m\"", quoteValue(n.Value))
 			return nil
 		}
 		return n.Value
@@ -321,7 +372,7 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
 			hint := ""
 			if n.Kind == yaml.ScalarNode {
-				hint = fmt.Sprintf("; quote it: %q", n.Value)
+				hint = "; quote it: " + quoteValue(n.Value)
 			}
 			w.problem(n.Line, path, "must be a string, got %s%s", describe(n), hint)
 			return nil
@@ -339,6 +390,11 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 		}
 		return b
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && isDigits(strings.TrimPrefix(n.Value, "-")) {
+			// go.yaml.in/yaml/v3 tags an integer too large for int64 as a float.
+			w.problem(n.Line, path, "integer %s is out of range", quoteValue(n.Value))
+			return nil
+		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			w.problem(n.Line, path, "must be an integer, got %s", describe(n))
 			return nil
@@ -460,6 +516,11 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// isDigits reports whether s is a non-empty string of ASCII digits.
+func isDigits(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+}
+
 // describe names what a node is, for type errors.
 func describe(n *yaml.Node) string {
 	switch n.Kind {
@@ -472,7 +533,30 @@ func describe(n *yaml.Node) string {
 		if kind == "" {
 			kind = n.Tag
 		}
-		return fmt.Sprintf("%s %s", kind, strconv.Quote(n.Value))
+		return fmt.Sprintf("%s %s", kind, quoteValue(n.Value))
 	}
 	return "an unsupported YAML node"
+}
+
+// maxQuotedValue bounds how much of a value messages quote.
+const maxQuotedValue = 64
+
+// quoteValue quotes a value from the document for a message. Values that look like key material
+// (a PEM block, e.g. when -f names a private key by mistake) are never echoed, and long values are
+// cut: error messages end up in terminals, CI logs and bug reports.
+func quoteValue(v string) string {
+	if looksLikeSecret(v) {
+		return "(value not shown: it looks like a private key or certificate)"
+	}
+	if r := []rune(v); len(r) > maxQuotedValue {
+		return strconv.Quote(string(r[:maxQuotedValue])) + fmt.Sprintf("... (%d characters)", len(r))
+	}
+	return strconv.Quote(v)
+}
+
+// looksLikeSecret reports whether s looks like PEM or OpenSSH key material rather than a value a
+// spec would hold; such strings are never echoed in messages.
+func looksLikeSecret(s string) bool {
+	return strings.Contains(s, "-----BEGIN ") || strings.Contains(s, "PRIVATE KEY") ||
+		strings.Contains(s, "b3BlbnNzaC1rZXktdjE") // base64 of "openssh-key-v1"
 }

@@ -479,3 +479,104 @@ func allFieldPaths(t reflect.Type, prefix string) []string {
 	}
 	return out
 }
+
+// TestLoadRefusesHugeFiles: a spec larger than MaxSpecBytes (or an endless file) is refused without
+// reading it all.
+func TestLoadRefusesHugeFiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(p, []byte(strings.Repeat("# padding\n", MaxSpecBytes/10+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{p, "/dev/zero"} {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		_, _, err := Load(path)
+		var ec exitCoder
+		if err == nil || !errors.As(err, &ec) || ec.ExitCode() != 2 || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("%s: err = %v, want a size error with exit code 2", path, err)
+		}
+	}
+}
+
+// TestMessagesNeverQuoteKeys: pointing -f at a private key (or pasting one into a field) must not
+// print the key.
+func TestMessagesNeverQuoteKeys(t *testing.T) {
+	key := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACAeh+bJF/LNN5rxN2+cSkOuqnGuQ1/RSmOs+K94dfNPdgAAAJC8MLbfvDC2\n-----END OPENSSH PRIVATE KEY-----\n"
+	docs := []string{
+		key,
+		"apiVersion: hactl.io/v1alpha1\nkind: Cluster\nmetadata: {name: x}\nspec:\n  ssh:\n    user: [x]\n    port: |\n" + indent(key, "      "),
+		"apiVersion: |\n" + indent(key, "  "),
+	}
+	for _, doc := range docs {
+		_, _, err := Decode([]byte(doc), "c.yaml", "")
+		if err == nil {
+			t.Fatalf("%q decoded", doc)
+		}
+		if strings.Contains(err.Error(), "b3BlbnNzaC1rZXktdjE") || strings.Contains(err.Error(), "AAAAMwAAAAtzc2gtZW") {
+			t.Errorf("message quotes the key:\n%v", err)
+		}
+	}
+	long := strings.Repeat("x", 500)
+	_, _, err := Decode([]byte("apiVersion: "+long+"\nkind: Cluster\n"), "c.yaml", "")
+	if err == nil || strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "(500 characters)") {
+		t.Errorf("long value not cut: %v", err)
+	}
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+prefix) + "\n"
+}
+
+func TestSyntaxErrorHints(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"apiVersion: hactl.io/v1alpha1\nkind: Cluster\nspec:\n\tssh: {}\n", "indent with spaces"},
+		{"apiVersion: hactl.io/v1alpha1\nkind: Cluster\nmetadata: {name: x}\nspec:\n  etcd: {quotaBackendBytes: 99999999999999999999}\n", "integer \"99999999999999999999\" is out of range"},
+	} {
+		_, _, err := Decode([]byte(tc.doc), "c.yaml", "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want it to contain %q", tc.doc, err, tc.want)
+		}
+	}
+	_, _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "hactl init -f") {
+		t.Errorf("missing file: %v, want a hint at hactl init", err)
+	}
+}
+
+// TestLocalFileErrorsCarryLines: ValidateLocalFiles errors wrapped by Cluster.ValidationError name
+// the line of the field, like Load's own errors.
+func TestLocalFileErrorsCarryLines(t *testing.T) {
+	dir := t.TempDir()
+	doc := `apiVersion: hactl.io/v1alpha1
+kind: Cluster
+metadata: {name: x}
+spec:
+  ssh:
+    identityFile: missing-key
+    knownHostsFile: known_hosts
+  hosts:
+  - {name: a, address: 10.0.0.1, zone: z, roles: [etcd]}
+  etcd:
+    version: v3.6.16
+    binaries:
+      etcd: missing-etcd
+`
+	c, _, err := Decode([]byte(doc), "c.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.ValidationError("c.yaml", ValidateLocalFiles(c))
+	var ec exitCoder
+	if err == nil || !errors.As(err, &ec) || ec.ExitCode() != 2 {
+		t.Fatalf("err = %v, want a ValidationError", err)
+	}
+	for _, want := range []string{"c.yaml:13: spec.etcd.binaries.etcd:", "c.yaml:6: spec.ssh.identityFile:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if c.ValidationError("c.yaml", nil) != nil {
+		t.Error("ValidationError(nil) != nil")
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Group, Version and Kind identify the spec document.
@@ -30,6 +32,20 @@ type Cluster struct {
 	Kind       string      `json:"kind"`
 	Metadata   ObjectMeta  `json:"metadata"`
 	Spec       ClusterSpec `json:"spec"`
+
+	// lines maps field paths to lines of the document the Cluster was decoded from (nil when built
+	// in code), so later checks (ValidateLocalFiles) can point at the line too.
+	lines map[string]int
+}
+
+// ValidationError wraps errs, found by a check run after Load (e.g. ValidateLocalFiles), in a
+// *ValidationError whose lines carry "source:line:" like Load's own errors; it returns nil when
+// errs is empty.
+func (c *Cluster) ValidationError(source string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Source: source, Errors: errs, lines: c.lines}
 }
 
 // ObjectMeta names the cluster.

@@ -1,8 +1,10 @@
 package v1alpha1
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path"
@@ -12,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
+	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -181,8 +185,12 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 		v.add(field.Required(p.Child("user"), "set the remote login user, e.g. root"))
 	}
 	v.port(p.Child("port"), s.Port, "the default SSH port")
-	if s.IdentityFile == "" {
+	switch {
+	case s.IdentityFile == "":
 		v.add(field.Required(p.Child("identityFile"), "set the local private key file, e.g. ~/.ssh/id_ed25519: key-file authentication is the only SSH method hactl supports today"))
+	case looksLikeSecret(s.IdentityFile) || strings.ContainsAny(s.IdentityFile, "\n\r"):
+		// Never echo it: it is probably the key itself pasted in.
+		v.add(field.Invalid(p.Child("identityFile"), "(value not shown)", "looks like the contents of a private key, not a file path: set the path of the key file, e.g. ~/.ssh/id_ed25519, and keep key material out of the spec"))
 	}
 	if s.KnownHostsFile == "" {
 		v.add(field.Required(p.Child("knownHostsFile"), "set the local known_hosts file, e.g. ~/.ssh/known_hosts"))
@@ -225,6 +233,13 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 		}
 		v.label(hp.Child("zone"), h.Zone, "the availability zone", "az-a")
 		v.roles(hp.Child("roles"), h.Roles)
+	}
+	if len(hosts) > 1 {
+		for i, h := range hosts {
+			if ip, err := netip.ParseAddr(h.Address); err == nil && ip.IsLoopback() {
+				v.add(field.Invalid(p.Index(i).Child("address"), h.Address, "a loopback address can't identify one of several hosts: from hactl it is this machine, and in etcd peer URLs each member would reach itself; write the host's own network address"))
+			}
+		}
 	}
 }
 
@@ -322,8 +337,14 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 		v.add(field.Invalid(dp, e.DataDir, "must be an absolute path on the member hosts (remote paths are not resolved against anything), e.g. /var/lib/etcd"))
 	case e.DataDir == "/":
 		v.add(field.Invalid(dp, e.DataDir, "must not be the root directory; use a dedicated directory such as /var/lib/etcd"))
+	case strings.ContainsFunc(e.DataDir, unicode.IsControl):
+		v.add(field.Invalid(dp, e.DataDir, "must not contain control characters such as newlines or tabs (it becomes a flag of etcd's systemd unit); use a plain path such as /var/lib/etcd"))
 	case path.Clean(e.DataDir) != e.DataDir:
 		v.add(field.Invalid(dp, e.DataDir, fmt.Sprintf("must be a clean path (no trailing '/', '.', '..' or '//'); write %s", path.Clean(e.DataDir))))
+	default:
+		if msg := reservedDataDir(e.DataDir); msg != "" {
+			v.add(field.Invalid(dp, e.DataDir, msg+"; use a dedicated directory such as /var/lib/etcd"))
+		}
 	}
 
 	// ports
@@ -397,6 +418,39 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 	default:
 		v.add(field.NotSupported(ap.Child("mode"), ac.Mode, []string{CompactionPeriodic, CompactionRevision}))
 	}
+}
+
+// volatileTrees are remote trees whose content does not survive a reboot or is pruned by
+// systemd-tmpfiles (tmpfiles.d(5): /tmp and /var/tmp are cleaned by age), or that are not real
+// directories at all: an etcd data dir there loses the member's data.
+var volatileTrees = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev", "/proc", "/sys"}
+
+// systemTrees hold the OS and hactl's own files (binaries in /usr/local/bin, certificates in
+// /etc/etcd/pki, the unit in /etc/systemd/system, the marker in /etc/hactl): etcd's data must not
+// live there, and hactl makes the data dir mode 0700, which would lock other users out of them.
+var systemTrees = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot"}
+
+// systemDirs are shared directories that may hold a data dir but must not be one.
+var systemDirs = []string{"/var", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/opt", "/home", "/root",
+	"/opt", "/srv", "/mnt", "/media"}
+
+// reservedDataDir says why dir (absolute and clean) can't be an etcd data dir, or "".
+func reservedDataDir(dir string) string {
+	under := func(tree string) bool { return dir == tree || strings.HasPrefix(dir, tree+"/") }
+	for _, t := range volatileTrees {
+		if under(t) {
+			return fmt.Sprintf("is under %s, which is not persistent storage (cleared at reboot or pruned by systemd-tmpfiles): the member would lose its data", t)
+		}
+	}
+	for _, t := range systemTrees {
+		if under(t) {
+			return fmt.Sprintf("is under %s, which holds the operating system and the files hactl installs, not data", t)
+		}
+	}
+	if slices.Contains(systemDirs, dir) {
+		return fmt.Sprintf("%s is a shared system directory: hactl makes the data dir mode 0700 and etcd owns its content", dir)
+	}
+	return ""
 }
 
 // topology checks the etcd member count and how members spread over zones.
@@ -511,6 +565,10 @@ func ValidateLocalFiles(c *Cluster) field.ErrorList {
 			errs = append(errs, field.Invalid(p, id, "is not a regular file; point it at the SSH private key"))
 		case fi.Mode().Perm()&0o077 != 0:
 			errs = append(errs, field.Invalid(p, id, fmt.Sprintf("has mode %04o: a private key must not be accessible by group or others (ssh refuses it); run: chmod 600 %s", fi.Mode().Perm(), id)))
+		default:
+			if msg := checkPrivateKey(id); msg != "" {
+				errs = append(errs, field.Invalid(p, id, msg))
+			}
 		}
 	}
 
@@ -526,6 +584,38 @@ func ValidateLocalFiles(c *Cluster) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// maxKeyBytes bounds how much of an identity file is read: private keys are a few KiB.
+const maxKeyBytes = 1 << 20
+
+// checkPrivateKey says why file is not a usable SSH private key, or "". The message never quotes
+// the file's content.
+func checkPrivateKey(file string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return fileProblem(err, "the SSH private key")
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyBytes+1))
+	switch {
+	case err != nil:
+		return fileProblem(err, "the SSH private key")
+	case len(data) > maxKeyBytes:
+		return fmt.Sprintf("is larger than %d bytes, which no SSH private key is: point it at the private key file, e.g. ~/.ssh/id_ed25519", maxKeyBytes)
+	}
+	_, err = ssh.ParsePrivateKey(data)
+	var pm *ssh.PassphraseMissingError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &pm):
+		return "is protected by a passphrase, which hactl does not support (no ssh-agent yet): use an unencrypted key kept at mode 0600, e.g. a dedicated deploy key made with ssh-keygen -N ''"
+	case bytes.HasPrefix(bytes.TrimSpace(data), []byte("ssh-")) || bytes.HasPrefix(bytes.TrimSpace(data), []byte("ecdsa-")):
+		return "is a public key: point it at the private half (the same path without .pub)"
+	default:
+		return "is not an SSH private key hactl can read (OpenSSH, PKCS#1/#8 or SEC1 PEM): point it at the private key file, e.g. ~/.ssh/id_ed25519"
+	}
 }
 
 func fileProblem(err error, what string) string {

@@ -1,12 +1,16 @@
 package v1alpha1
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -122,7 +126,7 @@ func TestValidateLocalFiles(t *testing.T) {
 	}
 	write("etcd", 0o755)
 	write("etcdctl", 0o755)
-	write("id", 0o600)
+	writeKey(t, filepath.Join(dir, "id"), "")
 	if err := os.Mkdir(filepath.Join(dir, "ssh"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -156,5 +160,128 @@ func TestValidateLocalFiles(t *testing.T) {
 	}
 	if NewValidationError("x", nil) != nil {
 		t.Error("NewValidationError(nil) != nil")
+	}
+}
+
+// writeKey writes a fresh ed25519 private key in OpenSSH format (encrypted with passphrase when
+// not empty) at p, mode 0600, and returns the PEM.
+func writeKey(t *testing.T, p, passphrase string) []byte {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blk *pem.Block
+	if passphrase == "" {
+		blk, err = ssh.MarshalPrivateKey(priv, "test")
+	} else {
+		blk, err = ssh.MarshalPrivateKeyWithPassphrase(priv, "test", []byte(passphrase))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := pem.EncodeToMemory(blk)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestValidateLocalFilesIdentityKey: the identity file is checked to be a usable private key before
+// any host is contacted, and no message quotes key material.
+func TestValidateLocalFilesIdentityKey(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"etcd", "etcdctl"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	id := filepath.Join(dir, "id")
+	good := writeKey(t, id, "")
+	pub := filepath.Join(dir, "id.pub")
+	if err := os.WriteFile(pub, []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB5B test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc := filepath.Join(dir, "enc")
+	encPEM := writeKey(t, enc, "secret")
+	junk := filepath.Join(dir, "junk")
+	if err := os.WriteFile(junk, []byte("not a key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct{ file, want string }{
+		{id, ""},
+		{pub, "is a public key"},
+		{enc, "protected by a passphrase"},
+		{junk, "is not an SSH private key"},
+	} {
+		c := validCluster(dir)
+		c.Spec.SSH.IdentityFile = tc.file
+		errs := ValidateLocalFiles(c)
+		text := errs.ToAggregate()
+		switch {
+		case tc.want == "" && len(errs) > 0:
+			t.Errorf("%s: unexpected errors %v", tc.file, text)
+		case tc.want != "" && (len(errs) != 1 || errs[0].Field != "spec.ssh.identityFile" || !strings.Contains(errs[0].Detail, tc.want)):
+			t.Errorf("%s: errors %v, want one on spec.ssh.identityFile saying %q", tc.file, text, tc.want)
+		}
+		if text != nil {
+			for _, secret := range [][]byte{good, encPEM} {
+				line := strings.Split(string(secret), "\n")[1]
+				if strings.Contains(text.Error(), line) {
+					t.Errorf("%s: message quotes key material: %v", tc.file, text)
+				}
+			}
+		}
+	}
+}
+
+// TestValidateDataDirAndAddresses covers data dirs that would lose data or clobber system
+// directories, control characters in the data dir, loopback addresses and pasted key material.
+func TestValidateDataDirAndAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(c *Cluster)
+		want   []string
+	}{
+		{"dedicated dir", func(c *Cluster) { c.Spec.Etcd.DataDir = "/srv/etcd/data" }, nil},
+		{"dir with space", func(c *Cluster) { c.Spec.Etcd.DataDir = "/var/lib/my etcd" }, nil},
+		{"newline", func(c *Cluster) { c.Spec.Etcd.DataDir = "/var/lib/et\ncd" }, []string{"spec.etcd.dataDir"}},
+		{"tab", func(c *Cluster) { c.Spec.Etcd.DataDir = "/var/lib/\tetcd" }, []string{"spec.etcd.dataDir"}},
+		{"tmp", func(c *Cluster) { c.Spec.Etcd.DataDir = "/tmp/etcd" }, []string{"spec.etcd.dataDir"}},
+		{"var tmp", func(c *Cluster) { c.Spec.Etcd.DataDir = "/var/tmp/etcd" }, []string{"spec.etcd.dataDir"}},
+		{"run", func(c *Cluster) { c.Spec.Etcd.DataDir = "/run/etcd" }, []string{"spec.etcd.dataDir"}},
+		{"etc", func(c *Cluster) { c.Spec.Etcd.DataDir = "/etc" }, []string{"spec.etcd.dataDir"}},
+		{"pki dir", func(c *Cluster) { c.Spec.Etcd.DataDir = "/etc/etcd/pki" }, []string{"spec.etcd.dataDir"}},
+		{"bin dir", func(c *Cluster) { c.Spec.Etcd.DataDir = "/usr/local/bin" }, []string{"spec.etcd.dataDir"}},
+		{"var lib", func(c *Cluster) { c.Spec.Etcd.DataDir = "/var/lib" }, []string{"spec.etcd.dataDir"}},
+		{"tmpx is not tmp", func(c *Cluster) { c.Spec.Etcd.DataDir = "/tmpdata/etcd" }, nil},
+		{"loopback among several", func(c *Cluster) { c.Spec.Hosts[1].Address = "127.0.0.2" }, []string{"spec.hosts[1].address"}},
+		{"v6 loopback among several", func(c *Cluster) { c.Spec.Hosts[2].Address = "::1" }, []string{"spec.hosts[2].address"}},
+		{"loopback single host", func(c *Cluster) {
+			c.Spec.Hosts = c.Spec.Hosts[:1]
+			c.Spec.Hosts[0].Address = "127.0.0.1"
+		}, nil},
+		{"key pasted as identityFile", func(c *Cluster) {
+			c.Spec.SSH.IdentityFile = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n"
+		}, []string{"spec.ssh.identityFile"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validCluster(t.TempDir())
+			tc.mutate(c)
+			errs, _ := Validate(c)
+			if got := fields(errs); !slices.Equal(got, tc.want) {
+				t.Fatalf("errors at %v, want %v\n%v", got, tc.want, errs)
+			}
+			if msg := errs.ToAggregate(); msg != nil && strings.Contains(msg.Error(), "b3BlbnNzaC1rZXktdjE") {
+				t.Errorf("message quotes key material: %v", msg)
+			}
+		})
 	}
 }
