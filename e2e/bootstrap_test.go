@@ -459,6 +459,53 @@ func TestLostDataDirIsNotRebootstrapped(t *testing.T) {
 	}
 }
 
+// TestScaleOutThreeToFive adds two hosts to the running 3-member cluster through the spec: they join
+// one at a time as learners and are promoted; the founding members are not restarted.
+func TestScaleOutThreeToFive(t *testing.T) {
+	ensureThree(t)
+	ctx := context.Background()
+	if err := theLab.Recreate(ctx, "etcd-d", "etcd-e"); err != nil {
+		t.Fatal(err)
+	}
+	before := unitStarts(t, threeHosts)
+	c := labSpec(t, 5)
+	three := labSpec(t, 3)
+	c.Metadata.Name, c.Spec.StateDir = three.Metadata.Name, three.Spec.StateDir
+	spec := writeSpec(t, c, "cluster.yaml")
+	res := bootstrapJSON(t, spec)
+	actions := map[string]bootstrap.Action{}
+	for _, m := range res.Members {
+		actions[m.Name] = m.Action
+	}
+	for _, h := range threeHosts {
+		if actions[h] != bootstrap.ActionUnchanged {
+			t.Errorf("%s: %s, want unchanged", h, actions[h])
+		}
+	}
+	for _, h := range []string{"etcd-d", "etcd-e"} {
+		if actions[h] != bootstrap.ActionJoin {
+			t.Errorf("%s: %s, want join", h, actions[h])
+		}
+	}
+	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("founding members restarted by a scale-out:\nbefore %v\nafter  %v", before, after)
+	}
+	rep := waitHealthy(t, spec, 30*time.Second)
+	if len(rep.Etcd.Members) != 5 {
+		t.Fatalf("%d members after scale-out", len(rep.Etcd.Members))
+	}
+	for _, m := range rep.Etcd.Members {
+		if m.IsLearner {
+			t.Errorf("%s is still a learner", m.Name)
+		}
+	}
+	for _, m := range bootstrapJSON(t, spec).Members {
+		if m.Action != bootstrap.ActionUnchanged {
+			t.Errorf("%s: %s on re-run after scale-out", m.Name, m.Action)
+		}
+	}
+}
+
 // TestInterruptedBootstrapConverges kills hactl (SIGKILL) in the middle of a bootstrap on fresh
 // hosts, at two points, and checks that a re-run finishes the job.
 func TestInterruptedBootstrapConverges(t *testing.T) {

@@ -79,6 +79,12 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if err := outputFormat(o.output); err != nil {
 		return err
 	}
+	if o.waitTimeout <= 0 {
+		return &UsageError{Err: fmt.Errorf("--wait %s: must be a positive duration, e.g. 2m", o.waitTimeout)}
+	}
+	if err := checkSkippable(splitList(o.skipPhases)); err != nil {
+		return err
+	}
 	progress := s.Out
 	if o.output == "json" {
 		progress = s.Err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +33,9 @@ func newInitCommand(s Streams, g *globalOptions) *cobra.Command {
 				_, err := s.Out.Write(example)
 				return err
 			}
-			if _, err := os.Stat(g.file); err == nil && !o.force {
+			if fi, err := os.Stat(g.file); err == nil && fi.IsDir() {
+				return &UsageError{Err: fmt.Errorf("%s is a directory: give -f the path of the spec file to write, e.g. -f %s", g.file, filepath.Join(g.file, "cluster.yaml"))}
+			} else if err == nil && !o.force {
 				return &UsageError{Err: fmt.Errorf("%s already exists: choose another file with -f, or overwrite it with --force", g.file)}
 			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err

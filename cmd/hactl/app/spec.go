@@ -23,8 +23,8 @@ func loadSpec(path string, p *ui.Printer, withFiles bool) (*v1alpha1.Cluster, er
 	if !withFiles {
 		return c, nil
 	}
-	if errs := v1alpha1.ValidateLocalFiles(c); len(errs) > 0 {
-		return nil, &v1alpha1.ValidationError{Source: path, Errors: errs}
+	if err := c.ValidationError(path, v1alpha1.ValidateLocalFiles(c)); err != nil {
+		return nil, err
 	}
 	if err := bootstrap.CheckBinaries(c); err != nil {
 		return nil, &UsageError{Err: err}
@@ -42,6 +42,28 @@ func splitList(s []string) []string {
 		}
 	}
 	return out
+}
+
+// requiredPhases can't be skipped: every later phase works on what they produce (preflight: the SSH
+// connections and host facts; pki: the state record and credentials; plan: each member's plan).
+// Skipping them made bootstrap dereference nil state. Individual preflight checks are skipped with
+// --ignore-preflight-errors instead.
+var requiredPhases = map[string]string{
+	"preflight": "it opens the SSH connections and gathers the host facts every later phase uses; to skip individual checks use --ignore-preflight-errors",
+	"pki":       "it loads the cluster record and the TLS credentials every later phase uses",
+	"plan":      "it decides what every later phase does on each host",
+}
+
+// checkSkippable refuses --skip-phases names that match a required phase (exactly or as a group).
+func checkSkippable(skip []string) error {
+	for _, s := range skip {
+		for name, why := range requiredPhases {
+			if s == name || (strings.HasSuffix(s, "/") && strings.HasPrefix(name, s)) {
+				return &UsageError{Err: fmt.Errorf("--skip-phases: phase %q can't be skipped: %s", name, why)}
+			}
+		}
+	}
+	return nil
 }
 
 func checkNames(flag string, got, valid []string) error {

@@ -33,6 +33,9 @@ func newVersionCommand(s Streams) *cobra.Command {
 		Short: "Print hactl's version",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.output != "text" && o.output != "json" {
+				return &UsageError{Err: fmt.Errorf("--output %q: must be text or json", o.output)}
+			}
 			if o.output == "json" {
 				return json.NewEncoder(s.Out).Encode(map[string]string{
 					"version": Version(), "go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH,
