@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hactl/hactl/etcd"
 )
 
 func runCmd(t *testing.T, args ...string) (string, string, int) {
@@ -94,5 +97,71 @@ func TestVersion(t *testing.T) {
 	out, _, code := runCmd(t, "version", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"version"`) {
 		t.Fatalf("version -o json: %d %q", code, out)
+	}
+}
+
+// TestMoreUsageErrorsExitTwo: bad values of every command's flags and the completion command's
+// arguments are usage errors, found before the spec is read or any host contacted.
+func TestMoreUsageErrorsExitTwo(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version", "-o", "yaml"}, `--output "yaml": must be text or json`},
+		{[]string{"plan", "--wait", "0s"}, "--wait 0s: must be a positive duration"},
+		{[]string{"bootstrap", "--wait=-1s"}, "--wait -1s: must be a positive duration"},
+		{[]string{"plan", "--skip-phases", "preflight"}, `phase "preflight" can't be skipped`},
+		{[]string{"bootstrap", "--skip-phases", "etcd/wait,pki"}, `phase "pki" can't be skipped`},
+		{[]string{"bootstrap", "--skip-phases", "plan"}, `phase "plan" can't be skipped`},
+		{[]string{"completion", "bash", "extra"}, `unknown command "extra"`},
+		{[]string{"completion", "nosuchshell"}, `unknown command "nosuchshell"`},
+	} {
+		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q; want 2 saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if out, _, code := runCmd(t, "completion", "bash"); code != 0 || !strings.Contains(out, "bash completion") {
+		t.Errorf("completion bash: exit %d", code)
+	}
+}
+
+func TestInitOntoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-f", dir}, {"init", "-f", dir, "--force"}} {
+		_, stderr, code := runCmd(t, args...)
+		if code != 2 || !strings.Contains(stderr, "is a directory") {
+			t.Errorf("%v: exit %d stderr %q; want 2 saying it is a directory", args, code, stderr)
+		}
+	}
+}
+
+// TestStatusNamesUnreachableHosts: an endpoint that did not answer is shown with its spec host and
+// zone, not as "-", and its latency is "-" rather than 0.0ms.
+func TestStatusNamesUnreachableHosts(t *testing.T) {
+	rep := &StatusReport{
+		Cluster:   "prod",
+		Zones:     map[string]string{"cp-a": "az-a", "cp-b": "az-b"},
+		hostByURL: map[string]string{"https://10.0.0.1:2379": "cp-a", "https://10.0.0.2:2379": "cp-b"},
+		Etcd: &etcd.ClusterStatus{Endpoints: []etcd.EndpointStatus{
+			{Endpoint: "https://10.0.0.1:2379"},
+			{Endpoint: "https://10.0.0.2:2379", Reachable: true, MemberName: "cp-b", LatencyMs: 1.5},
+		}},
+	}
+	probs := problems(rep, nil)
+	if !slices.Contains(probs, "cp-a (https://10.0.0.1:2379) unreachable") {
+		t.Errorf("problems %q do not name cp-a", probs)
+	}
+	var b bytes.Buffer
+	printStatus(&b, rep)
+	var row string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.Contains(l, "https://10.0.0.1:2379") {
+			row = l
+		}
+	}
+	f := strings.Fields(row)
+	if len(f) < 7 || f[0] != "cp-a" || f[2] != "az-a" || f[5] != "UNREACHABLE" || f[6] != "-" {
+		t.Errorf("row for the unreachable member = %q; want cp-a, zone az-a, UNREACHABLE, latency -", row)
 	}
 }

@@ -99,7 +99,27 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 		newBootstrapCommand(s, g),
 		newStatusCommand(s, g),
 	)
+	usageCompletion(root)
 	return root
+}
+
+// usageCompletion adds cobra's default completion command now (instead of at Execute) so that its
+// argument errors are usage errors (exit 2) like every other command's: "completion bash extra"
+// and "completion nosuchshell" exit 2 instead of 1 and 0.
+func usageCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args = usageArgs(cobra.NoArgs)
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		for _, sub := range c.Commands() {
+			if sub.Args != nil {
+				sub.Args = usageArgs(sub.Args)
+			}
+		}
+	}
 }
 
 // usageArgs turns an argument validator's error into a UsageError (exit 2).

@@ -35,6 +35,19 @@ type StatusReport struct {
 	Etcd              *etcd.ClusterStatus `json:"etcd"`
 	// LocalCertificates are the certificates in the state dir (CA, member and client certificates).
 	LocalCertificates []pki.CertInfo `json:"localCertificates"`
+
+	// hostByURL maps each spec member's client URL to its host name, to name endpoints that did
+	// not answer (etcd reports no member name for them).
+	hostByURL map[string]string
+}
+
+// hostOf names the spec host behind an endpoint: etcd's member name when it answered, else the
+// spec's host for that client URL.
+func (r *StatusReport) hostOf(ep etcd.EndpointStatus) string {
+	if ep.MemberName != "" {
+		return ep.MemberName
+	}
+	return r.hostByURL[ep.Endpoint]
 }
 
 func newStatusCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -91,9 +104,13 @@ func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster) (*StatusReport, erro
 		Cert: pki.CertPath(pkiDir, "hactl-etcd-client"),
 		Key:  pki.KeyPath(pkiDir, "hactl-etcd-client"),
 	}
-	rep := &StatusReport{Cluster: c.Metadata.Name, Zones: map[string]string{}, QuotaBackendBytes: c.Spec.Etcd.QuotaBackendBytes}
+	rep := &StatusReport{Cluster: c.Metadata.Name, Zones: map[string]string{}, QuotaBackendBytes: c.Spec.Etcd.QuotaBackendBytes,
+		hostByURL: map[string]string{}}
 	for _, h := range c.EtcdHosts() {
 		rep.Zones[h.Name] = h.Zone
+	}
+	for _, m := range members {
+		rep.hostByURL[m.ClientURL()] = m.Name
 	}
 	certs, err := pki.ListCerts(pkiDir)
 	if err != nil {
@@ -108,7 +125,11 @@ func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster) (*StatusReport, erro
 	rep.Problems = problems(rep, members)
 	rep.Healthy = len(rep.Problems) == 0
 	if err != nil && errors.Is(err, etcd.ErrNoEndpointReachable) {
-		return rep, err
+		var hosts []string
+		for _, m := range members {
+			hosts = append(hosts, m.Name)
+		}
+		return rep, fmt.Errorf("status: no member of cluster %s answered (hosts %s): %w", c.Metadata.Name, strings.Join(hosts, ", "), err)
 	}
 	return rep, nil
 }
@@ -122,9 +143,9 @@ func problems(rep *StatusReport, members []etcd.Member) []string {
 	for _, ep := range st.Endpoints {
 		switch {
 		case !ep.Reachable:
-			out = append(out, fmt.Sprintf("%s unreachable", ep.Endpoint))
+			out = append(out, fmt.Sprintf("%s (%s) unreachable", dash(rep.hostOf(ep)), ep.Endpoint))
 		case !ep.Healthy:
-			out = append(out, fmt.Sprintf("%s (%s) unhealthy", ep.MemberName, ep.Endpoint))
+			out = append(out, fmt.Sprintf("%s (%s) unhealthy", dash(rep.hostOf(ep)), ep.Endpoint))
 		}
 	}
 	for _, a := range st.Alarms {
@@ -152,7 +173,7 @@ func printStatus(w io.Writer, rep *StatusReport) {
 	var rows [][]string
 	now := time.Now()
 	for _, ep := range st.Endpoints {
-		name := ep.MemberName
+		name := rep.hostOf(ep)
 		health := "healthy"
 		switch {
 		case !ep.Reachable:
@@ -183,7 +204,7 @@ func printStatus(w io.Writer, rep *StatusReport) {
 		}
 		rows = append(rows, []string{
 			dash(name), dash(ep.MemberID), dash(rep.Zones[name]), ep.Endpoint, role, health,
-			fmt.Sprintf("%.1fms", ep.LatencyMs), num(ep.RaftTerm, ep.Reachable), num(ep.RaftIndex, ep.Reachable), num(ep.RaftAppliedIndex, ep.Reachable),
+			latency(ep), num(ep.RaftTerm, ep.Reachable), num(ep.RaftIndex, ep.Reachable), num(ep.RaftAppliedIndex, ep.Reachable),
 			db, dash(ep.Version), expiry,
 		})
 	}
@@ -241,6 +262,14 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// latency formats an endpoint's status round trip; "-" when it did not answer.
+func latency(ep etcd.EndpointStatus) string {
+	if !ep.Reachable {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fms", ep.LatencyMs)
 }
 
 func num(n uint64, ok bool) string {
