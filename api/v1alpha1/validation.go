@@ -581,6 +581,10 @@ func ValidateLocalFiles(c *Cluster) field.ErrorList {
 			errs = append(errs, field.Invalid(p, kh, fileProblem(err, "the directory "+dir)))
 		case !fi.IsDir():
 			errs = append(errs, field.Invalid(p, kh, dir+" is not a directory"))
+		default:
+			if fi, err := os.Stat(kh); err == nil && !fi.Mode().IsRegular() {
+				errs = append(errs, field.Invalid(p, kh, "is not a regular file; point it at a known_hosts file (it is created when missing)"))
+			}
 		}
 	}
 	return errs

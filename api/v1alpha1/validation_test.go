@@ -215,6 +215,12 @@ func TestValidateLocalFilesIdentityKey(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	c := validCluster(dir)
+	c.Spec.SSH.KnownHostsFile = filepath.Join(dir, "ssh") // a directory
+	if errs := ValidateLocalFiles(c); len(errs) != 1 || errs[0].Field != "spec.ssh.knownHostsFile" {
+		t.Errorf("known_hosts is a directory: errors %v, want one on spec.ssh.knownHostsFile", errs)
+	}
+
 	for _, tc := range []struct{ file, want string }{
 		{id, ""},
 		{pub, "is a public key"},
