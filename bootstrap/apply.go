@@ -127,7 +127,8 @@ func (b *Bootstrapper) systemctl(ctx context.Context, m member, verb string) err
 	sctx, cancel := b.stepCtx(ctx)
 	defer cancel()
 	dir := provision.ShellQuote(b.spec.Spec.Etcd.DataDir)
-	cmd := fmt.Sprintf("mkdir -p %s && chmod 0700 %s && systemctl daemon-reload && systemctl enable --quiet %s && systemctl %s --no-block %s",
+	// A new data dir is created 0700 (etcd's recommendation); an existing one is left as it is.
+	cmd := fmt.Sprintf("{ [ -d %s ] || mkdir -p -m 0700 %s; } && systemctl daemon-reload && systemctl enable --quiet %s && systemctl %s --no-block %s",
 		dir, dir, unitName, verb, unitName)
 	if _, err := b.client(m.Name).Run(sctx, "etcd/start", cmd); err != nil {
 		return err

@@ -16,17 +16,25 @@ var etcdModules = []string{"go.etcd.io/etcd/api/v3", "go.etcd.io/etcd/server/v3"
 // It returns an error naming the field and the version found.
 func CheckBinaries(c *v1alpha1.Cluster) error {
 	bins := c.Spec.Etcd.Binaries
-	for _, b := range []struct{ field, path string }{
-		{"spec.etcd.binaries.etcd", bins.Etcd}, {"spec.etcd.binaries.etcdctl", bins.Etcdctl}, {"spec.etcd.binaries.etcdutl", bins.Etcdutl},
+	for _, b := range []struct{ field, path, main string }{
+		{"spec.etcd.binaries.etcd", bins.Etcd, "go.etcd.io/etcd/server/v3"},
+		{"spec.etcd.binaries.etcdctl", bins.Etcdctl, "go.etcd.io/etcd/etcdctl/v3"},
+		{"spec.etcd.binaries.etcdutl", bins.Etcdutl, "go.etcd.io/etcd/etcdutl/v3"},
 	} {
 		if b.path == "" {
 			continue
 		}
-		v, err := binaryVersion(b.path)
+		mainPkg, v, err := binaryVersion(b.path)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", b.field, b.path, err)
 		}
-		if v != "" && v != c.Spec.Etcd.Version {
+		if mainPkg != b.main {
+			return fmt.Errorf("%s: %s is the Go program %q, not %s (an etcd release binary): point it at the right file", b.field, b.path, mainPkg, b.main)
+		}
+		if v == "" {
+			return fmt.Errorf("%s: %s records no etcd module version, so hactl cannot check it is %s", b.field, b.path, c.Spec.Etcd.Version)
+		}
+		if v != c.Spec.Etcd.Version {
 			return fmt.Errorf("%s: %s is etcd %s but spec.etcd.version is %s: use the binaries of that version or change the version",
 				b.field, b.path, v, c.Spec.Etcd.Version)
 		}
@@ -34,12 +42,12 @@ func CheckBinaries(c *v1alpha1.Cluster) error {
 	return nil
 }
 
-// binaryVersion returns the etcd module version recorded in a Go binary, or "" when the build info
-// names no etcd module (then the version cannot be checked locally).
-func binaryVersion(path string) (string, error) {
+// binaryVersion returns the main package path and the etcd module version recorded in a Go binary's
+// build info (version "" when no etcd module is named).
+func binaryVersion(path string) (mainPkg, version string, err error) {
 	bi, err := buildinfo.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("not a Go binary with build info (is it an etcd release binary?): %w", err)
+		return "", "", fmt.Errorf("not a Go binary with build info (is it an etcd release binary?): %w", err)
 	}
 	versions := map[string]string{bi.Main.Path: bi.Main.Version}
 	for _, d := range bi.Deps {
@@ -51,8 +59,8 @@ func binaryVersion(path string) (string, error) {
 	}
 	for _, m := range etcdModules {
 		if v := versions[m]; v != "" && v != "(devel)" && strings.HasPrefix(v, "v3.") {
-			return v, nil
+			return bi.Path, v, nil
 		}
 	}
-	return "", nil
+	return bi.Path, "", nil
 }

@@ -75,7 +75,7 @@ if pgrep -x etcd >/dev/null 2>&1; then echo etcd_running=yes; fi
 `)
 	fmt.Fprintf(&b, "D=%s\n", q(dataDir))
 	b.WriteString(`if [ -d "$D/member" ]; then echo data=member
-elif [ -d "$D" ] && [ -n "$(ls -A "$D" 2>/dev/null)" ]; then echo data=foreign
+elif [ -d "$D" ] && [ -n "$(ls -A "$D" 2>/dev/null | grep -vx lost+found)" ]; then echo data=foreign
 elif [ -d "$D" ]; then echo data=empty
 elif [ -e "$D" ]; then echo data=foreign
 else echo data=absent; fi

@@ -1,7 +1,9 @@
 package bootstrap
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +80,37 @@ func TestFactsScriptRuns(t *testing.T) {
 	}
 	if d := f.ClockOffset; d > time.Second || d < -time.Second {
 		t.Errorf("local clock offset %v", d)
+	}
+}
+
+// TestFactsDataDirStates runs the script against real directories: a mount point holding only
+// lost+found counts as empty; anything else that is not etcd's is foreign.
+func TestFactsDataDirStates(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(d string)
+		want  DataState
+	}{
+		{"absent", func(d string) {}, DataAbsent},
+		{"empty", func(d string) { os.Mkdir(d, 0o700) }, DataEmpty},
+		{"only lost+found", func(d string) { os.MkdirAll(filepath.Join(d, "lost+found"), 0o700) }, DataEmpty},
+		{"etcd data", func(d string) { os.MkdirAll(filepath.Join(d, "member", "wal"), 0o700) }, DataMember},
+		{"other files", func(d string) { os.MkdirAll(d, 0o700); os.WriteFile(filepath.Join(d, "x"), nil, 0o600) }, DataForeign},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := filepath.Join(t.TempDir(), "etcd")
+			tc.setup(d)
+			out, err := exec.Command("/bin/sh", "-c", factsScript(d, nil)).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := parseFacts(out, time.Now(), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Data != tc.want {
+				t.Fatalf("data = %s, want %s", f.Data, tc.want)
+			}
+		})
 	}
 }
