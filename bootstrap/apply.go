@@ -28,6 +28,19 @@ func (b *Bootstrapper) install(ctx context.Context) error {
 	}
 	return b.forEach(ctx, func(ctx context.Context, m member) error {
 		p := b.plans[m.Name]
+		if stale := b.facts[m.Name].Stale; len(stale) > 0 {
+			quoted := make([]string, len(stale))
+			for i, s := range stale {
+				quoted[i] = provision.ShellQuote(s)
+			}
+			sctx, cancel := b.stepCtx(ctx)
+			_, err := b.run(sctx, m.Name, "etcd/install", "rm -f -- "+strings.Join(quoted, " "))
+			cancel()
+			if err != nil {
+				return err
+			}
+			b.p.Hostf(m.Name, "removed %d temp file(s) left by an interrupted upload", len(stale))
+		}
 		if len(p.upload) == 0 {
 			return nil
 		}
@@ -60,9 +73,11 @@ func (b *Bootstrapper) install(ctx context.Context) error {
 		}
 		sctx, cancel := b.stepCtx(ctx)
 		defer cancel()
+		start := time.Now()
 		if err := b.client(m.Name).Upload(sctx, "etcd/install", files); err != nil {
 			return err
 		}
+		b.p.Debugf("%s: [etcd/install] uploaded %d file(s) in %s", m.Name, len(files), time.Since(start).Round(time.Millisecond))
 		b.p.Hostf(m.Name, "installed %d file(s), %.1f MiB", len(files), float64(total)/(1<<20))
 		return nil
 	})
@@ -92,7 +107,7 @@ func (b *Bootstrapper) start(ctx context.Context) error {
 				if b.facts[m.Name].EtcdActive == "active" {
 					verb = "restart"
 				}
-				return b.systemctl(ctx, m, verb)
+				return b.systemctl(ctx, m, verb, false)
 			})
 		if err != nil {
 			return err
@@ -105,7 +120,7 @@ func (b *Bootstrapper) start(ctx context.Context) error {
 			if b.plans[m.Name].action == ActionStart {
 				verb = "start"
 			}
-			if err := b.systemctl(ctx, m, verb); err != nil {
+			if err := b.systemctl(ctx, m, verb, true); err != nil {
 				return &provision.HostError{Host: m.Name, Err: err}
 			}
 			if err := b.waitMember(ctx, m, false); err != nil {
@@ -113,6 +128,11 @@ func (b *Bootstrapper) start(ctx context.Context) error {
 			}
 		}
 	}
+	// Members already added (learners waiting to start) go first: etcd allows one learner at a time
+	// by default (--max-learners=1).
+	sort.SliceStable(joining, func(i, j int) bool {
+		return b.plans[joining[i].Name].id != 0 && b.plans[joining[j].Name].id == 0
+	})
 	for _, m := range joining {
 		if err := b.join(ctx, m); err != nil {
 			return &provision.HostError{Host: m.Name, Err: err}
@@ -121,16 +141,23 @@ func (b *Bootstrapper) start(ctx context.Context) error {
 	return nil
 }
 
-// systemctl (re)starts etcd on m without waiting for it to be ready (a founding member is only ready
-// once a quorum of its peers is up; readiness is checked through the client afterwards).
-func (b *Bootstrapper) systemctl(ctx context.Context, m member, verb string) error {
+// systemctl (re)starts etcd on m. Founding members and learners are started without waiting
+// (--no-block: a founding member is only ready once a quorum of its peers is up; readiness is checked
+// through the client afterwards). A member of a running cluster is restarted with waiting
+// (Type=notify: systemctl returns once etcd has rejoined), so a rolling restart never checks the
+// health of the old process and never has two members down at once.
+func (b *Bootstrapper) systemctl(ctx context.Context, m member, verb string, wait bool) error {
 	sctx, cancel := b.stepCtx(ctx)
 	defer cancel()
 	dir := provision.ShellQuote(b.spec.Spec.Etcd.DataDir)
+	noBlock := " --no-block"
+	if wait {
+		noBlock = ""
+	}
 	// A new data dir is created 0700 (etcd's recommendation); an existing one is left as it is.
-	cmd := fmt.Sprintf("{ [ -d %s ] || mkdir -p -m 0700 %s; } && systemctl daemon-reload && systemctl enable --quiet %s && systemctl %s --no-block %s",
-		dir, dir, unitName, verb, unitName)
-	if _, err := b.client(m.Name).Run(sctx, "etcd/start", cmd); err != nil {
+	cmd := fmt.Sprintf("{ [ -d %s ] || mkdir -p -m 0700 %s; } && systemctl daemon-reload && systemctl enable --quiet %s && systemctl %s%s %s",
+		dir, dir, unitName, verb, noBlock, unitName)
+	if _, err := b.run(sctx, m.Name, "etcd/start", cmd); err != nil {
 		return err
 	}
 	b.p.Hostf(m.Name, "etcd %sed", verb)
@@ -146,9 +173,9 @@ func (b *Bootstrapper) leaderLast(ctx context.Context, ms []member) {
 	}
 	defer cli.Close()
 	var leader uint64
-	for _, m := range b.members {
+	for _, u := range b.knownClientURLs() {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := cli.Status(sctx, m.clientURL)
+		st, err := cli.Status(sctx, u)
 		cancel()
 		if err == nil {
 			leader = st.Leader
@@ -184,7 +211,7 @@ func (b *Bootstrapper) join(ctx context.Context, m member) error {
 		b.p.Hostf(m.Name, "added as learner %x", p.id)
 	}
 	if p.restart || b.facts[m.Name].EtcdActive != "active" {
-		if err := b.systemctl(ctx, m, "start"); err != nil {
+		if err := b.systemctl(ctx, m, "start", false); err != nil {
 			return err
 		}
 	}
@@ -211,12 +238,10 @@ func (b *Bootstrapper) join(ctx context.Context, m member) error {
 	return b.waitMember(ctx, m, false)
 }
 
+// etcdClient connects to every known client URL (the spec's and, during a client port change, the
+// recorded ones).
 func (b *Bootstrapper) etcdClient(ctx context.Context) (*clientv3.Client, error) {
-	endpoints := make([]string, len(b.members))
-	for i, m := range b.members {
-		endpoints[i] = m.clientURL
-	}
-	return etcd.NewClient(ctx, endpoints, b.creds.tls, 5*time.Second)
+	return etcd.NewClient(ctx, b.knownClientURLs(), b.creds.tls, 5*time.Second)
 }
 
 // waitMember polls m's client URL until it reports a leader and a linearizable read succeeds.
@@ -300,7 +325,9 @@ func (b *Bootstrapper) wait(ctx context.Context) error {
 			for _, u := range lm.PeerURLs {
 				if u == m.peerURL {
 					found = true
-					b.memberRecord(m).ID = fmt.Sprintf("%x", lm.ID)
+					rec := b.memberRecord(m)
+					rec.ID = fmt.Sprintf("%x", lm.ID)
+					rec.PeerURL, rec.ClientURL = m.peerURL, m.clientURL
 				}
 			}
 		}
@@ -320,4 +347,16 @@ func (b *Bootstrapper) wait(ctx context.Context) error {
 	}
 	b.p.Infof("  quorum: %d/%d members healthy, %s, cluster ID %s", len(b.members), len(resp.Members), check, b.st.ClusterID)
 	return nil
+}
+
+// run runs one remote command on host and logs it (with its duration) in verbose mode.
+func (b *Bootstrapper) run(ctx context.Context, host, step, cmd string) (provision.Result, error) {
+	start := time.Now()
+	res, err := b.client(host).Run(ctx, step, cmd)
+	first, _, _ := strings.Cut(cmd, "\n")
+	if len(first) > 120 {
+		first = first[:120] + "..."
+	}
+	b.p.Debugf("%s: [%s] %s (%s, err=%v)", host, step, first, time.Since(start).Round(time.Millisecond), err)
+	return res, err
 }

@@ -216,8 +216,8 @@ func (b *Bootstrapper) foundingCluster() string {
 }
 
 func (b *Bootstrapper) anyUploads() bool {
-	for _, p := range b.plans {
-		if len(p.upload) > 0 {
+	for name, p := range b.plans {
+		if len(p.upload) > 0 || (b.facts[name] != nil && len(b.facts[name].Stale) > 0) {
 			return true
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -50,12 +52,22 @@ type Facts struct {
 	DiskAvail   int64             // bytes free on the filesystem holding the data dir
 	Marker      *Marker           // nil when absent or unreadable
 	Sums        map[string]string // path -> sha256 hex of files that exist
+	Stale       []string          // temp files left by interrupted uploads (removed by etcd/install)
 	ListenPorts map[int]bool      // TCP ports in LISTEN state (IPv4 and IPv6)
 }
 
 // factsScript returns the one shell script run on each host by preflight. It only reads. Its output is
 // "key=value" lines; "sum=<sha256>  <path>" lines for files that exist; "listen=<hexport>" lines.
 func factsScript(dataDir string, paths []string) string {
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		dirs[path.Dir(p)] = true
+	}
+	sorted := make([]string, 0, len(dirs))
+	for d := range dirs {
+		sorted = append(sorted, d)
+	}
+	sort.Strings(sorted)
 	q := provision.ShellQuote
 	var b strings.Builder
 	b.WriteString(`echo "time_ns=$(date +%s%N)"
@@ -83,6 +95,13 @@ p="$D"; while [ ! -e "$p" ]; do p=$(dirname "$p"); done
 echo "disk_avail_kb=$(df -Pk "$p" | awk 'NR==2{print $4}')"
 if [ -r /etc/hactl/etcd-member.json ]; then echo "marker=$(base64 -w0 /etc/hactl/etcd-member.json)"; fi
 cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4=="0A"{split($2,a,":"); print "listen=" a[2]}'
+`)
+	// Temp files of uploads interrupted by a killed hactl (provision names them .<base>.hactl-tmp-*).
+	b.WriteString("for d in")
+	for _, d := range sorted {
+		b.WriteString(" " + q(d))
+	}
+	b.WriteString(`; do for f in "$d"/.*.hactl-tmp-*; do if [ -f "$f" ]; then echo "stale=$f"; fi; done; done
 `)
 	b.WriteString("for f in")
 	for _, p := range paths {
@@ -158,6 +177,10 @@ func parseFacts(out []byte, sent, received time.Time) (*Facts, error) {
 			port, err := strconv.ParseInt(v, 16, 32)
 			if err == nil {
 				f.ListenPorts[int(port)] = true
+			}
+		case "stale":
+			if base := path.Base(v); strings.HasPrefix(base, ".") && strings.Contains(base, ".hactl-tmp-") {
+				f.Stale = append(f.Stale, v)
 			}
 		case "sum":
 			sum, path, ok := strings.Cut(v, "  ")

@@ -114,3 +114,21 @@ func TestFactsDataDirStates(t *testing.T) {
 		})
 	}
 }
+
+func TestFactsReportsStaleUploadTemps(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".etcd.hactl-tmp-0123abcd"), []byte("partial"), 0o600)
+	os.WriteFile(filepath.Join(dir, "etcd"), []byte("real"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".other"), []byte("not ours"), 0o600)
+	out, err := exec.Command("/bin/sh", "-c", factsScript(filepath.Join(dir, "data"), []string{filepath.Join(dir, "etcd")})).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseFacts(out, time.Now(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Stale) != 1 || f.Stale[0] != filepath.Join(dir, ".etcd.hactl-tmp-0123abcd") {
+		t.Fatalf("stale = %v", f.Stale)
+	}
+}

@@ -145,6 +145,9 @@ func (b *Bootstrapper) memberRecord(m member) *state.Member {
 		rec = &state.Member{InitialCluster: b.foundingCluster(), InitialClusterState: "new"}
 		b.st.Members[m.Name] = rec
 	}
+	if rec.PeerURL == "" {
+		rec.PeerURL, rec.ClientURL = m.peerURL, m.clientURL
+	}
 	return rec
 }
 

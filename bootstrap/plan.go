@@ -74,10 +74,7 @@ func (b *Bootstrapper) detect(ctx context.Context) error {
 		b.p.Infof("  no running cluster: nothing has etcd data yet")
 		return nil
 	}
-	endpoints := make([]string, len(b.members))
-	for i, m := range b.members {
-		endpoints[i] = m.clientURL
-	}
+	endpoints := b.knownClientURLs()
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cli, err := etcd.NewClient(dctx, endpoints, b.creds.tls, 3*time.Second)
@@ -90,6 +87,11 @@ func (b *Bootstrapper) detect(ctx context.Context) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if isAuthError(err) {
+			return fmt.Errorf("detect: the members at %s refuse hactl's client certificate (%s): is spec.stateDir "+
+				"this cluster's state dir? hactl will not go on without knowing whether the cluster is running: %w",
+				strings.Join(endpoints, ","), b.creds.tls.Cert, err)
 		}
 		b.p.Infof("  no quorum reachable through %s: %v", strings.Join(endpoints, ","), err)
 		return nil
@@ -105,6 +107,49 @@ func (b *Bootstrapper) detect(ctx context.Context) error {
 			"re-bootstrapped or restored outside this state dir; refusing to continue", l.clusterID, b.st.ClusterID)
 	}
 	return nil
+}
+
+// knownClientURLs lists the spec's client URLs and those recorded in the state dir (they differ
+// after spec.etcd.clientPort changed), without duplicates.
+func (b *Bootstrapper) knownClientURLs() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(u string) {
+		if u != "" && !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	for _, m := range b.members {
+		add(m.clientURL)
+	}
+	for _, m := range b.members {
+		if rec := b.st.Members[m.Name]; rec != nil {
+			add(rec.ClientURL)
+		}
+	}
+	return out
+}
+
+// isAuthError reports TLS failures (a certificate the members do not accept, or a CA that does not
+// match theirs), which gRPC surfaces as "authentication handshake failed".
+func isAuthError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "authentication handshake failed") || strings.Contains(s, "x509:") ||
+		strings.Contains(s, "bad certificate") || strings.Contains(s, "unknown certificate authority")
+}
+
+// PeerURLChangedError refuses to restart a member of a formed cluster under a different peer URL:
+// etcd keeps peer URLs in its membership (etcd docs, "runtime reconfiguration": update a member).
+type PeerURLChangedError struct {
+	Host, ID, Old, New string
+}
+
+func (e *PeerURLChangedError) Error() string {
+	return fmt.Sprintf("%s: peer URL changed from %s to %s (spec.etcd.peerPort or the host's address changed); etcd keeps "+
+		"peer URLs in its membership, so restarting with the new one would cut the member off. Put the old value back in the "+
+		"spec; to really move the member, run `etcdctl member update %s --peer-urls=%s` first, one member at a time",
+		e.Host, e.Old, e.New, e.ID, e.New)
 }
 
 // plan decides, per member, what to do, and prints it. It refuses unsafe situations (lost data dirs,
@@ -127,11 +172,29 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 				m.Name, b.spec.Spec.Etcd.DataDir, other, b.st.Token, b.spec.Spec.Etcd.DataDir, b.spec.Spec.Etcd.DataDir))
 			continue
 		}
+		known := b.st.Members[m.Name] != nil && b.st.Members[m.Name].ID != "" // a member before this run
 		rec := b.memberRecord(m)
+		if rec.PeerURL != m.peerURL {
+			if b.st.ClusterID != "" || b.live != nil {
+				errs = multierror.Append(errs, &PeerURLChangedError{Host: m.Name, ID: orDash(rec.ID), Old: rec.PeerURL, New: m.peerURL})
+				continue
+			}
+			rec.PeerURL, rec.ClientURL = m.peerURL, m.clientURL
+		}
+		if b.st.ClusterID == "" && b.live == nil && rec.InitialClusterState == "new" {
+			// The cluster never formed: the founding flags follow the spec (hosts or ports may have
+			// been corrected since an earlier, failed run).
+			rec.InitialCluster = b.foundingCluster()
+		}
 		lm := b.live.byPeerURL(m.peerURL)
 		switch {
-		case b.live == nil && b.st.ClusterID != "" && !hasData:
+		case b.live == nil && b.st.ClusterID != "" && !hasData && known:
 			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: orDash(rec.ID), DataDir: b.spec.Spec.Etcd.DataDir})
+			continue
+		case b.live == nil && b.st.ClusterID != "" && !hasData:
+			errs = multierror.Append(errs, fmt.Errorf("%s: is a new member for cluster %s, but no quorum answers at %s: a member can only "+
+				"join a running cluster; bring the existing members back first (hactl status), then re-run",
+				m.Name, b.st.ClusterID, strings.Join(b.knownClientURLs(), ",")))
 			continue
 		case b.live == nil && !hasData:
 			p.action = ActionCreate
@@ -151,6 +214,10 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 			p.action = ActionResume
 			if lm.learner || rec.InitialClusterState == "existing" {
 				p.action = ActionJoin
+				if rec.InitialClusterState != "existing" { // no record of the join (e.g. state dir restored)
+					rec.InitialCluster = strings.Join(joinCluster, ",")
+					rec.InitialClusterState = "existing"
+				}
 			}
 		case lm != nil:
 			p.id = lm.id
@@ -230,19 +297,24 @@ func (b *Bootstrapper) inSpec(lm liveMember) bool {
 	return false
 }
 
-// liveInitialCluster lists the started members of the running cluster as name=peerURL, the start of
-// a joining member's --initial-cluster.
+// liveInitialCluster lists every member of the running cluster as name=peerURL, the start of a
+// joining member's --initial-cluster. etcd checks a joiner's list against the membership by peer URL
+// (member count included), so members added but not started yet are listed too, under their spec
+// name (or with an empty name, as etcdctl member add prints them).
 func (b *Bootstrapper) liveInitialCluster() []string {
 	if b.live == nil {
 		return nil
 	}
 	var out []string
 	for _, lm := range b.live.members {
-		if lm.name == "" {
-			continue
-		}
 		for _, u := range lm.peerURLs {
-			out = append(out, lm.name+"="+u)
+			name := lm.name
+			for _, m := range b.members {
+				if m.peerURL == u {
+					name = m.Name
+				}
+			}
+			out = append(out, name+"="+u)
 		}
 	}
 	return out

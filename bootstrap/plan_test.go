@@ -675,6 +675,64 @@ func TestPlan(t *testing.T) {
 			"cp-c": created,
 		},
 	}, {
+		name:  "a learner added but not started and a new host: the new host's initial cluster lists the learner too",
+		hosts: 5,
+		setup: func(f *planFixture) {
+			f.record("cp-d", planTestHexID("cp-d"), f.initialCluster("cp-a", "cp-b", "cp-c", "cp-d"), "existing")
+			f.installed("cp-a", "cp-b", "cp-c")
+			f.b.facts["cp-e"].Data = DataEmpty
+			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"), f.unstarted("cp-d", true))
+		},
+		want: map[string]wantPlan{
+			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
+			"cp-d": {action: ActionJoin, restart: true, all: true},
+			"cp-e": {action: ActionJoin, restart: true, all: true},
+		},
+		check: func(t *testing.T, f *planFixture, _ error) {
+			ic := f.initialCluster("cp-a", "cp-b", "cp-c", "cp-d", "cp-e")
+			if rec := f.b.st.Members["cp-e"]; rec.InitialCluster != ic || rec.InitialClusterState != "existing" {
+				t.Errorf("cp-e: record %+v, want initial cluster %s (etcd compares the member count)", rec, ic)
+			}
+		},
+	}, {
+		name:  "a learner added but not started, with no state record: joins as existing, never as a founder",
+		hosts: 4,
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"), f.unstarted("cp-d", true))
+		},
+		want: map[string]wantPlan{
+			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
+			"cp-d": {action: ActionJoin, restart: true, all: true},
+		},
+		check: func(t *testing.T, f *planFixture, _ error) {
+			ic := f.initialCluster("cp-a", "cp-b", "cp-c", "cp-d")
+			if rec := f.b.st.Members["cp-d"]; rec.InitialCluster != ic || rec.InitialClusterState != "existing" {
+				t.Errorf("cp-d: record %+v, want existing with %s", rec, ic)
+			}
+			if u := f.unit("cp-d"); !strings.Contains(u, "--initial-cluster-state=existing") {
+				t.Errorf("cp-d: unit does not join:\n%s", u)
+			}
+		},
+	}, {
+		name:  "no quorum, the cluster formed before, new hosts: refused as new members that cannot join, not as lost members",
+		hosts: 5,
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
+				f.b.st.Members[n].ID = planTestHexID(n)
+			}
+			f.b.st.ClusterID = "c1a55"
+		},
+		want: map[string]wantPlan{"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged},
+		errs: []string{"cp-d: is a new member", "cp-e: is a new member", "can only join a running cluster"},
+		check: func(t *testing.T, f *planFixture, err error) {
+			var lost *MemberDataLostError
+			if errors.As(err, &lost) {
+				t.Errorf("new hosts reported as lost members: %v", lost)
+			}
+		},
+	}, {
 		name:  "live member not in the spec: warned about and left alone",
 		hosts: 3,
 		setup: func(f *planFixture) {

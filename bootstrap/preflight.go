@@ -70,7 +70,7 @@ func (b *Bootstrapper) preflight(ctx context.Context) error {
 		sctx, cancel := b.stepCtx(ctx)
 		defer cancel()
 		sent := time.Now()
-		res, err := c.Run(sctx, "preflight/facts", factsScript(b.spec.Spec.Etcd.DataDir, paths))
+		res, err := b.run(sctx, m.Name, "preflight/facts", factsScript(b.spec.Spec.Etcd.DataDir, paths))
 		received := time.Now()
 		if err != nil {
 			return err

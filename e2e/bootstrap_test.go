@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -306,6 +307,43 @@ func TestRerunIsNoop(t *testing.T) {
 	}
 }
 
+// TestPortChanges: a changed peer port on a formed cluster is refused (etcd keeps peer URLs in its
+// membership); a changed client port is a rolling restart, one member at a time, and the cluster is
+// found again through the client URLs recorded in the state dir.
+func TestPortChanges(t *testing.T) {
+	spec := ensureThree(t)
+	before := unitStarts(t, threeHosts)
+	c := labSpec(t, 3)
+	c.Spec.Etcd.PeerPort = 2390
+	r := hactl(t, "bootstrap", "-f", writeSpec(t, c, "cluster.yaml"))
+	if r.code != 1 || !strings.Contains(r.stderr, "peer URL changed") || !strings.Contains(r.stderr, "member update") {
+		t.Fatalf("peer port change: want exit 1 explaining member update")
+	}
+	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a refused peer port change restarted etcd")
+	}
+
+	c = labSpec(t, 3)
+	c.Spec.Etcd.ClientPort = 2479
+	moved := writeSpec(t, c, "cluster.yaml")
+	res := bootstrapJSON(t, moved)
+	for _, m := range res.Members {
+		if m.Action != bootstrap.ActionUpdate {
+			t.Errorf("%s: %s, want update", m.Name, m.Action)
+		}
+	}
+	if rep := waitHealthy(t, moved, 30*time.Second); len(rep.Etcd.Members) != 3 {
+		t.Fatalf("members %d", len(rep.Etcd.Members))
+	}
+	// And back, so later tests find the lab's spec converged.
+	for _, m := range bootstrapJSON(t, spec).Members {
+		if m.Action != bootstrap.ActionUpdate {
+			t.Errorf("%s: %s moving back, want update", m.Name, m.Action)
+		}
+	}
+	waitHealthy(t, spec, 30*time.Second)
+}
+
 func TestClientsWithoutCertificateRefused(t *testing.T) {
 	spec := ensureThree(t)
 	_ = spec
@@ -506,11 +544,19 @@ func TestScaleOutThreeToFive(t *testing.T) {
 	}
 }
 
-// TestInterruptedBootstrapConverges kills hactl (SIGKILL) in the middle of a bootstrap on fresh
-// hosts, at two points, and checks that a re-run finishes the job.
+// TestInterruptedBootstrapConverges interrupts hactl in the middle of a bootstrap on fresh hosts —
+// SIGKILL at two points, and a Ctrl-C (SIGINT), which must stop cleanly and promptly — and checks
+// that a re-run finishes the job.
 func TestInterruptedBootstrapConverges(t *testing.T) {
-	for _, killAt := range []string{"installed", "etcd started"} {
-		t.Run("kill after first "+strings.ReplaceAll(killAt, " ", "-"), func(t *testing.T) {
+	for _, tc := range []struct {
+		killAt string
+		sig    syscall.Signal
+	}{
+		{"installed", syscall.SIGKILL},
+		{"etcd started", syscall.SIGKILL},
+		{"[etcd/install]", syscall.SIGINT},
+	} {
+		t.Run(fmt.Sprintf("%s after first %s", tc.sig, strings.Trim(strings.ReplaceAll(tc.killAt, " ", "-"), "[]")), func(t *testing.T) {
 			ctx := context.Background()
 			if err := theLab.Recreate(ctx, threeHosts...); err != nil {
 				t.Fatal(err)
@@ -520,7 +566,7 @@ func TestInterruptedBootstrapConverges(t *testing.T) {
 			c.Spec.StateDir = filepath.Join(t.TempDir(), "state")
 			spec := writeSpec(t, c, "cluster.yaml")
 
-			t.Logf("$ %s bootstrap -f %s   (killed after the first %q line)", hactlBin, spec, killAt)
+			t.Logf("$ %s bootstrap -f %s   (%s after the first %q line)", hactlBin, spec, tc.sig, tc.killAt)
 			cmd := exec.Command(hactlBin, "bootstrap", "-f", spec)
 			stdout, _ := cmd.StdoutPipe()
 			cmd.Stderr = cmd.Stdout
@@ -528,27 +574,43 @@ func TestInterruptedBootstrapConverges(t *testing.T) {
 				t.Fatal(err)
 			}
 			var once sync.Once
-			killed := false
+			var signalled time.Time
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
 				line := sc.Text()
 				t.Logf("| %s", line)
-				if strings.Contains(line, killAt) {
+				if strings.Contains(line, tc.killAt) {
 					once.Do(func() {
-						cmd.Process.Signal(syscall.SIGKILL)
-						killed = true
+						cmd.Process.Signal(tc.sig)
+						signalled = time.Now()
 					})
 				}
 			}
-			cmd.Wait()
-			if !killed {
-				t.Fatalf("hactl finished before the kill point %q", killAt)
+			// A watchdog, not a timing check: a hactl that ignores the signal would hang the suite.
+			watchdog := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+			err := cmd.Wait()
+			watchdog.Stop()
+			if signalled.IsZero() {
+				t.Fatalf("hactl finished before the kill point %q", tc.killAt)
+			}
+			if tc.sig == syscall.SIGINT {
+				took := time.Since(signalled)
+				t.Logf("hactl stopped %s after SIGINT: %v", took.Round(time.Millisecond), err)
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+					t.Fatalf("after SIGINT: %v, want a clean stop with exit 1 (not killed by the watchdog)", err)
+				}
 			}
 			res := bootstrapJSON(t, spec)
 			t.Logf("re-run after the kill: %+v", res.Members)
 			rep := waitHealthy(t, spec, 60*time.Second)
 			if len(rep.Etcd.Members) != 3 {
 				t.Fatalf("%d members after convergence", len(rep.Etcd.Members))
+			}
+			for _, h := range threeHosts {
+				if left := execOn(t, h, "sh", "-c", "ls -a /usr/local/bin /etc/etcd/pki /etc/systemd/system /etc/hactl | grep -c hactl-tmp || true"); strings.TrimSpace(left) != "0" {
+					t.Errorf("%s: %s upload temp files left after convergence", h, strings.TrimSpace(left))
+				}
 			}
 			for _, m := range bootstrapJSON(t, spec).Members {
 				if m.Action != bootstrap.ActionUnchanged {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/hactl/hactl/internal/atomicfile"
 )
 
 // File modes used in the state dir, as kubeadm uses for its PKI: private keys are readable by the owner
@@ -17,52 +19,9 @@ const (
 	DirMode      os.FileMode = 0o700
 )
 
-// writeFileAtomic writes data to path with the given mode so that readers see either the old file or
-// the complete new one: it writes a temp file in the same directory (created 0600, so a key is never
-// readable by others even briefly), fsyncs it, sets the mode, renames it over path and fsyncs the
-// directory.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-// syncDir fsyncs a directory so a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
+// writeFileAtomic writes data to path with the given mode (see atomicfile.WriteFile).
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	return atomicfile.WriteFile(path, data, mode)
 }
 
 // ensureDir creates dir (and parents) with DirMode.
@@ -108,5 +67,5 @@ func moveAside(path string, now time.Time) error {
 	if err := os.Rename(path, target); err != nil {
 		return fmt.Errorf("move aside %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return atomicfile.SyncDir(filepath.Dir(path))
 }

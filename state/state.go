@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/hactl/hactl/internal/atomicfile"
 )
 
 // Member is what hactl recorded about one etcd member.
@@ -20,6 +22,10 @@ type Member struct {
 	InitialCluster string `json:"initialCluster"`
 	// InitialClusterState is "new" for founding members and "existing" for members added later.
 	InitialClusterState string `json:"initialClusterState"`
+	// PeerURL and ClientURL are the URLs the member was installed with. etcd keeps peer URLs in its
+	// membership, so a change must go through `member update`, never through a restart.
+	PeerURL   string `json:"peerURL,omitempty"`
+	ClientURL string `json:"clientURL,omitempty"`
 }
 
 // Cluster is the content of cluster.json.
@@ -66,36 +72,12 @@ func Save(dir string, c *Cluster) error {
 }
 
 // WriteFileAtomic writes data to path through a temp file in the same directory, fsyncs it and renames
-// it into place, so readers see the old or the new content, never a mix. The parent directory is
-// created with mode 0700 when missing.
+// it into place (see atomicfile.WriteFile), so readers see the old or the new content, never a mix.
+// The parent directory is created with mode 0700 when missing.
 func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name) // no-op after a successful rename
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, mode)
 }
