@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/etcd"
@@ -197,11 +198,24 @@ func (b *Bootstrapper) join(ctx context.Context, m member) error {
 	defer cli.Close()
 	p := b.plans[m.Name]
 	if p.id == 0 {
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		resp, err := cli.MemberAddAsLearner(actx, []string{m.peerURL})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("etcd/start: adding %s as a learner: %w", m.peerURL, err)
+		// etcd's strict reconfiguration check refuses a member add ("unhealthy cluster") until the
+		// leader has been connected to every voting member for 5 s (etcdserver HealthInterval), e.g.
+		// right after the previous joiner was promoted: retry until WaitTimeout.
+		var resp *clientv3.MemberAddResponse
+		deadline := time.Now().Add(b.opt.WaitTimeout)
+		for {
+			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			var err error
+			resp, err = cli.MemberAddAsLearner(actx, []string{m.peerURL})
+			cancel()
+			if err == nil {
+				break
+			}
+			if !(errors.Is(err, rpctypes.ErrUnhealthy) || strings.Contains(err.Error(), "unhealthy cluster")) || time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("etcd/start: adding %s as a learner: %w", m.peerURL, err)
+			}
+			b.p.Debugf("%s: member add refused for now (%v); retrying", m.Name, err)
+			time.Sleep(500 * time.Millisecond)
 		}
 		p.id = resp.Member.ID
 		b.st.Members[m.Name].ID = fmt.Sprintf("%x", p.id)
