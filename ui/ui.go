@@ -14,6 +14,7 @@ import (
 type Printer struct {
 	mu      sync.Mutex
 	w       io.Writer
+	log     io.Writer // every line, debug included, time-stamped (nil: none)
 	verbose bool
 	quiet   bool
 }
@@ -24,6 +25,14 @@ func New(w io.Writer, verbose, quiet bool) *Printer {
 	return &Printer{w: w, verbose: verbose, quiet: quiet}
 }
 
+// SetLog makes p also write every line, debug lines included, with a timestamp to w (the debug log
+// file that is always written, as k0sctl does).
+func (p *Printer) SetLog(w io.Writer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log = w
+}
+
 func (p *Printer) line(s string) {
 	if p == nil || p.w == nil {
 		return
@@ -31,20 +40,48 @@ func (p *Printer) line(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintln(p.w, s)
+	p.logLine(s)
+}
+
+func (p *Printer) logLine(s string) {
+	if p.log != nil {
+		fmt.Fprintf(p.log, "%s %s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), s)
+	}
+}
+
+// logOnly writes a line to the log file only.
+func (p *Printer) logOnly(s string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.logLine(s)
 }
 
 // Infof prints a plain line.
 func (p *Printer) Infof(format string, args ...any) {
-	if p != nil && !p.quiet {
-		p.line(fmt.Sprintf(format, args...))
+	if p == nil {
+		return
 	}
+	if p.quiet {
+		p.logOnly(fmt.Sprintf(format, args...))
+		return
+	}
+	p.line(fmt.Sprintf(format, args...))
 }
 
-// Debugf prints a line only in verbose mode.
+// Debugf prints a line in verbose mode; it always goes to the log file.
 func (p *Printer) Debugf(format string, args ...any) {
-	if p != nil && p.verbose {
-		p.line("  debug: " + fmt.Sprintf(format, args...))
+	if p == nil {
+		return
 	}
+	s := "  debug: " + fmt.Sprintf(format, args...)
+	if p.verbose {
+		p.line(s)
+		return
+	}
+	p.logOnly(s)
 }
 
 // Warnf prints a warning line; warnings are never suppressed.

@@ -37,3 +37,17 @@ func TestPrinter(t *testing.T) {
 		t.Fatalf("quiet printer wrote %q", b.String())
 	}
 }
+
+func TestPrinterLog(t *testing.T) {
+	var out, log bytes.Buffer
+	p := New(&out, false, false)
+	p.SetLog(&log)
+	p.Infof("shown")
+	p.Debugf("only in the log")
+	if out.String() != "shown\n" {
+		t.Fatalf("out %q", out.String())
+	}
+	if !bytes.Contains(log.Bytes(), []byte("Z shown\n")) || !bytes.Contains(log.Bytes(), []byte("debug: only in the log")) {
+		t.Fatalf("log %q", log.String())
+	}
+}

@@ -18,7 +18,7 @@ func runCmd(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	root := NewRootCommand(Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	root.SetArgs(args)
+	root.SetArgs(append([]string{"--log-file", filepath.Join(t.TempDir(), "hactl.log")}, args...))
 	err := root.ExecuteContext(context.Background())
 	if err != nil {
 		fmt.Fprintf(&errb, "ERROR: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -90,6 +91,8 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 		progress = s.Err
 	}
 	p := ui.New(progress, g.verbose, false)
+	logPath, closeLog := openLog(g, p, os.Args[1:])
+	defer closeLog()
 	c, err := loadSpec(g.file, p, true)
 	if err != nil {
 		return err
@@ -113,6 +116,9 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 		return err
 	}
 	res, runErr := b.Run(cmd.Context())
+	if runErr != nil && logPath != "" {
+		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
+	}
 	if o.output == "json" {
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")

@@ -64,6 +64,7 @@ func (e *VerdictError) ExitCode() int { return ExitVerdict }
 type globalOptions struct {
 	file    string
 	verbose bool
+	logFile string
 }
 
 // NewRootCommand builds the hactl command tree.
@@ -90,7 +91,8 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.PersistentFlags().StringVarP(&g.file, "file", "f", "cluster.yaml", "cluster spec file")
-	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "verbose output")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "verbose output (every remote command with its duration)")
+	root.PersistentFlags().StringVar(&g.logFile, "log-file", defaultLogFile(), "debug log appended on every run (\"\" disables it)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
 	root.AddCommand(
 		newVersionCommand(s),
