@@ -196,6 +196,11 @@ func (b *Bootstrapper) loadOrNewState() error {
 			b.spec.Spec.StateDir, st.Name, b.spec.Metadata.Name)
 	}
 	if st == nil {
+		for _, m := range b.members {
+			if f := b.facts[m.Name]; f != nil && f.Marker != nil && f.Marker.Cluster == b.spec.Metadata.Name {
+				return &StateMissingError{Host: m.Name, Cluster: f.Marker.Cluster, Token: f.Marker.Token, StateDir: b.spec.Spec.StateDir}
+			}
+		}
 		tok := make([]byte, 8)
 		if _, err := rand.Read(tok); err != nil {
 			return fmt.Errorf("generating cluster token: %w", err)
@@ -204,6 +209,19 @@ func (b *Bootstrapper) loadOrNewState() error {
 	}
 	b.st = st
 	return nil
+}
+
+// StateMissingError refuses to start over (new CA, new token) when the hosts already carry this
+// cluster but the local state dir has no record of it: a second CA must never be created for an
+// existing cluster (kubeadm keeps the CA key on the members for the same reason).
+type StateMissingError struct {
+	Host, Cluster, Token, StateDir string
+}
+
+func (e *StateMissingError) Error() string {
+	return fmt.Sprintf("%s already runs a member of cluster %q (token %s) but the state dir %s has no cluster.json: hactl will "+
+		"not create a second CA for an existing cluster; restore the state dir from its backup or point spec.stateDir at it "+
+		"(the CA key is also kept on every member in /etc/etcd/pki/ca.key)", e.Host, e.Cluster, e.Token, e.StateDir)
 }
 
 // foundingCluster is the --initial-cluster of the founding members: every etcd host in the spec.

@@ -857,3 +857,25 @@ func TestAnyUploadsAnyStarts(t *testing.T) {
 		})
 	}
 }
+
+// TestPKIRefusesSecondCA: hosts that already carry this cluster's marker while the state dir has no
+// cluster.json must not get a new CA and token.
+func TestPKIRefusesSecondCA(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	b, err := New(Options{Cluster: planTestSpec(t, 3, stateDir), Printer: ui.New(&bytes.Buffer{}, false, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range b.members {
+		b.facts[m.Name] = &Facts{Data: DataMember, Sums: map[string]string{}}
+	}
+	b.facts["cp-b"].Marker = &Marker{Cluster: planTestCluster, Token: planTestCluster + "-0011223344556677", Member: "cp-b"}
+	err = b.pki(context.Background())
+	var missing *StateMissingError
+	if !errors.As(err, &missing) || missing.Host != "cp-b" {
+		t.Fatalf("err = %v, want *StateMissingError naming cp-b", err)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "pki", "ca.crt")); err == nil {
+		t.Fatalf("a new CA was created for an existing cluster")
+	}
+}

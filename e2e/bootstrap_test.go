@@ -307,6 +307,21 @@ func TestRerunIsNoop(t *testing.T) {
 	}
 }
 
+// TestMissingStateDirNeverMakesASecondCA: the hosts carry this cluster, the local state dir is
+// gone: hactl refuses before creating anything (no new CA, no new token).
+func TestMissingStateDirNeverMakesASecondCA(t *testing.T) {
+	ensureThree(t)
+	c := labSpec(t, 3)
+	c.Spec.StateDir = filepath.Join(t.TempDir(), "lost-state")
+	r := hactl(t, "bootstrap", "-f", writeSpec(t, c, "cluster.yaml"))
+	if r.code != 1 || !strings.Contains(r.stderr, "second CA") {
+		t.Fatalf("want exit 1 refusing a second CA")
+	}
+	if _, err := os.Stat(filepath.Join(c.Spec.StateDir, "pki", "ca.crt")); err == nil {
+		t.Fatalf("a second CA was created")
+	}
+}
+
 // TestPortChanges: a changed peer port on a formed cluster is refused (etcd keeps peer URLs in its
 // membership); a changed client port is a rolling restart, one member at a time, and the cluster is
 // found again through the client URLs recorded in the state dir.
