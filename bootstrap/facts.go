@@ -42,8 +42,9 @@ type Facts struct {
 	OSID        string
 	OSPretty    string
 	Systemd     bool
-	ClockOffset time.Duration // remote clock minus local clock, estimated at the RTT midpoint
-	RTT         time.Duration // of the gathering command (upper bound of the offset's error x2)
+	ClockOffset time.Duration // remote clock minus local clock: midpoint of the script vs midpoint of the round trip
+	ClockError  time.Duration // bound on ClockOffset's error: half the round trip not spent running the script
+	RTT         time.Duration // round trip of the gathering command
 	EtcdActive  string        // systemctl is-active etcd
 	EtcdPID     int
 	EtcdRunning bool   // an etcd process exists, whatever systemd says
@@ -108,6 +109,7 @@ cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4=="0A"{split($2,a,":"); pr
 		b.WriteString(" " + q(p))
 	}
 	b.WriteString(`; do if [ -f "$f" ]; then echo "sum=$(sha256sum "$f")"; fi; done
+echo "time_end_ns=$(date +%s%N)"
 `)
 	return b.String()
 }
@@ -118,6 +120,7 @@ func parseFacts(out []byte, sent, received time.Time) (*Facts, error) {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	seen := map[string]bool{}
+	var startNS, endNS int64
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), "=")
 		if !ok {
@@ -125,14 +128,16 @@ func parseFacts(out []byte, sent, received time.Time) (*Facts, error) {
 		}
 		seen[k] = true
 		switch k {
-		case "time_ns":
+		case "time_ns", "time_end_ns":
 			ns, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("facts: remote time %q: %w", v, err)
 			}
-			f.RTT = received.Sub(sent)
-			mid := sent.Add(f.RTT / 2)
-			f.ClockOffset = time.Unix(0, ns).Sub(mid)
+			if k == "time_ns" {
+				startNS = ns
+			} else {
+				endNS = ns
+			}
 		case "uid":
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -194,5 +199,18 @@ func parseFacts(out []byte, sent, received time.Time) (*Facts, error) {
 			return nil, fmt.Errorf("facts: the host did not report %q (is /bin/sh a POSIX shell?)", k)
 		}
 	}
+	// The script's own run time (hashing binaries) is not network delay: compare the script's
+	// midpoint with the round trip's midpoint; the error is half of what remains.
+	if endNS < startNS {
+		endNS = startNS
+	}
+	f.RTT = received.Sub(sent)
+	ran := time.Duration(endNS - startNS)
+	if ran > f.RTT {
+		ran = f.RTT
+	}
+	remoteMid := time.Unix(0, startNS+(endNS-startNS)/2)
+	f.ClockOffset = remoteMid.Sub(sent.Add(f.RTT / 2))
+	f.ClockError = (f.RTT - ran) / 2
 	return f, nil
 }

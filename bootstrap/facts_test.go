@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,8 +33,9 @@ sum=abc123  /usr/local/bin/etcd
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.ClockOffset != 400*time.Millisecond || f.RTT != 200*time.Millisecond {
-		t.Errorf("offset %v rtt %v", f.ClockOffset, f.RTT)
+	// One timestamp only (no time_end_ns): the script is taken as instantaneous.
+	if f.ClockOffset != 400*time.Millisecond || f.RTT != 200*time.Millisecond || f.ClockError != 100*time.Millisecond {
+		t.Errorf("offset %v ±%v rtt %v", f.ClockOffset, f.ClockError, f.RTT)
 	}
 	if f.UID != 0 || f.Arch != "x86_64" || !f.Systemd || f.Data != DataMember || f.DiskAvail != 1<<30 || f.EtcdPID != 1234 {
 		t.Errorf("facts %+v", f)
@@ -130,5 +132,22 @@ func TestFactsReportsStaleUploadTemps(t *testing.T) {
 	}
 	if len(f.Stale) != 1 || f.Stale[0] != filepath.Join(dir, ".etcd.hactl-tmp-0123abcd") {
 		t.Fatalf("stale = %v", f.Stale)
+	}
+}
+
+// TestClockOffsetDiscountsScriptTime: a slow script (hashing binaries) must not bias the offset.
+func TestClockOffsetDiscountsScriptTime(t *testing.T) {
+	sent := time.Unix(1700000000, 0)
+	// Network 10 ms each way, script ran 600 ms, remote clock 50 ms ahead.
+	start := sent.Add(10*time.Millisecond + 50*time.Millisecond)
+	end := start.Add(600 * time.Millisecond)
+	received := sent.Add(620 * time.Millisecond)
+	out := fmt.Sprintf("time_ns=%d\nuid=0\narch=x86_64\ndata=absent\ntime_end_ns=%d\n", start.UnixNano(), end.UnixNano())
+	f, err := parseFacts([]byte(out), sent, received)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ClockOffset != 50*time.Millisecond || f.ClockError != 10*time.Millisecond {
+		t.Fatalf("offset %v ±%v, want 50ms ±10ms", f.ClockOffset, f.ClockError)
 	}
 }

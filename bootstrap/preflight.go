@@ -82,8 +82,8 @@ func (b *Bootstrapper) preflight(ctx context.Context) error {
 		b.mu.Lock()
 		b.facts[m.Name] = f
 		b.mu.Unlock()
-		b.p.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s (rtt %s)",
-			f.OSPretty, f.Arch, orDash(f.EtcdActive), f.Data, f.ClockOffset.Round(time.Millisecond), f.RTT.Round(time.Millisecond))
+		b.p.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s ±%s",
+			f.OSPretty, f.Arch, orDash(f.EtcdActive), f.Data, f.ClockOffset.Round(time.Millisecond), f.ClockError.Round(time.Millisecond))
 		return b.check(m, f, wantArch)
 	})
 }
@@ -139,9 +139,9 @@ func (b *Bootstrapper) check(m member, f *Facts, wantArch string) error {
 	if f.Data == DataForeign {
 		fail(CheckDataDir, "data dir %s is not empty and holds no etcd data; hactl never deletes data: move it aside or set spec.etcd.dataDir", b.spec.Spec.Etcd.DataDir)
 	}
-	if skew := f.ClockOffset.Abs(); skew > MaxClockSkew+f.RTT/2 {
-		fail(CheckClockSkew, "clock is %s off the operator's machine (rtt %s; limit %s): synchronise clocks with NTP/chrony",
-			f.ClockOffset.Round(time.Millisecond), f.RTT.Round(time.Millisecond), MaxClockSkew)
+	if skew := f.ClockOffset.Abs(); skew > MaxClockSkew+f.ClockError {
+		fail(CheckClockSkew, "clock is %s ±%s off the operator's machine (limit %s): synchronise clocks with NTP/chrony",
+			f.ClockOffset.Round(time.Millisecond), f.ClockError.Round(time.Millisecond), MaxClockSkew)
 	}
 	if q := b.spec.Spec.Etcd.QuotaBackendBytes; f.Data != DataMember && f.DiskAvail < q {
 		fail(CheckDisk, "%d MiB free under %s, less than spec.etcd.quotaBackendBytes (%d MiB) the database may grow to",

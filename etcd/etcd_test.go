@@ -286,6 +286,9 @@ func TestRealCluster(t *testing.T) {
 		if len(st.Members) != 3 {
 			t.Errorf("one down: members %+v", st.Members)
 		}
+		if down.MemberName == "" || down.MemberID == "" {
+			t.Errorf("one down: the unreachable endpoint is not named from the member list: %+v", down)
+		}
 
 		// Two down: the survivor answers Status but cannot serve a linearizable read.
 		tc.stops[1]()

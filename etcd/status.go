@@ -116,6 +116,15 @@ type probe struct {
 	cluster uint64
 }
 
+// StatusWithTimeout is Status with each connection bounded by dialTimeout and each request by
+// reqTimeout (both > 0), for callers that want a faster answer when members are down.
+func StatusWithTimeout(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout, reqTimeout time.Duration) (*ClusterStatus, error) {
+	if dialTimeout <= 0 || reqTimeout <= 0 {
+		return nil, fmt.Errorf("status timeouts must be positive (dial %s, request %s)", dialTimeout, reqTimeout)
+	}
+	return status(ctx, endpoints, files, dialTimeout, reqTimeout)
+}
+
 func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout, reqTimeout time.Duration) (*ClusterStatus, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd status: no endpoints")
@@ -195,7 +204,15 @@ func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout
 	}
 	st.LeaderName = names[st.LeaderID]
 	for i := range st.Endpoints {
-		st.Endpoints[i].MemberName = names[st.Endpoints[i].MemberID]
+		ep := &st.Endpoints[i]
+		if ep.MemberID == "" { // unreachable: identify it by the client URL the member list gives
+			for _, m := range st.Members {
+				if slices.Contains(m.ClientURLs, ep.Endpoint) {
+					ep.MemberID = m.ID
+				}
+			}
+		}
+		ep.MemberName = names[ep.MemberID]
 	}
 
 	if healthy != nil { // AlarmList goes through raft: without a quorum it can only time out

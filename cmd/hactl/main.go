@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/hactl/hactl/cmd/hactl/app"
@@ -26,7 +27,7 @@ func main() {
 	err := app.NewRootCommand(app.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
 	code := app.ExitCode(err)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "ERROR: %v\n", err)
+		fmt.Fprintf(os.Stderr, "ERROR: %s\n", strings.TrimRight(err.Error(), "\n"))
 	}
 	cancel()
 	os.Exit(code)

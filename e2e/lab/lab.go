@@ -172,6 +172,10 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 
 func (l *Lab) up(ctx context.Context) error {
 	o := l.opts
+	if out, err := l.d.run(ctx, nil, "ps", "-a", "--filter", "name=^"+Prefix, "--format", "{{.Names}}"); err == nil && strings.TrimSpace(out) != "" {
+		o.Logf.printf("lab: removing the previous lab (%s) and its hactl state dirs: the old clusters and their CAs are discarded",
+			strings.Join(strings.Fields(out), ", "))
+	}
 	if err := DownWithLog(ctx, o.Debugf); err != nil {
 		return fmt.Errorf("remove leftovers: %w", err)
 	}

@@ -108,7 +108,7 @@ func TestMoreUsageErrorsExitTwo(t *testing.T) {
 		want string
 	}{
 		{[]string{"version", "-o", "yaml"}, `--output "yaml": must be text or json`},
-		{[]string{"plan", "--wait", "0s"}, "--wait 0s: must be a positive duration"},
+		{[]string{"plan", "--wait", "2m"}, "unknown flag: --wait"},
 		{[]string{"bootstrap", "--wait=-1s"}, "--wait -1s: must be a positive duration"},
 		{[]string{"plan", "--skip-phases", "preflight"}, `phase "preflight" can't be skipped`},
 		{[]string{"bootstrap", "--skip-phases", "etcd/wait,pki"}, `phase "pki" can't be skipped`},

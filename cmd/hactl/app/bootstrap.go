@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,7 +32,9 @@ func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
 	cmd.Flags().BoolVar(&o.acceptNewHostKeys, "accept-new-host-keys", false, "append UNKNOWN SSH host keys to the known_hosts file (changed keys are always refused)")
 	cmd.Flags().StringSliceVar(&o.skipPhases, "skip-phases", nil, "phases to skip (e.g. etcd/wait); a name ending in / skips the group")
 	cmd.Flags().StringSliceVar(&o.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose failures become warnings: "+strings.Join(bootstrap.Checks, ", ")+", or all")
-	cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for members to become healthy")
+	if withDryRun { // plan stops before anything starts
+		cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for members to become healthy")
+	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "summary format: table or json (progress goes to stderr)")
 }
 
@@ -62,7 +65,7 @@ Re-running on a healthy cluster changes nothing and restarts nothing.`,
 }
 
 func newPlanCommand(s Streams, g *globalOptions) *cobra.Command {
-	o := &bootstrapOptions{}
+	o := &bootstrapOptions{waitTimeout: 2 * time.Minute} // unused: plan starts nothing
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show what bootstrap would change on which host (same as bootstrap --dry-run)",
@@ -136,7 +139,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 
 func printSummary(w io.Writer, r *bootstrap.Result, file string) {
 	if r.DryRun {
-		fmt.Fprintf(w, "\ndry run: nothing was changed (%s). Run 'hactl bootstrap' to apply.\n", r.Duration)
+		fmt.Fprintf(w, "\ndry run: nothing was changed (%s). Apply with: %s bootstrap -f %s\n", r.Duration, self(), file)
 		return
 	}
 	var rows [][]string
@@ -145,5 +148,13 @@ func printSummary(w io.Writer, r *bootstrap.Result, file string) {
 	}
 	fmt.Fprintln(w)
 	ui.Table(w, []string{"MEMBER", "ZONE", "ADDRESS", "ID", "ACTION", "SSH-COMMANDS"}, rows)
-	fmt.Fprintf(w, "\ncluster %s (ID %s) is healthy; took %s. Next: hactl status -f %s\n", r.Cluster, r.ClusterID, r.Duration, file)
+	fmt.Fprintf(w, "\ncluster %s (ID %s) is healthy; took %s. Next: %s status -f %s\n", r.Cluster, r.ClusterID, r.Duration, self(), file)
+}
+
+// self is the command as the user invoked it (bin/hactl, hactl), for runnable hints.
+func self() string {
+	if len(os.Args) > 0 && strings.Contains(os.Args[0], "/") && !filepath.IsAbs(os.Args[0]) {
+		return os.Args[0]
+	}
+	return "hactl"
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -128,6 +129,9 @@ func usageCompletion(root *cobra.Command) {
 func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := v(cmd, args); err != nil {
+			if len(args) > 0 && (strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml")) {
+				return &UsageError{Err: fmt.Errorf("%s takes no arguments; did you mean -f %s?", cmd.CommandPath(), args[0])}
+			}
 			return &UsageError{Err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 		}
 		return nil

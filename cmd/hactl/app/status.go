@@ -21,7 +21,8 @@ import (
 const certWarnDays = 30
 
 type statusOptions struct {
-	output string
+	output  string
+	timeout time.Duration
 }
 
 // StatusReport is `hactl status -o json`.
@@ -68,7 +69,10 @@ it is degraded, 1 when no member could be reached.`,
 			if err != nil {
 				return err
 			}
-			rep, err := collectStatus(cmd, c)
+			if o.timeout <= 0 {
+				return &UsageError{Err: fmt.Errorf("--timeout %s: must be a positive duration, e.g. 3s", o.timeout)}
+			}
+			rep, err := collectStatus(cmd, c, o.timeout)
 			if rep != nil {
 				if o.output == "json" {
 					enc := json.NewEncoder(s.Out)
@@ -90,10 +94,11 @@ it is degraded, 1 when no member could be reached.`,
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 3*time.Second, "per-member bound on connecting and on each request (an unreachable member costs at most about twice this)")
 	return cmd
 }
 
-func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster) (*StatusReport, error) {
+func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster, timeout time.Duration) (*StatusReport, error) {
 	members, err := etcd.MembersFromSpec(c)
 	if err != nil {
 		return nil, err
@@ -117,7 +122,7 @@ func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster) (*StatusReport, erro
 		return nil, fmt.Errorf("reading the state dir's certificates (has 'hactl bootstrap' run with spec.stateDir %s?): %w", c.Spec.StateDir, err)
 	}
 	rep.LocalCertificates = certs
-	st, err := etcd.Status(cmd.Context(), etcd.ClientURLs(members), files)
+	st, err := etcd.StatusWithTimeout(cmd.Context(), etcd.ClientURLs(members), files, timeout, timeout)
 	rep.Etcd = st
 	if st == nil {
 		return nil, err
@@ -169,7 +174,22 @@ func printStatus(w io.Writer, rep *StatusReport) {
 	if !st.QuorumReachable {
 		quorum = "NO"
 	}
-	fmt.Fprintf(w, "cluster %s  etcd cluster ID %s  leader %s  quorum %s\n\n", rep.Cluster, dash(st.ClusterID), dash(st.LeaderName), quorum)
+	leader := dash(st.LeaderName)
+	for _, ep := range st.Endpoints {
+		if st.LeaderID != "" && ep.MemberID == st.LeaderID && !ep.Reachable {
+			leader += " (UNREACHABLE: election pending)"
+		}
+	}
+	if st.LeaderID != "" {
+		reported := false
+		for _, ep := range st.Endpoints {
+			reported = reported || (ep.Reachable && ep.MemberID == st.LeaderID)
+		}
+		if !reported && !strings.Contains(leader, "UNREACHABLE") {
+			leader += " (as last seen by the others; not answering)"
+		}
+	}
+	fmt.Fprintf(w, "cluster %s  etcd cluster ID %s  leader %s  quorum %s\n\n", rep.Cluster, dash(st.ClusterID), leader, quorum)
 	var rows [][]string
 	now := time.Now()
 	for _, ep := range st.Endpoints {

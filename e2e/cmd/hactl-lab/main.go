@@ -91,11 +91,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "lab dir:  %s\nspec:     %s\n\n", l.Dir(), spec)
 		h := l.Hosts()[0]
-		fmt.Fprintf(stdout, "try next:\n")
+		fmt.Fprintf(stdout, "log in to a host (host key checked):\n")
 		fmt.Fprintf(stdout, "  ssh -i %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes root@%s\n",
 			l.IdentityFile(), l.KnownHostsFile(), h.Address)
-		fmt.Fprintf(stdout, "  bin/hactl plan %s        # then: bin/hactl bootstrap, bin/hactl status (see bin/hactl --help)\n", spec)
-		fmt.Fprintf(stdout, "  go run ./e2e/cmd/hactl-lab down\n")
+		fmt.Fprintf(stdout, "  bin/hactl plan -f %s        # then bin/hactl bootstrap -f ..., bin/hactl status -f ...\n", spec)
+		fmt.Fprintf(stdout, "remove the lab: make lab-down\n\n")
 		return nil
 	case "down":
 		start := time.Now()
