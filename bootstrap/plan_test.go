@@ -879,3 +879,19 @@ func TestPKIRefusesSecondCA(t *testing.T) {
 		t.Fatalf("a new CA was created for an existing cluster")
 	}
 }
+
+func TestIsAuthError(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want bool
+	}{
+		{`rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"`, true},
+		{"remote error: tls: bad certificate", true},
+		{"context deadline exceeded", false},
+		{"dial tcp 10.0.0.1:2379: connect: connection refused", false},
+	} {
+		if got := isAuthError(errors.New(tc.msg)); got != tc.want {
+			t.Errorf("isAuthError(%q) = %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+}

@@ -52,6 +52,7 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-zone-index.yaml", "spec.hosts[0].address", 10},
 		{"invalid-unspecified-address.yaml", "spec.hosts[0].address", 10},
 		{"invalid-multicast-address.yaml", "spec.hosts[2].address", 18},
+		{"invalid-broadcast-address.yaml", "spec.hosts[2].address", 18},
 		{"invalid-bad-host-port.yaml", "spec.hosts[2].port", 20},
 		{"invalid-bad-ssh-port.yaml", "spec.ssh.port", 8},
 		{"invalid-missing-zone.yaml", "spec.hosts[1].zone", 13},

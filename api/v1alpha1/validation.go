@@ -263,6 +263,8 @@ func (v *validator) address(p *field.Path, a string) bool {
 		v.add(field.Invalid(p, a, fmt.Sprintf("an IPv6 zone index (%%%s) is not allowed: it can't appear in etcd peer URLs or certificate SANs; use a global or unique-local address of the host", ip.Zone())))
 	case ip.IsUnspecified():
 		v.add(field.Invalid(p, a, "the unspecified address can't reach a host; write the host's own IP address"))
+	case ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		v.add(field.Invalid(p, a, "the limited broadcast address can't identify a host; write the host's own unicast IP address"))
 	case ip.IsMulticast():
 		v.add(field.Invalid(p, a, "a multicast address can't identify a host; write the host's own unicast IP address"))
 	case ip.Is6() && ip.IsLinkLocalUnicast():
