@@ -66,12 +66,20 @@ type ClusterSpec struct {
 
 // SSH holds how hactl reaches every host.
 type SSH struct {
-	// User is the remote login user (default root).
+	// User is the remote login user (default root). A non-root user needs sudo (see Sudo).
 	User string `json:"user,omitempty"`
 	// Port is the default SSH port for hosts that set none (default 22).
 	Port int `json:"port,omitempty"`
-	// IdentityFile is a local private key file (must not be group/world readable).
+	// IdentityFile is a local private key file (must not be group/world readable). Tried first.
 	IdentityFile string `json:"identityFile,omitempty"`
+	// IdentityFiles are more local private key files, tried in order after IdentityFile.
+	IdentityFiles []string `json:"identityFiles,omitempty"`
+	// PassphraseEnv names an environment variable holding the passphrase of encrypted key files
+	// (never the passphrase itself). Unset: hactl prompts on a terminal, or fails saying so.
+	PassphraseEnv string `json:"passphraseEnv,omitempty"`
+	// Agent selects ssh-agent use (SSH_AUTH_SOCK): "auto" (default: used when SSH_AUTH_SOCK is set,
+	// its keys tried before key files), "never", or "required" (fail when no agent answers).
+	Agent string `json:"agent,omitempty"`
 	// KnownHostsFile is the local known_hosts file host keys are verified against
 	// (default ~/.ssh/known_hosts).
 	KnownHostsFile string `json:"knownHostsFile,omitempty"`
@@ -81,6 +89,32 @@ type SSH struct {
 	CommandTimeout Duration `json:"commandTimeout,omitempty"`
 	// MaxParallel caps how many hosts are worked on at once (default 10).
 	MaxParallel int `json:"maxParallel,omitempty"`
+	// Sudo configures privilege escalation for a non-root User.
+	Sudo Sudo `json:"sudo,omitempty"`
+	// Bastion is a jump host every host is reached through (one shared connection), or nil.
+	Bastion *Bastion `json:"bastion,omitempty"`
+}
+
+// Sudo configures how a non-root user gains root on the hosts.
+type Sudo struct {
+	// PasswordEnv names an environment variable holding the sudo password (never the password
+	// itself). Unset: passwordless sudo is expected, else hactl prompts on a terminal or fails.
+	PasswordEnv string `json:"passwordEnv,omitempty"`
+}
+
+// Bastion is an SSH jump host (like OpenSSH's ProxyJump). Its host key is verified like any host's.
+type Bastion struct {
+	// Address is the bastion's IP address or DNS name as reachable from this machine.
+	Address string `json:"address"`
+	// Port is its SSH port (default 22).
+	Port int `json:"port,omitempty"`
+	// User is the login user on the bastion (default spec.ssh.user).
+	User string `json:"user,omitempty"`
+	// IdentityFile is the bastion's own key file (default: the keys of spec.ssh).
+	IdentityFile string `json:"identityFile,omitempty"`
+	// KnownHostsFile holds the bastion's host key (default spec.ssh.knownHostsFile); it must hold an
+	// entry for the bastion (accepting a bastion's key blindly is never done).
+	KnownHostsFile string `json:"knownHostsFile,omitempty"`
 }
 
 // Host is one machine reached over SSH.
@@ -101,8 +135,12 @@ type Host struct {
 type Etcd struct {
 	// Version is the etcd version the binaries must report, e.g. v3.6.16.
 	Version string `json:"version"`
-	// Binaries are local files uploaded to every member.
-	Binaries EtcdBinaries `json:"binaries"`
+	// Binaries are local files uploaded to every member (air-gapped installs). Exactly one of
+	// Binaries and Download is set.
+	Binaries EtcdBinaries `json:"binaries,omitempty"`
+	// Download fetches the etcd release tarball on each host from a URL (a release site or an
+	// internal mirror), verified against a mandatory sha256 before anything is installed.
+	Download *EtcdDownload `json:"download,omitempty"`
 	// DataDir is the absolute data directory on each member (default /var/lib/etcd).
 	DataDir string `json:"dataDir,omitempty"`
 	// ClientPort serves clients over TLS (default 2379).
@@ -121,6 +159,15 @@ type Etcd struct {
 	// AcceptZoneQuorumLoss acknowledges a topology where losing one zone loses quorum: the
 	// zone-spread error becomes a warning naming the zone.
 	AcceptZoneQuorumLoss bool `json:"acceptZoneQuorumLoss,omitempty"`
+}
+
+// EtcdDownload is an etcd release tarball (etcd-<version>-linux-<arch>.tar.gz layout: one top-level
+// directory holding etcd, etcdctl and etcdutl).
+type EtcdDownload struct {
+	// URL is an http(s) URL of the tarball.
+	URL string `json:"url"`
+	// SHA256 is the tarball's sha256, 64 hex digits (mandatory).
+	SHA256 string `json:"sha256"`
 }
 
 // EtcdBinaries are local paths of the etcd release binaries.
