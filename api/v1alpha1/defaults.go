@@ -25,6 +25,18 @@ const (
 	DefaultQuotaBackendBytes = int64(2147483648) // 2 GiB, etcd's default
 	DefaultCompactionMode    = CompactionPeriodic
 	DefaultPeriodicRetention = "1h"
+	DefaultAgent             = AgentAuto
+	DefaultBastionPort       = 22
+)
+
+// ssh-agent modes (spec.ssh.agent).
+const (
+	// AgentAuto uses the agent at SSH_AUTH_SOCK when that variable is set; its keys are tried first.
+	AgentAuto = "auto"
+	// AgentNever never contacts an agent: only key files authenticate.
+	AgentNever = "never"
+	// AgentRequired fails when no agent answers at SSH_AUTH_SOCK.
+	AgentRequired = "required"
 )
 
 // Auto-compaction modes (etcd's --auto-compaction-mode).
@@ -37,13 +49,21 @@ const (
 // resolves local paths and canonicalises host addresses. It is idempotent and never fails: values it
 // can't make sense of are left for Validate to report.
 //
-// Local paths (spec.stateDir, spec.ssh.identityFile, spec.ssh.knownHostsFile,
+// SSH: spec.ssh.agent defaults to "auto". A bastion (when set) defaults to port 22, user
+// spec.ssh.user and knownHostsFile spec.ssh.knownHostsFile; its identityFile stays "" (the keys and
+// agent of spec.ssh are used).
+//
+// spec.etcd.download.sha256 is lower-cased (sha256sum prints lower case; some release pages upper).
+//
+// Local paths (spec.stateDir, spec.ssh.identityFile, spec.ssh.identityFiles[*],
+// spec.ssh.knownHostsFile, spec.ssh.bastion.identityFile, spec.ssh.bastion.knownHostsFile,
 // spec.etcd.binaries.*): a leading "~" or "~/" is the current user's home directory ($HOME; "~user"
 // is not expanded), a relative path is resolved against baseDir (the spec file's directory; "" keeps
 // it relative to the working directory), and the result is cleaned. Remote paths (dataDir) are not
 // touched.
 //
-// Addresses are canonicalised with net/netip: IPv6 is lower-cased and compressed
+// Addresses (spec.hosts[*].address, and spec.ssh.bastion.address when it is an IP literal; a
+// bastion may be a DNS name, left as written) are canonicalised with net/netip: IPv6 is lower-cased and compressed
 // ("2001:DB8::0001" -> "2001:db8::1"), and an IPv4-mapped IPv6 address is written as the IPv4
 // address it maps ("::ffff:1.2.3.4" -> "1.2.3.4"): the host is reached over IPv4 either way, and the
 // plain form is what goes into etcd URLs and certificate SANs and what the uniqueness check compares.
@@ -68,6 +88,21 @@ func SetDefaults(c *Cluster, baseDir string) {
 	}
 	if s.SSH.MaxParallel == 0 {
 		s.SSH.MaxParallel = DefaultMaxParallel
+	}
+	if s.SSH.Agent == "" {
+		s.SSH.Agent = DefaultAgent
+	}
+	if b := s.SSH.Bastion; b != nil {
+		if b.Port == 0 {
+			b.Port = DefaultBastionPort
+		}
+		if b.User == "" {
+			b.User = s.SSH.User
+		}
+		if b.KnownHostsFile == "" {
+			b.KnownHostsFile = s.SSH.KnownHostsFile
+		}
+		b.Address = CanonicalAddress(b.Address)
 	}
 	if s.StateDir == "" && c.Metadata.Name != "" {
 		s.StateDir = DefaultStateDirParent + "/" + c.Metadata.Name
@@ -107,8 +142,19 @@ func SetDefaults(c *Cluster, baseDir string) {
 		e.AutoCompaction.Retention = DefaultPeriodicRetention
 	}
 
-	for _, p := range []*string{&s.StateDir, &s.SSH.IdentityFile, &s.SSH.KnownHostsFile,
-		&e.Binaries.Etcd, &e.Binaries.Etcdctl, &e.Binaries.Etcdutl} {
+	if d := e.Download; d != nil {
+		d.SHA256 = strings.ToLower(d.SHA256)
+	}
+
+	paths := []*string{&s.StateDir, &s.SSH.IdentityFile, &s.SSH.KnownHostsFile,
+		&e.Binaries.Etcd, &e.Binaries.Etcdctl, &e.Binaries.Etcdutl}
+	for i := range s.SSH.IdentityFiles {
+		paths = append(paths, &s.SSH.IdentityFiles[i])
+	}
+	if b := s.SSH.Bastion; b != nil {
+		paths = append(paths, &b.IdentityFile, &b.KnownHostsFile)
+	}
+	for _, p := range paths {
 		*p = LocalPath(*p, baseDir)
 	}
 }

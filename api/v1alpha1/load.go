@@ -343,6 +343,9 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 		return nil
 	}
 
+	if t.Kind() == reflect.Pointer { // optional sections (spec.ssh.bastion, spec.etcd.download); null left them nil above
+		t = t.Elem()
+	}
 	switch {
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {

@@ -85,7 +85,19 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-version-unsupported.yaml", "spec.etcd.version", 22},
 		{"invalid-missing-version.yaml", "spec.etcd.version", 21},
 		{"invalid-missing-etcd-binary.yaml", "spec.etcd.binaries.etcd", 23},
-		{"invalid-missing-identity-file.yaml", "spec.ssh.identityFile", 5},
+		{"invalid-no-auth-method.yaml", "spec.ssh.identityFile", 6}, // identityFile absent: the line is spec.ssh's
+		{"invalid-bad-agent.yaml", "spec.ssh.agent", 8},
+		{"invalid-bad-env-name.yaml", "spec.ssh.passphraseEnv", 8},
+		{"invalid-secret-env-name.yaml", "spec.ssh.sudo.passwordEnv", 10},
+		{"invalid-bastion-no-address.yaml", "spec.ssh.bastion.address", 8},
+		{"invalid-bastion-bad-port.yaml", "spec.ssh.bastion.port", 10},
+		{"invalid-bastion-zone-index.yaml", "spec.ssh.bastion.address", 9},
+		{"invalid-download-no-sha256.yaml", "spec.etcd.download.sha256", 23},
+		{"invalid-download-sha256-length.yaml", "spec.etcd.download.sha256", 25},
+		{"invalid-download-bad-scheme.yaml", "spec.etcd.download.url", 24},
+		{"invalid-download-credentials.yaml", "spec.etcd.download.url", 24},
+		{"invalid-binaries-and-download.yaml", "spec.etcd.download", 25},
+		{"invalid-no-binaries-no-download.yaml", "spec.etcd.binaries.etcd", 21},
 		{"invalid-quota-negative.yaml", "spec.etcd.quotaBackendBytes", 25},
 		{"invalid-max-parallel.yaml", "spec.ssh.maxParallel", 8},
 		{"invalid-connect-timeout.yaml", "spec.ssh.connectTimeout", 8},
@@ -171,13 +183,46 @@ func TestValidSpecs(t *testing.T) {
 		file     string
 		members  int
 		warnings []Warning // Message is matched as a substring
+		check    func(t *testing.T, c *Cluster)
 	}{
-		{"valid-3-members.yaml", 3, nil},
-		{"valid-5-members.yaml", 5, nil},
-		{"valid-single-member.yaml", 1, []Warning{{"spec.hosts[0]", "NOT highly available: a single member has no fault tolerance"}}},
-		{"valid-ipv6.yaml", 3, nil},
-		{"valid-weak-topology-acknowledged.yaml", 3, []Warning{{"spec.hosts[1].zone", `losing zone "az-a" loses quorum`}}},
-		{"valid-large-quota.yaml", 3, []Warning{{"spec.etcd.quotaBackendBytes", "above 8 GiB"}}},
+		{"valid-3-members.yaml", 3, nil, nil},
+		{"valid-5-members.yaml", 5, nil, nil},
+		{"valid-single-member.yaml", 1, []Warning{{"spec.hosts[0]", "NOT highly available: a single member has no fault tolerance"}}, nil},
+		{"valid-ipv6.yaml", 3, nil, nil},
+		{"valid-weak-topology-acknowledged.yaml", 3, []Warning{{"spec.hosts[1].zone", `losing zone "az-a" loses quorum`}}, nil},
+		{"valid-large-quota.yaml", 3, []Warning{{"spec.etcd.quotaBackendBytes", "above 8 GiB"}}, nil},
+		{"valid-download.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+			d := c.Spec.Etcd.Download
+			want := &EtcdDownload{
+				URL:    "https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz",
+				SHA256: "3f8b2c5ad0b9d2a4e6f1c0b7a9d8e5f4c3b2a1908f7e6d5c4b3a29180f7e6d5c", // written upper case
+			}
+			if !reflect.DeepEqual(d, want) || c.Spec.Etcd.Binaries != (EtcdBinaries{}) {
+				t.Errorf("download %+v, binaries %+v; want %+v and no binaries", d, c.Spec.Etcd.Binaries, want)
+			}
+		}},
+		{"valid-bastion.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+			want := &Bastion{Address: "bastion.example.com", Port: 22, User: "deploy",
+				IdentityFile:   filepath.Join(testdata, "keys", "id_bastion"),
+				KnownHostsFile: filepath.Join(testdata, "known_hosts")}
+			if !reflect.DeepEqual(c.Spec.SSH.Bastion, want) {
+				t.Errorf("bastion %+v, want %+v", c.Spec.SSH.Bastion, want)
+			}
+			wantFiles := []string{filepath.Join(testdata, "keys", "id_rsa"), filepath.Join(home, ".ssh", "id_ecdsa")}
+			if !slices.Equal(c.Spec.SSH.IdentityFiles, wantFiles) {
+				t.Errorf("identityFiles %v, want %v", c.Spec.SSH.IdentityFiles, wantFiles)
+			}
+		}},
+		{"valid-agent-only.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+			if s := c.Spec.SSH; s.Agent != AgentRequired || s.IdentityFile != "" || len(s.IdentityFiles) != 0 {
+				t.Errorf("ssh %+v, want agent required and no key files", s)
+			}
+		}},
+		{"valid-sudo-user.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+			if s := c.Spec.SSH; s.User != "deploy" || s.Sudo.PasswordEnv != "HACTL_SUDO_PASSWORD" || s.PassphraseEnv != "HACTL_SSH_PASSPHRASE" || s.Agent != AgentAuto {
+				t.Errorf("ssh %+v, want user deploy, sudo.passwordEnv HACTL_SUDO_PASSWORD, passphraseEnv HACTL_SSH_PASSPHRASE, agent auto", s)
+			}
+		}},
 	}
 	files, _ := filepath.Glob("testdata/valid-*.yaml")
 	if len(files) != len(tests) {
@@ -201,11 +246,14 @@ func TestValidSpecs(t *testing.T) {
 				}
 			}
 			// Local paths resolve against the spec file's directory; ~ is $HOME.
-			if got, want := c.Spec.Etcd.Binaries.Etcd, filepath.Join(testdata, "bin", "etcd"); got != want {
+			if got, want := c.Spec.Etcd.Binaries.Etcd, filepath.Join(testdata, "bin", "etcd"); got != want && c.Spec.Etcd.Download == nil {
 				t.Errorf("binaries.etcd = %q, want %q", got, want)
 			}
 			if got, want := c.Spec.StateDir, filepath.Join(home, ".hactl", c.Metadata.Name); got != want {
 				t.Errorf("stateDir = %q, want %q", got, want)
+			}
+			if tc.check != nil {
+				tc.check(t, c)
 			}
 		})
 	}
@@ -267,7 +315,7 @@ func TestSetDefaults(t *testing.T) {
 			IdentityFile:   filepath.Join(home, ".ssh", "id_ed25519"),
 			KnownHostsFile: filepath.Join(home, ".ssh", "known_hosts"),
 			ConnectTimeout: Duration{10 * time.Second}, CommandTimeout: Duration{2 * time.Minute},
-			MaxParallel: 10,
+			MaxParallel: 10, Agent: "auto",
 		},
 		Hosts: []Host{
 			{Name: "a", Address: "2001:db8::a", Port: 2222, Zone: "z1", Roles: []Role{RoleEtcd}},
@@ -301,6 +349,53 @@ func TestSetDefaults(t *testing.T) {
 	}
 }
 
+// TestSetDefaultsAccess covers the issue-3 defaults: agent, bastion (port 22, user and known_hosts
+// from spec.ssh, no key of its own), local paths of identityFiles and the bastion's files, bastion
+// address canonicalised only when it is an IP, sha256 lower-cased.
+func TestSetDefaultsAccess(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	c := &Cluster{Spec: ClusterSpec{
+		SSH: SSH{
+			User: "deploy", Port: 2222, KnownHostsFile: "kh",
+			IdentityFiles: []string{"~/.ssh/id_rsa", "keys/deploy", "/abs/k"},
+			Bastion:       &Bastion{Address: "2001:DB8::0010"},
+		},
+		Etcd: Etcd{Download: &EtcdDownload{URL: "https://m.example/e.tgz", SHA256: "ABCdef"}},
+	}}
+	SetDefaults(c, "/specs")
+	s := c.Spec.SSH
+	if s.Agent != AgentAuto {
+		t.Errorf("agent %q, want auto", s.Agent)
+	}
+	if want := []string{"/home/u/.ssh/id_rsa", "/specs/keys/deploy", "/abs/k"}; !slices.Equal(s.IdentityFiles, want) {
+		t.Errorf("identityFiles %v, want %v", s.IdentityFiles, want)
+	}
+	// Port 22, not spec.ssh.port: the bastion is another machine.
+	if want := (Bastion{Address: "2001:db8::10", Port: 22, User: "deploy", KnownHostsFile: "/specs/kh"}); *s.Bastion != want {
+		t.Errorf("bastion %+v, want %+v", *s.Bastion, want)
+	}
+	if got := c.Spec.Etcd.Download.SHA256; got != "abcdef" {
+		t.Errorf("sha256 %q, want lower case", got)
+	}
+	before := fmt.Sprintf("%+v %+v %+v", c.Spec, *s.Bastion, *c.Spec.Etcd.Download)
+	SetDefaults(c, "/elsewhere")
+	if after := fmt.Sprintf("%+v %+v %+v", c.Spec, *c.Spec.SSH.Bastion, *c.Spec.Etcd.Download); after != before {
+		t.Errorf("second SetDefaults changed the spec:\n%s\n%s", before, after)
+	}
+
+	// Explicit bastion values are kept; a DNS name is left as written; its files are expanded.
+	c = &Cluster{Spec: ClusterSpec{SSH: SSH{Bastion: &Bastion{Address: "Jump.Example.COM", Port: 2200, User: "jump",
+		IdentityFile: "~/.ssh/id_jump", KnownHostsFile: "./bastion_known_hosts"}}}}
+	SetDefaults(c, "/specs")
+	want := Bastion{Address: "Jump.Example.COM", Port: 2200, User: "jump", IdentityFile: "/home/u/.ssh/id_jump", KnownHostsFile: "/specs/bastion_known_hosts"}
+	if *c.Spec.SSH.Bastion != want {
+		t.Errorf("bastion %+v, want %+v", *c.Spec.SSH.Bastion, want)
+	}
+	if c.Spec.SSH.Agent != AgentAuto || c.Spec.SSH.User != "root" {
+		t.Errorf("ssh %+v", c.Spec.SSH)
+	}
+}
+
 func TestLocalPath(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
 	for _, tc := range []struct{ in, base, want string }{
@@ -328,7 +423,19 @@ func TestErrorText(t *testing.T) {
 		{"invalid-two-documents.yaml", `invalid-two-documents.yaml:25: a second YAML document starts here`},
 		{"invalid-4-members.yaml", `invalid-4-members.yaml:8: spec.hosts: Invalid value: 4: 4 hosts have role etcd; an even member count is refused: 4 members tolerate 1 failure(s), no more than 3 members do, yet need a larger quorum (3 instead of 2)`},
 		{"invalid-zone-quorum-3-in-2-zones.yaml", `invalid-zone-quorum-3-in-2-zones.yaml:19: spec.hosts[2].zone: Invalid value: "az-a": zone "az-a" holds 2 of the 3 etcd members (cp-a, cp-c) and a quorum is 2`},
-		{"invalid-missing-identity-file.yaml", `key-file authentication is the only SSH method hactl supports today`},
+		{"invalid-no-auth-method.yaml", `invalid-no-auth-method.yaml:6: spec.ssh.identityFile: Required value: no SSH authentication method: set identityFile (a local private key, e.g. ~/.ssh/id_ed25519), identityFiles (several key files tried in order), or agent: auto or required`},
+		{"invalid-bad-agent.yaml", `spec.ssh.agent: Unsupported value: "sometimes": supported values: "auto", "never", "required"`},
+		{"invalid-bad-env-name.yaml", `spec.ssh.passphraseEnv: Invalid value: "(value not shown)": must be an environment variable name`},
+		{"invalid-secret-env-name.yaml", `spec.ssh.sudo.passwordEnv: Invalid value: "(value not shown)": looks like a secret, not an environment variable name: name the environment variable, don't put the secret here, e.g. HACTL_SUDO_PASSWORD`},
+		{"invalid-bastion-no-address.yaml", `spec.ssh.bastion.address: Required value: a bastion needs an address`},
+		{"invalid-bastion-bad-port.yaml", `spec.ssh.bastion.port: Invalid value: 70000: the bastion's SSH port must be a TCP port between 1 and 65535`},
+		{"invalid-bastion-zone-index.yaml", `spec.ssh.bastion.address: Invalid value: "fe80::1%eth0": an IPv6 zone index (%eth0) can't be used for the bastion`},
+		{"invalid-download-no-sha256.yaml", `invalid-download-no-sha256.yaml:23: spec.etcd.download.sha256: Required value: URL without sha256`},
+		{"invalid-download-sha256-length.yaml", `spec.etcd.download.sha256: Invalid value: "3f8b2c5ad0b9d2a4e6f1c0b7a9d8e5f4c3b2a1908f7e6d5c4b3a29180f7e6d5": sha256 of the wrong length: 63 characters, want 64 hex digits`},
+		{"invalid-download-bad-scheme.yaml", `must be an http or https URL, got scheme "ftp"`},
+		{"invalid-download-credentials.yaml", `spec.etcd.download.url: Invalid value: "(value not shown: it contains credentials)": must not contain credentials (user:password@): the URL is written to the debug log and to the hosts' commands; the URL without them is https://mirror.example.com/etcd/etcd-v3.6.16-linux-amd64.tar.gz`},
+		{"invalid-binaries-and-download.yaml", `spec.etcd.download: Forbidden: spec.etcd.binaries is set too: set exactly one of binaries`},
+		{"invalid-no-binaries-no-download.yaml", `or instead set download: {url, sha256}`},
 		{"invalid-dns-address.yaml", `etcd peer URLs and certificate SANs use the IP`},
 		{"invalid-zone-index.yaml", `an IPv6 zone index (%eth0) is not allowed`},
 		{"invalid-relative-datadir.yaml", `must be an absolute path on the member hosts`},
@@ -341,6 +448,12 @@ func TestErrorText(t *testing.T) {
 		_, _, err = Decode(data, tc.file, "/specs")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error\n%v\nwant it to contain\n%s", tc.file, err, tc.want)
+		}
+		// Secrets put in the spec by mistake are never echoed.
+		for _, secret := range []string{"s3cr3t", "horse battery"} {
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Errorf("%s: error quotes the secret %q:\n%v", tc.file, secret, err)
+			}
 		}
 	}
 }
@@ -387,7 +500,8 @@ spec:
 	for _, fe := range ve.Errors {
 		fields = append(fields, fe.Field)
 	}
-	wantFields := []string{"metadata.name", "spec.ssh.identityFile", "spec.hosts[0].address", "spec.hosts[0].roles[1]",
+	// No spec.ssh.identityFile error: agent "auto" (the default) may authenticate.
+	wantFields := []string{"metadata.name", "spec.hosts[0].address", "spec.hosts[0].roles[1]",
 		"spec.hosts[1].name", "spec.etcd.version", "spec.etcd.binaries.etcd", "spec.etcd.dataDir", "spec.etcd.clientPort", "spec.hosts"}
 	if !slices.Equal(fields, wantFields) {
 		t.Errorf("fields %v, want %v\n%v", fields, wantFields, err)

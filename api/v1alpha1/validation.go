@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -185,13 +187,42 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 		v.add(field.Required(p.Child("user"), "set the remote login user, e.g. root"))
 	}
 	v.port(p.Child("port"), s.Port, "the default SSH port")
-	switch {
-	case s.IdentityFile == "":
-		v.add(field.Required(p.Child("identityFile"), "set the local private key file, e.g. ~/.ssh/id_ed25519: key-file authentication is the only SSH method hactl supports today"))
-	case looksLikeSecret(s.IdentityFile) || strings.ContainsAny(s.IdentityFile, "\n\r"):
-		// Never echo it: it is probably the key itself pasted in.
-		v.add(field.Invalid(p.Child("identityFile"), "(value not shown)", "looks like the contents of a private key, not a file path: set the path of the key file, e.g. ~/.ssh/id_ed25519, and keep key material out of the spec"))
+
+	// Authentication: key files and/or the agent.
+	if !slices.Contains(agentModes, s.Agent) {
+		v.add(field.NotSupported(p.Child("agent"), s.Agent, agentModes))
 	}
+	if s.IdentityFile == "" && len(s.IdentityFiles) == 0 && s.Agent == AgentNever {
+		v.add(field.Required(p.Child("identityFile"), "no SSH authentication method: set identityFile (a local private key, e.g. ~/.ssh/id_ed25519), "+
+			"identityFiles (several key files tried in order), or agent: auto or required (the keys of the ssh-agent at SSH_AUTH_SOCK); agent is \"never\""))
+	}
+	v.keyFile(p.Child("identityFile"), s.IdentityFile)
+	seen := map[string]string{}
+	if s.IdentityFile != "" {
+		seen[s.IdentityFile] = p.Child("identityFile").String()
+	}
+	for i, f := range s.IdentityFiles {
+		fp := p.Child("identityFiles").Index(i)
+		if f == "" {
+			v.add(field.Required(fp, "an empty entry: set the path of a local private key file, e.g. ~/.ssh/id_rsa, or remove the entry"))
+			continue
+		}
+		if !v.keyFile(fp, f) {
+			continue
+		}
+		if first, dup := seen[f]; dup {
+			e := field.Duplicate(fp, f)
+			e.Detail = "already listed as " + first + "; list each key file once"
+			v.add(e)
+			continue
+		}
+		seen[f] = fp.String()
+	}
+	v.envName(p.Child("passphraseEnv"), s.PassphraseEnv, "HACTL_SSH_PASSPHRASE", "key passphrase")
+	if isEnvName(s.PassphraseEnv) && s.IdentityFile == "" && len(s.IdentityFiles) == 0 && (s.Bastion == nil || s.Bastion.IdentityFile == "") {
+		v.warn(p.Child("passphraseEnv"), "no key file is set (identityFile, identityFiles, bastion.identityFile), so the passphrase is never used; agent keys need none")
+	}
+
 	if s.KnownHostsFile == "" {
 		v.add(field.Required(p.Child("knownHostsFile"), "set the local known_hosts file, e.g. ~/.ssh/known_hosts"))
 	}
@@ -199,6 +230,93 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 	v.positive(p.Child("commandTimeout"), s.CommandTimeout, "2m")
 	if s.MaxParallel < 1 {
 		v.add(field.Invalid(p.Child("maxParallel"), s.MaxParallel, "must be at least 1 (the number of hosts worked on at once), e.g. 10"))
+	}
+
+	sp := p.Child("sudo", "passwordEnv")
+	v.envName(sp, s.Sudo.PasswordEnv, "HACTL_SUDO_PASSWORD", "sudo password")
+	if isEnvName(s.Sudo.PasswordEnv) && s.User == DefaultSSHUser {
+		v.warn(sp, "spec.ssh.user is root, which needs no sudo: the sudo password is never used")
+	}
+
+	if s.Bastion != nil {
+		v.bastion(s.Bastion, p.Child("bastion"))
+	}
+}
+
+var agentModes = []string{AgentAuto, AgentNever, AgentRequired}
+
+// keyFile checks a local key file path for pasted key material; it reports whether the path is
+// usable. "" is fine (required-ness is checked by the caller).
+func (v *validator) keyFile(p *field.Path, f string) bool {
+	if looksLikeSecret(f) || strings.ContainsAny(f, "\n\r") {
+		// Never echo it: it is probably the key itself pasted in.
+		v.add(field.Invalid(p, "(value not shown)", "looks like the contents of a private key, not a file path: set the path of the key file, e.g. ~/.ssh/id_ed25519, and keep key material out of the spec"))
+		return false
+	}
+	return true
+}
+
+// MaxEnvNameLength bounds the environment variable names the spec may hold (passphraseEnv,
+// sudo.passwordEnv): real names are short, so a longer value is most likely a secret pasted in.
+const MaxEnvNameLength = 64
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// isEnvName reports whether s is a portable environment variable name (POSIX shell name rules).
+func isEnvName(s string) bool { return len(s) <= MaxEnvNameLength && envNameRE.MatchString(s) }
+
+// envName checks a field naming an environment variable that holds a secret ("" = not used). The
+// value is only echoed when it is clearly a variable reference ("$NAME"): anything else that is
+// not a name may be the secret itself.
+func (v *validator) envName(p *field.Path, name, example, what string) {
+	if name == "" || isEnvName(name) {
+		return
+	}
+	ref := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(name, "$"), "{"), "}")
+	switch {
+	case strings.HasPrefix(name, "$") && isEnvName(ref):
+		v.add(field.Invalid(p, name, fmt.Sprintf("write the variable's name without $ or braces: %s (hactl reads the %s from it)", ref, what)))
+	case len(name) > MaxEnvNameLength || strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) ||
+		strings.ContainsFunc(name, func(r rune) bool {
+			return !strings.ContainsRune("-._", r) && (unicode.IsPunct(r) || unicode.IsSymbol(r))
+		}):
+		v.add(field.Invalid(p, "(value not shown)", fmt.Sprintf("looks like a secret, not an environment variable name: name the environment variable, don't put the secret here, e.g. %s, and export %s=... before running hactl (if this was the real %s, change it: the spec is not a safe place)", example, example, what)))
+	default:
+		v.add(field.Invalid(p, "(value not shown)", fmt.Sprintf("must be an environment variable name (letters, digits and '_', not starting with a digit, at most %d characters), e.g. %s; it names the variable holding the %s, never the secret itself", MaxEnvNameLength, example, what)))
+	}
+}
+
+// bastion checks spec.ssh.bastion (defaulted).
+func (v *validator) bastion(b *Bastion, p *field.Path) {
+	ap := p.Child("address")
+	a := b.Address
+	if a == "" {
+		v.add(field.Required(ap, "a bastion needs an address: its IP address or DNS name as reachable from this machine, e.g. bastion.example.com; or remove spec.ssh.bastion to reach the hosts directly"))
+	} else if ip, err := netip.ParseAddr(a); err == nil {
+		switch {
+		case ip.Zone() != "":
+			v.add(field.Invalid(ap, a, fmt.Sprintf("an IPv6 zone index (%%%s) can't be used for the bastion: it names an interface of one machine and known_hosts entries can't carry it; use a global or unique-local address or a DNS name", ip.Zone())))
+		case ip.Is6() && ip.IsLinkLocalUnicast():
+			v.add(field.Invalid(ap, a, "an IPv6 link-local address can't be dialled without a zone index, which the bastion's address can't carry; use a global or unique-local address or a DNS name"))
+		case ip.IsUnspecified(), ip.IsMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+			v.add(field.Invalid(ap, a, "can't identify one machine: write the bastion's own unicast IP address or its DNS name"))
+		}
+	} else if !isDNSName(a) {
+		hint := "must be an IP address (e.g. 203.0.113.10 or 2001:db8::10) or a DNS name (e.g. bastion.example.com)"
+		if _, port, err := net.SplitHostPort(a); err == nil && port != "" {
+			hint += ", without a port or brackets: set the port in spec.ssh.bastion.port"
+		} else {
+			hint += ", without a port or brackets"
+		}
+		v.add(field.Invalid(ap, a, hint))
+	}
+	v.port(p.Child("port"), b.Port, "the bastion's SSH port")
+	if strings.TrimSpace(b.User) == "" {
+		v.add(field.Required(p.Child("user"), "set the bastion's login user, or leave it out to use spec.ssh.user"))
+	}
+	v.keyFile(p.Child("identityFile"), b.IdentityFile)
+	if b.KnownHostsFile == "" {
+		v.add(field.Required(p.Child("knownHostsFile"), "set the local known_hosts file holding the bastion's host key, e.g. ~/.ssh/known_hosts"))
 	}
 }
 
@@ -327,9 +445,15 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 		v.add(field.Invalid(vp, e.Version, fmt.Sprintf("etcd %s is not supported: hactl renders flags for etcd %s; use e.g. v3.6.16", mm, strings.Join(SupportedEtcdMinors, " or "))))
 	}
 
-	// binaries
-	if e.Binaries.Etcd == "" {
-		v.add(field.Required(p.Child("binaries", "etcd"), "set the local path of the etcd binary to upload (etcdctl and etcdutl are optional)"))
+	// binaries or download: exactly one
+	switch {
+	case e.Download != nil && e.Binaries != (EtcdBinaries{}):
+		v.add(field.Forbidden(p.Child("download"), "spec.etcd.binaries is set too: set exactly one of binaries (local files uploaded to the hosts, for air-gapped sites) and download (a release tarball each host fetches from a URL and checks against its sha256); remove the other"))
+	case e.Download == nil && e.Binaries.Etcd == "":
+		v.add(field.Required(p.Child("binaries", "etcd"), "set the local path of the etcd binary to upload (etcdctl and etcdutl are optional), or instead set download: {url, sha256} to have each host fetch the etcd release tarball"))
+	}
+	if e.Download != nil {
+		v.download(e.Download, p.Child("download"))
 	}
 
 	// dataDir: a remote, Linux path
@@ -420,6 +544,83 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 	default:
 		v.add(field.NotSupported(ap.Child("mode"), ac.Mode, []string{CompactionPeriodic, CompactionRevision}))
 	}
+}
+
+// download checks spec.etcd.download (defaulted: sha256 lower-cased).
+func (v *validator) download(d *EtcdDownload, p *field.Path) {
+	up := p.Child("url")
+	if d.URL == "" {
+		v.add(field.Required(up, "set the http(s) URL of the etcd release tarball, e.g. https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz, or an internal mirror's"))
+	} else if msg, shown := checkDownloadURL(d.URL); msg != "" {
+		v.add(field.Invalid(up, shown, msg))
+	}
+
+	hp := p.Child("sha256")
+	h := d.SHA256
+	switch {
+	case h == "":
+		v.add(field.Required(hp, "URL without sha256: set the tarball's sha256 (64 hex digits, from the release's SHA256SUMS file or `sha256sum <tarball>`); hactl never installs a download it can't verify"))
+	case strings.HasPrefix(h, "sha256:") && isSHA256Hex(strings.TrimPrefix(h, "sha256:")):
+		v.add(field.Invalid(hp, h, "write the 64 hex digits without the \"sha256:\" prefix"))
+	case strings.ContainsFunc(h, unicode.IsSpace):
+		v.add(field.Invalid(hp, h, "must be only the 64 hex digits of the digest (sha256sum prints the file name after it: leave that out)"))
+	case len(h) != sha256HexLen:
+		v.add(field.Invalid(hp, h, fmt.Sprintf("sha256 of the wrong length: %d characters, want %d hex digits (a sha256 is 32 bytes; sha1 is 40 digits, sha512 128)", len(h), sha256HexLen)))
+	case !isSHA256Hex(h):
+		v.add(field.Invalid(hp, h, "must be hex digits only (0-9, a-f)"))
+	}
+}
+
+// sha256HexLen is the length of a sha256 digest written in hex.
+const sha256HexLen = 64
+
+var sha256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+func isSHA256Hex(s string) bool { return sha256RE.MatchString(s) }
+
+// checkDownloadURL says what is wrong with a download URL ("" when nothing) and gives the value
+// safe to show in the message: a URL carrying credentials is shown with them removed.
+//
+// Rules: net/url parses it; the scheme is http or https (the sha256, not the transport, is what is
+// trusted, so plain http to a mirror is fine); a host is present; no userinfo (the URL is in the
+// debug log and on the hosts' command lines, so credentials there would leak); no IPv6 zone index
+// (it names an interface of one machine, and every host fetches the URL); no white space or control
+// characters (percent-encode them).
+func checkDownloadURL(raw string) (msg, shown string) {
+	if strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return "must not contain white space or control characters; percent-encode them (a space is %20)", raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error quotes the URL, which may hold credentials: give only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		if strings.Contains(raw, "@") {
+			raw = "(value not shown: it may hold credentials)"
+		}
+		return fmt.Sprintf("is not a valid URL (%v); write an http(s) URL such as https://mirror.example.com/etcd/etcd-v3.6.16-linux-amd64.tar.gz", err), raw
+	}
+	if u.User != nil {
+		u.User = nil
+		return fmt.Sprintf("must not contain credentials (user:password@): the URL is written to the debug log and to the hosts' commands; the URL without them is %s: serve the tarball without authentication (its sha256 is checked) or from a mirror inside your network", u), "(value not shown: it contains credentials)"
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("must be an http or https URL, got scheme %q; e.g. https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz", u.Scheme), raw
+	case u.Hostname() == "":
+		return "must name a host, e.g. https://mirror.example.com/etcd/etcd-v3.6.16-linux-amd64.tar.gz", raw
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && ip.Zone() != "" {
+		return fmt.Sprintf("an IPv6 zone index (%%%s) can't be used: it names a network interface of one machine, and every host fetches this URL; use a global or unique-local address or a DNS name", ip.Zone()), raw
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || !validPort(n) {
+			return fmt.Sprintf("port %s must be between 1 and 65535", port), raw
+		}
+	}
+	return "", raw
 }
 
 // volatileTrees are remote trees whose content does not survive a reboot or is pruned by

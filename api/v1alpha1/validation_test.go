@@ -291,3 +291,138 @@ func TestValidateDataDirAndAddresses(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateAccessAndDownload covers the issue-3 rules: authentication methods, environment
+// variable names, the bastion, and binaries vs download.
+func TestValidateAccessAndDownload(t *testing.T) {
+	const sum = "3f8b2c5ad0b9d2a4e6f1c0b7a9d8e5f4c3b2a1908f7e6d5c4b3a29180f7e6d5c"
+	const tarball = "https://mirror.example.com/etcd/etcd-v3.5.21-linux-amd64.tar.gz"
+	download := func(url, sha string) func(c *Cluster) {
+		return func(c *Cluster) {
+			c.Spec.Etcd.Binaries = EtcdBinaries{}
+			c.Spec.Etcd.Download = &EtcdDownload{URL: url, SHA256: sha}
+		}
+	}
+	bastion := func(b Bastion) func(c *Cluster) {
+		return func(c *Cluster) {
+			c.Spec.SSH.Bastion = &b
+			SetDefaults(c, "/specs")
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(c *Cluster)
+		want   []string // error fields, in order
+		detail string   // substring of the first error's message
+		warns  []string // warning fields
+	}{
+		// authentication
+		{"agent never with a key", func(c *Cluster) { c.Spec.SSH.Agent = AgentNever }, nil, "", nil},
+		{"agent only (auto)", func(c *Cluster) { c.Spec.SSH.IdentityFile = "" }, nil, "", nil},
+		{"agent only (required)", func(c *Cluster) { c.Spec.SSH.IdentityFile, c.Spec.SSH.Agent = "", AgentRequired }, nil, "", nil},
+		{"identityFiles only, agent never", func(c *Cluster) {
+			c.Spec.SSH.IdentityFile, c.Spec.SSH.Agent = "", AgentNever
+			c.Spec.SSH.IdentityFiles = []string{"/k/a", "/k/b"}
+		}, nil, "", nil},
+		{"no auth method", func(c *Cluster) { c.Spec.SSH.IdentityFile, c.Spec.SSH.Agent = "", AgentNever },
+			[]string{"spec.ssh.identityFile"}, "set identityFile (a local private key, e.g. ~/.ssh/id_ed25519), identityFiles (several key files tried in order), or agent: auto or required", nil},
+		{"bad agent", func(c *Cluster) { c.Spec.SSH.Agent = "yes" }, []string{"spec.ssh.agent"}, `supported values: "auto", "never", "required"`, nil},
+		{"agent is case-sensitive", func(c *Cluster) { c.Spec.SSH.Agent = "Auto" }, []string{"spec.ssh.agent"}, "", nil},
+		{"empty identityFiles entry", func(c *Cluster) { c.Spec.SSH.IdentityFiles = []string{"/k/a", ""} }, []string{"spec.ssh.identityFiles[1]"}, "an empty entry", nil},
+		{"identityFiles repeats identityFile", func(c *Cluster) { c.Spec.SSH.IdentityFiles = []string{"/k/a", c.Spec.SSH.IdentityFile} },
+			[]string{"spec.ssh.identityFiles[1]"}, "already listed as spec.ssh.identityFile", nil},
+		{"key pasted into identityFiles", func(c *Cluster) {
+			c.Spec.SSH.IdentityFiles = []string{"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n"}
+		}, []string{"spec.ssh.identityFiles[0]"}, "looks like the contents of a private key", nil},
+
+		// environment variable names
+		{"env names", func(c *Cluster) {
+			c.Spec.SSH.User = "deploy"
+			c.Spec.SSH.PassphraseEnv, c.Spec.SSH.Sudo.PasswordEnv = "_KEY_PASS1", "hactl_sudo"
+		}, nil, "", nil},
+		{"env name starts with a digit", func(c *Cluster) { c.Spec.SSH.PassphraseEnv = "1PASS" }, []string{"spec.ssh.passphraseEnv"}, "must be an environment variable name", nil},
+		{"env name with dash", func(c *Cluster) { c.Spec.SSH.PassphraseEnv = "MY-PASS" }, []string{"spec.ssh.passphraseEnv"}, "must be an environment variable name", nil},
+		{"env name with $", func(c *Cluster) { c.Spec.SSH.Sudo.PasswordEnv = "${SUDO_PASS}" }, []string{"spec.ssh.sudo.passwordEnv"}, "without $ or braces: SUDO_PASS", nil},
+		{"secret with space", func(c *Cluster) { c.Spec.SSH.Sudo.PasswordEnv = "my sudo pw" }, []string{"spec.ssh.sudo.passwordEnv"}, "name the environment variable, don't put the secret here", nil},
+		{"secret with symbols", func(c *Cluster) { c.Spec.SSH.PassphraseEnv = "Tr0ub4dor&3" }, []string{"spec.ssh.passphraseEnv"}, "name the environment variable, don't put the secret here", nil},
+		{"secret very long", func(c *Cluster) { c.Spec.SSH.PassphraseEnv = strings.Repeat("A", MaxEnvNameLength+1) }, []string{"spec.ssh.passphraseEnv"}, "don't put the secret here", nil},
+		{"longest name", func(c *Cluster) { c.Spec.SSH.PassphraseEnv = strings.Repeat("A", MaxEnvNameLength) }, nil, "", nil},
+		{"sudo password for root: warning", func(c *Cluster) { c.Spec.SSH.Sudo.PasswordEnv = "SUDO_PASS" }, nil, "", []string{"spec.ssh.sudo.passwordEnv"}},
+		{"passphrase without key files: warning", func(c *Cluster) { c.Spec.SSH.IdentityFile, c.Spec.SSH.PassphraseEnv = "", "KEY_PASS" }, nil, "", []string{"spec.ssh.passphraseEnv"}},
+
+		// bastion
+		{"bastion by name", bastion(Bastion{Address: "bastion.example.com"}), nil, "", nil},
+		{"bastion by IP, own key and port", bastion(Bastion{Address: "203.0.113.10", Port: 2222, User: "jump", IdentityFile: "/k/jump"}), nil, "", nil},
+		{"bastion on loopback (a tunnel)", bastion(Bastion{Address: "127.0.0.1", Port: 2200}), nil, "", nil},
+		{"bastion without address", bastion(Bastion{User: "jump"}), []string{"spec.ssh.bastion.address"}, "a bastion needs an address", nil},
+		{"bastion port too big", bastion(Bastion{Address: "10.9.9.9", Port: 65536}), []string{"spec.ssh.bastion.port"}, "between 1 and 65535", nil},
+		{"bastion port negative", bastion(Bastion{Address: "10.9.9.9", Port: -1}), []string{"spec.ssh.bastion.port"}, "", nil},
+		{"bastion zone index", bastion(Bastion{Address: "fe80::1%eth0"}), []string{"spec.ssh.bastion.address"}, "zone index (%eth0) can't be used for the bastion", nil},
+		{"bastion global v6 with zone", bastion(Bastion{Address: "2001:db8::1%2"}), []string{"spec.ssh.bastion.address"}, "zone index", nil},
+		{"bastion link-local v6", bastion(Bastion{Address: "fe80::1"}), []string{"spec.ssh.bastion.address"}, "link-local", nil},
+		{"bastion unspecified", bastion(Bastion{Address: "0.0.0.0"}), []string{"spec.ssh.bastion.address"}, "", nil},
+		{"bastion with port in address", bastion(Bastion{Address: "bastion.example.com:2222"}), []string{"spec.ssh.bastion.address"}, "set the port in spec.ssh.bastion.port", nil},
+		{"bastion bracketed", bastion(Bastion{Address: "[2001:db8::1]"}), []string{"spec.ssh.bastion.address"}, "without a port or brackets", nil},
+		{"bastion blank user", bastion(Bastion{Address: "10.9.9.9", User: " "}), []string{"spec.ssh.bastion.user"}, "", nil},
+		{"bastion key pasted", bastion(Bastion{Address: "10.9.9.9", IdentityFile: "-----BEGIN OPENSSH PRIVATE KEY-----"}), []string{"spec.ssh.bastion.identityFile"}, "", nil},
+
+		// binaries or download
+		{"download", download(tarball, sum), nil, "", nil},
+		{"download over http with a port", download("http://10.0.0.100:8080/etcd.tar.gz", sum), nil, "", nil},
+		{"download from a v6 mirror", download("http://[2001:db8::100]/etcd.tar.gz", sum), nil, "", nil},
+		{"both binaries and download", func(c *Cluster) { c.Spec.Etcd.Download = &EtcdDownload{URL: tarball, SHA256: sum} },
+			[]string{"spec.etcd.download"}, "set exactly one of binaries", nil},
+		{"only etcdctl and download", func(c *Cluster) {
+			download(tarball, sum)(c)
+			c.Spec.Etcd.Binaries.Etcdctl = "/bin/etcdctl"
+		}, []string{"spec.etcd.download"}, "", nil},
+		{"neither", func(c *Cluster) { c.Spec.Etcd.Binaries = EtcdBinaries{} }, []string{"spec.etcd.binaries.etcd"}, "or instead set download", nil},
+		{"url without sha256", download(tarball, ""), []string{"spec.etcd.download.sha256"}, "URL without sha256", nil},
+		{"sha256 too short", download(tarball, sum[:40]), []string{"spec.etcd.download.sha256"}, "sha256 of the wrong length: 40 characters, want 64 hex digits", nil},
+		{"sha256 too long", download(tarball, sum+"0"), []string{"spec.etcd.download.sha256"}, "65 characters", nil},
+		{"sha256 not hex", download(tarball, "g"+sum[1:]), []string{"spec.etcd.download.sha256"}, "hex digits only", nil},
+		{"sha256 with prefix", download(tarball, "sha256:"+sum), []string{"spec.etcd.download.sha256"}, `without the "sha256:" prefix`, nil},
+		{"sha256sum line", download(tarball, sum+"  etcd.tar.gz"), []string{"spec.etcd.download.sha256"}, "leave that out", nil},
+		{"no url", download("", sum), []string{"spec.etcd.download.url"}, "set the http(s) URL", nil},
+		{"ftp url", download("ftp://mirror.example.com/etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, `got scheme "ftp"`, nil},
+		{"file url", download("file:///tmp/etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, `got scheme "file"`, nil},
+		{"path only", download("/srv/etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, `got scheme ""`, nil},
+		{"no host", download("https:///etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, "must name a host", nil},
+		{"opaque", download("https:mirror/etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, "must name a host", nil},
+		{"unparsable", download("https://mirror.example.com:80x/etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, "is not a valid URL", nil},
+		{"port out of range", download("https://mirror.example.com:70000/etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, "port 70000", nil},
+		{"space", download("https://mirror.example.com/my etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, "percent-encode", nil},
+		{"credentials", download("https://ci:hunter2@mirror.example.com/etcd.tar.gz", sum), []string{"spec.etcd.download.url"},
+			"must not contain credentials (user:password@): the URL is written to the debug log and to the hosts' commands; the URL without them is https://mirror.example.com/etcd.tar.gz", nil},
+		{"token as user", download("https://ghp_abcdef123456@mirror.example.com/etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, "must not contain credentials", nil},
+		{"zone index in url", download("http://[fe80::1%25eth0]/etcd.tar.gz", sum), []string{"spec.etcd.download.url"}, "zone index (%eth0) can't be used", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validCluster("/specs")
+			tc.mutate(c)
+			errs, warns := Validate(c)
+			if got := fields(errs); !slices.Equal(got, tc.want) {
+				t.Fatalf("errors at %v, want %v\n%v", got, tc.want, errs)
+			}
+			if tc.detail != "" && !strings.Contains(errs[0].Error(), tc.detail) {
+				t.Errorf("error %q lacks %q", errs[0].Error(), tc.detail)
+			}
+			var wf []string
+			for _, w := range warns {
+				wf = append(wf, w.Field)
+			}
+			if !slices.Equal(wf, tc.warns) {
+				t.Errorf("warnings at %v, want %v: %v", wf, tc.warns, warns)
+			}
+			// Secrets written where a name or URL belongs are never echoed.
+			if msg := errs.ToAggregate(); msg != nil {
+				for _, secret := range []string{"hunter2", "ghp_abcdef123456", "Tr0ub4dor", "my sudo pw", "b3BlbnNzaC1rZXktdjE"} {
+					if strings.Contains(msg.Error(), secret) {
+						t.Errorf("message quotes %q: %v", secret, msg)
+					}
+				}
+			}
+		})
+	}
+}
