@@ -26,7 +26,9 @@ import (
 //
 // It is Decode with source = path and baseDir = the directory of path, so relative local paths in
 // the spec resolve against the spec file's directory. Load does not look at the local files the spec
-// names (binaries, identity file); call ValidateLocalFiles before using them.
+// names (binaries, key files, the bastion's known_hosts) nor at the environment (passphraseEnv,
+// sudo.passwordEnv, SSH_AUTH_SOCK); call ValidateLocalFiles and ValidateEnvironment before any host is
+// contacted.
 //
 // Errors: *DecodeError (unreadable file, YAML syntax, unknown field, wrong type, duplicate key,
 // several documents, wrong apiVersion/kind) or *ValidationError (the spec breaks a rule); both have

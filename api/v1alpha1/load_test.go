@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -560,7 +561,7 @@ func TestExampleSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range allFieldPaths(reflect.TypeFor[Cluster](), "") {
+	for _, p := range allFieldPaths(reflect.TypeFor[Cluster](), "", false) {
 		if _, ok := lines[p]; !ok {
 			t.Errorf("example.yaml does not show %s", p)
 		}
@@ -575,8 +576,9 @@ func TestExampleSpec(t *testing.T) {
 	}
 }
 
-// allFieldPaths lists the json field paths of t, with lists entered at index 0.
-func allFieldPaths(t reflect.Type, prefix string) []string {
+// allFieldPaths lists the json field paths of t, with lists entered at index 0 and optional
+// sections (pointers to structs, e.g. spec.ssh.bastion) entered only when intoPointers.
+func allFieldPaths(t reflect.Type, prefix string, intoPointers bool) []string {
 	var out []string
 	for name, ft := range jsonFields(t) {
 		p := name
@@ -587,12 +589,85 @@ func allFieldPaths(t reflect.Type, prefix string) []string {
 		switch {
 		case ft == durationType:
 		case ft.Kind() == reflect.Struct:
-			out = append(out, allFieldPaths(ft, p)...)
+			out = append(out, allFieldPaths(ft, p, intoPointers)...)
+		case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && intoPointers:
+			out = append(out, allFieldPaths(ft.Elem(), p, intoPointers)...)
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-			out = append(out, allFieldPaths(ft.Elem(), p+"[0]")...)
+			out = append(out, allFieldPaths(ft.Elem(), p+"[0]", intoPointers)...)
 		}
 	}
 	return out
+}
+
+// enableExampleSections turns every "key: null" section of the example whose fields follow as
+// commented lines ("#  field: value" at the key's indentation) into the mapping those lines show,
+// as the example tells the reader to do.
+func enableExampleSections(ex string) (string, int) {
+	nullRE := regexp.MustCompile(`^(\s*)([A-Za-z]+): null(\s+#.*)?$`)
+	lines := strings.Split(ex, "\n")
+	n := 0
+	for i := 0; i < len(lines); i++ {
+		m := nullRE.FindStringSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		n++
+		lines[i] = m[1] + m[2] + ":"
+		for j := i + 1; j < len(lines) && strings.HasPrefix(lines[j], m[1]+"#  "); j++ {
+			lines[j] = m[1] + "  " + strings.TrimPrefix(lines[j], m[1]+"#  ")
+		}
+	}
+	return strings.Join(lines, "\n"), n
+}
+
+// TestExampleSections: the sections the example shows commented out (bastion, download) are valid
+// spec text with every field of those sections, and following the example's instructions for
+// download (remove binaries, fill in the sha256) gives a valid spec.
+func TestExampleSections(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	ex, n := enableExampleSections(string(ExampleSpec()))
+	if n != 2 {
+		t.Fatalf("%d commented-out sections, want 2 (bastion, download):\n%s", n, ex)
+	}
+	_, lines, err := decodeStrict([]byte(ex), "example.yaml")
+	if err != nil {
+		t.Fatalf("enabled sections don't decode: %v\n%s", err, ex)
+	}
+	for _, p := range allFieldPaths(reflect.TypeFor[Cluster](), "", true) {
+		if _, ok := lines[p]; !ok {
+			t.Errorf("example.yaml does not show %s", p)
+		}
+	}
+	// As enabled: binaries and download both set, and the sha256 is a placeholder.
+	_, _, err = Decode([]byte(ex), "example.yaml", t.TempDir())
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a *ValidationError", err)
+	}
+	var got []string
+	for _, fe := range ve.Errors {
+		got = append(got, fe.Field)
+	}
+	if want := []string{"spec.etcd.download", "spec.etcd.download.sha256"}; !slices.Equal(got, want) {
+		t.Errorf("errors at %v, want %v\n%v", got, want, err)
+	}
+	// Binaries removed, sha256 filled in: valid, no warnings.
+	binRE := regexp.MustCompile(`(?m)^    binaries:\n(      .*\n)+`)
+	if !binRE.MatchString(ex) {
+		t.Fatal("no binaries section in the example")
+	}
+	ex = binRE.ReplaceAllString(ex, "")
+	ex = strings.Replace(ex, "<the tarball's sha256>", strings.Repeat("0123456789ABCDEF", 4), 1)
+	c, warns, err := Decode([]byte(ex), "example.yaml", t.TempDir())
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("example with bastion and download: %v %v\n%s", err, warns, ex)
+	}
+	if b := c.Spec.SSH.Bastion; b == nil || b.Address != "bastion.example.com" || b.Port != 22 || b.User != "jump" {
+		t.Errorf("bastion %+v", b)
+	}
+	if d := c.Spec.Etcd.Download; d == nil || d.SHA256 != strings.Repeat("0123456789abcdef", 4) {
+		t.Errorf("download %+v", d)
+	}
 }
 
 // TestLoadRefusesHugeFiles: a spec larger than MaxSpecBytes (or an endless file) is refused without

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"unicode"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -121,14 +123,14 @@ func (e *ValidationError) Unwrap() []error {
 func (e *ValidationError) ExitCode() int { return 2 }
 
 // Validate checks a defaulted Cluster (SetDefaults first) and returns every broken rule, each with
-// its field path and a message saying how to fix it, plus warnings. It reads no files; see
-// ValidateLocalFiles.
+// its field path and a message saying how to fix it, plus warnings. It reads no files and no
+// environment; see ValidateLocalFiles and ValidateEnvironment.
 //
 // Rule sources: etcd member counts and zone spread follow raft's quorum arithmetic (quorum = n/2+1,
 // tolerated failures = (n-1)/2; etcd FAQ "Why an odd number of cluster members?"); the timing limits
 // are etcd's own (embed.Config.Validate: heartbeat > 0, election >= 5 x heartbeat, election <=
 // 50000ms) with flags in whole milliseconds; retention parsing follows etcd's
-// parseCompactionRetention.
+// parseCompactionRetention. Environment variable names follow the POSIX shell's name rule.
 func Validate(c *Cluster) (field.ErrorList, []Warning) {
 	v := &validator{}
 	if c.APIVersion != APIVersion {
@@ -295,7 +297,7 @@ func (v *validator) bastion(b *Bastion, p *field.Path) {
 	} else if ip, err := netip.ParseAddr(a); err == nil {
 		switch {
 		case ip.Zone() != "":
-			v.add(field.Invalid(ap, a, fmt.Sprintf("an IPv6 zone index (%%%s) can't be used for the bastion: it names an interface of one machine and known_hosts entries can't carry it; use a global or unique-local address or a DNS name", ip.Zone())))
+			v.add(field.Invalid(ap, a, fmt.Sprintf("an IPv6 zone index (%%%s) can't be used for the bastion: it names a network interface of this machine, and the bastion is dialled and looked up in known_hosts by its address as written; use a global or unique-local address or a DNS name", ip.Zone())))
 		case ip.Is6() && ip.IsLinkLocalUnicast():
 			v.add(field.Invalid(ap, a, "an IPv6 link-local address can't be dialled without a zone index, which the bastion's address can't carry; use a global or unique-local address or a DNS name"))
 		case ip.IsUnspecified(), ip.IsMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
@@ -587,8 +589,13 @@ func isSHA256Hex(s string) bool { return sha256RE.MatchString(s) }
 // (it names an interface of one machine, and every host fetches the URL); no white space or control
 // characters (percent-encode them).
 func checkDownloadURL(raw string) (msg, shown string) {
+	// Until the URL is parsed, an "@" may be the end of credentials: don't echo it then.
+	unparsed := raw
+	if strings.Contains(raw, "@") {
+		unparsed = "(value not shown: it may hold credentials)"
+	}
 	if strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		return "must not contain white space or control characters; percent-encode them (a space is %20)", raw
+		return "must not contain white space or control characters; percent-encode them (a space is %20)", unparsed
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -597,10 +604,7 @@ func checkDownloadURL(raw string) (msg, shown string) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		if strings.Contains(raw, "@") {
-			raw = "(value not shown: it may hold credentials)"
-		}
-		return fmt.Sprintf("is not a valid URL (%v); write an http(s) URL such as https://mirror.example.com/etcd/etcd-v3.6.16-linux-amd64.tar.gz", err), raw
+		return fmt.Sprintf("is not a valid URL (%v); write an http(s) URL such as https://mirror.example.com/etcd/etcd-v3.6.16-linux-amd64.tar.gz", err), unparsed
 	}
 	if u.User != nil {
 		u.User = nil
@@ -730,53 +734,51 @@ func spreadAdvice(n int) string {
 	return fmt.Sprintf("spread the %d members over at least 3 zones with at most %d per zone", n, (n-1)/2)
 }
 
-// ValidateLocalFiles checks the local files the spec names (after SetDefaults): the etcd binaries
-// exist and are regular executable files, spec.ssh.identityFile exists and is not readable by group
-// or others (mode 0600 or stricter, as ssh demands), and the directory of spec.ssh.knownHostsFile
-// exists. It is separate from Validate so pure spec checks need no files; hactl runs it before it
-// contacts any host.
+// ValidateLocalFiles checks the local files the spec names (after SetDefaults), before any host is
+// contacted:
+//   - the etcd binaries (unless spec.etcd.download is set) exist and are regular executable files;
+//   - every key file (spec.ssh.identityFile, spec.ssh.identityFiles[*], spec.ssh.bastion.identityFile)
+//     exists, is not readable by group or others (mode 0600 or stricter, as ssh demands) and is an SSH
+//     private key (encrypted keys are fine: their passphrase comes from passphraseEnv or a prompt);
+//   - the directory of spec.ssh.knownHostsFile exists (hosts' keys may be added with
+//     --accept-new-host-keys);
+//   - with a bastion, spec.ssh.bastion.knownHostsFile exists and holds an entry for the bastion's
+//     address:port (a bastion's key is never accepted blindly).
+//
+// It is separate from Validate so pure spec checks need no files; see also ValidateEnvironment.
 func ValidateLocalFiles(c *Cluster) field.ErrorList {
 	var errs field.ErrorList
-	bp := field.NewPath("spec", "etcd", "binaries")
-	for _, b := range []struct{ name, path string }{
-		{"etcd", c.Spec.Etcd.Binaries.Etcd},
-		{"etcdctl", c.Spec.Etcd.Binaries.Etcdctl},
-		{"etcdutl", c.Spec.Etcd.Binaries.Etcdutl},
-	} {
-		if b.path == "" {
-			continue // required-ness is Validate's job
-		}
-		p := bp.Child(b.name)
-		fi, err := os.Stat(b.path)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(p, b.path, fileProblem(err, "the "+b.name+" binary")))
-		case !fi.Mode().IsRegular():
-			errs = append(errs, field.Invalid(p, b.path, "is not a regular file; point it at the "+b.name+" binary"))
-		case fi.Mode().Perm()&0o111 == 0:
-			errs = append(errs, field.Invalid(p, b.path, fmt.Sprintf("is not executable; run: chmod +x %s", b.path)))
-		}
-	}
-
-	if id := c.Spec.SSH.IdentityFile; id != "" {
-		p := field.NewPath("spec", "ssh", "identityFile")
-		fi, err := os.Stat(id)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(p, id, fileProblem(err, "the SSH private key")))
-		case !fi.Mode().IsRegular():
-			errs = append(errs, field.Invalid(p, id, "is not a regular file; point it at the SSH private key"))
-		case fi.Mode().Perm()&0o077 != 0:
-			errs = append(errs, field.Invalid(p, id, fmt.Sprintf("has mode %04o: a private key must not be accessible by group or others (ssh refuses it); run: chmod 600 %s", fi.Mode().Perm(), id)))
-		default:
-			if msg := checkPrivateKey(id); msg != "" {
-				errs = append(errs, field.Invalid(p, id, msg))
+	if c.Spec.Etcd.Download == nil {
+		bp := field.NewPath("spec", "etcd", "binaries")
+		for _, b := range []struct{ name, path string }{
+			{"etcd", c.Spec.Etcd.Binaries.Etcd},
+			{"etcdctl", c.Spec.Etcd.Binaries.Etcdctl},
+			{"etcdutl", c.Spec.Etcd.Binaries.Etcdutl},
+		} {
+			if b.path == "" {
+				continue // required-ness is Validate's job
+			}
+			p := bp.Child(b.name)
+			fi, err := os.Stat(b.path)
+			switch {
+			case err != nil:
+				errs = append(errs, field.Invalid(p, b.path, fileProblem(err, "the "+b.name+" binary")))
+			case !fi.Mode().IsRegular():
+				errs = append(errs, field.Invalid(p, b.path, "is not a regular file; point it at the "+b.name+" binary"))
+			case fi.Mode().Perm()&0o111 == 0:
+				errs = append(errs, field.Invalid(p, b.path, fmt.Sprintf("is not executable; run: chmod +x %s", b.path)))
 			}
 		}
 	}
 
+	sp := field.NewPath("spec", "ssh")
+	errs = append(errs, checkKeyFile(sp.Child("identityFile"), c.Spec.SSH.IdentityFile)...)
+	for i, f := range c.Spec.SSH.IdentityFiles {
+		errs = append(errs, checkKeyFile(sp.Child("identityFiles").Index(i), f)...)
+	}
+
 	if kh := c.Spec.SSH.KnownHostsFile; kh != "" {
-		p := field.NewPath("spec", "ssh", "knownHostsFile")
+		p := sp.Child("knownHostsFile")
 		dir := filepath.Dir(kh)
 		fi, err := os.Stat(dir)
 		switch {
@@ -788,6 +790,130 @@ func ValidateLocalFiles(c *Cluster) field.ErrorList {
 			if fi, err := os.Stat(kh); err == nil && !fi.Mode().IsRegular() {
 				errs = append(errs, field.Invalid(p, kh, "is not a regular file; point it at a known_hosts file (it is created when missing)"))
 			}
+		}
+	}
+
+	if b := c.Spec.SSH.Bastion; b != nil {
+		bp := sp.Child("bastion")
+		errs = append(errs, checkKeyFile(bp.Child("identityFile"), b.IdentityFile)...)
+		if b.KnownHostsFile != "" && b.Address != "" && validPort(b.Port) {
+			if msg := bastionKnownHostsProblem(b); msg != "" {
+				errs = append(errs, field.Invalid(bp.Child("knownHostsFile"), b.KnownHostsFile, msg))
+			}
+		}
+	}
+	return errs
+}
+
+// checkKeyFile checks one local private key file ("" = not set: nothing to check).
+func checkKeyFile(p *field.Path, id string) field.ErrorList {
+	if id == "" {
+		return nil
+	}
+	fi, err := os.Stat(id)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(p, id, fileProblem(err, "the SSH private key"))}
+	case !fi.Mode().IsRegular():
+		return field.ErrorList{field.Invalid(p, id, "is not a regular file; point it at the SSH private key")}
+	case fi.Mode().Perm()&0o077 != 0:
+		return field.ErrorList{field.Invalid(p, id, fmt.Sprintf("has mode %04o: a private key must not be accessible by group or others (ssh refuses it); run: chmod 600 %s", fi.Mode().Perm(), shellQuote(id)))}
+	}
+	if msg := checkPrivateKey(id); msg != "" {
+		return field.ErrorList{field.Invalid(p, id, msg)}
+	}
+	return nil
+}
+
+// bastionKnownHostsProblem says why b.KnownHostsFile can't verify the bastion's host key, or "".
+//
+// The file is read with golang.org/x/crypto/ssh/knownhosts (hashed entries, patterns and
+// "[host]:port" forms as OpenSSH writes them) and looked up by calling its callback with a dummy key
+// for address:port: a *knownhosts.KeyError with an empty Want means the file has no key for it, a
+// non-empty Want means it has one. @cert-authority lines are not counted: hactl verifies the
+// bastion against a plain host key entry.
+func bastionKnownHostsProblem(b *Bastion) string {
+	hint := fmt.Sprintf("hactl never accepts a bastion's host key blindly (not even with --accept-new-host-keys): get the key from the bastion's administrator, or fetch it and compare its fingerprint with theirs: ssh-keyscan -p %d %s >> %s && ssh-keygen -lf %s",
+		b.Port, shellQuote(b.Address), shellQuote(b.KnownHostsFile), shellQuote(b.KnownHostsFile))
+	fi, err := os.Stat(b.KnownHostsFile)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "bastion without a known_hosts entry: the file does not exist; " + hint
+	case err != nil:
+		return fmt.Sprintf("can't read the bastion's known_hosts file: %v", err)
+	case !fi.Mode().IsRegular():
+		return "is not a regular file; point it at the known_hosts file holding the bastion's host key"
+	}
+	cb, err := knownhosts.New(b.KnownHostsFile)
+	if err != nil {
+		return fmt.Sprintf("can't be read as a known_hosts file (%v); fix or replace it: it must hold the bastion's host key", err)
+	}
+	hostport := net.JoinHostPort(b.Address, strconv.Itoa(b.Port))
+	err = cb(hostport, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: b.Port}, dummyHostKey)
+	var ke *knownhosts.KeyError
+	switch {
+	case err == nil:
+		return "" // the dummy key itself is listed: an entry, however odd
+	case errors.As(err, &ke) && len(ke.Want) == 0:
+		return fmt.Sprintf("bastion without a known_hosts entry: the file has no host key for %s; %s", knownhosts.Normalize(hostport), hint)
+	case errors.As(err, &ke):
+		return ""
+	default: // e.g. a revoked key
+		return fmt.Sprintf("can't look up the bastion %s in it: %v", knownhosts.Normalize(hostport), err)
+	}
+}
+
+// dummyHostKey is the all-zero ed25519 public key: no host has it, so looking it up in a known_hosts
+// file answers whether the file holds any key for a host.
+var dummyHostKey = func() ssh.PublicKey {
+	k, err := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe characters, so hints can be
+// pasted as they are.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,~", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ValidateEnvironment checks what the spec expects from hactl's environment, before any host is
+// contacted; getenv is os.Getenv in production (an unset and an empty variable are the same here: an
+// empty secret is no secret):
+//   - spec.ssh.passphraseEnv and spec.ssh.sudo.passwordEnv, when set, name variables that are set;
+//   - agent "required" needs SSH_AUTH_SOCK; agent "auto" without any key file (identityFile,
+//     identityFiles) needs it too, or nothing could authenticate.
+//
+// Run it after Load (names are then valid); wrap the result with Cluster.ValidationError (exit 2).
+// Messages name the variables, never their values.
+func ValidateEnvironment(c *Cluster, getenv func(string) string) field.ErrorList {
+	var errs field.ErrorList
+	s := c.Spec.SSH
+	p := field.NewPath("spec", "ssh")
+	unset := func(fp *field.Path, name, prompt string) {
+		if name == "" || !isEnvName(name) || getenv(name) != "" {
+			return
+		}
+		errs = append(errs, field.Invalid(fp, name, fmt.Sprintf("names the environment variable %s, which is not set (or is empty): export %s=... before running hactl, or remove the field to be prompted %s", name, name, prompt)))
+	}
+	unset(p.Child("passphraseEnv"), s.PassphraseEnv, "for the key passphrase")
+	unset(p.Child("sudo", "passwordEnv"), s.Sudo.PasswordEnv, "for the sudo password (or to use passwordless sudo)")
+
+	const sock = "SSH_AUTH_SOCK"
+	startAgent := "start an agent holding your key (eval \"$(ssh-agent)\" && ssh-add ~/.ssh/id_ed25519) or forward one (ssh -A)"
+	if getenv(sock) == "" {
+		switch {
+		case s.Agent == AgentRequired:
+			errs = append(errs, field.Invalid(p.Child("agent"), s.Agent, fmt.Sprintf("the agent is required but %s is not set: %s, or set agent: auto and a key file (identityFile)", sock, startAgent)))
+		case s.Agent == AgentAuto && s.IdentityFile == "" && len(s.IdentityFiles) == 0:
+			errs = append(errs, field.Invalid(p.Child("agent"), s.Agent, fmt.Sprintf("no key file is set (identityFile, identityFiles) and %s is not set, so there is no way to log in: %s, or set spec.ssh.identityFile", sock, startAgent)))
 		}
 	}
 	return errs
@@ -817,7 +943,7 @@ func checkPrivateKey(file string) string {
 	case err == nil:
 		return ""
 	case errors.As(err, &pm):
-		return "is protected by a passphrase, which hactl does not support (no ssh-agent yet): use an unencrypted key kept at mode 0600, e.g. a dedicated deploy key made with ssh-keygen -N ''"
+		return "" // encrypted: the passphrase comes from spec.ssh.passphraseEnv or a prompt
 	case bytes.HasPrefix(bytes.TrimSpace(data), []byte("ssh-")) || bytes.HasPrefix(bytes.TrimSpace(data), []byte("ecdsa-")):
 		return "is a public key: point it at the private half (the same path without .pub)"
 	default:
