@@ -70,7 +70,9 @@ type SSH struct {
 	User string `json:"user,omitempty"`
 	// Port is the default SSH port for hosts that set none (default 22).
 	Port int `json:"port,omitempty"`
-	// IdentityFile is a local private key file (must not be group/world readable). Tried first.
+	// IdentityFile is a local private key file (must not be group/world readable; may be encrypted).
+	// The first key file tried (agent keys, when the agent is used, come before it). Optional when
+	// the agent may be used (Agent auto or required).
 	IdentityFile string `json:"identityFile,omitempty"`
 	// IdentityFiles are more local private key files, tried in order after IdentityFile.
 	IdentityFiles []string `json:"identityFiles,omitempty"`
@@ -166,7 +168,7 @@ type Etcd struct {
 type EtcdDownload struct {
 	// URL is an http(s) URL of the tarball.
 	URL string `json:"url"`
-	// SHA256 is the tarball's sha256, 64 hex digits (mandatory).
+	// SHA256 is the tarball's sha256, 64 hex digits (mandatory; lower-cased by SetDefaults).
 	SHA256 string `json:"sha256"`
 }
 
