@@ -13,6 +13,14 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
+func TestMain(m *testing.M) {
+	sshtest.MainSFTPServer() // the fake sftp-server of sshtest.NewFakeUser
+	// The developer's agent must not take part: tests that want an agent
+	// start one (sshtest.NewAgent) and name its socket.
+	os.Unsetenv("SSH_AUTH_SOCK")
+	os.Exit(m.Run())
+}
+
 // env is one test host: a test sshd, a client key and a known_hosts path.
 type env struct {
 	t       *testing.T

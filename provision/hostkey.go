@@ -19,10 +19,13 @@ import (
 // cannot be trusted: either the host has no entry in the known_hosts file
 // (Known is empty) or its key differs from the recorded one (Known is not
 // empty; see [HostKeyError.Changed]). A changed key is never replaced by hactl,
-// not even with [Config.AcceptNewHostKeys].
+// not even with [Config.AcceptNewHostKeys]; neither is a bastion's unknown key
+// ever accepted.
 type HostKeyError struct {
-	// Host is the target's name.
+	// Host is the target's name (the bastion's for a bastion).
 	Host string
+	// Bastion is true when the key is the bastion's.
+	Bastion bool
 	// Address is the host in known_hosts form: "10.0.0.1" for port 22,
 	// "[10.0.0.1]:2222" or "[fd00::1]:2222" otherwise.
 	Address string
@@ -47,6 +50,15 @@ func (e *HostKeyError) Fingerprint() string { return ssh.FingerprintSHA256(e.Key
 
 func (e *HostKeyError) Error() string {
 	var b strings.Builder
+	if !e.Changed() && e.Bastion {
+		fmt.Fprintf(&b, "host %s: host key of bastion %s is unknown (not in %s): %s %s; "+
+			"hactl never accepts a bastion's key automatically (not even with --accept-new-host-keys): "+
+			"check the fingerprint out of band, e.g. on the bastion's console with 'ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub', "+
+			"then add it with 'ssh-keyscan -p %d -t %s %s >> %s'",
+			e.Host, e.Address, e.KnownHostsFile, e.Key.Type(), e.Fingerprint(),
+			keyscanType(e.Key), e.Port, keyscanType(e.Key), hostOnly(e.Address), e.KnownHostsFile)
+		return b.String()
+	}
 	if !e.Changed() {
 		fmt.Fprintf(&b, "host %s: host key of %s is unknown (not in %s): %s %s; "+
 			"to trust it, re-run with --accept-new-host-keys after checking the fingerprint out of band, "+
@@ -64,9 +76,13 @@ func (e *HostKeyError) Error() string {
 		}
 		fmt.Fprintf(&b, "%s:%d holds %s %s", k.Filename, k.Line, k.Key.Type(), ssh.FingerprintSHA256(k.Key))
 	}
+	fix := "re-run with --accept-new-host-keys"
+	if e.Bastion {
+		fix = "add the new one (ssh-keyscan, after checking its fingerprint out of band)"
+	}
 	fmt.Fprintf(&b, "; this may be a man-in-the-middle attack or a reinstalled host. hactl never replaces a known key: "+
-		"if the change is expected, remove the old entry (ssh-keygen -R '%s' -f %s) and re-run with --accept-new-host-keys",
-		e.Address, e.KnownHostsFile)
+		"if the change is expected, remove the old entry (ssh-keygen -R '%s' -f %s) and %s",
+		e.Address, e.KnownHostsFile, fix)
 	return b.String()
 }
 
@@ -94,10 +110,11 @@ func hostOnly(addr string) string {
 
 // hostKeyChecker verifies server host keys against one known_hosts file.
 type hostKeyChecker struct {
-	target Target
-	port   int
-	file   string
-	accept bool
+	target  Target
+	port    int
+	file    string
+	accept  bool
+	bastion bool
 }
 
 // loadKnownHosts parses file; a missing file is an empty database.
@@ -183,6 +200,7 @@ func (h *hostKeyChecker) classify(hostPort string, key ssh.PublicKey, err error)
 	}
 	e := &HostKeyError{
 		Host:           h.target.Name,
+		Bastion:        h.bastion,
 		Address:        knownhosts.Normalize(hostPort),
 		Port:           h.port,
 		Key:            key,

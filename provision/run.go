@@ -19,7 +19,9 @@ const killGrace = 5 * time.Second
 
 // Result is the outcome of a remote command.
 type Result struct {
-	// Stdout and Stderr are the command's complete output.
+	// Stdout and Stderr are the command's complete output (the sudo
+	// password, should it ever appear in Stderr, replaced by "[sudo
+	// password]").
 	Stdout, Stderr []byte
 	// ExitCode is the exit status; 128+n when killed by signal n; -1 when
 	// unknown (the command did not finish, or the connection failed).
@@ -132,18 +134,12 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// remoteCommand builds the command line sent to the server for command. Every
-// remote command goes through here: it pins the locale (LC_ALL=C, so output
-// and error messages parse the same everywhere) and runs command with /bin/sh
-// whatever the login shell is. This is the seam for running as a non-root
-// user with privilege escalation (e.g. "sudo -n -- env LC_ALL=C /bin/sh -c
-// ..."), which is not implemented yet.
-func (c *Client) remoteCommand(command string) string {
-	return "env LC_ALL=C /bin/sh -c " + ShellQuote(command)
-}
-
-// Run runs command on the host with /bin/sh and LC_ALL=C, and returns its
-// output and exit status. step names the caller's step for errors and logs.
+// Run runs command on the host with /bin/sh and LC_ALL=C, as root (through
+// sudo for a non-root user, see [Client.Privilege]), and returns its output
+// and exit status. step names the caller's step for errors and logs. The sudo
+// password, when one is needed, is written to the command's standard input
+// ahead of WithStdin's reader and read by sudo; it never appears on the
+// command line, and is replaced by "[sudo password]" in Stderr and errors.
 //
 // ctx carries the step's deadline: when it is done, the remote command is
 // sent SIGKILL, its session is closed, and Run returns a *CommandError
@@ -180,9 +176,17 @@ func (c *Client) Run(ctx context.Context, step, command string, opts ...RunOptio
 	var stdout, stderr lockedBuffer
 	sess.Stdout = &stdout
 	sess.Stderr = &stderr
+	line, prefix := c.remoteCommand(command)
 	sess.Stdin = o.stdin
+	if prefix != nil {
+		stdin := o.stdin
+		if stdin == nil {
+			stdin = bytes.NewReader(nil)
+		}
+		sess.Stdin = io.MultiReader(bytes.NewReader(prefix), stdin)
+	}
 	c.commands.Add(1)
-	if err := sess.Start(c.remoteCommand(command)); err != nil {
+	if err := sess.Start(line); err != nil {
 		return cmdErr(Result{ExitCode: -1}, fmt.Errorf("start: %w", c.connErr(err)))
 	}
 
@@ -199,11 +203,11 @@ func (c *Client) Run(ctx context.Context, step, command string, opts ...RunOptio
 		case <-done:
 		case <-time.After(killGrace):
 		}
-		res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: -1}
+		res := Result{Stdout: stdout.Bytes(), Stderr: c.scrub(stderr.Bytes()), ExitCode: -1}
 		return cmdErr(res, fmt.Errorf("after %s: %w", time.Since(start).Round(time.Millisecond), context.Cause(ctx)))
 	}
 
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
+	res := Result{Stdout: stdout.Bytes(), Stderr: c.scrub(stderr.Bytes()), Duration: time.Since(start)}
 	if err == nil {
 		return res, nil
 	}

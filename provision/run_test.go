@@ -47,8 +47,8 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
-	if got := c.Commands(); got != len(tests) {
-		t.Errorf("Commands() = %d, want %d", got, len(tests))
+	if got := c.Commands(); got != len(tests)+1 {
+		t.Errorf("Commands() = %d, want %d (the connect-time probe and one per Run)", got, len(tests)+1)
 	}
 	if got := e.srv.Conns(); got != 1 {
 		t.Errorf("server saw %d connections, want 1 (one reused connection)", got)
@@ -160,14 +160,15 @@ func TestRunTimeoutAndCancelKill(t *testing.T) {
 
 func TestRunContextAlreadyDone(t *testing.T) {
 	c := newEnv(t).dial()
+	before := c.Commands()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := c.Run(ctx, "s", "true")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	if c.Commands() != 0 {
-		t.Errorf("Commands() = %d, want 0", c.Commands())
+	if c.Commands() != before {
+		t.Errorf("Commands() = %d, want %d", c.Commands(), before)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
 )
 
 // cleanupTimeout bounds the removal of temporary files after a failed or
@@ -91,8 +92,9 @@ type pending struct {
 	mode uint32 // unix mode bits for chmod
 }
 
-// Upload writes files to the host atomically: each file is streamed over SFTP
-// (on this client's connection) to a temporary file in its target directory
+// Upload writes files to the host atomically, as root: each file is streamed
+// over SFTP (on this client's connection; for a non-root user the host's
+// sftp-server runs through sudo, see [Client.Privilege]) to a temporary file in its target directory
 // ".<base>.hactl-tmp-<random>", created 0600; parent directories are created
 // with mode 0755. Then one remote command sets owner, group and mode of all
 // temporary files and prints their SHA-256, which is checked against
@@ -105,8 +107,8 @@ type pending struct {
 //
 // On any failure the temporary files are removed and an [*UploadError] naming
 // host, step and path is returned; it wraps [*ChecksumMismatchError], a
-// [*CommandError], an SFTP error, or the context's error. ctx bounds the whole
-// upload.
+// [*CommandError], an SFTP error, [ErrNoSFTPServer], or the context's error.
+// ctx bounds the whole upload.
 func (c *Client) Upload(ctx context.Context, step string, files []File) (err error) {
 	if len(files) == 0 {
 		return nil
@@ -360,34 +362,104 @@ func parseSHA256Sum(out []byte, n int) ([]string, error) {
 	return sums, nil
 }
 
-// openSFTP starts an SFTP session on the client's connection. The session is
-// closed when ctx is done (which unblocks any pending SFTP call) or when the
-// returned func is called.
+// ErrNoSFTPServer is wrapped by the error of [Client.Upload] for a non-root
+// user when no sftp-server binary was found on the host at connect time.
+var ErrNoSFTPServer = errors.New("no sftp-server binary found (looked in " +
+	"/usr/lib/openssh, /usr/libexec/openssh, /usr/lib/ssh, /usr/libexec and on PATH); install openssh-server's sftp-server")
+
+// openSFTP starts an SFTP session on the client's connection: the "sftp"
+// subsystem for root; for a non-root user the host's sftp-server binary run
+// as root through the same sudo wrapper as every command, over an exec
+// session. The session is closed when ctx is done (which unblocks any
+// pending SFTP call) or when the returned func is called.
 func (c *Client) openSFTP(ctx context.Context) (*sftp.Client, func(), error) {
 	type opened struct {
-		sc  *sftp.Client
-		err error
+		sc   *sftp.Client
+		sess *ssh.Session
+		err  error
 	}
 	ch := make(chan opened, 1)
 	go func() {
-		sc, err := sftp.NewClient(c.conn, sftp.UseConcurrentWrites(true))
-		ch <- opened{sc, err}
+		if c.priv == PrivilegeRoot {
+			sc, err := sftp.NewClient(c.conn, sftp.UseConcurrentWrites(true))
+			ch <- opened{sc, nil, err}
+			return
+		}
+		sess, sc, err := c.startSFTPServer()
+		ch <- opened{sc, sess, err}
 	}()
+	closer := func(o opened) func() {
+		return func() {
+			_ = o.sc.Close()
+			if o.sess != nil {
+				_ = o.sess.Close()
+			}
+		}
+	}
 	select {
 	case o := <-ch:
 		if o.err != nil {
 			return nil, nil, fmt.Errorf("start sftp: %w", c.connErr(o.err))
 		}
-		stop := context.AfterFunc(ctx, func() { _ = o.sc.Close() })
-		return o.sc, func() { stop(); _ = o.sc.Close() }, nil
+		closeIt := closer(o)
+		stop := context.AfterFunc(ctx, closeIt)
+		return o.sc, func() { stop(); closeIt() }, nil
 	case <-ctx.Done():
 		go func() {
 			if o := <-ch; o.sc != nil {
-				_ = o.sc.Close()
+				closer(o)()
 			}
 		}()
 		return nil, nil, fmt.Errorf("start sftp: %w", context.Cause(ctx))
 	}
+}
+
+// startSFTPServer runs the host's sftp-server as root over an exec session
+// and speaks SFTP over its stdin/stdout.
+func (c *Client) startSFTPServer() (*ssh.Session, *sftp.Client, error) {
+	if c.sftpServer == "" {
+		return nil, nil, ErrNoSFTPServer
+	}
+	sess, err := c.conn.NewSession()
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*ssh.Session, *sftp.Client, error) {
+		_ = sess.Close()
+		return nil, nil, err
+	}
+	w, err := sess.StdinPipe()
+	if err != nil {
+		return fail(err)
+	}
+	r, err := sess.StdoutPipe()
+	if err != nil {
+		return fail(err)
+	}
+	var stderr lockedBuffer
+	sess.Stderr = &stderr
+	line, prefix := c.remoteCommand("exec " + ShellQuote(c.sftpServer))
+	c.commands.Add(1)
+	if err := sess.Start(line); err != nil {
+		return fail(err)
+	}
+	if prefix != nil {
+		_, err := w.Write(prefix)
+		clear(prefix)
+		if err != nil {
+			return fail(err)
+		}
+	}
+	sc, err := sftp.NewClientPipe(r, w, sftp.UseConcurrentWrites(true))
+	if err != nil {
+		if msg := strings.TrimSpace(string(c.scrub(stderr.Bytes()))); msg != "" {
+			err = fmt.Errorf("%s: %w (stderr: %s)", c.sftpServer, err, oneLine(msg))
+		} else {
+			err = fmt.Errorf("%s: %w", c.sftpServer, err)
+		}
+		return fail(err)
+	}
+	return sess, sc, nil
 }
 
 // removeTemps removes temporary files, best effort. When ctx is done the

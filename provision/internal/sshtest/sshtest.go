@@ -1,7 +1,10 @@
 // Package sshtest is an in-process SSH server for provision's tests. It
-// accepts one public key, runs "exec" requests with the local /bin/sh (as the
-// test's user, in its own process group), honours the "signal" request, and
-// serves the "sftp" subsystem with github.com/pkg/sftp.
+// accepts given public keys, runs "exec" requests with the local /bin/sh (as
+// the test's user, in its own process group, with extra environment if
+// asked), honours the "signal" request, serves the "sftp" subsystem with
+// github.com/pkg/sftp and, when enabled, forwards "direct-tcpip" channels (a
+// bastion). Helpers simulate a non-root login with a fake sudo ([NewFakeUser])
+// and run an ssh-agent ([NewAgent]).
 package sshtest
 
 import (
@@ -14,10 +17,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -28,6 +33,8 @@ type Key struct {
 	Signer ssh.Signer
 	// PEM is the OpenSSH private key file content.
 	PEM []byte
+	// Private is the private key.
+	Private ed25519.PrivateKey
 }
 
 // Public returns the public key.
@@ -48,7 +55,7 @@ func NewKey(t testing.TB) Key {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Key{Signer: signer, PEM: pem.EncodeToMemory(block)}
+	return Key{Signer: signer, PEM: pem.EncodeToMemory(block), Private: priv}
 }
 
 // WriteKeyFile writes k's private key to dir/name with mode perm and returns
@@ -73,23 +80,51 @@ type Server struct {
 	// HostKey is the server's host key.
 	HostKey Key
 
-	ln     net.Listener
-	cfg    *ssh.ServerConfig
-	frozen atomic.Bool
-	closed chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-	execs  atomic.Int64
+	ln       net.Listener
+	cfg      *ssh.ServerConfig
+	opts     options
+	frozen   atomic.Bool
+	closed   chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    []net.Conn // accepted
+	outbound []net.Conn // dialled for direct-tcpip
+	execs    atomic.Int64
+	active   atomic.Int64 // SSH connections being served
+	commands []string     // exec command lines, in order
+	offered  []string     // fingerprints of the public keys offered, in order
+	users    []string     // user names that authenticated
+	forwards []string     // direct-tcpip destinations requested
 }
 
 // Option configures New.
 type Option func(*options)
 
 type options struct {
-	listen  string
-	hostKey *Key
+	listen     string
+	hostKey    *Key
+	authorized []ssh.PublicKey
+	env        []string
+	forwarding bool
+	rewrite    map[string]string
+}
+
+// Authorize accepts more client keys.
+func Authorize(keys ...ssh.PublicKey) Option {
+	return func(o *options) { o.authorized = append(o.authorized, keys...) }
+}
+
+// WithEnv adds "NAME=value" entries to the environment of exec'd commands
+// (later entries win, so "PATH=..." replaces the test's PATH).
+func WithEnv(env ...string) Option { return func(o *options) { o.env = append(o.env, env...) } }
+
+// WithForwarding makes the server forward direct-tcpip channels (a bastion).
+// rewrite maps a requested "host:port" (as net.JoinHostPort writes it) to the
+// address actually dialled, so a test can name a target that only the
+// bastion can reach; other destinations are dialled as requested.
+func WithForwarding(rewrite map[string]string) Option {
+	return func(o *options) { o.forwarding, o.rewrite = true, rewrite }
 }
 
 // ListenOn makes the server listen on addr (default "127.0.0.1:0").
@@ -110,10 +145,20 @@ func New(t testing.TB, authorized ssh.PublicKey, opts ...Option) *Server {
 	if o.hostKey != nil {
 		hk = *o.hostKey
 	}
+	o.authorized = append([]ssh.PublicKey{authorized}, o.authorized...)
+	s := &Server{HostKey: hk, opts: o, closed: make(chan struct{})}
 	cfg := &ssh.ServerConfig{
-		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			if string(key.Marshal()) == string(authorized.Marshal()) {
-				return &ssh.Permissions{}, nil
+		PublicKeyCallback: func(md ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			s.mu.Lock()
+			s.offered = append(s.offered, ssh.FingerprintSHA256(key))
+			s.mu.Unlock()
+			for _, a := range o.authorized {
+				if string(key.Marshal()) == string(a.Marshal()) {
+					s.mu.Lock()
+					s.users = append(s.users, md.User())
+					s.mu.Unlock()
+					return &ssh.Permissions{}, nil
+				}
 			}
 			return nil, errors.New("unknown public key")
 		},
@@ -124,14 +169,7 @@ func New(t testing.TB, authorized ssh.PublicKey, opts ...Option) *Server {
 		t.Skipf("listen on %s: %v", o.listen, err)
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	s := &Server{
-		Host:    addr.IP.String(),
-		Port:    addr.Port,
-		HostKey: hk,
-		ln:      ln,
-		cfg:     cfg,
-		closed:  make(chan struct{}),
-	}
+	s.Host, s.Port, s.ln, s.cfg = addr.IP.String(), addr.Port, ln, cfg
 	s.wg.Add(1)
 	go s.accept()
 	t.Cleanup(s.Close)
@@ -141,12 +179,58 @@ func New(t testing.TB, authorized ssh.PublicKey, opts ...Option) *Server {
 // Execs returns the number of exec requests served.
 func (s *Server) Execs() int { return int(s.execs.Load()) }
 
+// Commands returns the command lines of the exec requests served, in order.
+func (s *Server) Commands() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.commands...)
+}
+
+// Offered returns the SHA256 fingerprints of the public keys clients offered,
+// in order (each key once per connection).
+func (s *Server) Offered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.offered...)
+}
+
+// Users returns the user names of the successful logins, in order.
+func (s *Server) Users() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.users...)
+}
+
+// Forwards returns the direct-tcpip destinations requested ("host:port"), in
+// order.
+func (s *Server) Forwards() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.forwards...)
+}
+
+// track registers a connection for Close; false when the server is closed.
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closed:
+		return false
+	default:
+	}
+	s.outbound = append(s.outbound, c)
+	return true
+}
+
 // Conns returns the number of TCP connections accepted.
 func (s *Server) Conns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
 }
+
+// Active returns the number of connections currently open (being served).
+func (s *Server) Active() int { return int(s.active.Load()) }
 
 // Freeze makes the server stop reading and writing on all connections, like
 // a host that vanished from the network without closing TCP.
@@ -159,6 +243,9 @@ func (s *Server) Close() {
 		s.ln.Close()
 		s.mu.Lock()
 		for _, c := range s.conns {
+			c.Close()
+		}
+		for _, c := range s.outbound {
 			c.Close()
 		}
 		s.mu.Unlock()
@@ -218,6 +305,8 @@ func (c *freezableConn) Write(p []byte) (int, error) {
 
 func (s *Server) serveConn(nc net.Conn) {
 	defer s.wg.Done()
+	s.active.Add(1)
+	defer s.active.Add(-1)
 	defer nc.Close()
 	sc, chans, reqs, err := ssh.NewServerConn(nc, s.cfg)
 	if err != nil {
@@ -227,6 +316,14 @@ func (s *Server) serveConn(nc net.Conn) {
 	go ssh.DiscardRequests(reqs) // keepalives get "false", which still proves liveness
 	var wg sync.WaitGroup
 	for nch := range chans {
+		if nch.ChannelType() == "direct-tcpip" {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.forward(nch)
+			}()
+			continue
+		}
 		if nch.ChannelType() != "session" {
 			_ = nch.Reject(ssh.UnknownChannelType, "only sessions")
 			continue
@@ -267,8 +364,14 @@ func (s *Server) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 				_ = req.Reply(false, nil)
 				continue
 			}
+			s.mu.Lock()
+			s.commands = append(s.commands, p.Command)
+			s.mu.Unlock()
 			c := exec.Command("/bin/sh", "-c", p.Command)
 			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if len(s.opts.env) > 0 {
+				c.Env = append(os.Environ(), s.opts.env...)
+			}
 			c.Stdout = ch
 			c.Stderr = ch.Stderr()
 			stdin, err := c.StdinPipe()
@@ -363,4 +466,58 @@ func sendExit(ch ssh.Channel, ps *os.ProcessState, err error) {
 		return
 	}
 	_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(ps.ExitCode())}))
+}
+
+// forward serves one direct-tcpip channel (RFC 4254 7.2).
+func (s *Server) forward(nch ssh.NewChannel) {
+	var p struct {
+		Host     string
+		Port     uint32
+		OrigHost string
+		OrigPort uint32
+	}
+	if err := ssh.Unmarshal(nch.ExtraData(), &p); err != nil {
+		_ = nch.Reject(ssh.ConnectionFailed, "bad direct-tcpip request")
+		return
+	}
+	dest := net.JoinHostPort(p.Host, strconv.Itoa(int(p.Port)))
+	s.mu.Lock()
+	s.forwards = append(s.forwards, dest)
+	s.mu.Unlock()
+	if !s.opts.forwarding {
+		_ = nch.Reject(ssh.Prohibited, "forwarding is disabled")
+		return
+	}
+	if to, ok := s.opts.rewrite[dest]; ok {
+		dest = to
+	}
+	nc, err := net.DialTimeout("tcp", dest, 5*time.Second)
+	if err != nil {
+		_ = nch.Reject(ssh.ConnectionFailed, err.Error())
+		return
+	}
+	if !s.track(nc) {
+		nc.Close()
+		_ = nch.Reject(ssh.ConnectionFailed, "server closed")
+		return
+	}
+	ch, reqs, err := nch.Accept()
+	if err != nil {
+		nc.Close()
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(nc, ch)
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		close(done)
+	}()
+	_, _ = io.Copy(ch, nc)
+	_ = ch.CloseWrite()
+	<-done
+	_ = ch.Close()
+	nc.Close()
 }
