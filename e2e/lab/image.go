@@ -26,10 +26,25 @@ const (
 	Suite = "bookworm"
 	// imageRecipeVersion is bumped whenever the build steps change in a way the hashed inputs
 	// below do not capture.
-	imageRecipeVersion = "1"
+	imageRecipeVersion = "2"
 	// sshdDropIn is written to /etc/ssh/sshd_config.d/hactl-lab.conf: root logs in with a key only
 	// (Debian's default, made explicit), no reverse DNS lookups that would slow logins.
 	sshdDropIn = "# hactl lab: root logs in with a key only.\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n"
+	// sudoersDropIn is written to /etc/sudoers.d/hactl-lab (0440): SudoUser has passwordless sudo,
+	// SudoPasswordUser's sudo asks for its password (set per lab, see Lab.SudoPassword).
+	sudoersDropIn = "# hactl lab: " + SudoUser + " has passwordless sudo; " + SudoPasswordUser + "'s sudo asks for its password.\n" +
+		SudoUser + " ALL=(ALL:ALL) NOPASSWD: ALL\n" +
+		SudoPasswordUser + " ALL=(ALL:ALL) ALL\n"
+)
+
+// The non-root users of every lab host (home /home/<name>, shell /bin/bash, the lab's key in
+// ~/.ssh/authorized_keys, no password login over SSH).
+const (
+	// SudoUser has passwordless sudo.
+	SudoUser = "hactl"
+	// SudoPasswordUser's sudo needs its password, generated per lab (Lab.SudoPassword, the file
+	// Lab.SudoPasswordFile).
+	SudoPasswordUser = "hactlpw"
 )
 
 // HostPackages returns the Debian packages installed into the host image (debootstrap --include),
@@ -37,7 +52,7 @@ const (
 func HostPackages() []string {
 	return []string{
 		"systemd", "systemd-sysv", "openssh-server", "iproute2", "procps", "ca-certificates",
-		"curl", "iptables", "haproxy", "keepalived",
+		"curl", "iptables", "haproxy", "keepalived", "sudo", "busybox",
 	}
 }
 
@@ -60,6 +75,7 @@ func ImageTag(recipeVersion, suite string, packages []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "recipe=%s\nsuite=%s\npackages=%s\n", recipeVersion, suite, strings.Join(pk, ","))
 	fmt.Fprintf(h, "sshd=%q\ndisabled=%s\nimport=%q\n", sshdDropIn, strings.Join(disabledUnits[:], ","), importChanges)
+	fmt.Fprintf(h, "users=%s,%s\nsudoers=%q\n", SudoUser, SudoPasswordUser, sudoersDropIn)
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -111,6 +127,9 @@ func EnsureImage(ctx context.Context, opts Options) (string, error) {
 	}
 	opts.Logf.printf("debootstrap done in %s", time.Since(start).Round(time.Second))
 	if err := customizeRootfs(rootfs); err != nil {
+		return "", fmt.Errorf("build host image %s: %w", ref, err)
+	}
+	if err := addUsers(ctx, opts.Debugf, rootfs); err != nil {
 		return "", fmt.Errorf("build host image %s: %w", ref, err)
 	}
 	if err := importRootfs(ctx, d, rootfs, ref); err != nil {
@@ -178,6 +197,28 @@ func customizeRootfs(rootfs string) error {
 				return fmt.Errorf("customize rootfs: %w", err)
 			}
 		}
+	}
+	return nil
+}
+
+// addUsers creates SudoUser and SudoPasswordUser in the rootfs (useradd in a chroot; password
+// field "*": no password login, but not "locked") and installs sudoersDropIn, checked by visudo.
+func addUsers(ctx context.Context, debugf LogFunc, rootfs string) error {
+	for _, u := range []string{SudoUser, SudoPasswordUser} {
+		if _, err := runCmd(ctx, debugf, nil, "chroot", rootfs, "useradd", "--create-home", "--user-group",
+			"--shell", "/bin/bash", "--password", "*", u); err != nil {
+			return fmt.Errorf("add user %s: %w", u, err)
+		}
+	}
+	p := filepath.Join(rootfs, "etc/sudoers.d/hactl-lab")
+	if err := os.WriteFile(p, []byte(sudoersDropIn), 0o440); err != nil {
+		return fmt.Errorf("add users: %w", err)
+	}
+	if err := os.Chmod(p, 0o440); err != nil { // umask-proof
+		return fmt.Errorf("add users: %w", err)
+	}
+	if _, err := runCmd(ctx, debugf, nil, "chroot", rootfs, "visudo", "-c", "-f", "/etc/sudoers.d/hactl-lab"); err != nil {
+		return fmt.Errorf("add users: check sudoers: %w", err)
 	}
 	return nil
 }

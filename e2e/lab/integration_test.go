@@ -3,11 +3,20 @@
 package lab
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/hactl/hactl/api/v1alpha1"
 )
 
 // TestLabIntegration exercises the whole lab against docker (part of the e2e suite: build tag e2e,
@@ -117,4 +126,179 @@ func labObjects(t *testing.T) string {
 		}
 	}
 	return strings.Join(left, " ")
+}
+
+// TestLabIntegrationEverything brings up a lab with the bastion, IPv6 and the mirror and checks
+// each property the access e2e tests rely on.
+func TestLabIntegrationEverything(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	root, err := FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	l, err := Up(ctx, Options{Members: 3, RepoRoot: root, Dir: t.TempDir(), Bastion: true, IPv6: true, Mirror: true, Logf: t.Logf, Debugf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("up (%d hosts, everything) took %s", len(l.Hosts()), time.Since(start))
+	defer func() {
+		if err := l.Down(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if left := labObjects(t); left != "" {
+			t.Errorf("left after Down: %s", left)
+		}
+	}()
+	checkEverything(ctx, t, l)
+}
+
+func checkEverything(ctx context.Context, t *testing.T, l *Lab) {
+	run := func(host, user, cmd, stdin string) (string, error) {
+		t.Helper()
+		c, err := l.DialAs(ctx, host, user)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		s, err := c.NewSession()
+		if err != nil {
+			return "", err
+		}
+		defer s.Close()
+		var out, errb bytes.Buffer
+		s.Stdout, s.Stderr, s.Stdin = &out, &errb, strings.NewReader(stdin)
+		if err := s.Run(cmd); err != nil {
+			return out.String(), fmt.Errorf("%s@%s %q: %w: %s", user, host, cmd, err, errb.String())
+		}
+		return strings.TrimSpace(out.String()), nil
+	}
+	must := func(host, user, cmd, stdin string) string {
+		t.Helper()
+		out, err := run(host, user, cmd, stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	// Every host: SSH as root (through the bastion for in-*), hostname right.
+	for _, h := range l.Hosts() {
+		if got := must(h.Name, "root", "hostname", ""); got != h.Name {
+			t.Errorf("%s: hostname %q", h.Name, got)
+		}
+	}
+	// sudo: hactl passwordless; hactlpw needs the password (refused without it, accepted on stdin).
+	for _, h := range []string{"cp-a", "in-b", "v6-c", "bastion"} {
+		if got := must(h, SudoUser, "sudo -n id -u", ""); got != "0" {
+			t.Errorf("%s: sudo -n id -u as %s = %q", h, SudoUser, got)
+		}
+		if out, err := run(h, SudoPasswordUser, "sudo -n true", ""); err == nil {
+			t.Errorf("%s: sudo -n as %s worked (%q); want a password to be required", h, SudoPasswordUser, out)
+		}
+		if got := must(h, SudoPasswordUser, "sudo -S -p '' id -u", l.SudoPassword()+"\n"); got != "0" {
+			t.Errorf("%s: sudo -S with the password as %s = %q", h, SudoPasswordUser, got)
+		}
+		if out, err := run(h, SudoPasswordUser, "sudo -S -p '' id -u", "wrong\n"); err == nil {
+			t.Errorf("%s: sudo with a wrong password worked: %q", h, out)
+		}
+	}
+	if b, err := os.ReadFile(l.SudoPasswordFile()); err != nil || string(b) != l.SudoPassword() {
+		t.Errorf("sudo-password file: %q, %v", b, err)
+	} else if st, _ := os.Stat(l.SudoPasswordFile()); st.Mode().Perm() != 0o600 {
+		t.Errorf("sudo-password mode %v", st.Mode())
+	}
+
+	// in-*: no TCP connection from this machine; the bastion reaches them.
+	for _, n := range []string{"in-a", "in-b", "in-c"} {
+		h, _ := l.Host(n)
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(h.Address, "22"), 3*time.Second)
+		if err == nil {
+			c.Close()
+			t.Errorf("%s (%s): direct TCP connect from this machine succeeded", n, h.Address)
+		} else {
+			t.Logf("%s: direct connect fails as it should: %v", n, err)
+		}
+	}
+	// IPv6: straight SSH to [addr]:22 with the known_hosts entry under the bare address; no IPv4 left.
+	for _, n := range []string{"v6-a", "v6-b", "v6-c"} {
+		h, _ := l.Host(n)
+		c, err := dialSSH(ctx, h.Address, l.signer, l.KnownHostsFile())
+		if err != nil {
+			t.Fatalf("ssh [%s]:22: %v", h.Address, err)
+		}
+		c.Close()
+		if out := must(n, "root", "ip -4 -o addr show scope global", ""); out != "" {
+			t.Errorf("%s still has IPv4 addresses: %s", n, out)
+		}
+	}
+	kh, _ := os.ReadFile(l.KnownHostsFile())
+	for _, want := range []string{"\nfd00:db8:28::11 ", "\n172.29.0.12 ", "\n" + BastionAddress + " ", "\n" + MirrorAddress + " "} {
+		if !strings.Contains("\n"+string(kh), want) {
+			t.Errorf("known_hosts lacks a line starting %q", want[1:])
+		}
+	}
+
+	// Mirror: the tarball's sha256 matches from a member host, an in-* host and an IPv6 host.
+	tb, err := l.EtcdTarball()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(l.Dir(), TarballSHA256File)); strings.TrimSpace(string(b)) != tb.SHA256 {
+		t.Errorf("%s = %q, want %s", TarballSHA256File, b, tb.SHA256)
+	}
+	for host, url := range map[string]string{"cp-b": tb.URL, "in-c": tb.InternalURL, "v6-a": tb.IPv6URL} {
+		got := must(host, "root", "curl -fsS "+url+" | sha256sum | cut -d' ' -f1", "")
+		if got != tb.SHA256 {
+			t.Errorf("%s: curl %s | sha256sum = %s, want %s", host, url, got, tb.SHA256)
+		}
+	}
+	if got := must("cp-a", "root", "curl -fsS "+strings.TrimSuffix(tb.URL, tb.Name)+"SHA256SUMS", ""); got != tb.SHA256+"  "+tb.Name {
+		t.Errorf("SHA256SUMS = %q", got)
+	}
+	if got := must("cp-a", "root", "curl -fsS "+tb.URL+" | tar -tz | sort | tr '\\n' ' '", ""); got != "etcd-"+EtcdVersion+"-linux-"+runtime.GOARCH+"/ "+
+		"etcd-"+EtcdVersion+"-linux-"+runtime.GOARCH+"/etcd etcd-"+EtcdVersion+"-linux-"+runtime.GOARCH+"/etcdctl etcd-"+EtcdVersion+"-linux-"+runtime.GOARCH+"/etcdutl" {
+		t.Errorf("tarball entries: %q", got)
+	}
+	// Specs: every variant written, each loads strictly.
+	for _, v := range Variants() {
+		b, err := os.ReadFile(l.VariantSpecPath(v))
+		if err != nil {
+			t.Errorf("spec %s: %v", v, err)
+			continue
+		}
+		var c v1alpha1.Cluster
+		if err := yaml.UnmarshalStrict(b, &c); err != nil {
+			t.Errorf("spec %s: %v", v, err)
+		}
+		if v == VariantDownload && (c.Spec.Etcd.Download == nil || c.Spec.Etcd.Download.SHA256 != tb.SHA256 || c.Spec.Etcd.Download.URL != tb.URL) {
+			t.Errorf("download spec: %+v", c.Spec.Etcd)
+		}
+	}
+
+	// Kill + Start an in-* host and a v6 host: isolation and IPv6-only survive the reboot.
+	for _, n := range []string{"in-a", "v6-b"} {
+		if err := l.Kill(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Start(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := l.Host("in-a")
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort(h.Address, "22"), 3*time.Second); err == nil {
+		c.Close()
+		t.Error("in-a reachable directly after a restart")
+	}
+	if out := must("v6-b", "root", "ip -4 -o addr show scope global", ""); out != "" {
+		t.Errorf("v6-b has IPv4 after a restart: %s", out)
+	}
+	// Recreate the mirror: it serves again.
+	if err := l.Recreate(ctx, MirrorHost); err != nil {
+		t.Fatal(err)
+	}
+	if got := must("cp-c", "root", "curl -fsS "+tb.URL+" | sha256sum | cut -d' ' -f1", ""); got != tb.SHA256 {
+		t.Errorf("after recreate: %s", got)
+	}
 }

@@ -9,6 +9,12 @@
 // object is named with the "hactl-lab" prefix so Down is exact. Docker commands are logged to
 // Options.Debugf so a failing test can be replayed by hand.
 //
+// Beyond the etcd members, a lab can have (each only when asked, see Options): a bastion with
+// hosts behind it on an internal network (in-a/b/c), IPv6-only hosts (v6-a/b/c) and an HTTP mirror
+// serving an etcd release tarball. Every host has the non-root users SudoUser (passwordless sudo)
+// and SudoPasswordUser (sudo with a per-lab password). Specs for each access mode are written
+// next to cluster-3.yaml (see Variant).
+//
 // Requirements: root, docker and debootstrap (hack/ensure-docker.sh), and for the specs to be
 // usable the etcd binaries in <repo>/bin (hack/build-etcd.sh).
 package lab
@@ -16,9 +22,10 @@ package lab
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,6 +56,17 @@ type Options struct {
 	// ReadyTimeout bounds how long one host may take to boot (systemd running or degraded, sshd
 	// answering with its recorded host key). Default 2 minutes.
 	ReadyTimeout time.Duration
+	// Bastion adds the bastion (BastionAddress on the lab network, also on InternalNetworkName)
+	// and in-a, in-b, in-c on the internal network only, reachable from this machine only through
+	// the bastion; cluster-bastion.yaml reaches them with spec.ssh.bastion.
+	Bastion bool
+	// IPv6 adds the IPv6 network IPv6NetworkName and the IPv6-only hosts v6-a, v6-b, v6-c;
+	// cluster-ipv6.yaml lists them by IPv6 address.
+	IPv6 bool
+	// Mirror adds the mirror host (MirrorAddress, zone az-c; also on the internal and IPv6
+	// networks when those exist) serving the etcd release tarball built from BinDir over HTTP on
+	// MirrorPort (see Lab.EtcdTarball); cluster-download.yaml installs etcd from it.
+	Mirror bool
 	// KeepOnFailure leaves the containers and network in place when Up fails (for debugging);
 	// by default a failed Up removes everything it created.
 	KeepOnFailure bool
@@ -133,26 +151,43 @@ type Lab struct {
 
 	mu       sync.Mutex          // guards hostKeys and the known_hosts file
 	hostKeys map[string][]string // host name -> known_hosts lines
+
+	sudoPassword string                      // SudoPasswordUser's password
+	tarballOnce  func() (EtcdTarball, error) // nil without Options.Mirror
 }
 
 // Up starts a fresh lab and returns once every host accepts an SSH login from this machine with
-// host-key checking on. Steps: remove leftovers of any earlier lab (see Down); prepare the lab
-// directory (key pair kept across runs, known_hosts rewritten, specs written, the hactl state dirs
-// state-3 and state-5 removed because they describe the previous hosts); build or reuse the host
-// image (EnsureImage); create the network; start the hosts in parallel, each with fresh SSH host
-// keys and the lab's authorized key; record their host keys; verify SSH. On failure everything
-// created is removed unless opts.KeepOnFailure. Typical durations: 3 hosts about 15 s, plus about
-// 3 minutes the first time the image is built.
+// host-key checking on (through the bastion for in-*). Steps: remove leftovers of any earlier lab
+// (see Down); prepare the lab directory (key pair kept across runs, known_hosts rewritten, a new
+// sudo password, specs written, the hactl state dirs state-* removed because they describe the
+// previous hosts, specs of variants not enabled removed); build or reuse the host image
+// (EnsureImage) while the mirror's tarball is built; create the networks; start the hosts in
+// parallel, each with fresh SSH host keys and the lab's authorized key for root, SudoUser and
+// SudoPasswordUser; record their host keys; verify SSH. On failure everything created is removed
+// unless opts.KeepOnFailure. Typical durations: 3 hosts about 15 s, plus about 3 minutes the first
+// time the image is built.
 func Up(ctx context.Context, opts Options) (*Lab, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := labHosts(o.Members)
+	hosts, err := hostsFor(o)
 	if err != nil {
 		return nil, err
 	}
 	l := &Lab{opts: o, d: docker{debugf: o.Debugf}, hosts: hosts, hostKeys: map[string][]string{}}
+	if o.Mirror {
+		l.tarballOnce = sync.OnceValues(func() (EtcdTarball, error) {
+			start := time.Now()
+			path, sum, err := BuildEtcdTarball(o.BinDir, o.Dir)
+			if err != nil {
+				return EtcdTarball{}, err
+			}
+			mirror, _ := l.Host(MirrorHost)
+			o.Logf.printf("lab: etcd tarball %s ready in %s", path, time.Since(start).Round(100*time.Millisecond))
+			return tarballURLs(EtcdTarball{Name: filepath.Base(path), Path: path, SHA256: sum}, mirror), nil
+		})
+	}
 	start := time.Now()
 	o.Logf.printf("lab: up with %d hosts in %s", len(hosts), o.Dir)
 	if err := l.up(ctx); err != nil {
@@ -182,8 +217,12 @@ func (l *Lab) up(ctx context.Context) error {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return err
 	}
-	for _, n := range []int{3, 5} {
-		if err := os.RemoveAll(filepath.Join(o.Dir, stateDirName(n))); err != nil {
+	stateDirs := []string{stateDirName(3), stateDirName(5)}
+	for _, v := range Variants() {
+		stateDirs = append(stateDirs, variantStateDir(v))
+	}
+	for _, sd := range stateDirs {
+		if err := os.RemoveAll(filepath.Join(o.Dir, sd)); err != nil {
 			return fmt.Errorf("reset hactl state dir: %w", err)
 		}
 	}
@@ -194,19 +233,81 @@ func (l *Lab) up(ctx context.Context) error {
 	if err := writeFileAtomic(l.KnownHostsFile(), nil, 0o644); err != nil {
 		return fmt.Errorf("reset known_hosts: %w", err)
 	}
-	if _, err := WriteSpecs(o.Dir, o.BinDir); err != nil {
+	if l.sudoPassword, err = newPassword(); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(l.SudoPasswordFile(), []byte(l.sudoPassword), 0o600); err != nil {
+		return fmt.Errorf("write sudo password: %w", err)
+	}
+	variants := l.variants()
+	var static []Variant
+	for _, v := range variants {
+		if v != VariantDownload {
+			static = append(static, v)
+		}
+	}
+	for _, v := range Variants() {
+		if !slices.Contains(variants, v) {
+			if err := os.Remove(filepath.Join(o.Dir, variantFileName(v))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove stale spec: %w", err)
+			}
+		}
+	}
+	if _, err := writeSpecs(o.Dir, o.BinDir, static...); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(o.BinDir, "etcd")); err != nil {
+		if o.Mirror {
+			return fmt.Errorf("the mirror serves a tarball of %s/etcd, etcdctl and etcdutl: %w (run hack/build-etcd.sh)", o.BinDir, err)
+		}
 		o.Logf.printf("lab: note: %s/etcd is missing; run hack/build-etcd.sh before using the specs", o.BinDir)
+	}
+	if o.Mirror {
+		go l.tarballOnce() // in parallel with the image and the hosts; the mirror host waits for it
 	}
 	if l.image, err = EnsureImage(ctx, o); err != nil {
 		return err
 	}
-	if err := ensureNetwork(ctx, l.d); err != nil {
+	if err := ensureNetworks(ctx, l.d, networksFor(o)); err != nil {
 		return err
 	}
-	return l.provision(ctx, l.hosts)
+	if err := l.provision(ctx, l.hosts); err != nil {
+		return err
+	}
+	if o.Mirror {
+		t, err := l.tarball()
+		if err != nil {
+			return err
+		}
+		if _, err := WriteVariantSpec(VariantDownload, o.Dir, o.BinDir, t.Download(t.URL)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// variants returns the spec variants this lab serves.
+func (l *Lab) variants() []Variant {
+	vs := []Variant{VariantSudo, VariantSudoPassword}
+	if l.opts.Bastion {
+		vs = append(vs, VariantBastion)
+	}
+	if l.opts.IPv6 {
+		vs = append(vs, VariantIPv6)
+	}
+	if l.opts.Mirror {
+		vs = append(vs, VariantDownload)
+	}
+	return vs
+}
+
+// newPassword returns a random password of 24 characters from [A-Za-z0-9_-].
+func newPassword() (string, error) {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate sudo password: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // provision starts fresh containers for hosts in parallel, records their host keys in
@@ -231,43 +332,165 @@ func (l *Lab) provision(ctx context.Context, hosts []Host) error {
 	return forEach(hosts, func(h Host) error { return l.waitSSH(ctx, h) })
 }
 
-// startHost runs the container of h, waits for systemd, gives the host its own SSH host keys and
-// the lab's authorized key, and returns the known_hosts lines of its host keys.
+// containerFlags are LAB.md step 3's docker run flags (verified), for every host.
+var containerFlags = []string{
+	"--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+	"--tmpfs", "/run", "--tmpfs", "/run/lock",
+	"--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
+	"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+}
+
+// containerCommands returns the docker commands (argument lists) that start h's container from
+// image: `docker run -d` for a host on one network; `docker create`, one `docker network connect`
+// per further network, `docker start` otherwise (so every interface exists when systemd boots).
+// Addresses are pinned (--ip, --ip6) so they survive restarts.
+func containerCommands(h Host, image string) [][]string {
+	addrFlags := func(a Attachment) []string {
+		var f []string
+		if a.IPv4 != "" {
+			f = append(f, "--ip", a.IPv4)
+		}
+		if a.IPv6 != "" {
+			f = append(f, "--ip6", a.IPv6)
+		}
+		return f
+	}
+	first := h.Networks[0]
+	args := []string{"--name", h.Container, "--hostname", h.Name, "--network", first.Network}
+	args = append(args, addrFlags(first)...)
+	args = append(args, containerFlags...)
+	args = append(args, image, "/lib/systemd/systemd")
+	if len(h.Networks) == 1 {
+		return [][]string{append([]string{"run", "-d"}, args...)}
+	}
+	cmds := [][]string{append([]string{"create"}, args...)}
+	for _, a := range h.Networks[1:] {
+		c := append([]string{"network", "connect"}, addrFlags(a)...)
+		cmds = append(cmds, append(c, a.Network, h.Container))
+	}
+	return append(cmds, []string{"start", h.Container})
+}
+
+// netUnit is the systemd unit (in hosts that need one) that gives the host its network shape at
+// every boot, before sshd starts: docker recreates the container's network namespace on each start.
+const netUnit = "hactl-lab-net.service"
+
+// netShapeCommands returns the shell commands netUnit runs on h, or nil when h needs none:
+//   - a host behind the bastion (Jump set) rejects everything from this machine's address on the
+//     internal network (InternalGateway) and from outside that network, as "host unreachable", so
+//     this machine can reach it only through the bastion;
+//   - an IPv6-only host removes its global IPv4 addresses.
+func netShapeCommands(h Host) []string {
+	var cmds []string
+	if h.Jump != "" {
+		rej := " -j REJECT --reject-with icmp-host-unreachable"
+		cmds = append(cmds,
+			"iptables -w -N HACTL-LAB-ISOLATE 2>/dev/null || iptables -w -F HACTL-LAB-ISOLATE",
+			"iptables -w -A HACTL-LAB-ISOLATE -s "+InternalGateway+rej,
+			"iptables -w -A HACTL-LAB-ISOLATE ! -s "+InternalSubnet+rej,
+			"iptables -w -C INPUT -i eth0 -j HACTL-LAB-ISOLATE 2>/dev/null || iptables -w -I INPUT 1 -i eth0 -j HACTL-LAB-ISOLATE",
+		)
+	}
+	if h.IPv6Only {
+		cmds = append(cmds, "ip -4 addr flush scope global")
+	}
+	return cmds
+}
+
+// netUnitText returns netUnit's text for h ("" when h needs none).
+func netUnitText(h Host) string {
+	cmds := netShapeCommands(h)
+	if len(cmds) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`[Unit]
+Description=hactl lab: network shape of this host
+Before=network.target ssh.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -ec %s
+
+[Install]
+WantedBy=multi-user.target
+`, systemdQuote(strings.Join(cmds, "; ")))
+}
+
+// systemdQuote quotes s as one argument of a unit's command line (systemd.service(5), "Command
+// lines"): double quotes, with backslash, double quote, "%" and "$" escaped.
+func systemdQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "%", "%%", "$", "$$")
+	return `"` + r.Replace(s) + `"`
+}
+
+// hostSetupScript is run in h (docker exec, sh -c) once systemd is up. Standard input: the lab's
+// public key line, then SudoPasswordUser's password line (so the password is never on a command
+// line). It gives the host fresh SSH host keys, installs the key for root, SudoUser and
+// SudoPasswordUser, sets the password, installs and starts netUnit when h needs it, restarts
+// sshd, and prints the host's public host keys.
+func hostSetupScript(h Host) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `set -e
+umask 022
+IFS= read -r pub
+IFS= read -r pw
+rm -f /etc/ssh/ssh_host_*
+ssh-keygen -A >/dev/null
+for u in root %[1]s %[2]s; do
+	home=$(getent passwd "$u" | cut -d: -f6)
+	mkdir -p "$home/.ssh"
+	printf '%%s\n' "$pub" > "$home/.ssh/authorized_keys"
+	chmod 700 "$home/.ssh"
+	chmod 600 "$home/.ssh/authorized_keys"
+	chown -R "$u:" "$home/.ssh"
+done
+printf '%[2]s:%%s\n' "$pw" | chpasswd
+`, SudoUser, SudoPasswordUser)
+	if unit := netUnitText(h); unit != "" {
+		fmt.Fprintf(&b, "cat > /etc/systemd/system/%s <<'EOF'\n%sEOF\n", netUnit, unit)
+		fmt.Fprintf(&b, "systemctl daemon-reload\nsystemctl enable --now %s >/dev/null\n", netUnit)
+	}
+	b.WriteString(`systemctl restart ssh
+systemctl is-active ssh >/dev/null
+cat /etc/ssh/ssh_host_*_key.pub
+`)
+	return b.String()
+}
+
+// startHost runs the container of h, waits for systemd, sets the host up (hostSetupScript; the
+// mirror's HTTP server on the mirror) and returns the known_hosts lines of its host keys.
 func (l *Lab) startHost(ctx context.Context, h Host) ([]string, error) {
-	// Flags: LAB.md step 3 (verified), plus name, hostname and the pinned address.
-	if _, err := l.d.run(ctx, nil, "run", "-d",
-		"--name", h.Container, "--hostname", h.Name,
-		"--network", NetworkName, "--ip", h.Address,
-		"--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-		"--tmpfs", "/run", "--tmpfs", "/run/lock",
-		"--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
-		"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
-		l.image, "/lib/systemd/systemd"); err != nil {
-		return nil, fmt.Errorf("start container: %w", err)
+	for _, args := range containerCommands(h, l.image) {
+		if _, err := l.d.run(ctx, nil, args...); err != nil {
+			return nil, fmt.Errorf("start container: %w", err)
+		}
 	}
 	if err := l.waitSystemd(ctx, h); err != nil {
 		return nil, err
 	}
-	if _, err := l.Exec(ctx, h.Name, "sh", "-c",
-		"rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null && systemctl restart ssh && systemctl is-active ssh"); err != nil {
-		return nil, fmt.Errorf("regenerate ssh host keys: %w", err)
+	l.opts.Debugf.printf("# standard input of the next command: %s.pub, then the sudo password of %s", l.IdentityFile(), SudoPasswordUser)
+	stdin := strings.TrimRight(string(l.pub), "\n") + "\n" + l.sudoPassword + "\n"
+	pubs, err := l.d.run(ctx, strings.NewReader(stdin), "exec", "-i", h.Container, "sh", "-c", hostSetupScript(h))
+	if err != nil {
+		return nil, fmt.Errorf("set the host up: %w", err)
 	}
-	l.opts.Debugf.printf("# standard input of the next command: %s.pub", l.IdentityFile())
-	if _, err := l.d.run(ctx, strings.NewReader(string(l.pub)), "exec", "-i", h.Container, "sh", "-c",
-		"umask 077 && mkdir -p /root/.ssh && chmod 700 /root/.ssh && cat > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys"); err != nil {
-		return nil, fmt.Errorf("install authorized key: %w", err)
+	if h.Name == MirrorHost && l.tarballOnce != nil {
+		if err := l.setupMirror(ctx, h); err != nil {
+			return nil, err
+		}
 	}
 	// All of the host's keys (ed25519, ecdsa, rsa) are recorded, as ssh-keyscan would, so hactl's
 	// checking passes whichever host key algorithm its client negotiates.
-	pubs, err := l.Exec(ctx, h.Name, "sh", "-c", "cat /etc/ssh/ssh_host_ed25519_key.pub /etc/ssh/ssh_host_*_key.pub | sort -u")
-	if err != nil {
-		return nil, fmt.Errorf("read host keys: %w", err)
-	}
 	lines, err := knownHostsLines(h.Address, 22, pubs)
 	if err != nil {
 		return nil, err
 	}
-	l.opts.Logf.printf("lab: %s (%s, %s) is up", h.Name, h.Address, h.Zone)
+	via := ""
+	if h.Jump != "" {
+		via = ", through " + h.Jump
+	}
+	l.opts.Logf.printf("lab: %s (%s, %s%s) is up", h.Name, h.Address, h.Zone, via)
 	return lines, nil
 }
 
@@ -316,7 +539,7 @@ func (l *Lab) waitSSH(ctx context.Context, h Host) error {
 	defer cancel()
 	var last error
 	for {
-		c, err := dialSSH(ctx, h.Address, l.signer, l.KnownHostsFile())
+		c, err := l.dialHost(ctx, h, "root")
 		if err == nil {
 			name, rerr := sshRun(c, "hostname")
 			c.Close()
@@ -354,46 +577,8 @@ func (l *Lab) writeKnownHosts() error {
 	return nil
 }
 
-// ensureNetwork creates the lab network, refusing when another docker network overlaps Subnet.
-func ensureNetwork(ctx context.Context, d docker) error {
-	want := netip.MustParsePrefix(Subnet)
-	out, err := d.run(ctx, nil, "network", "ls", "--format", "{{.Name}}")
-	if err != nil {
-		return fmt.Errorf("list networks: %w", err)
-	}
-	names := strings.Fields(out)
-	if len(names) > 0 {
-		out, err := d.run(ctx, nil, append([]string{"network", "inspect", "--format",
-			"{{.Name}}{{range .IPAM.Config}} {{.Subnet}}{{end}}"}, names...)...)
-		if err != nil {
-			return fmt.Errorf("inspect networks: %w", err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 0 {
-				continue
-			}
-			for _, s := range f[1:] {
-				p, err := netip.ParsePrefix(s)
-				if err != nil || !p.Overlaps(want) {
-					continue
-				}
-				if f[0] == NetworkName && s == Subnet {
-					return nil // ours, already there
-				}
-				return fmt.Errorf("lab subnet %s is taken: docker network %q uses %s; remove that network or free the subnet", Subnet, f[0], s)
-			}
-		}
-	}
-	if _, err := d.run(ctx, nil, "network", "create", "--driver", "bridge",
-		"--subnet", Subnet, "--ip-range", IPRange, NetworkName); err != nil {
-		return fmt.Errorf("create network %s: %w", NetworkName, err)
-	}
-	return nil
-}
-
-// Down removes the lab: every docker container, network and volume whose name is "hactl-lab" or
-// starts with "hactl-lab-", and nothing else. The host image stays cached and the lab directory
+// Down removes the lab: every docker container, network (hactl-lab, hactl-lab-internal,
+// hactl-lab-v6) and volume whose name is "hactl-lab" or starts with "hactl-lab-", and nothing else. The host image stays cached and the lab directory
 // stays. Usable without a *Lab to clean up after a crashed run; removing nothing is not an error.
 func Down(ctx context.Context) error { return DownWithLog(ctx, nil) }
 
@@ -522,13 +707,34 @@ func (l *Lab) Start(ctx context.Context, host string) error {
 }
 
 // Dial opens an SSH connection to host as root with the lab key and host-key checking against the
-// lab's known_hosts, the way hactl connects. The caller closes the client.
+// lab's known_hosts, the way hactl connects; a host behind the bastion is reached through it (as
+// SudoUser on the bastion, like cluster-bastion.yaml). The caller closes the client.
 func (l *Lab) Dial(ctx context.Context, host string) (*ssh.Client, error) {
+	return l.DialAs(ctx, host, "root")
+}
+
+// DialAs is Dial logging in as user (e.g. SudoUser, SudoPasswordUser).
+func (l *Lab) DialAs(ctx context.Context, host, user string) (*ssh.Client, error) {
 	h, err := l.Host(host)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
-	return dialSSH(ctx, h.Address, l.signer, l.KnownHostsFile())
+	return l.dialHost(ctx, h, user)
+}
+
+// dialHost logs in to h as user, through h.Jump when set.
+func (l *Lab) dialHost(ctx context.Context, h Host, user string) (*ssh.Client, error) {
+	var jump *ssh.Client
+	if h.Jump != "" {
+		j, err := l.Host(h.Jump)
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", h.Name, err)
+		}
+		if jump, err = dialSSHAs(ctx, nil, j.Address, SudoUser, l.signer, l.KnownHostsFile()); err != nil {
+			return nil, fmt.Errorf("dial %s: jump host %s: %w", h.Name, j.Name, err)
+		}
+	}
+	return dialSSHAs(ctx, jump, h.Address, user, l.signer, l.KnownHostsFile())
 }
 
 // Hosts returns the lab's hosts in spec order (a copy).
@@ -558,6 +764,24 @@ func (l *Lab) Host(name string) (Host, error) {
 func (l *Lab) SpecPath(members int) string {
 	return filepath.Join(l.opts.Dir, specFileName(members))
 }
+
+// VariantSpecPath returns the absolute path of variant v's spec, <dir>/cluster-<v>.yaml (see
+// Variant). Up writes the specs of the variants its options enable and removes the others.
+func (l *Lab) VariantSpecPath(v Variant) string {
+	return filepath.Join(l.opts.Dir, variantFileName(v))
+}
+
+// SudoPassword returns SudoPasswordUser's sudo password on every host, new for each lab (also in
+// SudoPasswordFile). Tests export it as SudoPasswordEnv for cluster-sudopw.yaml.
+func (l *Lab) SudoPassword() string { return l.sudoPassword }
+
+// SudoPasswordFile returns the path of <dir>/sudo-password (mode 0600, the password without a
+// trailing newline).
+func (l *Lab) SudoPasswordFile() string { return filepath.Join(l.opts.Dir, sudoPasswordFile) }
+
+// EtcdTarball returns the etcd release tarball the mirror serves: its local path, sha256 and URLs.
+// It fails without Options.Mirror.
+func (l *Lab) EtcdTarball() (EtcdTarball, error) { return l.tarball() }
 
 // Dir returns the lab directory (absolute).
 func (l *Lab) Dir() string { return l.opts.Dir }

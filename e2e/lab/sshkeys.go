@@ -83,12 +83,25 @@ func knownHostsLines(address string, port int, pubFiles string) ([]string, error
 // dialSSH logs in as root to address:22 with signer, verifying the host key against the
 // known_hosts file (host-key checking is always on).
 func dialSSH(ctx context.Context, address string, signer ssh.Signer, knownHostsPath string) (*ssh.Client, error) {
+	return dialSSHAs(ctx, nil, address, "root", signer, knownHostsPath)
+}
+
+// dialSSHAs logs in as user to address:22 with signer, verifying the host key against the
+// known_hosts file. With jump non-nil the TCP connection is opened through it (like OpenSSH's
+// ProxyJump) and the returned client owns jump: closing the client closes jump too (also on error).
+func dialSSHAs(ctx context.Context, jump *ssh.Client, address, user string, signer ssh.Signer, knownHostsPath string) (*ssh.Client, error) {
+	closeJump := func() {
+		if jump != nil {
+			jump.Close()
+		}
+	}
 	cb, err := knownhosts.New(knownHostsPath)
 	if err != nil {
+		closeJump()
 		return nil, fmt.Errorf("ssh %s: load known_hosts: %w", address, err)
 	}
 	cfg := &ssh.ClientConfig{
-		User:            "root",
+		User:            user,
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		HostKeyCallback: cb,
 		Timeout:         5 * time.Second,
@@ -96,25 +109,48 @@ func dialSSH(ctx context.Context, address string, signer ssh.Signer, knownHostsP
 	addr := net.JoinHostPort(address, "22")
 	dctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
-	if err != nil {
+	var conn net.Conn
+	if jump != nil {
+		c, err := jump.DialContext(dctx, "tcp", addr)
+		if err != nil {
+			closeJump()
+			return nil, fmt.Errorf("ssh %s through %s: %w", addr, jump.RemoteAddr(), err)
+		}
+		conn = &jumpConn{Conn: c, jump: jump}
+	} else if conn, err = (&net.Dialer{}).DialContext(dctx, "tcp", addr); err != nil {
 		return nil, fmt.Errorf("ssh %s: %w", addr, err)
 	}
-	// Bound the handshake by the context too.
-	stop := context.AfterFunc(dctx, func() { conn.SetDeadline(time.Now()) })
+	// Bound the handshake by the context too (a tunnelled connection has no deadlines: close it).
+	stop := context.AfterFunc(dctx, func() {
+		if conn.SetDeadline(time.Now()) != nil {
+			conn.Close()
+		}
+	})
 	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
 	if !stop() {
 		if err == nil {
 			c.Close()
 		}
 		conn.Close()
-		return nil, fmt.Errorf("ssh %s: handshake: %w", addr, errors.Join(dctx.Err(), err))
+		return nil, fmt.Errorf("ssh %s@%s: handshake: %w", user, addr, errors.Join(dctx.Err(), err))
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("ssh %s: %w", addr, err)
+		return nil, fmt.Errorf("ssh %s@%s: %w", user, addr, err)
 	}
 	return ssh.NewClient(c, chans, reqs), nil
+}
+
+// jumpConn is a connection tunnelled through an SSH client that it owns.
+type jumpConn struct {
+	net.Conn
+	jump *ssh.Client
+}
+
+func (c *jumpConn) Close() error {
+	err := c.Conn.Close()
+	c.jump.Close()
+	return err
 }
 
 // sshRun runs cmd on client and returns its trimmed standard output.

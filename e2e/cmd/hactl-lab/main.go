@@ -1,10 +1,11 @@
 // Command hactl-lab brings hactl's e2e lab up and down for the Makefile and for people trying hactl
 // by hand:
 //
-//	go run ./e2e/cmd/hactl-lab up [--members 3|5] [--dir DIR] [-v]   start a fresh lab
-//	go run ./e2e/cmd/hactl-lab down [-v]                             remove every hactl-lab container, network, volume
-//	go run ./e2e/cmd/hactl-lab image [-v]                            build (or reuse) the host image
-//	go run ./e2e/cmd/hactl-lab spec [--dir DIR]                      (re)write the lab's cluster specs only
+//	go run ./e2e/cmd/hactl-lab up [--members 3|5] [--bastion] [--ipv6] [--mirror] [--all] [--dir DIR] [-v]
+//	go run ./e2e/cmd/hactl-lab down [-v]      remove every hactl-lab container, network, volume
+//	go run ./e2e/cmd/hactl-lab image [-v]     build (or reuse) the host image
+//	go run ./e2e/cmd/hactl-lab spec [--bastion] [--ipv6] [--mirror] [--all] [--dir DIR]
+//	                                          (re)write the lab's cluster specs only
 //
 // -v prints every docker command as it runs. The lab itself lives in package e2e/lab.
 package main
@@ -19,19 +20,28 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/e2e/lab"
 )
 
 const usage = `usage: hactl-lab <command> [flags]
 
 commands:
-  up     [--members 3|5] [--dir DIR] [-v]   start a fresh lab (removes any previous one first)
-  down   [-v]                              remove every hactl-lab container, network and volume
-  image  [-v]                              build the host image unless it is cached
-  spec   [--dir DIR]                       write the lab's cluster-3.yaml and cluster-5.yaml
+  up     [--members 3|5] [FEATURES] [--dir DIR] [-v]   start a fresh lab (removes any previous one first)
+  down   [-v]                                         remove every hactl-lab container, network and volume
+  image  [-v]                                         build the host image unless it is cached
+  spec   [FEATURES] [--dir DIR]                       write the lab's specs (cluster-3, -5, -sudo, -sudopw
+                                                      and those of FEATURES) without starting anything
+
+FEATURES (extra hosts and specs; none by default):
+  --bastion   bastion 172.28.0.40 + in-a/b/c on the internal network 172.29.0.0/24 (cluster-bastion.yaml)
+  --ipv6      v6-a/b/c, IPv6-only on fd00:db8:28::/64 (cluster-ipv6.yaml)
+  --mirror    mirror 172.28.0.32 serving the etcd tarball built from bin/ on :8080 (cluster-download.yaml)
+  --all       all of the above
 `
 
 func main() {
@@ -62,6 +72,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	members := fs.Int("members", 3, "etcd members: 3 or 5 (up)")
 	dir := fs.String("dir", "", "lab directory (default <repo>/.lab)")
 	verbose := fs.Bool("v", false, "print every docker command")
+	bastion := fs.Bool("bastion", false, "add the bastion and the hosts behind it")
+	ipv6 := fs.Bool("ipv6", false, "add the IPv6-only hosts")
+	mirror := fs.Bool("mirror", false, "add the HTTP mirror of the etcd tarball")
+	all := fs.Bool("all", false, "--bastion --ipv6 --mirror")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -72,7 +86,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("--members must be 3 or 5, got %d", *members)}
 	}
 	logger := log.New(stderr, "", log.Ltime)
-	opts := lab.Options{Members: *members, Dir: *dir, Logf: logger.Printf}
+	if *all {
+		*bastion, *ipv6, *mirror = true, true, true
+	}
+	opts := lab.Options{Members: *members, Dir: *dir, Logf: logger.Printf, Bastion: *bastion, IPv6: *ipv6, Mirror: *mirror}
 	if *verbose {
 		opts.Debugf = logger.Printf
 	}
@@ -87,13 +104,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		spec := l.SpecPath(*members)
 		fmt.Fprintf(stdout, "lab up in %s: %d hosts\n", time.Since(start).Round(100*time.Millisecond), len(l.Hosts()))
 		for _, h := range l.Hosts() {
-			fmt.Fprintf(stdout, "  %-7s %-12s %-5s %v\n", h.Name, h.Address, h.Zone, h.Roles)
+			extra := ""
+			if h.Jump != "" {
+				extra = " (through " + h.Jump + ")"
+			}
+			for _, a := range h.Networks {
+				if a.IPv4 != h.Address && a.IPv6 != h.Address && !h.IPv6Only {
+					extra += " " + a.Network + ":" + strings.TrimSpace(a.IPv4+" "+a.IPv6)
+				}
+			}
+			roles := fmt.Sprint(h.Roles)
+			if len(h.Roles) == 0 {
+				roles = "-"
+			}
+			fmt.Fprintf(stdout, "  %-7s %-16s %-5s %s%s\n", h.Name, h.Address, h.Zone, roles, extra)
 		}
-		fmt.Fprintf(stdout, "lab dir:  %s\nspec:     %s\n\n", l.Dir(), spec)
+		fmt.Fprintf(stdout, "lab dir:  %s\nspec:     %s\n", l.Dir(), spec)
+		for _, v := range lab.Variants() {
+			if p := l.VariantSpecPath(v); fileExists(p) {
+				fmt.Fprintf(stdout, "          %s\n", p)
+			}
+		}
+		fmt.Fprintf(stdout, "users:    root, %s (passwordless sudo), %s (sudo password in %s; export %s=\"$(cat %s)\")\n",
+			lab.SudoUser, lab.SudoPasswordUser, l.SudoPasswordFile(), lab.SudoPasswordEnv, l.SudoPasswordFile())
+		if t, err := l.EtcdTarball(); err == nil {
+			fmt.Fprintf(stdout, "mirror:   %s\n          sha256 %s\n", t.URL, t.SHA256)
+		}
+		fmt.Fprintln(stdout)
 		h := l.Hosts()[0]
 		fmt.Fprintf(stdout, "log in to a host (host key checked):\n")
 		fmt.Fprintf(stdout, "  ssh -i %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes root@%s\n",
 			l.IdentityFile(), l.KnownHostsFile(), h.Address)
+		if b, err := l.Host(lab.BastionHost); err == nil {
+			fmt.Fprintf(stdout, "  through the bastion (OpenSSH's -J does not pass -i/-o on to the jump host):\n")
+			sshOpts := fmt.Sprintf("-i %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes", l.IdentityFile(), l.KnownHostsFile())
+			fmt.Fprintf(stdout, "  ssh %s -o ProxyCommand='ssh %s -W %%h:%%p %s@%s' root@172.29.0.11\n", sshOpts, sshOpts, lab.SudoUser, b.Address)
+		}
 		fmt.Fprintf(stdout, "  bin/hactl plan -f %s        # then bin/hactl bootstrap -f ..., bin/hactl status -f ...\n", spec)
 		fmt.Fprintf(stdout, "remove the lab: make lab-down\n\n")
 		return nil
@@ -124,6 +170,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		var variants []lab.Variant
+		if *bastion {
+			variants = append(variants, lab.VariantBastion)
+		}
+		if *ipv6 {
+			variants = append(variants, lab.VariantIPv6)
+		}
+		for _, v := range variants {
+			p, err := lab.WriteVariantSpec(v, labDir, binDir, nil)
+			if err != nil {
+				return err
+			}
+			paths = append(paths, p)
+		}
+		if *mirror {
+			tarball, sum, err := lab.BuildEtcdTarball(binDir, labDir)
+			if err != nil {
+				return err
+			}
+			url := lab.MirrorURL(lab.MirrorAddress, filepath.Base(tarball))
+			p, err := lab.WriteVariantSpec(lab.VariantDownload, labDir, binDir, &v1alpha1.EtcdDownload{URL: url, SHA256: sum})
+			if err != nil {
+				return err
+			}
+			paths = append(paths, p)
+		}
 		for _, p := range paths {
 			fmt.Fprintln(stdout, p)
 		}
@@ -131,6 +203,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("unknown command %q", cmd)}
 	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // specDirs resolves the lab and bin directories the way lab.Options does.
