@@ -27,6 +27,19 @@ func (b *Bootstrapper) install(ctx context.Context) error {
 	if err := state.Save(b.spec.Spec.StateDir, b.st); err != nil {
 		return err
 	}
+	// Release tarballs first, on every host that needs one: a refused tarball (wrong sha256, wrong
+	// version or architecture) stops the run before any host got any file.
+	if b.downloadInstall() {
+		err := b.forEach(ctx, func(ctx context.Context, m member) error {
+			if !b.plans[m.Name].download {
+				return nil
+			}
+			return b.download(ctx, m)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return b.forEach(ctx, func(ctx context.Context, m member) error {
 		p := b.plans[m.Name]
 		if stale := b.facts[m.Name].Stale; len(stale) > 0 {

@@ -85,10 +85,13 @@ type member struct {
 
 // hostPlan is what will happen on one member.
 type hostPlan struct {
-	action  Action
-	upload  []desiredFile // files whose remote checksum differs
-	restart bool          // etcd must be (re)started after the upload
-	id      uint64        // member ID when known
+	action Action
+	upload []desiredFile // files whose remote checksum differs
+	// download: the etcd binaries are (re)installed from spec.etcd.download (another or no release
+	// recorded, or a binary missing or changed)
+	download bool
+	restart  bool   // etcd must be (re)started after the upload
+	id       uint64 // member ID when known
 }
 
 // Bootstrapper holds one run's state; it is not reused across runs.
@@ -99,15 +102,16 @@ type Bootstrapper struct {
 	members []member
 
 	mu      sync.Mutex
-	clients map[string]*provision.Client
+	clients map[string]remote
 	facts   map[string]*Facts
 	sums    map[string]string // local binary path → sha256
 
-	st      *state.Cluster // cluster.json (in memory only during a dry run when it did not exist)
-	creds   *credentials
-	live    *liveCluster // nil when no running cluster was found
-	plans   map[string]*hostPlan
-	started time.Time
+	st       *state.Cluster // cluster.json (in memory only during a dry run when it did not exist)
+	creds    *credentials
+	live     *liveCluster // nil when no running cluster was found
+	recovery *recovery    // set when the state dir was (or, in a dry run, would be) recovered from the members
+	plans    map[string]*hostPlan
+	started  time.Time
 }
 
 // New prepares a run. It contacts nothing.
@@ -122,7 +126,7 @@ func New(opt Options) (*Bootstrapper, error) {
 		opt:     opt,
 		spec:    opt.Cluster,
 		p:       opt.Printer,
-		clients: map[string]*provision.Client{},
+		clients: map[string]remote{},
 		facts:   map[string]*Facts{},
 		sums:    map[string]string{},
 		plans:   map[string]*hostPlan{},
@@ -168,7 +172,17 @@ func (b *Bootstrapper) closeClients() {
 	}
 }
 
-func (b *Bootstrapper) client(name string) *provision.Client {
+// remote is what bootstrap uses of a host's SSH connection (a *provision.Client; tests use fakes).
+type remote interface {
+	Run(ctx context.Context, step, command string, opts ...provision.RunOption) (provision.Result, error)
+	Upload(ctx context.Context, step string, files []provision.File) error
+	Commands() int
+	Close() error
+}
+
+var _ remote = (*provision.Client)(nil)
+
+func (b *Bootstrapper) client(name string) remote {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.clients[name]
@@ -185,8 +199,9 @@ func (b *Bootstrapper) stepCtx(ctx context.Context) (context.Context, context.Ca
 	return context.WithTimeout(ctx, b.spec.Spec.SSH.CommandTimeout.Duration)
 }
 
-// loadOrNewState reads cluster.json, or makes a new record with a fresh cluster token.
-func (b *Bootstrapper) loadOrNewState() error {
+// loadOrNewState reads cluster.json; when it is missing it recovers it from the members if they
+// carry this cluster (recoverState), or makes a new record with a fresh cluster token.
+func (b *Bootstrapper) loadOrNewState(ctx context.Context) error {
 	st, err := state.Load(b.spec.Spec.StateDir)
 	if err != nil {
 		return err
@@ -196,10 +211,8 @@ func (b *Bootstrapper) loadOrNewState() error {
 			b.spec.Spec.StateDir, st.Name, b.spec.Metadata.Name)
 	}
 	if st == nil {
-		for _, m := range b.members {
-			if f := b.facts[m.Name]; f != nil && f.Marker != nil && f.Marker.Cluster == b.spec.Metadata.Name {
-				return &StateMissingError{Host: m.Name, Cluster: f.Marker.Cluster, Token: f.Marker.Token, StateDir: b.spec.Spec.StateDir}
-			}
+		if b.carriesCluster() != "" {
+			return b.recoverState(ctx)
 		}
 		tok := make([]byte, 8)
 		if _, err := rand.Read(tok); err != nil {
@@ -211,17 +224,10 @@ func (b *Bootstrapper) loadOrNewState() error {
 	return nil
 }
 
-// StateMissingError refuses to start over (new CA, new token) when the hosts already carry this
-// cluster but the local state dir has no record of it: a second CA must never be created for an
-// existing cluster (kubeadm keeps the CA key on the members for the same reason).
-type StateMissingError struct {
-	Host, Cluster, Token, StateDir string
-}
-
-func (e *StateMissingError) Error() string {
-	return fmt.Sprintf("%s already runs a member of cluster %q (token %s) but the state dir %s has no cluster.json: hactl will "+
-		"not create a second CA for an existing cluster; restore the state dir from its backup or point spec.stateDir at it "+
-		"(the CA key is also kept on every member in /etc/etcd/pki/ca.key)", e.Host, e.Cluster, e.Token, e.StateDir)
+// formed reports whether the cluster formed at some point: a cluster ID was recorded, or (state
+// recovered from the members, no ID yet) a member holds etcd data.
+func (b *Bootstrapper) formed() bool {
+	return b.st.ClusterID != "" || (b.recovery != nil && b.recovery.anyData)
 }
 
 // foundingCluster is the --initial-cluster of the founding members: every etcd host in the spec.
@@ -235,7 +241,7 @@ func (b *Bootstrapper) foundingCluster() string {
 
 func (b *Bootstrapper) anyUploads() bool {
 	for name, p := range b.plans {
-		if len(p.upload) > 0 || (b.facts[name] != nil && len(b.facts[name].Stale) > 0) {
+		if len(p.upload) > 0 || p.download || (b.facts[name] != nil && len(b.facts[name].Stale) > 0) {
 			return true
 		}
 	}
@@ -262,6 +268,9 @@ func (b *Bootstrapper) result() *Result {
 			mr.Action = p.action
 			for _, f := range p.upload {
 				mr.Changes = append(mr.Changes, f.Path)
+			}
+			if p.download {
+				mr.Changes = append(mr.Changes, b.remoteBinaries()...)
 			}
 			sort.Strings(mr.Changes)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestParseFactsIncomplete(t *testing.T) {
 // the fields parseFacts requires.
 func TestFactsScriptRuns(t *testing.T) {
 	dir := t.TempDir()
-	script := factsScript(dir+"/data dir", []string{"/bin/sh", dir + "/missing"})
+	script := factsScript(dir+"/data dir", []string{"/bin/sh", dir + "/missing"}, nil)
 	sent := time.Now()
 	out, err := exec.Command("/bin/sh", "-c", script).Output()
 	if err != nil {
@@ -102,7 +103,7 @@ func TestFactsDataDirStates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := filepath.Join(t.TempDir(), "etcd")
 			tc.setup(d)
-			out, err := exec.Command("/bin/sh", "-c", factsScript(d, nil)).Output()
+			out, err := exec.Command("/bin/sh", "-c", factsScript(d, nil, nil)).Output()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +123,7 @@ func TestFactsReportsStaleUploadTemps(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ".etcd.hactl-tmp-0123abcd"), []byte("partial"), 0o600)
 	os.WriteFile(filepath.Join(dir, "etcd"), []byte("real"), 0o755)
 	os.WriteFile(filepath.Join(dir, ".other"), []byte("not ours"), 0o600)
-	out, err := exec.Command("/bin/sh", "-c", factsScript(filepath.Join(dir, "data"), []string{filepath.Join(dir, "etcd")})).Output()
+	out, err := exec.Command("/bin/sh", "-c", factsScript(filepath.Join(dir, "data"), []string{filepath.Join(dir, "etcd")}, nil)).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,5 +150,106 @@ func TestClockOffsetDiscountsScriptTime(t *testing.T) {
 	}
 	if f.ClockOffset != 50*time.Millisecond || f.ClockError != 10*time.Millisecond {
 		t.Fatalf("offset %v ±%v, want 50ms ±10ms", f.ClockOffset, f.ClockError)
+	}
+}
+
+// TestParseFactsIssue3: time sync state, the fsync probe's timings, the release record and files
+// read back.
+func TestParseFactsIssue3(t *testing.T) {
+	sha := strings.Repeat("ab", 32)
+	out := "time_ns=1\nuid=0\narch=x86_64\ndata=empty\n" +
+		"timesync_chrony=inactive\ntimesync_chronyd=inactive\ntimesync_systemd-timesyncd=active\ntimesync_ntp=active\n" +
+		"ntp_sync=yes\n" +
+		"release=" + sha + "  etcd-v3.6.16-linux-amd64.tar.gz\n" +
+		"release=" + strings.Repeat("01", 32) + "  /usr/local/bin/etcd\n" +
+		"file=/etc/etcd/pki/ca.crt aGVsbG8=\n" +
+		"fsync_dir=/var/lib\n" +
+		// baseline median 3ms; samples 3.1ms x 98, 2ms (below baseline: 0), 15ms
+		"fsync_base= 2000000 3000000 9000000\n" +
+		"fsync_ns=" + strings.Repeat(" 3100000", 98) + " 2000000 15000000\n"
+	f, err := parseFacts([]byte(out), time.Unix(0, 0), time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.TimeSync != "systemd-timesyncd" || f.NTPSynchronized != "yes" || f.timeSyncSummary() != "systemd-timesyncd active, synchronised" {
+		t.Errorf("time sync %q %q %q", f.TimeSync, f.NTPSynchronized, f.timeSyncSummary())
+	}
+	if f.Release == nil || f.Release.Tarball != sha || f.Release.Binaries["/usr/local/bin/etcd"] != strings.Repeat("01", 32) {
+		t.Errorf("release %+v", f.Release)
+	}
+	if string(f.Files["/etc/etcd/pki/ca.crt"]) != "hello" {
+		t.Errorf("files %q", f.Files)
+	}
+	want := FsyncProbe{Dir: "/var/lib", Samples: 100, P50: 100 * time.Microsecond, P99: 100 * time.Microsecond}
+	if f.Fsync != want {
+		t.Errorf("fsync %+v, want %+v", f.Fsync, want)
+	}
+	if s := f.fsyncSummary(); s != "fsync p50/p99 0.1/0.1 ms" {
+		t.Errorf("summary %q", s)
+	}
+}
+
+func TestFsyncPercentiles(t *testing.T) {
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	for _, tc := range []struct {
+		name          string
+		base, samples []int64
+		p50, p99      time.Duration
+		err           string
+	}{
+		{"no samples", nil, nil, 0, 0, "no fsync timings"},
+		{"no baseline", nil, []int64{ms(1), ms(2), ms(3)}, 2 * time.Millisecond, 3 * time.Millisecond, ""},
+		{"50 samples: p99 is the largest", []int64{ms(1)}, append(slices.Repeat([]int64{ms(2)}, 49), ms(13)), time.Millisecond, 12 * time.Millisecond, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p FsyncProbe
+			p.fill(tc.base, tc.samples)
+			if p.P50 != tc.p50 || p.P99 != tc.p99 || !strings.Contains(p.Err, tc.err) || (tc.err == "") != (p.Samples > 0) {
+				t.Errorf("got %+v, want p50 %v p99 %v err %q", p, tc.p50, tc.p99, tc.err)
+			}
+		})
+	}
+}
+
+// TestFactsFsyncProbe runs the real probe: it measures, writes only its own temp file next to (or in)
+// the data dir and removes it; a probe file left by a killed run does not make an empty data dir
+// foreign.
+func TestFactsFsyncProbe(t *testing.T) {
+	parent := t.TempDir()
+	d := filepath.Join(parent, "etcd")
+	os.Mkdir(d, 0o700)
+	os.WriteFile(filepath.Join(d, ".hactl-fsync-probe.123"), nil, 0o600) // left by a killed run
+	start := time.Now()
+	out, err := exec.Command("/bin/sh", "-c", factsScript(d, nil, nil)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	f, err := parseFacts(out, time.Now(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Data != DataEmpty {
+		t.Errorf("data = %s, want empty", f.Data)
+	}
+	if f.Fsync.Dir != d || f.Fsync.Samples != fsyncSamples || f.Fsync.P99 < f.Fsync.P50 {
+		t.Errorf("fsync %+v (output:\n%s)", f.Fsync, out)
+	}
+	for _, dir := range []string{parent, d} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".hactl-fsync-probe") {
+				t.Errorf("probe file %s left in %s", e.Name(), dir)
+			}
+		}
+	}
+	t.Logf("facts script took %s: %s, %s", took, f.timeSyncSummary(), f.fsyncSummary())
+	if took > 3*time.Second {
+		t.Errorf("facts script took %s", took)
+	}
+	// Without the data dir the probe writes in its parent.
+	out, _ = exec.Command("/bin/sh", "-c", factsScript(filepath.Join(parent, "absent", "etcd"), nil, nil)).Output()
+	if f, err := parseFacts(out, time.Now(), time.Now()); err != nil || f.Fsync.Dir != parent {
+		t.Errorf("absent data dir: probe dir %q (%v), want %s", f.Fsync.Dir, err, parent)
 	}
 }

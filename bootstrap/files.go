@@ -65,12 +65,12 @@ func (c *credentials) ready() bool {
 // member certificate's SANs before anything is distributed, and loads or creates cluster.json.
 // During a dry run it writes nothing: missing certificates are reported as "to be created".
 func (b *Bootstrapper) pki(ctx context.Context) error {
-	if err := b.loadOrNewState(); err != nil {
+	if err := b.loadOrNewState(ctx); err != nil {
 		return err
 	}
 	b.creds = newCredentials(b.spec.Spec.StateDir)
 	if b.opt.DryRun {
-		if _, err := os.Stat(pki.CertPath(b.creds.pkiDir, "ca")); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(pki.CertPath(b.creds.pkiDir, "ca")); errors.Is(err, fs.ErrNotExist) && b.recovery == nil {
 			b.p.Infof("  a new etcd CA and certificates will be created in %s", b.creds.pkiDir)
 		}
 		return nil
@@ -115,9 +115,7 @@ func (b *Bootstrapper) pki(ctx context.Context) error {
 // remotePaths lists every file hactl manages on a member (checksummed by preflight).
 func (b *Bootstrapper) remotePaths() []string {
 	paths := []string{remoteUnit, remoteMarker}
-	for _, bin := range b.binaries() {
-		paths = append(paths, bin.remote)
-	}
+	paths = append(paths, b.remoteBinaries()...)
 	for _, n := range []string{"ca.crt", "ca.key", "server.crt", "server.key", "peer.crt", "peer.key"} {
 		paths = append(paths, filepath.Join(remotePKIDir, n))
 	}
@@ -126,7 +124,27 @@ func (b *Bootstrapper) remotePaths() []string {
 
 type binary struct{ local, remote string }
 
+// remoteBinaries lists the etcd binaries installed on every member: those of spec.etcd.binaries, or
+// the three of the release tarball for a download install.
+func (b *Bootstrapper) remoteBinaries() []string {
+	var out []string
+	if b.downloadInstall() {
+		for _, n := range etcdBinaryNames {
+			out = append(out, filepath.Join(etcd.RemoteBinDir, n))
+		}
+		return out
+	}
+	for _, bin := range b.binaries() {
+		out = append(out, bin.remote)
+	}
+	return out
+}
+
+// binaries are the local binaries uploaded to every member (none for a download install).
 func (b *Bootstrapper) binaries() []binary {
+	if b.downloadInstall() {
+		return nil
+	}
 	bins := b.spec.Spec.Etcd.Binaries
 	var out []binary
 	for _, x := range []struct{ local, name string }{{bins.Etcd, "etcd"}, {bins.Etcdctl, "etcdctl"}, {bins.Etcdutl, "etcdutl"}} {
@@ -187,7 +205,7 @@ func (b *Bootstrapper) desiredFiles(m member, rec *state.Member) ([]desiredFile,
 		data, err := os.ReadFile(c.local)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && b.opt.DryRun:
-			f.Note = "to be created"
+			f.Sum, f.Note = b.recoveredFile(m, c.remote)
 		case err != nil:
 			return nil, fmt.Errorf("reading %s: %w", c.local, err)
 		default:

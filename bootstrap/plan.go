@@ -175,26 +175,26 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 		known := b.st.Members[m.Name] != nil && b.st.Members[m.Name].ID != "" // a member before this run
 		rec := b.memberRecord(m)
 		if rec.PeerURL != m.peerURL {
-			if b.st.ClusterID != "" || b.live != nil {
+			if b.formed() || b.live != nil {
 				errs = multierror.Append(errs, &PeerURLChangedError{Host: m.Name, ID: orDash(rec.ID), Old: rec.PeerURL, New: m.peerURL})
 				continue
 			}
 			rec.PeerURL, rec.ClientURL = m.peerURL, m.clientURL
 		}
-		if b.st.ClusterID == "" && b.live == nil && rec.InitialClusterState == "new" {
+		if !b.formed() && b.live == nil && rec.InitialClusterState == "new" {
 			// The cluster never formed: the founding flags follow the spec (hosts or ports may have
 			// been corrected since an earlier, failed run).
 			rec.InitialCluster = b.foundingCluster()
 		}
 		lm := b.live.byPeerURL(m.peerURL)
 		switch {
-		case b.live == nil && b.st.ClusterID != "" && !hasData && known:
+		case b.live == nil && b.formed() && !hasData && known:
 			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: orDash(rec.ID), DataDir: b.spec.Spec.Etcd.DataDir})
 			continue
-		case b.live == nil && b.st.ClusterID != "" && !hasData:
+		case b.live == nil && b.formed() && !hasData:
 			errs = multierror.Append(errs, fmt.Errorf("%s: is a new member for cluster %s, but no quorum answers at %s: a member can only "+
 				"join a running cluster; bring the existing members back first (hactl status), then re-run",
-				m.Name, b.st.ClusterID, strings.Join(b.knownClientURLs(), ",")))
+				m.Name, orDash(b.st.ClusterID), strings.Join(b.knownClientURLs(), ",")))
 			continue
 		case b.live == nil && !hasData:
 			p.action = ActionCreate
@@ -257,9 +257,11 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 				p.upload = append(p.upload, df)
 			}
 		}
-		restartWorthy := false
+		p.download = b.needsDownload(f)
+		restartWorthy := p.download
 		for _, df := range p.upload {
-			if df.Path != remoteMarker {
+			// etcd reads neither the marker nor the CA key (kept on members for recovery only).
+			if df.Path != remoteMarker && df.Path != filepath.Join(remotePKIDir, "ca.key") {
 				restartWorthy = true
 			}
 		}
@@ -325,6 +327,11 @@ func (b *Bootstrapper) printPlan() {
 	for _, m := range b.members {
 		p := b.plans[m.Name]
 		what := "-"
+		var parts []string
+		if p.download {
+			d := b.spec.Spec.Etcd.Download
+			parts = append(parts, fmt.Sprintf("download %s (sha256 %s)", d.URL, shortSum(strings.ToLower(d.SHA256))))
+		}
 		if len(p.upload) > 0 {
 			byNote := map[string][]string{}
 			var notes []string
@@ -334,10 +341,11 @@ func (b *Bootstrapper) printPlan() {
 				}
 				byNote[f.Note] = append(byNote[f.Note], filepath.Base(f.Path))
 			}
-			var parts []string
 			for _, n := range notes {
 				parts = append(parts, n+": "+strings.Join(byNote[n], " "))
 			}
+		}
+		if len(parts) > 0 {
 			what = strings.Join(parts, "; ")
 		}
 		restart := "no"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/provision"
 )
@@ -47,20 +48,19 @@ func (e *PreflightError) Error() string {
 // preflight connects to every member (one SSH connection each, kept for the whole run) and gathers
 // facts with a single read-only command, then checks them.
 func (b *Bootstrapper) preflight(ctx context.Context) error {
-	cfg := provision.Config{
-		User:              b.spec.Spec.SSH.User,
-		IdentityFile:      b.spec.Spec.SSH.IdentityFile,
-		KnownHostsFile:    b.spec.Spec.SSH.KnownHostsFile,
-		AcceptNewHostKeys: b.opt.AcceptNewHostKeys,
-		ConnectTimeout:    b.spec.Spec.SSH.ConnectTimeout.Duration,
-	}
-	wantArch, err := binaryArch(b.spec.Spec.Etcd.Binaries.Etcd)
-	if err != nil {
-		return err
+	cfg := sshConfig(b.spec, b.opt.AcceptNewHostKeys)
+	// A download install has no local binary to read the architecture from: the host's architecture
+	// is reported and the tarball URL must name it (checked when it does, see urlArch).
+	wantArch := ""
+	if !b.downloadInstall() {
+		var err error
+		if wantArch, err = binaryArch(b.spec.Spec.Etcd.Binaries.Etcd); err != nil {
+			return err
+		}
 	}
 	paths := b.remotePaths()
 	return b.forEach(ctx, func(ctx context.Context, m member) error {
-		c, err := provision.Dial(ctx, provision.Target{Name: m.Name, Address: m.Address.String(), Port: m.host.Port}, cfg)
+		c, err := provision.Dial(ctx, target(m.host, m.Address.String()), cfg)
 		if err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func (b *Bootstrapper) preflight(ctx context.Context) error {
 		sctx, cancel := b.stepCtx(ctx)
 		defer cancel()
 		sent := time.Now()
-		res, err := b.run(sctx, m.Name, "preflight/facts", factsScript(b.spec.Spec.Etcd.DataDir, paths))
+		res, err := b.run(sctx, m.Name, "preflight/facts", factsScript(b.spec.Spec.Etcd.DataDir, paths, readPaths))
 		received := time.Now()
 		if err != nil {
 			return err
@@ -82,10 +82,46 @@ func (b *Bootstrapper) preflight(ctx context.Context) error {
 		b.mu.Lock()
 		b.facts[m.Name] = f
 		b.mu.Unlock()
-		b.p.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s ±%s",
-			f.OSPretty, f.Arch, orDash(f.EtcdActive), f.Data, f.ClockOffset.Round(time.Millisecond), f.ClockError.Round(time.Millisecond))
+		b.p.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s ±%s (%s), %s",
+			f.OSPretty, f.Arch, orDash(f.EtcdActive), f.Data, f.ClockOffset.Round(time.Millisecond), f.ClockError.Round(time.Millisecond),
+			f.timeSyncSummary(), f.fsyncSummary())
+		b.warnings(m, f)
 		return b.check(m, f, wantArch)
 	})
+}
+
+// sshConfig is the SSH client configuration of every command that reaches the hosts (bootstrap,
+// plan, pki check).
+func sshConfig(c *v1alpha1.Cluster, acceptNewHostKeys bool) provision.Config {
+	return provision.Config{
+		User:              c.Spec.SSH.User,
+		IdentityFile:      c.Spec.SSH.IdentityFile,
+		KnownHostsFile:    c.Spec.SSH.KnownHostsFile,
+		AcceptNewHostKeys: acceptNewHostKeys,
+		ConnectTimeout:    c.Spec.SSH.ConnectTimeout.Duration,
+	}
+}
+
+// target is the SSH target of host h at address addr.
+func target(h v1alpha1.Host, addr string) provision.Target {
+	return provision.Target{Name: h.Name, Address: addr, Port: h.Port}
+}
+
+// warnings reports what is worth knowing but does not stop a bootstrap: no time synchronisation,
+// a slow disk for etcd's WAL.
+func (b *Bootstrapper) warnings(m member, f *Facts) {
+	switch {
+	case f.TimeSync == "":
+		b.p.Warnf("%s: no time sync service is active (looked for %s): clocks drift; install and enable chrony or systemd-timesyncd",
+			m.Name, strings.Join(TimeSyncServices, ", "))
+	case f.NTPSynchronized == "no":
+		b.p.Warnf("%s: %s is active but the clock is not synchronised yet (timedatectl: NTPSynchronized=no)", m.Name, f.TimeSync)
+	}
+	if f.Fsync.Samples > 0 && f.Fsync.P99 > MaxFsyncP99 {
+		b.p.Warnf("%s: fsync p99 is %.1f ms on the filesystem of %s (%d writes of %d bytes with fdatasync): etcd needs its WAL fsync "+
+			"p99 under %s or members miss heartbeats and elections follow under load; put the data dir on a faster disk (SSD)",
+			m.Name, float64(f.Fsync.P99)/float64(time.Millisecond), f.Fsync.Dir, f.Fsync.Samples, fsyncBlockSize, MaxFsyncP99)
+	}
 }
 
 func orDash(s string) string {
@@ -115,6 +151,12 @@ func (b *Bootstrapper) check(m member, f *Facts, wantArch string) error {
 	}
 	if wantArch != "" && f.Arch != wantArch {
 		fail(CheckArch, "host is %s but %s is built for %s: use binaries for the host's architecture", f.Arch, b.spec.Spec.Etcd.Binaries.Etcd, wantArch)
+	}
+	if d := b.spec.Spec.Etcd.Download; d != nil {
+		if ua := urlArch(d.URL); ua != "" && f.Arch != ua {
+			fail(CheckArch, "host is %s but spec.etcd.download.url names a %s tarball (%s): use the tarball for the host's architecture",
+				f.Arch, ua, d.URL)
+		}
 	}
 	if !f.Systemd {
 		fail(CheckSystemd, "systemd is not running as init (/run/systemd/system is missing): etcd is installed as a systemd service")

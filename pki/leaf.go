@@ -241,6 +241,11 @@ func (ca *CA) usable(crtPath, keyPath string, p leafProfile, now time.Time) erro
 	if !keyMatches(cert, key) {
 		return errors.New("key does not match certificate")
 	}
+	return ca.certUsable(cert, p, now)
+}
+
+// certUsable is usable without the key.
+func (ca *CA) certUsable(cert *x509.Certificate, p leafProfile, now time.Time) error {
 	if err := ca.verify(cert, p.usages, now); err != nil {
 		return err
 	}

@@ -252,11 +252,22 @@ func ReadKey(path string) (crypto.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read key: %w", err)
 	}
+	s, err := parseKeyPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// parseKeyPEM parses the first PEM block of data as a private key (see ReadKey). Errors never
+// quote the key material.
+func parseKeyPEM(data []byte) (crypto.Signer, error) {
 	b, _ := pem.Decode(data)
 	if b == nil {
-		return nil, fmt.Errorf("%s: no PEM block found", path)
+		return nil, errors.New("no PEM block found")
 	}
 	var key any
+	var err error
 	switch b.Type {
 	case "EC PRIVATE KEY":
 		key, err = x509.ParseECPrivateKey(b.Bytes)
@@ -265,14 +276,14 @@ func ReadKey(path string) (crypto.Signer, error) {
 	case "RSA PRIVATE KEY":
 		key, err = x509.ParsePKCS1PrivateKey(b.Bytes)
 	default:
-		return nil, fmt.Errorf("%s: unsupported PEM block %q", path, b.Type)
+		return nil, fmt.Errorf("unsupported PEM block %q", b.Type)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: parse key: %w", path, err)
+		return nil, fmt.Errorf("parse key: %w", err)
 	}
 	s, ok := key.(crypto.Signer)
 	if !ok {
-		return nil, fmt.Errorf("%s: key type %T cannot sign", path, key)
+		return nil, fmt.Errorf("key type %T cannot sign", key)
 	}
 	return s, nil
 }

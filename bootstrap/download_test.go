@@ -1,0 +1,247 @@
+package bootstrap
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hactl/hactl/provision"
+)
+
+// releaseTarball builds an etcd release tarball whose binaries are shell scripts; etcd reports
+// version. dir is the tarball's top-level directory ("" = binaries at the top).
+func releaseTarball(t *testing.T, dir, version string, names ...string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	if dir != "" {
+		tw.WriteHeader(&tar.Header{Name: dir + "/", Typeflag: tar.TypeDir, Mode: 0o755})
+	}
+	for _, n := range names {
+		body := "#!/bin/sh\necho " + n + "\n"
+		if n == "etcd" {
+			body = "#!/bin/sh\necho 'etcd Version: " + version + "'\necho 'Git SHA: test'\n"
+		}
+		name := n
+		if dir != "" {
+			name = dir + "/" + n
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg, Uid: 1234, Gid: 1234}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	tw.WriteHeader(&tar.Header{Name: "README.md", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
+	tw.Write([]byte("hi"))
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// toolPath returns a directory holding symlinks to the named programs only (a PATH without curl or
+// wget, say).
+func toolPath(t *testing.T, tools ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, tool := range tools {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+		if err := os.Symlink(p, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var baseTools = []string{"sh", "mkdir", "chmod", "mktemp", "sha256sum", "cut", "tar", "gzip", "sed", "head", "basename", "dirname", "cp", "mv", "rm", "uname", "cat"}
+
+// listFiles lists every file under dir (relative paths), for "nothing changed" checks.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestDownloadScript runs the real install command with the local /bin/sh against an HTTP server:
+// the sha256 is checked before anything is extracted or installed, and a success installs the three
+// binaries atomically and records the release.
+func TestDownloadScript(t *testing.T) {
+	good := releaseTarball(t, "etcd-v3.6.16-linux-amd64", "3.6.16", "etcd", "etcdctl", "etcdutl")
+	flat := releaseTarball(t, "", "3.6.16", "etcd", "etcdctl", "etcdutl")
+	noUtl := releaseTarball(t, "etcd-v3.6.16-linux-amd64", "3.6.16", "etcd", "etcdctl")
+	older := releaseTarball(t, "etcd-v3.6.15-linux-amd64", "3.6.15", "etcd", "etcdctl", "etcdutl")
+	files := map[string][]byte{"/good.tar.gz": good, "/flat.tar.gz": flat, "/noutl.tar.gz": noUtl, "/older.tar.gz": older}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b, ok := files[r.URL.Path]; ok {
+			w.Write(b)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+
+	for _, tc := range []struct {
+		name     string
+		url, sha string
+		tools    []string // PATH: baseTools plus these ("" = the normal PATH)
+		wantExit int      // 0 = success
+		wantOut  string   // in stdout
+		wantErr  string   // in stderr
+	}{
+		{name: "curl", url: "/good.tar.gz", sha: sha256Hex(good)},
+		{name: "binaries at the tarball's top", url: "/flat.tar.gz", sha: sha256Hex(flat)},
+		{name: "wget when curl is missing", url: "/good.tar.gz", sha: sha256Hex(good), tools: []string{"wget"}},
+		{name: "upper-case sha256 accepted", url: "/good.tar.gz", sha: strings.ToUpper(sha256Hex(good))},
+		{name: "wrong sha256: refused before extracting", url: "/good.tar.gz", sha: strings.Repeat("ab", 32),
+			wantExit: exitChecksum, wantOut: "sha256=" + sha256Hex(good)},
+		{name: "neither curl nor wget", url: "/good.tar.gz", sha: sha256Hex(good), tools: []string{"true"},
+			wantExit: exitNoDownloader, wantErr: "neither curl nor wget"},
+		{name: "a binary missing from the tarball", url: "/noutl.tar.gz", sha: sha256Hex(noUtl),
+			wantExit: exitMissingBinary, wantErr: "holds no etcdutl"},
+		{name: "another etcd version", url: "/older.tar.gz", sha: sha256Hex(older),
+			wantExit: exitVersionMissing, wantErr: "holds etcd 3.6.15, not 3.6.16"},
+		{name: "HTTP 404", url: "/missing.tar.gz", sha: sha256Hex(good), wantExit: 22},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			p := downloadParams{URL: srv.URL + tc.url, SHA256: tc.sha, Version: "v3.6.16",
+				CacheDir: filepath.Join(root, "var/cache/hactl"), BinDir: filepath.Join(root, "usr/local/bin"),
+				ReleaseFile: filepath.Join(root, "etc/hactl/etcd-release.sha256")}
+			cmd := exec.Command("/bin/sh", "-c", downloadScript(p))
+			if tc.tools != nil {
+				cmd.Env = []string{"PATH=" + toolPath(t, append(baseTools, tc.tools...)...)}
+			}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			exit := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				exit = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if exit != tc.wantExit || !strings.Contains(stdout.String(), tc.wantOut) || !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Fatalf("exit %d stdout %q stderr %q; want exit %d, stdout with %q, stderr with %q",
+					exit, stdout.String(), stderr.String(), tc.wantExit, tc.wantOut, tc.wantErr)
+			}
+			if fi, err := os.Stat(p.CacheDir); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("cache dir: %v %v, want mode 0700", fi, err)
+			}
+			if left := listFiles(t, p.CacheDir); len(left) != 0 {
+				t.Errorf("temp files left in the cache dir: %v", left)
+			}
+			if tc.wantExit != 0 {
+				if left := append(listFiles(t, filepath.Join(root, "usr")), listFiles(t, filepath.Join(root, "etc"))...); len(left) != 0 {
+					t.Errorf("a refused install changed the host: %v", left)
+				}
+				return
+			}
+			if left := listFiles(t, p.BinDir); strings.Join(left, " ") != "etcd etcdctl etcdutl" {
+				t.Errorf("bin dir holds %v, want exactly the three binaries (no temp files)", left)
+			}
+			raw, err := os.ReadFile(p.ReleaseFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := parseRelease(strings.Split(strings.TrimSpace(string(raw)), "\n"))
+			if rel.Tarball != strings.ToLower(tc.sha) || len(rel.Binaries) != 3 {
+				t.Fatalf("release record %q parsed as %+v", raw, rel)
+			}
+			for _, n := range etcdBinaryNames {
+				bp := filepath.Join(p.BinDir, n)
+				fi, err := os.Stat(bp)
+				if err != nil || fi.Mode().Perm() != 0o755 {
+					t.Errorf("%s: %v mode %v, want 0755", n, err, fi.Mode())
+				}
+				content, _ := os.ReadFile(bp)
+				if rel.Binaries[bp] != sha256Hex(content) {
+					t.Errorf("%s: recorded sum %s, file sum %s", n, rel.Binaries[bp], sha256Hex(content))
+				}
+			}
+		})
+	}
+}
+
+// TestDownloadFailure: the script's exit codes become typed errors naming host, URL and both sums.
+func TestDownloadFailure(t *testing.T) {
+	const url = "http://mirror.example/etcd.tar.gz"
+	want, got := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
+	for _, tc := range []struct {
+		name   string
+		exit   int
+		stdout string
+		stderr string
+		check  func(t *testing.T, err error)
+	}{
+		{"checksum", exitChecksum, "sha256=" + got + "\n", "the tarball's sha256 is ...", func(t *testing.T, err error) {
+			var ce *DownloadChecksumError
+			if !errors.As(err, &ce) || *ce != (DownloadChecksumError{Host: "cp-a", URL: url, Want: want, Got: got}) {
+				t.Fatalf("err = %#v", err)
+			}
+			for _, s := range []string{"cp-a", url, want, got, "nothing was installed"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%q lacks %q", err, s)
+				}
+			}
+		}},
+		{"no downloader", exitNoDownloader, "", "neither curl nor wget is installed on this host", func(t *testing.T, err error) {
+			var de *DownloadError
+			if !errors.As(err, &de) || !strings.Contains(err.Error(), "neither curl nor wget") {
+				t.Fatalf("err = %v", err)
+			}
+			var ce *provision.CommandError
+			if !errors.As(err, &ce) {
+				t.Error("the command error (with stderr) is not wrapped")
+			}
+		}},
+		{"curl failed", 22, "", "curl: (22) The requested URL returned error: 404", func(t *testing.T, err error) {
+			if !strings.Contains(err.Error(), "exit 22") || !strings.Contains(err.Error(), "404") {
+				t.Fatalf("err = %v", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ce := &provision.CommandError{Host: "cp-a", Step: "etcd/install", ExitCode: tc.exit, Stderr: tc.stderr}
+			tc.check(t, downloadFailure("cp-a", url, strings.ToUpper(want), provision.Result{Stdout: []byte(tc.stdout), ExitCode: tc.exit}, ce))
+		})
+	}
+}
+
+func TestURLArch(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz": "x86_64",
+		"http://mirror.internal/etcd/etcd-v3.6.16-linux-arm64.tar.gz?x=1":                          "aarch64",
+		"http://mirror.internal/etcd.tar.gz":                                                        "",
+		"http://mirror.internal/amd64/etcd.tar.gz":                                                  "",
+	} {
+		if got := urlArch(u); got != want {
+			t.Errorf("urlArch(%s) = %q, want %q", u, got, want)
+		}
+	}
+}
