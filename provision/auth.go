@@ -119,12 +119,12 @@ const noPassphraseHint = "set spec.ssh.passphraseEnv to the name of an environme
 // decrypted lazily, at most once.
 type keySource struct {
 	file       string
-	pub        ssh.PublicKey // nil for a legacy encrypted PEM key without .pub, until decrypted
 	encrypted  bool
-	pem        []byte // kept for decryption
 	passphrase func(string) ([]byte, error)
 
 	mu     sync.Mutex
+	pem    []byte        // kept for decryption
+	pub    ssh.PublicKey // nil for a legacy encrypted PEM key without .pub, until decrypted
 	signer ssh.Signer
 	err    error // decryption error, cached: the passphrase is asked once
 }
@@ -196,27 +196,28 @@ func (k *keySource) load() (ssh.Signer, error) {
 	return k.signer, k.err
 }
 
-// state returns the decryption state without triggering it.
-func (k *keySource) state() (ssh.Signer, error) {
+// state returns the public key and decryption state without triggering a
+// decryption.
+func (k *keySource) state() (ssh.PublicKey, ssh.Signer, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.signer, k.err
+	return k.pub, k.signer, k.err
 }
 
 // attempt describes k for an AuthError.
 func (k *keySource) attempt(dup bool) AuthAttempt {
 	a := AuthAttempt{Source: k.file}
-	signer, err := k.state()
+	pub, signer, err := k.state()
 	switch {
 	case err != nil:
 		a.Detail, a.Err = "encrypted: "+err.Error(), &keyError{k.file, err}
 	case k.encrypted && signer == nil && k.passphrase == nil:
 		a.Detail = "encrypted, no passphrase: " + noPassphraseHint
 		a.Err = &keyError{k.file, ErrNoPassphrase}
-	case k.pub == nil:
+	case pub == nil:
 		a.Detail = "encrypted, not decrypted"
 	default:
-		a.Detail = describeKey(k.pub)
+		a.Detail = describeKey(pub)
 		if k.encrypted {
 			a.Detail = "encrypted " + a.Detail
 		}
@@ -229,9 +230,12 @@ func (k *keySource) attempt(dup bool) AuthAttempt {
 
 // lazySigner signs with a keySource, decrypting it only when the server has
 // accepted its public key (as OpenSSH asks for a passphrase).
-type lazySigner struct{ k *keySource }
+type lazySigner struct {
+	k   *keySource
+	pub ssh.PublicKey
+}
 
-func (s lazySigner) PublicKey() ssh.PublicKey { return s.k.pub }
+func (s lazySigner) PublicKey() ssh.PublicKey { return s.pub }
 
 func (s lazySigner) Sign(rand io.Reader, data []byte) (*ssh.Signature, error) {
 	return s.SignWithAlgorithm(rand, data, "")
@@ -354,19 +358,19 @@ func (a *auth) method(bastion bool) ssh.AuthMethod {
 			if k.encrypted && k.passphrase == nil {
 				continue
 			}
-			if k.pub == nil {
+			pub, _, err := k.state()
+			if pub == nil && err == nil {
 				// Legacy encrypted PEM without .pub: decrypt now to
 				// learn the public key.
-				if _, err := k.load(); err != nil {
-					continue
-				}
+				_, err = k.load()
+				pub, _, _ = k.state()
 			}
-			if _, err := k.state(); err != nil {
+			if err != nil {
 				continue
 			}
-			if id := string(k.pub.Marshal()); !seen[id] {
+			if id := string(pub.Marshal()); !seen[id] {
 				seen[id] = true
-				signers = append(signers, lazySigner{k})
+				signers = append(signers, lazySigner{k, pub})
 			}
 		}
 		return signers, nil
@@ -397,7 +401,8 @@ func (a *auth) attempts(bastion bool) []AuthAttempt {
 		out = append(out, AuthAttempt{Source: "agent", Detail: detail})
 	}
 	for _, k := range a.sources(bastion) {
-		dup := k.pub != nil && seen[string(k.pub.Marshal())]
+		pub, _, _ := k.state()
+		dup := pub != nil && seen[string(pub.Marshal())]
 		out = append(out, k.attempt(dup))
 	}
 	return out

@@ -210,7 +210,12 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 			return nil, fail("%w", err)
 		}
 		dialNet = func(ctx context.Context) (net.Conn, error) {
-			return bc.DialContext(ctx, "tcp", hostPort)
+			nc, err := bc.DialContext(ctx, "tcp", hostPort)
+			var oe *ssh.OpenChannelError
+			if errors.As(err, &oe) {
+				return nil, fmt.Errorf("the bastion refused to open a connection to %s (is TCP forwarding allowed for its user?): %w", hostPort, err)
+			}
+			return nc, err
 		}
 	}
 

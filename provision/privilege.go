@@ -125,8 +125,7 @@ if [ -z "$s" ]; then s=$(command -v sftp-server 2>/dev/null) || s=; fi
 echo "sftp=$s"
 if [ "$u" = 0 ]; then exit 0; fi
 if ! command -v sudo >/dev/null 2>&1; then echo sudo=missing; exit 0; fi
-if e=$(` + commandLine(PrivilegeSudo, "true") + ` 2>&1 </dev/null); then echo sudo=nopasswd; exit 0; fi
-printf '%s\n' "$e" >&2
+if ` + commandLine(PrivilegeSudo, "true") + ` >/dev/null 2>&1 </dev/null; then echo sudo=nopasswd; exit 0; fi
 echo sudo=password
 if ` + commandLine(PrivilegeSudoPassword, "true") + ` >/dev/null; then echo auth=ok; else echo auth=failed; fi
 `
