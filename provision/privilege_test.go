@@ -251,3 +251,23 @@ func TestUploadWithoutSFTPServer(t *testing.T) {
 		t.Errorf("err = %v, want ErrNoSFTPServer", err)
 	}
 }
+
+func TestPrivilegeProbeTimeout(t *testing.T) {
+	fake := sshtest.NewFakeUser(t, sshtest.SudoNoPassword, "")
+	if err := os.WriteFile(filepath.Join(fake.Dir, "id"), []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, sshtest.WithEnv(fake.Env...))
+	e.trust()
+	cfg := e.sudoConfig(nil)
+	cfg.ConnectTimeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err := provision.Dial(context.Background(), e.target(), cfg)
+	var ce *provision.CommandError
+	if !errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "privilege probe timed out") {
+		t.Errorf("err = %v, want the probe's timeout", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
