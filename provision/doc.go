@@ -18,7 +18,7 @@
 // that password), and finds the host's sftp-server. All remote commands, and
 // the SFTP server used for uploads, then go through one private function that
 // builds the command line: `env LC_ALL=C /bin/sh -c '<command>'`, run as is
-// for root and through `sudo -n --` or `sudo -k -S -p '' --` otherwise. A sudo
+// for root and through `sudo -n --` or `sudo -k -S -p ” --` otherwise. A sudo
 // password only ever travels as the first line of the command's standard
 // input: never on a command line, and it is scrubbed from stderr and errors.
 package provision
