@@ -17,8 +17,13 @@
 // user is root, has passwordless sudo, or needs a sudo password (and checks
 // that password), and finds the host's sftp-server. All remote commands, and
 // the SFTP server used for uploads, then go through one private function that
-// builds the command line: `env LC_ALL=C /bin/sh -c '<command>'`, run as is
-// for root and through `sudo -n --` or `sudo -k -S -p ” --` otherwise. A sudo
-// password only ever travels as the first line of the command's standard
-// input: never on a command line, and it is scrubbed from stderr and errors.
+// builds the command line, run as is for root and through sudo otherwise:
+//
+//	env LC_ALL=C /bin/sh -c '<command>'
+//	sudo -n -- env LC_ALL=C /bin/sh -c '<command>'
+//	sudo -k -S -p '' -- env LC_ALL=C /bin/sh -c '<command>'
+//
+// A sudo password only ever travels as the first line of the command's
+// standard input: never on a command line, and it is scrubbed from stderr
+// and errors.
 package provision
