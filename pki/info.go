@@ -61,7 +61,26 @@ func extKeyUsageName(u x509.ExtKeyUsage) string {
 // ListCerts returns every current certificate (*.crt) under dir, recursively, in lexical path order.
 // Files renamed aside (*.old) and temp files are skipped. A file that cannot be parsed is an error.
 func ListCerts(dir string) ([]CertInfo, error) {
-	var out []CertInfo
+	certs, err := LoadCerts(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CertInfo, len(certs))
+	for i, c := range certs {
+		out[i] = NewCertInfo(c.Path, c.Cert)
+	}
+	return out, nil
+}
+
+// LoadedCert is a certificate file read by LoadCerts.
+type LoadedCert struct {
+	Path string // relative to the directory given to LoadCerts, with forward slashes
+	Cert *x509.Certificate
+}
+
+// LoadCerts reads every current certificate (*.crt) under dir as ListCerts lists them.
+func LoadCerts(dir string) ([]LoadedCert, error) {
+	var out []LoadedCert
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -77,7 +96,7 @@ func ListCerts(dir string) ([]CertInfo, error) {
 		if err != nil {
 			return err
 		}
-		out = append(out, NewCertInfo(filepath.ToSlash(rel), cert))
+		out = append(out, LoadedCert{Path: filepath.ToSlash(rel), Cert: cert})
 		return nil
 	})
 	if err != nil {

@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/pki"
 )
 
 func runCmd(t *testing.T, args ...string) (string, string, int) {
@@ -163,5 +166,48 @@ func TestStatusNamesUnreachableHosts(t *testing.T) {
 	f := strings.Fields(row)
 	if len(f) < 7 || f[0] != "cp-a" || f[2] != "az-a" || f[5] != "UNREACHABLE" || f[6] != "-" {
 		t.Errorf("row for the unreachable member = %q; want cp-a, zone az-a, UNREACHABLE, latency -", row)
+	}
+}
+
+func TestPKICheckUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pki", "check", "-o", "yaml"}, `--output "yaml"`},
+		{[]string{"pki", "check", "extra"}, "unknown command"},
+		{[]string{"pki", "nosuch"}, "unknown command"},
+	} {
+		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q; want 2 saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestPrintPKIReport(t *testing.T) {
+	now := time.Now().UTC()
+	cert := func(path, subject string, days int, signed bool, problems ...string) bootstrap.CertCheck {
+		return bootstrap.CertCheck{CertInfo: pki.CertInfo{Path: path, Subject: subject, DNSNames: []string{"cp-a"}, IPAddresses: []string{"10.0.0.1"},
+			NotAfter: now.Add(time.Duration(days) * 24 * time.Hour)}, DaysLeft: days, SignedByCA: signed, Problems: problems}
+	}
+	rep := &bootstrap.PKIReport{
+		Cluster: "prod", WarnDays: 30,
+		CA: bootstrap.CertCheck{CertInfo: pki.CertInfo{Subject: "CN=etcd-ca", NotAfter: now}, Fingerprint: "SHA256:abcd"},
+		Hosts: []bootstrap.HostCerts{
+			{Host: "cp-a", Certificates: []bootstrap.CertCheck{cert("/etc/etcd/pki/server.crt", "CN=cp-a", 12, true, "expires in 12 days")}},
+			{Host: "cp-b", Error: "host cp-b: connect: connection refused"},
+		},
+		Local:    []bootstrap.CertCheck{cert("ca.crt", "CN=etcd-ca", 3650, true)},
+		Problems: []string{"cp-a:/etc/etcd/pki/server.crt: expires in 12 days"},
+	}
+	var b bytes.Buffer
+	printPKIReport(&b, rep)
+	out := b.String()
+	for _, s := range []string{"CA CN=etcd-ca SHA256:abcd", "cp-a   /etc/etcd/pki/server.crt  CN=cp-a ", "DNS:cp-a,IP:10.0.0.1", "12d", "UNREACHABLE",
+		"cp-b: host cp-b: connect: connection refused", "local  ca.crt   ", "PROBLEMS:\n  cp-a:/etc/etcd/pki/server.crt: expires in 12 days"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
 	}
 }

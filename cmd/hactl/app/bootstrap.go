@@ -46,11 +46,15 @@ func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
 		Long: `Bootstrap runs these phases in order:
 
   preflight     SSH to every host (host keys verified), gather facts with one command, check root,
-                OS/arch, systemd, free ports, data dir, clock skew and free disk
-  pki           create or load the etcd CA and certificates in the state dir; check SANs
+                OS/arch, systemd, free ports, data dir, clock skew and free disk; report time sync
+                (chrony, timesyncd, ...) and the data dir's fsync p50/p99 (warning above 10 ms)
+  pki           create or load the etcd CA and certificates in the state dir; check SANs. When the
+                hosts carry the cluster but the state dir is gone, recover it from the members
+                (same CA, token, unit flags and member certificates; never a second CA)
   detect        ask the members whether a cluster is already running
   plan          decide per host: create, resume, join, update, start or unchanged; refuse unsafe cases
-  etcd/install  upload changed binaries, certificates and the systemd unit atomically
+  etcd/install  download the etcd release tarball on each host (spec.etcd.download: sha256 checked
+                first) or upload the local binaries, then certificates and the systemd unit, atomically
   etcd/start    start new members together; restart changed members one at a time; join new ones as learners
   etcd/wait     wait for every member, check quorum with a write and a linearizable read
 

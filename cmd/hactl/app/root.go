@@ -80,7 +80,8 @@ installs it as systemd services, and keeps it converged: re-running changes noth
   hactl init -f cluster.yaml         write a commented example spec
   hactl plan -f cluster.yaml         show what bootstrap would change
   hactl bootstrap -f cluster.yaml    converge the hosts into a healthy cluster
-  hactl status -f cluster.yaml       members, leader, raft, DB size, alarms, health, certificates`,
+  hactl status -f cluster.yaml       members, leader, raft, DB size, alarms, health, certificates
+  hactl pki check -f cluster.yaml    every certificate on every host and in the state dir: SANs, expiry, issuer`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          usageArgs(cobra.NoArgs),
@@ -101,6 +102,7 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 		newPlanCommand(s, g),
 		newBootstrapCommand(s, g),
 		newStatusCommand(s, g),
+		newPKICommand(s, g),
 	)
 	usageCompletion(root)
 	return root

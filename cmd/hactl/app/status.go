@@ -119,7 +119,8 @@ func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster, timeout time.Duratio
 	}
 	certs, err := pki.ListCerts(pkiDir)
 	if err != nil {
-		return nil, fmt.Errorf("reading the state dir's certificates (has 'hactl bootstrap' run with spec.stateDir %s?): %w", c.Spec.StateDir, err)
+		return nil, fmt.Errorf("reading the state dir's certificates (has 'hactl bootstrap' run with spec.stateDir %s? On a running "+
+			"cluster whose state dir was lost, 'hactl bootstrap' recovers it from the members): %w", c.Spec.StateDir, err)
 	}
 	rep.LocalCertificates = certs
 	st, err := etcd.StatusWithTimeout(cmd.Context(), etcd.ClientURLs(members), files, timeout, timeout)

@@ -1,0 +1,150 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hactl/hactl/pki"
+)
+
+// testPKI is a state dir's PKI with one member's certificates, plus a foreign CA.
+func testPKI(t *testing.T) (dir string, ca, member, foreign *pki.CA) {
+	t.Helper()
+	dir = t.TempDir()
+	ca, _, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.EnsureMember(dir, "cp-a", []netip.Addr{netip.MustParseAddr("10.0.0.1")}); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pki.ReadCert(pki.CertPath(pki.MemberDir(dir, "cp-a"), "server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, _, err = pki.LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, ca, &pki.CA{Cert: cert}, foreign
+}
+
+func TestCheckCert(t *testing.T) {
+	_, ca, member, foreign := testPKI(t)
+	now := time.Now()
+	for _, tc := range []struct {
+		name     string
+		c        *pki.CA
+		now      time.Time
+		signed   bool
+		problems []string
+	}{
+		{"member certificate", member, now, true, nil},
+		{"the CA itself", ca, now, true, nil},
+		{"expires within 30 days", member, member.Cert.NotAfter.Add(-10 * 24 * time.Hour), true, []string{"expires in 10 days"}},
+		{"expired", member, member.Cert.NotAfter.Add(time.Hour), true, []string{"expired on"}},
+		{"another CA", foreign, now, false, []string{"not signed by the CA"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := checkCert("x.crt", tc.c.Cert, ca.Cert, tc.now)
+			if cc.SignedByCA != tc.signed || len(cc.Problems) != len(tc.problems) {
+				t.Fatalf("signed %v problems %q; want %v %q", cc.SignedByCA, cc.Problems, tc.signed, tc.problems)
+			}
+			for i, p := range tc.problems {
+				if !strings.Contains(cc.Problems[i], p) {
+					t.Errorf("problem %q lacks %q", cc.Problems[i], p)
+				}
+			}
+			if cc.Fingerprint != pki.Fingerprint(tc.c.Cert) {
+				t.Errorf("fingerprint %s", cc.Fingerprint)
+			}
+		})
+	}
+	cc := checkCert("x.crt", member.Cert, ca.Cert, now)
+	if got := strings.Join(cc.SANs(), ","); got != "DNS:cp-a,DNS:localhost,IP:10.0.0.1,IP:127.0.0.1,IP:::1" {
+		t.Errorf("SANs %s", got)
+	}
+}
+
+// TestHostCertsCommand runs the remote command locally: it reads certificates only (never keys, never
+// hidden upload temp files).
+func TestHostCertsCommand(t *testing.T) {
+	dir, _, _, _ := testPKI(t)
+	host := filepath.Join(t.TempDir(), "pki")
+	os.MkdirAll(host, 0o700)
+	crt, _ := os.ReadFile(pki.CertPath(pki.MemberDir(dir, "cp-a"), "server"))
+	key, _ := os.ReadFile(pki.KeyPath(pki.MemberDir(dir, "cp-a"), "server"))
+	os.WriteFile(filepath.Join(host, "server.crt"), crt, 0o644)
+	os.WriteFile(filepath.Join(host, "server.key"), key, 0o600)
+	os.WriteFile(filepath.Join(host, ".server.crt.hactl-tmp-0011"), crt, 0o600)
+	os.WriteFile(filepath.Join(host, "broken.crt"), []byte("nope"), 0o644)
+	out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand, remotePKIDir, host)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "server.key") || strings.Contains(string(out), "hactl-tmp") {
+		t.Fatalf("read more than certificates:\n%s", out)
+	}
+	certs := parseHostCerts(out)
+	if len(certs) != 2 || certs[0].path != filepath.Join(host, "broken.crt") || certs[0].err == nil ||
+		certs[1].path != filepath.Join(host, "server.crt") || certs[1].cert == nil {
+		t.Fatalf("certs %+v", certs)
+	}
+	// No /etc/etcd/pki at all: no output, no failure.
+	if out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand, remotePKIDir, filepath.Join(host, "none"))).Output(); err != nil || len(out) != 0 {
+		t.Errorf("missing dir: %q %v", out, err)
+	}
+}
+
+// TestCheckPKIWithoutHosts: no local CA is an error saying what to run; an unreachable host is
+// reported by name while the state dir's certificates are still checked.
+func TestCheckPKIWithoutHosts(t *testing.T) {
+	spec := planTestSpec(t, 3, filepath.Join(t.TempDir(), "state"))
+	if _, err := CheckPKI(context.Background(), PKICheckOptions{Cluster: spec}); !errors.As(err, new(*NoLocalCAError)) ||
+		!strings.Contains(err.Error(), "run 'hactl bootstrap' first") {
+		t.Fatalf("err = %v, want *NoLocalCAError", err)
+	}
+	f := newPlanFixture(t, 3, false) // creates the state dir's PKI
+	spec = f.b.spec
+	for i := range spec.Spec.Hosts {
+		spec.Spec.Hosts[i].Address = "127.0.0.1"
+		spec.Spec.Hosts[i].Port = 1 // nothing listens: connection refused
+	}
+	keyDir := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	blk, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Spec.SSH.IdentityFile = filepath.Join(keyDir, "id")
+	os.WriteFile(spec.Spec.SSH.IdentityFile, pem.EncodeToMemory(blk), 0o600)
+	spec.Spec.SSH.KnownHostsFile = filepath.Join(keyDir, "known_hosts")
+	spec.Spec.SSH.ConnectTimeout.Duration = 2 * time.Second
+	rep, err := CheckPKI(context.Background(), PKICheckOptions{Cluster: spec})
+	if err == nil || rep == nil {
+		t.Fatalf("rep %v err %v, want a report and an error", rep, err)
+	}
+	if rep.OK || len(rep.Hosts) != 3 || rep.Hosts[0].Error == "" || !strings.Contains(err.Error(), "cp-a") {
+		t.Errorf("report %+v err %v", rep.Hosts, err)
+	}
+	if len(rep.Local) != 9 || len(rep.Problems) != 0 { // ca, 3 x (server, peer), 2 clients
+		t.Errorf("local %d certificates, problems %q", len(rep.Local), rep.Problems)
+	}
+	for _, c := range rep.Local {
+		if !c.SignedByCA || c.DaysLeft < 300 {
+			t.Errorf("%s: %+v", c.Path, c)
+		}
+	}
+}

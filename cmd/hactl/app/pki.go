@@ -1,0 +1,128 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/ui"
+)
+
+type pkiCheckOptions struct {
+	output            string
+	acceptNewHostKeys bool
+}
+
+func newPKICommand(s Streams, g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pki",
+		Short: "Inspect the cluster's certificates",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(newPKICheckCommand(s, g))
+	return cmd
+}
+
+func newPKICheckCommand(s Streams, g *globalOptions) *cobra.Command {
+	o := &pkiCheckOptions{}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Show every certificate on every etcd host and in the state dir: SANs, expiry, issuer",
+		Long: fmt.Sprintf(`Connects to every etcd host over SSH (one command each) and reads every certificate under
+/etc/etcd/pki (certificates only, never keys), then lists per host and for the local state dir: file,
+subject, SANs, not-after, days left, and whether the state dir's CA issued it (fingerprints compared,
+signatures checked).
+
+Exit code 0 when every certificate is signed by the CA and none expires within %d days; 3 when one
+does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not be read.`, bootstrap.CertWarnDays),
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(o.output); err != nil {
+				return err
+			}
+			p := ui.New(s.Err, g.verbose, false)
+			c, err := loadSpec(g.file, p, false)
+			if err != nil {
+				return err
+			}
+			rep, err := bootstrap.CheckPKI(cmd.Context(), bootstrap.PKICheckOptions{
+				Cluster: c, AcceptNewHostKeys: o.acceptNewHostKeys, Printer: p,
+			})
+			if rep != nil {
+				if o.output == "json" {
+					enc := json.NewEncoder(s.Out)
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(rep); err != nil {
+						return err
+					}
+				} else {
+					printPKIReport(s.Out, rep)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if !rep.OK {
+				return &VerdictError{Err: fmt.Errorf("pki check of cluster %s: %d problem(s): %s", c.Metadata.Name, len(rep.Problems),
+					strings.Join(rep.Problems, "; "))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().BoolVar(&o.acceptNewHostKeys, "accept-new-host-keys", false, "append UNKNOWN SSH host keys to the known_hosts file (changed keys are always refused)")
+	return cmd
+}
+
+func printPKIReport(w io.Writer, rep *bootstrap.PKIReport) {
+	fmt.Fprintf(w, "cluster %s  CA %s %s (expires %s)\n\n", rep.Cluster, rep.CA.Subject, rep.CA.Fingerprint,
+		rep.CA.NotAfter.Format("2006-01-02"))
+	var rows [][]string
+	row := func(where string, c bootstrap.CertCheck) {
+		if c.Subject == "" { // unreadable file
+			rows = append(rows, []string{where, c.Path, "-", "-", "-", "-", "-", strings.Join(c.Problems, "; ")})
+			return
+		}
+		sans := dash(strings.Join(c.SANs(), ","))
+		ca := "yes"
+		if !c.SignedByCA {
+			ca = "NO"
+		}
+		rows = append(rows, []string{where, c.Path, c.Subject, sans, c.NotAfter.Format("2006-01-02"), fmt.Sprintf("%dd", c.DaysLeft), ca,
+			strings.Join(c.Problems, "; ")})
+	}
+	for _, h := range rep.Hosts {
+		if h.Error != "" {
+			rows = append(rows, []string{h.Host, "-", "-", "-", "-", "-", "-", "UNREACHABLE"})
+			continue
+		}
+		for _, c := range h.Certificates {
+			row(h.Host, c)
+		}
+	}
+	for _, c := range rep.Local {
+		row("local", c)
+	}
+	ui.Table(w, []string{"HOST", "FILE", "SUBJECT", "SANS", "NOT-AFTER", "LEFT", "SIGNED-BY-CA", "PROBLEM"}, rows)
+	sep := "\n"
+	for _, h := range rep.Hosts {
+		if h.Error != "" {
+			fmt.Fprintf(w, "%s%s: %s\n", sep, h.Host, h.Error)
+			sep = ""
+		}
+	}
+	if len(rep.Problems) > 0 {
+		fmt.Fprintf(w, "\nPROBLEMS:\n  %s\n", strings.Join(rep.Problems, "\n  "))
+		return
+	}
+	if rep.OK {
+		fmt.Fprintf(w, "\nok: every certificate is signed by the CA and none expires within %d days\n", rep.WarnDays)
+	}
+}
