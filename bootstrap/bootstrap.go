@@ -40,6 +40,9 @@ type Options struct {
 	WaitTimeout time.Duration
 	// Printer receives progress lines.
 	Printer *ui.Printer
+	// Prompt asks for a key passphrase or the sudo password when the spec names no environment
+	// variable for it (nil: no terminal, nothing is asked).
+	Prompt Prompter
 }
 
 // Result summarises a run, for the table and -o json.
@@ -102,6 +105,7 @@ type Bootstrapper struct {
 	members []member
 
 	mu      sync.Mutex
+	dialer  *provision.Dialer // set by preflight
 	clients map[string]remote
 	facts   map[string]*Facts
 	sums    map[string]string // local binary path → sha256
@@ -169,6 +173,9 @@ func (b *Bootstrapper) closeClients() {
 	defer b.mu.Unlock()
 	for _, c := range b.clients {
 		c.Close()
+	}
+	if b.dialer != nil {
+		b.dialer.Close()
 	}
 }
 

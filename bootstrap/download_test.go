@@ -236,7 +236,7 @@ func TestDownloadFailure(t *testing.T) {
 func TestURLArch(t *testing.T) {
 	for u, want := range map[string]string{
 		"https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz": "x86_64",
-		"http://mirror.internal/etcd/etcd-v3.6.16-linux-arm64.tar.gz?x=1":                          "aarch64",
+		"http://mirror.internal/etcd/etcd-v3.6.16-linux-arm64.tar.gz?x=1":                           "aarch64",
 		"http://mirror.internal/etcd.tar.gz":                                                        "",
 		"http://mirror.internal/amd64/etcd.tar.gz":                                                  "",
 	} {

@@ -34,6 +34,8 @@ type PKICheckOptions struct {
 	AcceptNewHostKeys bool
 	// Printer receives debug lines (remote commands).
 	Printer *ui.Printer
+	// Prompt asks for a key passphrase or the sudo password (see Options.Prompt).
+	Prompt Prompter
 	// Now is the time expiry is judged at (zero: time.Now()).
 	Now time.Time
 }
@@ -120,7 +122,11 @@ func CheckPKI(ctx context.Context, opt PKICheckOptions) (*PKIReport, error) {
 
 	hosts := c.EtcdHosts()
 	rep.Hosts = make([]HostCerts, len(hosts))
-	cfg := sshConfig(c, opt.AcceptNewHostKeys)
+	d, err := newDialer(c, opt.AcceptNewHostKeys, opt.Prompt)
+	if err != nil {
+		return nil, fmt.Errorf("ssh: %w", err)
+	}
+	defer d.Close()
 	var mu sync.Mutex
 	idx := map[string]int{}
 	for i, h := range hosts {
@@ -129,7 +135,7 @@ func CheckPKI(ctx context.Context, opt PKICheckOptions) (*PKIReport, error) {
 	}
 	runErr := provision.ForEach(ctx, hosts, c.Spec.SSH.MaxParallel, func(h v1alpha1.Host) string { return h.Name },
 		func(ctx context.Context, h v1alpha1.Host) error {
-			certs, err := readHostCerts(ctx, h, cfg, c.Spec.SSH.CommandTimeout.Duration, opt.Printer)
+			certs, err := readHostCerts(ctx, h, d, c.Spec.SSH.CommandTimeout.Duration, opt.Printer)
 			mu.Lock()
 			defer mu.Unlock()
 			hc := &rep.Hosts[idx[h.Name]]
@@ -212,12 +218,12 @@ var hostCertsCommand = fmt.Sprintf(`if [ -d %[1]s ]; then find %[1]s -type f -na
 	provision.ShellQuote(remotePKIDir))
 
 // readHostCerts connects to h and reads its certificates with one command.
-func readHostCerts(ctx context.Context, h v1alpha1.Host, cfg provision.Config, timeout time.Duration, p *ui.Printer) ([]remoteCert, error) {
+func readHostCerts(ctx context.Context, h v1alpha1.Host, d *provision.Dialer, timeout time.Duration, p *ui.Printer) ([]remoteCert, error) {
 	addr := h.Address
 	if a, err := netip.ParseAddr(h.Address); err == nil {
 		addr = a.Unmap().String()
 	}
-	cli, err := provision.Dial(ctx, target(h, addr), cfg)
+	cli, err := d.Dial(ctx, target(h, addr))
 	if err != nil {
 		return nil, err
 	}

@@ -924,7 +924,7 @@ func TestPlanDownload(t *testing.T) {
 		want     map[string]wantPlan
 		download map[string]bool
 	}{{
-		name: "fresh cluster: every host downloads, the other files are uploaded",
+		name:  "fresh cluster: every host downloads, the other files are uploaded",
 		setup: func(f *planFixture) {},
 		want: map[string]wantPlan{
 			"cp-a": {action: ActionCreate, restart: true, upload: nonBinaryPaths()},

@@ -9,9 +9,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
-	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
-	"github.com/hactl/hactl/provision"
 )
 
 // Preflight check names, for --ignore-preflight-errors.
@@ -48,19 +46,24 @@ func (e *PreflightError) Error() string {
 // preflight connects to every member (one SSH connection each, kept for the whole run) and gathers
 // facts with a single read-only command, then checks them.
 func (b *Bootstrapper) preflight(ctx context.Context) error {
-	cfg := sshConfig(b.spec, b.opt.AcceptNewHostKeys)
+	d, err := newDialer(b.spec, b.opt.AcceptNewHostKeys, b.opt.Prompt)
+	if err != nil {
+		return fmt.Errorf("ssh: %w", err)
+	}
+	b.mu.Lock()
+	b.dialer = d
+	b.mu.Unlock()
 	// A download install has no local binary to read the architecture from: the host's architecture
 	// is reported and the tarball URL must name it (checked when it does, see urlArch).
 	wantArch := ""
 	if !b.downloadInstall() {
-		var err error
 		if wantArch, err = binaryArch(b.spec.Spec.Etcd.Binaries.Etcd); err != nil {
 			return err
 		}
 	}
 	paths := b.remotePaths()
 	return b.forEach(ctx, func(ctx context.Context, m member) error {
-		c, err := provision.Dial(ctx, target(m.host, m.Address.String()), cfg)
+		c, err := d.Dial(ctx, target(m.host, m.Address.String()))
 		if err != nil {
 			return err
 		}
@@ -88,23 +91,6 @@ func (b *Bootstrapper) preflight(ctx context.Context) error {
 		b.warnings(m, f)
 		return b.check(m, f, wantArch)
 	})
-}
-
-// sshConfig is the SSH client configuration of every command that reaches the hosts (bootstrap,
-// plan, pki check).
-func sshConfig(c *v1alpha1.Cluster, acceptNewHostKeys bool) provision.Config {
-	return provision.Config{
-		User:              c.Spec.SSH.User,
-		IdentityFile:      c.Spec.SSH.IdentityFile,
-		KnownHostsFile:    c.Spec.SSH.KnownHostsFile,
-		AcceptNewHostKeys: acceptNewHostKeys,
-		ConnectTimeout:    c.Spec.SSH.ConnectTimeout.Duration,
-	}
-}
-
-// target is the SSH target of host h at address addr.
-func target(h v1alpha1.Host, addr string) provision.Target {
-	return provision.Target{Name: h.Name, Address: addr, Port: h.Port}
 }
 
 // warnings reports what is worth knowing but does not stop a bootstrap: no time synchronisation,

@@ -211,3 +211,24 @@ func TestPrintPKIReport(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsetSecretEnvExitsTwo: a spec naming an unset environment variable for the sudo password is
+// refused before any host is contacted, naming the field and the variable (never a value).
+func TestUnsetSecretEnvExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cluster.yaml")
+	if _, stderr, code := runCmd(t, "init", "-f", p); code != 0 {
+		t.Fatalf("init: %s", stderr)
+	}
+	raw, _ := os.ReadFile(p)
+	spec := strings.Replace(string(raw), `passwordEnv: ""`, `passwordEnv: HACTL_TEST_UNSET_SUDO_PW`, 1)
+	if spec == string(raw) {
+		t.Fatal("example spec has no sudo.passwordEnv to set")
+	}
+	os.WriteFile(p, []byte(spec), 0o644)
+	t.Setenv("HACTL_TEST_UNSET_SUDO_PW", "")
+	_, stderr, code := runCmd(t, "pki", "check", "-f", p)
+	if code != 2 || !strings.Contains(stderr, "spec.ssh.sudo.passwordEnv") || !strings.Contains(stderr, "HACTL_TEST_UNSET_SUDO_PW") {
+		t.Errorf("pki check: exit %d stderr %q; want 2 naming spec.ssh.sudo.passwordEnv", code, stderr)
+	}
+}

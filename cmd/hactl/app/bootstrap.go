@@ -104,7 +104,11 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if err != nil {
 		return err
 	}
+	if err := checkSSHEnvironment(c, g.file); err != nil {
+		return err
+	}
 	b, err := bootstrap.New(bootstrap.Options{
+		Prompt:                terminalPrompter(s.In, s.Err),
 		Cluster:               c,
 		AcceptNewHostKeys:     o.acceptNewHostKeys,
 		DryRun:                o.dryRun,

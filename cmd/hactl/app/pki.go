@@ -52,8 +52,11 @@ does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not b
 			if err != nil {
 				return err
 			}
+			if err := checkSSHEnvironment(c, g.file); err != nil {
+				return err
+			}
 			rep, err := bootstrap.CheckPKI(cmd.Context(), bootstrap.PKICheckOptions{
-				Cluster: c, AcceptNewHostKeys: o.acceptNewHostKeys, Printer: p,
+				Cluster: c, AcceptNewHostKeys: o.acceptNewHostKeys, Printer: p, Prompt: terminalPrompter(s.In, s.Err),
 			})
 			if rep != nil {
 				if o.output == "json" {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -30,6 +31,12 @@ func loadSpec(path string, p *ui.Printer, withFiles bool) (*v1alpha1.Cluster, er
 		return nil, &UsageError{Err: err}
 	}
 	return c, nil
+}
+
+// checkSSHEnvironment refuses, before any host is contacted (exit 2), environment variables the
+// spec names for secrets that are unset and an agent-only login without SSH_AUTH_SOCK.
+func checkSSHEnvironment(c *v1alpha1.Cluster, path string) error {
+	return c.ValidationError(path, v1alpha1.ValidateEnvironment(c, os.Getenv))
 }
 
 func splitList(s []string) []string {
