@@ -135,7 +135,8 @@ type downloadParams struct {
 // downloadScript returns the one command that installs the etcd binaries from the release tarball
 // on a host:
 //
-//  1. fetch the URL with curl (or wget when curl is missing; neither → exit 90) into a temp file
+//  1. remove what a killed earlier run left in CacheDir (its own etcd-release.* names only), fetch
+//     the URL with curl (or wget when curl is missing; neither → exit 90) into a temp file
 //     in CacheDir (created 0700);
 //  2. check the tarball's sha256 BEFORE anything else (mismatch → print "sha256=<actual>", exit 91):
 //     nothing outside CacheDir has been touched and the temp file is removed;
@@ -157,6 +158,7 @@ cleanup() { rm -f "$tgz" $tmps; if [ -n "$dir" ]; then rm -rf "$dir"; fi; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 mkdir -p -m 0700 "$cache" && chmod 0700 "$cache"
+rm -rf "$cache"/etcd-release.*
 tgz=$(mktemp "$cache/etcd-release.XXXXXXXX")
 if command -v curl >/dev/null 2>&1; then curl -fsSL --retry 2 --connect-timeout 20 -o "$tgz" "$url"
 elif command -v wget >/dev/null 2>&1; then wget -q -T 20 -t 3 -O "$tgz" "$url"

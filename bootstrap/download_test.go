@@ -132,6 +132,9 @@ func TestDownloadScript(t *testing.T) {
 			p := downloadParams{URL: srv.URL + tc.url, SHA256: tc.sha, Version: "v3.6.16",
 				CacheDir: filepath.Join(root, "var/cache/hactl"), BinDir: filepath.Join(root, "usr/local/bin"),
 				ReleaseFile: filepath.Join(root, "etc/hactl/etcd-release.sha256")}
+			// What a killed earlier run left behind.
+			os.MkdirAll(filepath.Join(p.CacheDir, "etcd-release.0123abcd.d", "etcd-v3.6.16-linux-amd64"), 0o700)
+			os.WriteFile(filepath.Join(p.CacheDir, "etcd-release.0123abcd"), []byte("partial"), 0o600)
 			cmd := exec.Command("/bin/sh", "-c", downloadScript(p))
 			if tc.tools != nil {
 				cmd.Env = []string{"PATH=" + toolPath(t, append(baseTools, tc.tools...)...)}
