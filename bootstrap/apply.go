@@ -27,8 +27,10 @@ func (b *Bootstrapper) install(ctx context.Context) error {
 	if err := state.Save(b.spec.Spec.StateDir, b.st); err != nil {
 		return err
 	}
-	// Release tarballs first, on every host that needs one: a refused tarball (wrong sha256, wrong
-	// version or architecture) stops the run before any host got any file.
+	// Hosts that need the release tarball first, each with one command that also installs its other
+	// files once the tarball's sha256 is verified: a refused tarball (wrong sha256, wrong version
+	// or architecture) changes nothing on that host and stops the run before any other host gets
+	// any file.
 	if b.downloadInstall() {
 		err := b.forEach(ctx, func(ctx context.Context, m member) error {
 			if !b.plans[m.Name].download {
@@ -42,6 +44,9 @@ func (b *Bootstrapper) install(ctx context.Context) error {
 	}
 	return b.forEach(ctx, func(ctx context.Context, m member) error {
 		p := b.plans[m.Name]
+		if p.download {
+			return nil // installed above
+		}
 		if stale := b.facts[m.Name].Stale; len(stale) > 0 {
 			quoted := make([]string, len(stale))
 			for i, s := range stale {
@@ -377,9 +382,9 @@ func (b *Bootstrapper) wait(ctx context.Context) error {
 }
 
 // run runs one remote command on host and logs it (with its duration) in verbose mode.
-func (b *Bootstrapper) run(ctx context.Context, host, step, cmd string) (provision.Result, error) {
+func (b *Bootstrapper) run(ctx context.Context, host, step, cmd string, opts ...provision.RunOption) (provision.Result, error) {
 	start := time.Now()
-	res, err := b.client(host).Run(ctx, step, cmd)
+	res, err := b.client(host).Run(ctx, step, cmd, opts...)
 	first, _, _ := strings.Cut(cmd, "\n")
 	if len(first) > 120 {
 		first = first[:120] + "..."

@@ -1,6 +1,8 @@
 package bootstrap
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -123,6 +125,7 @@ const (
 	exitMissingBinary  = 92
 	exitCannotRun      = 93
 	exitVersionMissing = 94
+	exitFileChecksum   = 95
 )
 
 // downloadParams are the inputs of downloadScript; the paths are parameters so tests run the script
@@ -130,72 +133,142 @@ const (
 type downloadParams struct {
 	URL, SHA256, Version          string
 	CacheDir, BinDir, ReleaseFile string
+	// Files are the other files the host gets in the same command (certificates, keys, unit,
+	// marker: the plan's uploads), sent as a tar archive on the command's standard input (see
+	// filesTar), never on its command line. Each must have Sum set.
+	Files []desiredFile
+	// Stale are temp files of interrupted earlier runs to remove.
+	Stale []string
 }
 
-// downloadScript returns the one command that installs the etcd binaries from the release tarball
-// on a host:
+// downloadScript returns the one command that installs etcd from the release tarball on a host,
+// together with the host's other changed files:
 //
-//  1. remove what a killed earlier run left in CacheDir (its own etcd-release.* names only), fetch
-//     the URL with curl (or wget when curl is missing; neither → exit 90) into a temp file
-//     in CacheDir (created 0700);
+//  1. remove what a killed earlier run left in CacheDir (its own etcd-release.* names) and the
+//     stale temp files preflight found; fetch the URL with curl (or wget when curl is missing;
+//     neither → exit 90) into a temp file in CacheDir (created 0700);
 //  2. check the tarball's sha256 BEFORE anything else (mismatch → print "sha256=<actual>", exit 91):
 //     nothing outside CacheDir has been touched and the temp file is removed;
-//  3. extract into a temp dir, find etcd, etcdctl and etcdutl (at the top or in the one directory of
-//     the tarball; missing → exit 92), run "etcd --version" (cannot run: wrong architecture → exit
-//     93; another version than spec.etcd.version → exit 94);
-//  4. copy each binary to a temp name in BinDir (".<name>.hactl-tmp-*", which preflight reports and
-//     etcd/install removes if a run is killed), chmod 0755, then mv each into place (atomic per
-//     file), and write ReleaseFile the same way.
+//  3. extract into a temp dir, find etcd, etcdctl and etcdutl (at the top or in a directory of the
+//     tarball; missing → exit 92), run "etcd --version" (cannot run: wrong architecture → exit 93;
+//     another version than spec.etcd.version → exit 94);
+//  4. read the other files from standard input (a tar archive) into a temp dir and check each
+//     one's sha256 (mismatch → exit 95);
+//  5. copy every binary and file to a temp name in its target directory (".<name>.hactl-tmp-*",
+//     which preflight reports and the next run removes if this one is killed), set owner root and
+//     mode, then mv each into place (atomic per file), the release record (ReleaseFile) last.
 //
-// A trap removes the temp files and dir on every exit.
+// A trap removes every temp file and dir on every exit.
 func downloadScript(p downloadParams) string {
 	q := provision.ShellQuote
 	version := strings.TrimPrefix(p.Version, "v")
-	return fmt.Sprintf(`set -eu
+	var b strings.Builder
+	fmt.Fprintf(&b, `set -eu
 url=%s; want=%s; cache=%s; bin=%s; rel=%s; version=%s
-tgz=""; dir=""; tmps=""
-cleanup() { rm -f "$tgz" $tmps; if [ -n "$dir" ]; then rm -rf "$dir"; fi; }
+`, q(p.URL), q(strings.ToLower(p.SHA256)), q(p.CacheDir), q(p.BinDir), q(p.ReleaseFile), q(version))
+	b.WriteString(`tgz=""; dir=""; stage=""; tmps=""
+cleanup() { rm -f "$tgz" $tmps; if [ -n "$dir" ]; then rm -rf "$dir"; fi; if [ -n "$stage" ]; then rm -rf "$stage"; fi; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
+own() { chown 0:0 "$1" 2>/dev/null || [ "$(id -u)" -ne 0 ]; }
 mkdir -p -m 0700 "$cache" && chmod 0700 "$cache"
 rm -rf "$cache"/etcd-release.*
-tgz=$(mktemp "$cache/etcd-release.XXXXXXXX")
+`)
+	if len(p.Stale) > 0 {
+		quoted := make([]string, len(p.Stale))
+		for i, s := range p.Stale {
+			quoted[i] = q(s)
+		}
+		b.WriteString("rm -f -- " + strings.Join(quoted, " ") + "\n")
+	}
+	fmt.Fprintf(&b, `tgz=$(mktemp "$cache/etcd-release.XXXXXXXX")
 if command -v curl >/dev/null 2>&1; then curl -fsSL --retry 2 --connect-timeout 20 -o "$tgz" "$url"
 elif command -v wget >/dev/null 2>&1; then wget -q -T 20 -t 3 -O "$tgz" "$url"
-else echo "neither curl nor wget is installed on this host: install one of them (e.g. apt-get install curl) or use spec.etcd.binaries" >&2; exit %d; fi
+else echo "neither curl nor wget is installed on this host: install one of them (e.g. apt-get install curl) or use spec.etcd.binaries" >&2; exit %[1]d; fi
 got=$(sha256sum "$tgz" | cut -d' ' -f1)
-if [ "$got" != "$want" ]; then echo "sha256=$got"; echo "the tarball's sha256 is $got, not $want" >&2; exit %d; fi
+if [ "$got" != "$want" ]; then echo "sha256=$got"; echo "the tarball's sha256 is $got, not $want" >&2; exit %[2]d; fi
 dir=$(mktemp -d "$cache/etcd-release.XXXXXXXX.d")
 tar -xzf "$tgz" -C "$dir" --no-same-owner
 src=""
 for d in "$dir" "$dir"/*; do if [ -f "$d/etcd" ]; then src=$d; break; fi; done
 missing=""
-for b in %[9]s; do if [ -z "$src" ] || [ ! -f "$src/$b" ]; then missing="$missing $b"; fi; done
-if [ -n "$missing" ]; then echo "the tarball holds no$missing (looked at its top and in its directories)" >&2; exit %d; fi
-if ! out=$("$src/etcd" --version 2>&1); then echo "cannot run etcd from the tarball on this $(uname -m) host (wrong architecture?): $(echo "$out" | head -n1)" >&2; exit %d; fi
+for b in %[3]s; do if [ -z "$src" ] || [ ! -f "$src/$b" ]; then missing="$missing $b"; fi; done
+if [ -n "$missing" ]; then echo "the tarball holds no$missing (looked at its top and in its directories)" >&2; exit %[4]d; fi
+if ! out=$("$src/etcd" --version 2>&1); then echo "cannot run etcd from the tarball on this $(uname -m) host (wrong architecture?): $(echo "$out" | head -n1)" >&2; exit %[5]d; fi
 have=$(echo "$out" | sed -n 's/^etcd Version: //p')
-if [ "$have" != "$version" ]; then echo "the tarball holds etcd ${have:-of unknown version}, not $version (spec.etcd.version)" >&2; exit %d; fi
-mkdir -p "$bin" "$(dirname "$rel")"
-record="$want  $(basename "$url")"
-for b in %[9]s; do
-  t=$(mktemp "$bin/.$b.hactl-tmp-XXXXXXXXXXXXXXXX"); tmps="$tmps $t"
-  cp "$src/$b" "$t"; chmod 0755 "$t"
-  record="$record
-$(sha256sum "$t" | cut -d' ' -f1)  $bin/$b"
-done
-rt=$(mktemp "$(dirname "$rel")/.$(basename "$rel").hactl-tmp-XXXXXXXXXXXXXXXX"); tmps="$tmps $rt"
-printf '%%s\n' "$record" > "$rt"; chmod 0644 "$rt"
-for t in $tmps; do
-  if [ "$t" = "$rt" ]; then continue; fi
-  b=$(basename "$t"); b=${b#.}; b=${b%%%%.hactl-tmp-*}
-  mv -f "$t" "$bin/$b"
-done
+if [ "$have" != "$version" ]; then echo "the tarball holds etcd ${have:-of unknown version}, not $version (spec.etcd.version)" >&2; exit %[6]d; fi
+`, exitNoDownloader, exitChecksum, strings.Join(etcdBinaryNames, " "), exitMissingBinary, exitCannotRun, exitVersionMissing)
+	if len(p.Files) > 0 {
+		b.WriteString(`stage=$(mktemp -d "$cache/etcd-release.XXXXXXXX.files")
+tar -xf - -C "$stage" --no-same-owner
+( cd "$stage" && sha256sum -c --quiet --strict ) >&2 <<'HACTL_SUMS' || { echo "a file sent with the install does not have its sha256" >&2; exit ` + fmt.Sprint(exitFileChecksum) + `; }
+`)
+		for _, f := range p.Files {
+			fmt.Fprintf(&b, "%s  %s\n", f.Sum, strings.TrimPrefix(f.Path, "/"))
+		}
+		b.WriteString("HACTL_SUMS\n")
+	}
+	// Directories: every missing ancestor of a target is created 0755, top down.
+	dirs := map[string]bool{}
+	var order []string
+	addDirs := func(d string) {
+		var chain []string
+		for ; d != "/" && d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			chain = append(chain, d)
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			order = append(order, chain[i])
+		}
+	}
+	addDirs(p.BinDir)
+	addDirs(path.Dir(p.ReleaseFile))
+	for _, f := range p.Files {
+		addDirs(path.Dir(f.Path))
+	}
+	for _, d := range order {
+		fmt.Fprintf(&b, "[ -d %[1]s ] || mkdir -m 0755 %[1]s\n", q(d))
+	}
+	// Temp copies, each next to its target; then the renames.
+	b.WriteString(`record="$want  $(basename "$url")"
+mvs=""
+stagein() { t=$(mktemp "$(dirname "$2")/.$(basename "$2").hactl-tmp-XXXXXXXXXXXXXXXX"); tmps="$tmps $t"; cp "$1" "$t"; own "$t"; chmod "$3" "$t"; mvs="$mvs $t:$2"; }
+`)
+	for _, n := range etcdBinaryNames {
+		fmt.Fprintf(&b, "stagein \"$src/%[1]s\" \"$bin/%[1]s\" 0755\nrecord=\"$record\n$(sha256sum \"$t\" | cut -d' ' -f1)  $bin/%[1]s\"\n", n)
+	}
+	for _, f := range p.Files {
+		fmt.Fprintf(&b, "stagein \"$stage\"/%s %s %04o\n", q(strings.TrimPrefix(f.Path, "/")), q(f.Path), f.Mode.Perm())
+	}
+	b.WriteString(`rt=$(mktemp "$(dirname "$rel")/.$(basename "$rel").hactl-tmp-XXXXXXXXXXXXXXXX"); tmps="$tmps $rt"
+printf '%s\n' "$record" > "$rt"; own "$rt"; chmod 0644 "$rt"
+for m in $mvs; do mv -f "${m%%:*}" "${m#*:}"; done
 mv -f "$rt" "$rel"
 tmps=""
 echo "installed=$have"
-`, q(p.URL), q(strings.ToLower(p.SHA256)), q(p.CacheDir), q(p.BinDir), q(p.ReleaseFile), q(version),
-		exitNoDownloader, exitChecksum, strings.Join(etcdBinaryNames, " "),
-		exitMissingBinary, exitCannotRun, exitVersionMissing)
+`)
+	return b.String()
+}
+
+// filesTar is the tar archive of files (paths relative to /) sent on the download command's stdin.
+func filesTar(files []desiredFile) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		if f.Data == nil {
+			return nil, fmt.Errorf("%s: no content to send", f.Path)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(f.Path, "/"), Mode: 0o600, Size: int64(len(f.Data)), Typeflag: tar.TypeReg}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // DownloadChecksumError refuses a tarball whose sha256 is not spec.etcd.download.sha256. It is found
@@ -224,19 +297,28 @@ func (e *DownloadError) Error() string {
 
 func (e *DownloadError) Unwrap() error { return e.Err }
 
-// download runs downloadScript on m and maps its failures to typed errors.
+// download installs the release on m with downloadScript, together with the plan's other files for
+// m and the removal of stale temp files: one command. It maps failures to typed errors.
 func (b *Bootstrapper) download(ctx context.Context, m member) error {
 	d := b.spec.Spec.Etcd.Download
+	p := b.plans[m.Name]
+	files, err := filesTar(p.upload)
+	if err != nil {
+		return fmt.Errorf("etcd/install: %w", err)
+	}
 	sctx, cancel := b.stepCtx(ctx)
 	defer cancel()
-	res, err := b.run(sctx, m.Name, "etcd/install", downloadScript(downloadParams{
+	script := downloadScript(downloadParams{
 		URL: d.URL, SHA256: d.SHA256, Version: b.spec.Spec.Etcd.Version,
 		CacheDir: remoteCacheDir, BinDir: etcd.RemoteBinDir, ReleaseFile: remoteRelease,
-	}))
+		Files: p.upload, Stale: b.facts[m.Name].Stale,
+	})
+	res, err := b.run(sctx, m.Name, "etcd/install", script, provision.WithStdin(bytes.NewReader(files)))
 	if err != nil {
 		return downloadFailure(m.Name, d.URL, d.SHA256, res, err)
 	}
-	b.p.Hostf(m.Name, "installed etcd %s from %s (sha256 %s verified)", b.spec.Spec.Etcd.Version, d.URL, shortSum(strings.ToLower(d.SHA256)))
+	b.p.Hostf(m.Name, "installed etcd %s from %s (sha256 %s verified) and %d file(s)", b.spec.Spec.Etcd.Version, d.URL,
+		shortSum(strings.ToLower(d.SHA256)), len(p.upload))
 	return nil
 }
 
@@ -256,7 +338,7 @@ func downloadFailure(host, rawURL, want string, res provision.Result, err error)
 			}
 		}
 		return &DownloadChecksumError{Host: host, URL: rawURL, Want: strings.ToLower(want), Got: got}
-	case exitNoDownloader, exitMissingBinary, exitCannotRun, exitVersionMissing:
+	case exitNoDownloader, exitMissingBinary, exitCannotRun, exitVersionMissing, exitFileChecksum:
 		return &DownloadError{Host: host, URL: rawURL, Reason: lastLine(stderr), Err: err}
 	}
 	return &DownloadError{Host: host, URL: rawURL, Reason: "the download command failed (exit " + fmt.Sprint(ce.ExitCode) + "): " + orDash(lastLine(stderr)), Err: err}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hactl/hactl/provision"
@@ -71,7 +73,7 @@ func toolPath(t *testing.T, tools ...string) string {
 	return dir
 }
 
-var baseTools = []string{"sh", "mkdir", "chmod", "mktemp", "sha256sum", "cut", "tar", "gzip", "sed", "head", "basename", "dirname", "cp", "mv", "rm", "uname", "cat"}
+var baseTools = []string{"sh", "id", "chown", "mkdir", "chmod", "mktemp", "sha256sum", "cut", "tar", "gzip", "sed", "head", "basename", "dirname", "cp", "mv", "rm", "uname", "cat"}
 
 // listFiles lists every file under dir (relative paths), for "nothing changed" checks.
 func listFiles(t *testing.T, dir string) []string {
@@ -112,6 +114,7 @@ func TestDownloadScript(t *testing.T) {
 		wantExit int      // 0 = success
 		wantOut  string   // in stdout
 		wantErr  string   // in stderr
+		corrupt  bool     // send a file whose content differs from its sha256
 	}{
 		{name: "curl", url: "/good.tar.gz", sha: sha256Hex(good)},
 		{name: "binaries at the tarball's top", url: "/flat.tar.gz", sha: sha256Hex(flat)},
@@ -126,22 +129,47 @@ func TestDownloadScript(t *testing.T) {
 		{name: "another etcd version", url: "/older.tar.gz", sha: sha256Hex(older),
 			wantExit: exitVersionMissing, wantErr: "holds etcd 3.6.15, not 3.6.16"},
 		{name: "HTTP 404", url: "/missing.tar.gz", sha: sha256Hex(good), wantExit: 22},
+		{name: "a file sent on stdin does not match its sha256", url: "/good.tar.gz", sha: sha256Hex(good), corrupt: true,
+			wantExit: exitFileChecksum, wantErr: "FAILED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
+			// The other files of the host, sent on stdin.
+			files := []desiredFile{
+				{Path: filepath.Join(root, "etc/etcd/pki/ca.crt"), Mode: 0o644, Data: []byte("CERT\n")},
+				{Path: filepath.Join(root, "etc/etcd/pki/server.key"), Mode: 0o600, Data: []byte("KEY\n")},
+				{Path: filepath.Join(root, "etc/systemd/system/etcd.service"), Mode: 0o644, Data: []byte("[Unit]\n")},
+			}
+			for i := range files {
+				files[i].Sum = sha256Hex(files[i].Data)
+			}
+			stdin, err := filesTar(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.corrupt {
+				files[1].Sum = sha256Hex([]byte("other"))
+			}
 			p := downloadParams{URL: srv.URL + tc.url, SHA256: tc.sha, Version: "v3.6.16",
 				CacheDir: filepath.Join(root, "var/cache/hactl"), BinDir: filepath.Join(root, "usr/local/bin"),
-				ReleaseFile: filepath.Join(root, "etc/hactl/etcd-release.sha256")}
-			// What a killed earlier run left behind.
+				ReleaseFile: filepath.Join(root, "etc/hactl/etcd-release.sha256"), Files: files}
+			// What a killed earlier run left behind: in the cache dir, and a temp file next to a target.
 			os.MkdirAll(filepath.Join(p.CacheDir, "etcd-release.0123abcd.d", "etcd-v3.6.16-linux-amd64"), 0o700)
 			os.WriteFile(filepath.Join(p.CacheDir, "etcd-release.0123abcd"), []byte("partial"), 0o600)
+			if tc.wantExit == 0 {
+				stale := filepath.Join(root, "etc/etcd/pki/.ca.crt.hactl-tmp-0011")
+				os.MkdirAll(filepath.Dir(stale), 0o755)
+				os.WriteFile(stale, nil, 0o600)
+				p.Stale = []string{stale}
+			}
 			cmd := exec.Command("/bin/sh", "-c", downloadScript(p))
+			cmd.Stdin = bytes.NewReader(stdin)
 			if tc.tools != nil {
 				cmd.Env = []string{"PATH=" + toolPath(t, append(baseTools, tc.tools...)...)}
 			}
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
+			err = cmd.Run()
 			exit := 0
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
@@ -167,6 +195,16 @@ func TestDownloadScript(t *testing.T) {
 			}
 			if left := listFiles(t, p.BinDir); strings.Join(left, " ") != "etcd etcdctl etcdutl" {
 				t.Errorf("bin dir holds %v, want exactly the three binaries (no temp files)", left)
+			}
+			if left := listFiles(t, filepath.Join(root, "etc")); strings.Join(left, " ") != "etcd/pki/ca.crt etcd/pki/server.key hactl/etcd-release.sha256 systemd/system/etcd.service" {
+				t.Errorf("/etc holds %v, want the sent files and the release record only", left)
+			}
+			for _, f := range files {
+				fi, err := os.Stat(f.Path)
+				content, _ := os.ReadFile(f.Path)
+				if err != nil || fi.Mode().Perm() != f.Mode || !bytes.Equal(content, f.Data) {
+					t.Errorf("%s: %v mode %v content %q; want mode %v content %q", f.Path, err, fi.Mode(), content, f.Mode, f.Data)
+				}
 			}
 			raw, err := os.ReadFile(p.ReleaseFile)
 			if err != nil {
@@ -246,5 +284,66 @@ func TestURLArch(t *testing.T) {
 		if got := urlArch(u); got != want {
 			t.Errorf("urlArch(%s) = %q, want %q", u, got, want)
 		}
+	}
+}
+
+// recordingHost accepts every command and refuses uploads.
+type recordingHost struct {
+	mu   sync.Mutex
+	cmds []string
+	ups  int
+}
+
+func (h *recordingHost) Run(_ context.Context, _, command string, _ ...provision.RunOption) (provision.Result, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cmds = append(h.cmds, command)
+	return provision.Result{Stdout: []byte("installed=3.6.16\n")}, nil
+}
+
+func (h *recordingHost) Upload(context.Context, string, []provision.File) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ups++
+	return nil
+}
+
+func (h *recordingHost) Commands() int { return len(h.cmds) + h.ups }
+func (h *recordingHost) Close() error  { return nil }
+
+// TestInstallDownloadIsOneCommand: a host that downloads the release gets it and its other files
+// (and the removal of stale temp files) in one command, without a separate upload; a host that
+// only needs files still gets an upload.
+func TestInstallDownloadIsOneCommand(t *testing.T) {
+	f := downloadFixture(t, 3, false)
+	f.installed("cp-c")
+	f.released("cp-c", strings.Repeat("ab", 32))
+	f.b.facts["cp-c"].Sums[remoteUnit] = "old" // cp-c: the unit only
+	f.b.facts["cp-a"].Stale = []string{"/etc/etcd/pki/.ca.crt.hactl-tmp-0011"}
+	if err := f.b.plan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]*recordingHost{}
+	for _, m := range f.b.members {
+		hosts[m.Name] = &recordingHost{}
+		f.b.clients[m.Name] = hosts[m.Name]
+	}
+	if err := f.b.install(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"cp-a", "cp-b"} {
+		h := hosts[n]
+		if len(h.cmds) != 1 || h.ups != 0 || !strings.Contains(h.cmds[0], testDownloadURL) {
+			t.Errorf("%s: %d commands, %d uploads; want the one install command", n, len(h.cmds), h.ups)
+		}
+		if n == "cp-a" && !strings.Contains(h.cmds[0], "rm -f -- /etc/etcd/pki/.ca.crt.hactl-tmp-0011") {
+			t.Errorf("cp-a: stale temp file not removed by the install command")
+		}
+		if strings.Contains(h.cmds[0], "PRIVATE KEY") {
+			t.Errorf("%s: key material on the command line", n)
+		}
+	}
+	if h := hosts["cp-c"]; len(h.cmds) != 0 || h.ups != 1 {
+		t.Errorf("cp-c: %d commands, %d uploads; want one upload", len(h.cmds), h.ups)
 	}
 }

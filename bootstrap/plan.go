@@ -70,6 +70,10 @@ func (b *Bootstrapper) detect(ctx context.Context) error {
 	for _, f := range b.facts {
 		anyData = anyData || f.Data == DataMember
 	}
+	if !b.creds.ready() && b.recovery != nil {
+		b.p.Infof("  not asked: the client certificate is created when bootstrap recovers the state dir (the plan assumes the members with data keep running)")
+		return nil
+	}
 	if !b.creds.ready() || (!formedBefore && !anyData) {
 		b.p.Infof("  no running cluster: nothing has etcd data yet")
 		return nil

@@ -130,7 +130,7 @@ func (b *Bootstrapper) check(m member, f *Facts, wantArch string) error {
 		errs = multierror.Append(errs, e)
 	}
 	if f.UID != 0 {
-		fail(CheckRoot, "user %q has uid %d; hactl installs system services and needs root (set spec.ssh.user: root)", b.spec.Spec.SSH.User, f.UID)
+		fail(CheckRoot, "commands of user %q run with uid %d: hactl installs system services and needs root (log in as root, or give the user sudo)", b.spec.Spec.SSH.User, f.UID)
 	}
 	if f.Kernel != "Linux" {
 		fail(CheckOS, "kernel %q: hactl supports Linux hosts with systemd", f.Kernel)
