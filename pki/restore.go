@@ -60,8 +60,9 @@ func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 
 // RestoreCA writes a CA read back from a member (see ParseCA) to <dir>/ca.key (0600) and
 // <dir>/ca.crt (0644), atomically, key first. It never replaces a CA: when both files exist and hold
-// this very certificate nothing is written; any other existing ca.crt or ca.key is an error wrapping
-// ErrCAMismatch. It returns the CA as loaded from dir.
+// this very certificate nothing is written, when only ca.crt exists and is this certificate the key
+// is written; any other existing ca.crt or ca.key is an error wrapping ErrCAMismatch. It returns the
+// CA as loaded from dir.
 func RestoreCA(dir string, certPEM, keyPEM []byte) (*CA, error) {
 	ca, err := ParseCA(certPEM, keyPEM)
 	if err != nil {
@@ -75,6 +76,16 @@ func RestoreCA(dir string, certPEM, keyPEM []byte) (*CA, error) {
 	keyOK, err := exists(keyPath)
 	if err != nil {
 		return nil, err
+	}
+	if crtOK && !keyOK {
+		// Only the key was lost: put it back if the certificate is this very CA.
+		local, err := ReadCert(crtPath)
+		if err == nil && bytes.Equal(local.Raw, ca.Cert.Raw) {
+			if err := writeFileAtomic(keyPath, keyPEM, KeyFileMode); err != nil {
+				return nil, err
+			}
+			return loadCA(crtPath, keyPath, time.Now())
+		}
 	}
 	if crtOK || keyOK {
 		local, lerr := loadCA(crtPath, keyPath, time.Now())

@@ -30,6 +30,14 @@ func TestRestoreCA(t *testing.T) {
 			os.MkdirAll(dir, 0o700)
 			writeLeaf(t, dir, CABase, crt, key)
 		}, crt: crt, key: key},
+		{name: "only the same ca.crt in the state dir: the key is put back", setup: func(t *testing.T, dir string) {
+			os.MkdirAll(dir, 0o700)
+			os.WriteFile(CertPath(dir, CABase), crt, 0o644)
+		}, crt: crt, key: key},
+		{name: "another ca.crt alone in the state dir", setup: func(t *testing.T, dir string) {
+			os.MkdirAll(dir, 0o700)
+			os.WriteFile(CertPath(dir, CABase), other.CertPEM, 0o644)
+		}, crt: crt, key: key, wantErr: "refusing to replace"},
 		{name: "another CA in the state dir", setup: func(t *testing.T, dir string) {
 			os.MkdirAll(dir, 0o700)
 			writeLeaf(t, dir, CABase, other.CertPEM, otherKey)
