@@ -273,7 +273,7 @@ func (b *Bootstrapper) join(ctx context.Context, m member) error {
 // etcdClient connects to every known client URL (the spec's and, during a client port change, the
 // recorded ones).
 func (b *Bootstrapper) etcdClient(ctx context.Context) (*clientv3.Client, error) {
-	return etcd.NewClient(ctx, b.knownClientURLs(), b.creds.tls, 5*time.Second)
+	return etcd.NewClient(ctx, b.knownClientURLs(), b.creds.tls, 5*time.Second, b.etcdDial())
 }
 
 // waitMember polls m's client URL until it reports a leader and a linearizable read succeeds.
@@ -299,7 +299,7 @@ func (b *Bootstrapper) waitMember(ctx context.Context, m member, quiet bool) err
 func (b *Bootstrapper) memberHealthy(ctx context.Context, m member) error {
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	cli, err := etcd.NewClient(cctx, []string{m.clientURL}, b.creds.tls, 2*time.Second)
+	cli, err := etcd.NewClient(cctx, []string{m.clientURL}, b.creds.tls, 2*time.Second, b.etcdDial())
 	if err != nil {
 		return err
 	}
@@ -391,4 +391,13 @@ func (b *Bootstrapper) run(ctx context.Context, host, step, cmd string, opts ...
 	}
 	b.p.Debugf("%s: [%s] %s (%s, err=%v)", host, step, first, time.Since(start).Round(time.Millisecond), err)
 	return res, err
+}
+
+// etcdDial routes the etcd client through the bastion when the spec has one (members may only be
+// reachable from it); TLS with the members stays end to end.
+func (b *Bootstrapper) etcdDial() etcd.Option {
+	if b.dialer == nil || !b.dialer.HasBastion() {
+		return nil
+	}
+	return etcd.WithDialer(b.dialer.DialTCP)
 }

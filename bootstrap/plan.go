@@ -81,7 +81,7 @@ func (b *Bootstrapper) detect(ctx context.Context) error {
 	endpoints := b.knownClientURLs()
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cli, err := etcd.NewClient(dctx, endpoints, b.creds.tls, 3*time.Second)
+	cli, err := etcd.NewClient(dctx, endpoints, b.creds.tls, 3*time.Second, b.etcdDial())
 	if err != nil {
 		b.p.Infof("  no running cluster reachable: %v", err)
 		return nil

@@ -63,3 +63,12 @@ func newDialer(c *v1alpha1.Cluster, acceptNewHostKeys bool, prompt Prompter) (*p
 func target(h v1alpha1.Host, addr string) provision.Target {
 	return provision.Target{Name: h.Name, Address: addr, Port: h.Port}
 }
+
+// Tunnel returns the SSH dialer commands that talk to etcd directly (status) use to reach the
+// members through spec.ssh.bastion, or nil when the spec has no bastion. The caller closes it.
+func Tunnel(c *v1alpha1.Cluster, prompt Prompter) (*provision.Dialer, error) {
+	if c.Spec.SSH.Bastion == nil {
+		return nil, nil
+	}
+	return newDialer(c, false, prompt)
+}

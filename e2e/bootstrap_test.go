@@ -307,18 +307,38 @@ func TestRerunIsNoop(t *testing.T) {
 	}
 }
 
-// TestMissingStateDirNeverMakesASecondCA: the hosts carry this cluster, the local state dir is
-// gone: hactl refuses before creating anything (no new CA, no new token).
-func TestMissingStateDirNeverMakesASecondCA(t *testing.T) {
+// TestStateDirRecoveredFromMembers: the local state dir is gone; bootstrap reads the CA (and the
+// cluster's flags) back from the members — the same CA, never a second one — nothing restarts, and
+// status and pki check work again with the recovered state.
+func TestStateDirRecoveredFromMembers(t *testing.T) {
 	ensureThree(t)
+	before := unitStarts(t, threeHosts)
+	origCA, err := os.ReadFile(filepath.Join(theLab.Dir(), "state-3", "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := labSpec(t, 3)
 	c.Spec.StateDir = filepath.Join(t.TempDir(), "lost-state")
-	r := hactl(t, "bootstrap", "-f", writeSpec(t, c, "cluster.yaml"))
-	if r.code != 1 || !strings.Contains(r.stderr, "second CA") {
-		t.Fatalf("want exit 1 refusing a second CA")
+	spec := writeSpec(t, c, "cluster.yaml")
+	res := bootstrapJSON(t, spec)
+	for _, m := range res.Members {
+		if m.Action != bootstrap.ActionUnchanged {
+			t.Errorf("%s: %s after recovery, want unchanged", m.Name, m.Action)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(c.Spec.StateDir, "pki", "ca.crt")); err == nil {
-		t.Fatalf("a second CA was created")
+	gotCA, err := os.ReadFile(filepath.Join(c.Spec.StateDir, "pki", "ca.crt"))
+	if err != nil || string(gotCA) != string(origCA) {
+		t.Fatalf("recovered CA differs from the cluster's (err %v): a second CA", err)
+	}
+	if st, err := os.Stat(filepath.Join(c.Spec.StateDir, "pki", "ca.key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("recovered ca.key: %v %v", st, err)
+	}
+	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("recovery restarted etcd:\nbefore %v\nafter  %v", before, after)
+	}
+	waitHealthy(t, spec, 30*time.Second)
+	if r := hactl(t, "pki", "check", "-f", spec); r.code != 0 || !strings.Contains(r.stdout, "server.crt") {
+		t.Fatalf("pki check after recovery: exit %d", r.code)
 	}
 }
 

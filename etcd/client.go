@@ -6,12 +6,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // DefaultDialTimeout bounds connecting to one endpoint.
@@ -58,15 +60,41 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 // lives until ctx is done or Close is called; the caller must Close it. Connections are made lazily:
 // an unreachable endpoint shows as an error of the first request, bounded by dialTimeout (0 means
 // DefaultDialTimeout). Endpoints that are not https are refused so nothing is sent in clear text.
-func NewClient(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout time.Duration) (*clientv3.Client, error) {
+func NewClient(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout time.Duration, opts ...Option) (*clientv3.Client, error) {
 	cfg, err := files.Config()
 	if err != nil {
 		return nil, err
 	}
-	return newClient(ctx, endpoints, cfg, dialTimeout)
+	return newClient(ctx, endpoints, cfg, dialTimeout, opts...)
 }
 
-func newClient(ctx context.Context, endpoints []string, cfg *tls.Config, dialTimeout time.Duration) (*clientv3.Client, error) {
+// ContextDialer opens a TCP connection to addr ("host:port"), e.g. through an SSH bastion.
+type ContextDialer func(ctx context.Context, addr string) (net.Conn, error)
+
+// Option changes how clients connect.
+type Option func(*options)
+
+type options struct {
+	dial ContextDialer
+}
+
+// WithDialer makes every connection (gRPC and the certificate probe) go through dial instead of a
+// direct TCP connection; nil keeps direct connections. TLS still runs end to end with the members.
+func WithDialer(dial ContextDialer) Option {
+	return func(o *options) { o.dial = dial }
+}
+
+func collect(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+func newClient(ctx context.Context, endpoints []string, cfg *tls.Config, dialTimeout time.Duration, opts ...Option) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd client: no endpoints")
 	}
@@ -82,13 +110,17 @@ func newClient(ctx context.Context, endpoints []string, cfg *tls.Config, dialTim
 	if dialTimeout <= 0 {
 		dialTimeout = DefaultDialTimeout
 	}
-	cli, err := clientv3.New(clientv3.Config{
+	ccfg := clientv3.Config{
 		Endpoints:   endpoints,
 		TLS:         cfg.Clone(),
 		DialTimeout: dialTimeout,
 		Context:     ctx,
 		Logger:      zap.NewNop(),
-	})
+	}
+	if o := collect(opts); o.dial != nil {
+		ccfg.DialOptions = append(ccfg.DialOptions, grpc.WithContextDialer(o.dial))
+	}
+	cli, err := clientv3.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
 	}

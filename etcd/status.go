@@ -103,8 +103,8 @@ type EndpointStatus struct {
 // Per-endpoint failures are recorded in the result. The error is non-nil only when TLS files cannot
 // be loaded, endpoints are invalid, or no endpoint is reachable (wrapping ErrNoEndpointReachable and
 // every endpoint's error); in the last case the partial status is returned too.
-func Status(ctx context.Context, endpoints []string, files TLSFiles) (*ClusterStatus, error) {
-	return status(ctx, endpoints, files, DefaultDialTimeout, DefaultRequestTimeout)
+func Status(ctx context.Context, endpoints []string, files TLSFiles, opts ...Option) (*ClusterStatus, error) {
+	return status(ctx, endpoints, files, DefaultDialTimeout, DefaultRequestTimeout, opts...)
 }
 
 type probe struct {
@@ -118,14 +118,14 @@ type probe struct {
 
 // StatusWithTimeout is Status with each connection bounded by dialTimeout and each request by
 // reqTimeout (both > 0), for callers that want a faster answer when members are down.
-func StatusWithTimeout(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout, reqTimeout time.Duration) (*ClusterStatus, error) {
+func StatusWithTimeout(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout, reqTimeout time.Duration, opts ...Option) (*ClusterStatus, error) {
 	if dialTimeout <= 0 || reqTimeout <= 0 {
 		return nil, fmt.Errorf("status timeouts must be positive (dial %s, request %s)", dialTimeout, reqTimeout)
 	}
-	return status(ctx, endpoints, files, dialTimeout, reqTimeout)
+	return status(ctx, endpoints, files, dialTimeout, reqTimeout, opts...)
 }
 
-func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout, reqTimeout time.Duration) (*ClusterStatus, error) {
+func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout, reqTimeout time.Duration, opts ...Option) (*ClusterStatus, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd status: no endpoints")
 	}
@@ -142,7 +142,7 @@ func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout
 	probes := make([]*probe, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
-		wg.Go(func() { probes[i] = probeEndpoint(ctx, ep, cfg, dialTimeout, reqTimeout) })
+		wg.Go(func() { probes[i] = probeEndpoint(ctx, ep, cfg, dialTimeout, reqTimeout, opts...) })
 	}
 	wg.Wait()
 	defer func() {
@@ -253,16 +253,16 @@ func pickLeader(probes []*probe) uint64 {
 }
 
 // probeEndpoint gathers one endpoint's status. p.err is set (and p.es.Error) when it is unreachable.
-func probeEndpoint(ctx context.Context, ep string, cfg *tls.Config, dialTimeout, reqTimeout time.Duration) *probe {
+func probeEndpoint(ctx context.Context, ep string, cfg *tls.Config, dialTimeout, reqTimeout time.Duration, opts ...Option) *probe {
 	p := &probe{es: EndpointStatus{Endpoint: ep}}
-	p.es.CertNotAfter, p.es.CertError = serverCertNotAfter(ctx, ep, cfg, dialTimeout)
+	p.es.CertNotAfter, p.es.CertError = serverCertNotAfter(ctx, ep, cfg, dialTimeout, opts...)
 
 	fail := func(err error) *probe {
 		p.err = fmt.Errorf("%s: %w", ep, err)
 		p.es.Error = err.Error()
 		return p
 	}
-	cli, err := newClient(ctx, []string{ep}, cfg, dialTimeout)
+	cli, err := newClient(ctx, []string{ep}, cfg, dialTimeout, opts...)
 	if err != nil {
 		return fail(err)
 	}
@@ -315,20 +315,36 @@ func probeEndpoint(ctx context.Context, ep string, cfg *tls.Config, dialTimeout,
 
 // serverCertNotAfter does a TLS handshake with ep, verifying its certificate against cfg's CA, and
 // returns the certificate's NotAfter, or an error text.
-func serverCertNotAfter(ctx context.Context, ep string, cfg *tls.Config, timeout time.Duration) (time.Time, string) {
+func serverCertNotAfter(ctx context.Context, ep string, cfg *tls.Config, timeout time.Duration, opts ...Option) (time.Time, string) {
 	hostPort, host, err := endpointHost(ep)
 	if err != nil {
 		return time.Time{}, err.Error()
 	}
 	c := cfg.Clone()
 	c.ServerName = host
-	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: c}
-	conn, err := d.DialContext(ctx, "tcp", hostPort)
-	if err != nil {
-		return time.Time{}, fmt.Sprintf("TLS handshake: %v", err)
+	var conn *tls.Conn
+	if dial := collect(opts).dial; dial != nil {
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		raw, err := dial(dctx, hostPort)
+		if err != nil {
+			return time.Time{}, fmt.Sprintf("TLS handshake: %v", err)
+		}
+		conn = tls.Client(raw, c)
+		if err := conn.HandshakeContext(dctx); err != nil {
+			raw.Close()
+			return time.Time{}, fmt.Sprintf("TLS handshake: %v", err)
+		}
+	} else {
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: c}
+		nc, err := d.DialContext(ctx, "tcp", hostPort)
+		if err != nil {
+			return time.Time{}, fmt.Sprintf("TLS handshake: %v", err)
+		}
+		conn = nc.(*tls.Conn)
 	}
 	defer conn.Close()
-	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	certs := conn.ConnectionState().PeerCertificates
 	if len(certs) == 0 {
 		return time.Time{}, "TLS handshake: no server certificate"
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -310,5 +311,39 @@ func TestBastionForwardingRefused(t *testing.T) {
 	_, err := provision.Dial(ctxTimeout(t, 5*time.Second), l.target(0), l.config())
 	if err == nil || !strings.Contains(err.Error(), "prohibited") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestDialTCPThroughBastion: a plain TCP connection (what the etcd client uses) goes through the
+// shared bastion connection; here it reaches a target's sshd, whose banner proves the path.
+func TestDialTCPThroughBastion(t *testing.T) {
+	l := newBastionLab(t, 1)
+	l.trustBastion(t, l.known)
+	d, err := provision.NewDialer(l.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !d.HasBastion() {
+		t.Fatal("HasBastion() = false")
+	}
+	conn, err := d.DialTCP(ctxTimeout(t, 5*time.Second), l.address(0)+":22")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	banner := make([]byte, 8)
+	if _, err := io.ReadFull(conn, banner); err != nil || string(banner) != "SSH-2.0-" {
+		t.Fatalf("banner %q, err %v", banner, err)
+	}
+	if fwd := l.bastion.Forwards(); len(fwd) != 1 || fwd[0] != l.address(0)+":22" {
+		t.Fatalf("forwards %v", fwd)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.DialTCP(context.Background(), l.address(0)+":22"); !errors.Is(err, provision.ErrDialerClosed) {
+		t.Fatalf("DialTCP after Close: %v", err)
 	}
 }

@@ -450,3 +450,32 @@ func (d *Dialer) connect(ctx context.Context, ep endpoint) (*ssh.Client, error) 
 	_ = nc.SetDeadline(time.Time{})
 	return ssh.NewClient(sc, chans, reqs), nil
 }
+
+// DialTCP opens a plain TCP connection to addr ("host:port") the way the hosts are reached: through
+// the shared bastion connection when one is configured (an SSH direct-tcpip channel, like
+// `ssh -W`), else directly. It lets non-SSH clients (the etcd client, TLS end to end) reach members
+// that only the bastion can see. It fails with ErrDialerClosed after Close.
+func (d *Dialer) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, ErrDialerClosed
+	}
+	if d.cfg.Bastion == nil {
+		var nd net.Dialer
+		return nd.DialContext(ctx, "tcp", addr)
+	}
+	bc, err := d.bastionClient(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s via bastion: %w", addr, err)
+	}
+	nc, err := bc.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s via bastion: %w", addr, err)
+	}
+	return nc, nil
+}
+
+// HasBastion reports whether connections go through a bastion.
+func (d *Dialer) HasBastion() bool { return d.cfg.Bastion != nil }

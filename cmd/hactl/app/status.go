@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/ui"
@@ -72,7 +73,16 @@ it is degraded, 1 when no member could be reached.`,
 			if o.timeout <= 0 {
 				return &UsageError{Err: fmt.Errorf("--timeout %s: must be a positive duration, e.g. 3s", o.timeout)}
 			}
-			rep, err := collectStatus(cmd, c, o.timeout)
+			tunnel, err := bootstrap.Tunnel(c, terminalPrompter(s.In, s.Err))
+			if err != nil {
+				return err
+			}
+			var dial etcd.Option
+			if tunnel != nil {
+				defer tunnel.Close()
+				dial = etcd.WithDialer(tunnel.DialTCP)
+			}
+			rep, err := collectStatus(cmd, c, o.timeout, dial)
 			if rep != nil {
 				if o.output == "json" {
 					enc := json.NewEncoder(s.Out)
@@ -98,7 +108,7 @@ it is degraded, 1 when no member could be reached.`,
 	return cmd
 }
 
-func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster, timeout time.Duration) (*StatusReport, error) {
+func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster, timeout time.Duration, dial etcd.Option) (*StatusReport, error) {
 	members, err := etcd.MembersFromSpec(c)
 	if err != nil {
 		return nil, err
@@ -123,7 +133,7 @@ func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster, timeout time.Duratio
 			"cluster whose state dir was lost, 'hactl bootstrap' recovers it from the members): %w", c.Spec.StateDir, err)
 	}
 	rep.LocalCertificates = certs
-	st, err := etcd.StatusWithTimeout(cmd.Context(), etcd.ClientURLs(members), files, timeout, timeout)
+	st, err := etcd.StatusWithTimeout(cmd.Context(), etcd.ClientURLs(members), files, timeout, timeout, dial)
 	rep.Etcd = st
 	if st == nil {
 		return nil, err
