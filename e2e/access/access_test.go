@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -356,4 +357,36 @@ func TestInstallFromURL(t *testing.T) {
 			t.Errorf("%s: re-run %s %v (downloaded again?)", m.Name, m.Action, m.Changes)
 		}
 	}
+}
+
+// TestPassphraseProtectedKey: the lab key re-encrypted with a passphrase; the passphrase comes from
+// the environment variable the spec names (never the spec, never argv).
+func TestPassphraseProtectedKey(t *testing.T) {
+	keyPEM, err := os.ReadFile(filepath.Join(theLab.Dir(), "id_ed25519"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ssh.ParseRawPrivateKey(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const passphrase = "correct horse battery staple"
+	block, err := ssh.MarshalPrivateKeyWithPassphrase(key, "lab", []byte(passphrase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	encrypted := filepath.Join(t.TempDir(), "id_encrypted")
+	if err := os.WriteFile(encrypted, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := variantSpec(t, lab.VariantSudo, func(c *v1alpha1.Cluster) {
+		c.Spec.SSH.IdentityFile = encrypted
+		c.Spec.SSH.Agent = v1alpha1.AgentNever
+		c.Spec.SSH.PassphraseEnv = "HACTL_E2E_KEY_PASSPHRASE"
+	})
+	r := hactl(t, []string{"HACTL_E2E_KEY_PASSPHRASE=wrong"}, "plan", "-f", spec)
+	if r.code != 1 || strings.Contains(r.stderr, passphrase) || !strings.Contains(r.stderr, encrypted) {
+		t.Fatalf("wrong passphrase: want exit 1 naming the key file")
+	}
+	mustHactl(t, []string{"HACTL_E2E_KEY_PASSPHRASE=" + passphrase}, "plan", "-f", spec)
 }
