@@ -362,6 +362,7 @@ func TestInstallFromURL(t *testing.T) {
 // TestPassphraseProtectedKey: the lab key re-encrypted with a passphrase; the passphrase comes from
 // the environment variable the spec names (never the spec, never argv).
 func TestPassphraseProtectedKey(t *testing.T) {
+	freshCP(t)
 	keyPEM, err := os.ReadFile(filepath.Join(theLab.Dir(), "id_ed25519"))
 	if err != nil {
 		t.Fatal(err)
