@@ -62,6 +62,61 @@ type ClusterSpec struct {
 	SSH      SSH    `json:"ssh"`
 	Hosts    []Host `json:"hosts"`
 	Etcd     Etcd   `json:"etcd"`
+	// LoadBalancer puts HAProxy + Keepalived (a VRRP VIP) in front of the kube-apiservers; nil when
+	// the spec has no load balancer.
+	LoadBalancer *LoadBalancer `json:"loadBalancer,omitempty"`
+}
+
+// LoadBalancer is the kube-apiserver load balancer: HAProxy on every LB host (hosts with role lb, or
+// the control-plane hosts when co-located) and Keepalived moving a VIP between them (VRRP, RFC 5798).
+type LoadBalancer struct {
+	// VIP is the virtual IP with its prefix length, e.g. "172.28.0.100/24" (CIDR notation).
+	VIP string `json:"vip"`
+	// Interface is the network interface carrying the VIP; empty: detected on each host as the
+	// interface whose subnet contains the VIP.
+	Interface string `json:"interface,omitempty"`
+	// VirtualRouterID is keepalived's virtual_router_id, 1-255, unique on the L2 segment (default 51).
+	VirtualRouterID int `json:"virtualRouterID,omitempty"`
+	// Mode is "unicast" (default; works where multicast is blocked) or "multicast".
+	Mode string `json:"mode,omitempty"`
+	// AdvertInterval is the VRRP advertisement interval (default 1s; whole seconds for VRRPv2).
+	AdvertInterval Duration `json:"advertInterval,omitempty"`
+	// Auth is an optional VRRP PASS authentication secret (plaintext on the wire in VRRPv2; off by
+	// default), read from a file or an environment variable, never inline; at most 8 characters.
+	Auth *VRRPAuth `json:"auth,omitempty"`
+	// Priorities maps LB host name to VRRP priority (1-254); empty: computed from host order
+	// (first host highest). Overrides are validated the same way (the VIP must be able to move).
+	Priorities map[string]int `json:"priorities,omitempty"`
+	// Topology is "dedicated" (default: hosts with role lb) or "colocated" (on the control-plane
+	// hosts; then FrontendPort must differ from APIServerPort).
+	Topology string `json:"topology,omitempty"`
+	// FrontendPort is the port HAProxy listens on at the VIP (default 6443).
+	FrontendPort int `json:"frontendPort,omitempty"`
+	// APIServerPort is the kube-apiserver port on the control-plane hosts (default 6443).
+	APIServerPort int `json:"apiServerPort,omitempty"`
+	// HealthCheck tunes HAProxy's backend checks (GET /readyz over TLS expecting 200).
+	HealthCheck LBHealthCheck `json:"healthCheck,omitempty"`
+}
+
+// VRRPAuth names where the VRRP auth secret comes from: exactly one of File and Env.
+type VRRPAuth struct {
+	// File is a local file holding the secret (mode 0600 or stricter).
+	File string `json:"file,omitempty"`
+	// Env names an environment variable holding the secret.
+	Env string `json:"env,omitempty"`
+}
+
+// LBHealthCheck is HAProxy's backend health check.
+type LBHealthCheck struct {
+	// Interval is HAProxy's "inter" (default 2s).
+	Interval Duration `json:"interval,omitempty"`
+	// Fall is how many failed checks mark a backend DOWN (default 3).
+	Fall int `json:"fall,omitempty"`
+	// Rise is how many passed checks mark it UP again (default 2).
+	Rise int `json:"rise,omitempty"`
+	// CAFile is a local CA bundle the apiservers' certificates are verified against; empty:
+	// "verify none" (the plan says so).
+	CAFile string `json:"caFile,omitempty"`
 }
 
 // SSH holds how hactl reaches every host.
