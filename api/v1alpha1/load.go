@@ -361,6 +361,8 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 		return n.Value
 	case t.Kind() == reflect.Struct:
 		return w.mapping(n, t, path)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		return w.dict(n, t, path)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			w.problem(n.Line, path, "must be a list, got %s", describe(n))
@@ -454,6 +456,39 @@ func (w *walker) mapping(n *yaml.Node, t reflect.Type, path *field.Path) any {
 		}
 		w.lines[p.String()] = k.Line
 		if val := w.value(v, ft, p); val != nil {
+			out[k.Value] = val
+		}
+	}
+	return out
+}
+
+// dict checks a mapping node against a map type with string keys (e.g. spec.loadBalancer.priorities:
+// host name -> priority). Entries are recorded under path[key].
+func (w *walker) dict(n *yaml.Node, t reflect.Type, path *field.Path) any {
+	if n.Kind != yaml.MappingNode {
+		w.problem(n.Line, path, "must be a mapping (key: value lines), got %s", describe(n))
+		return nil
+	}
+	seen := map[string]int{}
+	out := map[string]any{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+			hint := ""
+			if k.Kind == yaml.ScalarNode && k.Tag != "!!merge" {
+				hint = "; quote it: " + quoteValue(k.Value)
+			}
+			w.problem(k.Line, path, "keys must be strings, got %s%s", describe(k), hint)
+			continue
+		}
+		p := path.Key(k.Value)
+		if first, dup := seen[k.Value]; dup {
+			w.problem(k.Line, p, "duplicate key %q (first set on line %d); keep only one", k.Value, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		w.lines[p.String()] = k.Line
+		if val := w.value(v, t.Elem(), p); val != nil {
 			out[k.Value] = val
 		}
 	}

@@ -620,15 +620,21 @@ func enableExampleSections(ex string) (string, int) {
 	return strings.Join(lines, "\n"), n
 }
 
-// TestExampleSections: the sections the example shows commented out (bastion, download) are valid
-// spec text with every field of those sections, and following the example's instructions for
-// download (remove binaries, fill in the sha256) gives a valid spec.
+// TestExampleSections: the sections the example shows commented out (bastion, download,
+// loadBalancer with its lb hosts) are valid spec text with every field of those sections, and
+// following the example's instructions for download (remove binaries, fill in the sha256) gives a
+// valid spec.
 func TestExampleSections(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	ex, n := enableExampleSections(string(ExampleSpec()))
-	if n != 2 {
-		t.Fatalf("%d commented-out sections, want 2 (bastion, download):\n%s", n, ex)
+	if n != 3 {
+		t.Fatalf("%d commented-out sections, want 3 (bastion, download, loadBalancer):\n%s", n, ex)
 	}
+	lbHosts := regexp.MustCompile(`(?m)^  #- (\{name: lb-.*)$`)
+	if got := len(lbHosts.FindAllString(ex, -1)); got != 2 {
+		t.Fatalf("%d commented-out lb hosts, want 2:\n%s", got, ex)
+	}
+	ex = lbHosts.ReplaceAllString(ex, "  - $1")
 	_, lines, err := decodeStrict([]byte(ex), "example.yaml")
 	if err != nil {
 		t.Fatalf("enabled sections don't decode: %v\n%s", err, ex)
