@@ -27,6 +27,33 @@ const (
 	DefaultPeriodicRetention = "1h"
 	DefaultAgent             = AgentAuto
 	DefaultBastionPort       = 22
+
+	DefaultVirtualRouterID = 51
+	DefaultLBMode          = LBModeUnicast
+	DefaultAdvertInterval  = 1 * time.Second
+	DefaultTopology        = TopologyDedicated
+	DefaultFrontendPort    = 6443
+	DefaultAPIServerPort   = 6443
+	DefaultLBCheckInterval = 2 * time.Second
+	DefaultLBCheckFall     = 3
+	DefaultLBCheckRise     = 2
+)
+
+// VRRP modes (spec.loadBalancer.mode).
+const (
+	// LBModeUnicast sends VRRP advertisements to each other LB host (keepalived unicast_peer): works
+	// where multicast is filtered (many switches and virtual networks).
+	LBModeUnicast = "unicast"
+	// LBModeMulticast sends them to the VRRP multicast group (224.0.0.18 / ff02::12).
+	LBModeMulticast = "multicast"
+)
+
+// Load balancer topologies (spec.loadBalancer.topology).
+const (
+	// TopologyDedicated runs HAProxy + Keepalived on the hosts with role lb.
+	TopologyDedicated = "dedicated"
+	// TopologyColocated runs them on the control-plane hosts, next to the kube-apiservers.
+	TopologyColocated = "colocated"
 )
 
 // ssh-agent modes (spec.ssh.agent).
@@ -55,9 +82,14 @@ const (
 //
 // spec.etcd.download.sha256 is lower-cased (sha256sum prints lower case; some release pages upper).
 //
+// spec.loadBalancer (when set): virtualRouterID 51, mode unicast, advertInterval 1s, topology
+// dedicated, frontendPort and apiServerPort 6443, healthCheck interval 2s, fall 3, rise 2; the VIP is
+// canonicalised (CanonicalPrefix). Priorities and the check weight are not filled in: they are
+// computed from host order when the spec leaves them out (lb.Plan; Validate proves them).
+//
 // Local paths (spec.stateDir, spec.ssh.identityFile, spec.ssh.identityFiles[*],
 // spec.ssh.knownHostsFile, spec.ssh.bastion.identityFile, spec.ssh.bastion.knownHostsFile,
-// spec.etcd.binaries.*): a leading "~" or "~/" is the current user's home directory ($HOME; "~user"
+// spec.etcd.binaries.*, spec.loadBalancer.auth.file, spec.loadBalancer.healthCheck.caFile): a leading "~" or "~/" is the current user's home directory ($HOME; "~user"
 // is not expanded), a relative path is resolved against baseDir (the spec file's directory; "" keeps
 // it relative to the working directory), and the result is cleaned. Remote paths (dataDir) are not
 // touched.
@@ -146,6 +178,39 @@ func SetDefaults(c *Cluster, baseDir string) {
 		d.SHA256 = strings.ToLower(d.SHA256)
 	}
 
+	lb := s.LoadBalancer
+	if lb != nil {
+		lb.VIP = CanonicalPrefix(lb.VIP)
+		if lb.VirtualRouterID == 0 {
+			lb.VirtualRouterID = DefaultVirtualRouterID
+		}
+		if lb.Mode == "" {
+			lb.Mode = DefaultLBMode
+		}
+		if lb.AdvertInterval.Duration == 0 {
+			lb.AdvertInterval.Duration = DefaultAdvertInterval
+		}
+		if lb.Topology == "" {
+			lb.Topology = DefaultTopology
+		}
+		if lb.FrontendPort == 0 {
+			lb.FrontendPort = DefaultFrontendPort
+		}
+		if lb.APIServerPort == 0 {
+			lb.APIServerPort = DefaultAPIServerPort
+		}
+		hc := &lb.HealthCheck
+		if hc.Interval.Duration == 0 {
+			hc.Interval.Duration = DefaultLBCheckInterval
+		}
+		if hc.Fall == 0 {
+			hc.Fall = DefaultLBCheckFall
+		}
+		if hc.Rise == 0 {
+			hc.Rise = DefaultLBCheckRise
+		}
+	}
+
 	paths := []*string{&s.StateDir, &s.SSH.IdentityFile, &s.SSH.KnownHostsFile,
 		&e.Binaries.Etcd, &e.Binaries.Etcdctl, &e.Binaries.Etcdutl}
 	for i := range s.SSH.IdentityFiles {
@@ -153,6 +218,12 @@ func SetDefaults(c *Cluster, baseDir string) {
 	}
 	if b := s.SSH.Bastion; b != nil {
 		paths = append(paths, &b.IdentityFile, &b.KnownHostsFile)
+	}
+	if lb != nil {
+		paths = append(paths, &lb.HealthCheck.CAFile)
+		if lb.Auth != nil {
+			paths = append(paths, &lb.Auth.File)
+		}
 	}
 	for _, p := range paths {
 		*p = LocalPath(*p, baseDir)
@@ -167,6 +238,25 @@ func CanonicalAddress(addr string) string {
 		return addr
 	}
 	return ip.Unmap().String()
+}
+
+// CanonicalPrefix returns an address with prefix length ("10.0.1.100/24") in canonical form: the
+// address as CanonicalAddress writes it (IPv6 lower-cased and compressed, IPv4-mapped IPv6 as IPv4
+// with the prefix length reduced by 96), the prefix length in decimal. The address keeps its host
+// bits (it is an address on a network, not the network). Anything else is returned unchanged.
+func CanonicalPrefix(s string) string {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return s
+	}
+	ip, bits := p.Addr(), p.Bits()
+	if ip.Is4In6() {
+		if bits < 96 {
+			return s
+		}
+		ip, bits = ip.Unmap(), bits-96
+	}
+	return netip.PrefixFrom(ip, bits).String()
 }
 
 // LocalPath expands a leading "~" or "~/" to the home directory and resolves a relative path against

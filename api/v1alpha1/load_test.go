@@ -103,6 +103,40 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-max-parallel.yaml", "spec.ssh.maxParallel", 8},
 		{"invalid-connect-timeout.yaml", "spec.ssh.connectTimeout", 8},
 		{"invalid-empty-ssh-user.yaml", "spec.ssh.user", 8},
+		// spec.loadBalancer
+		{"invalid-lb-vip-no-prefix.yaml", "spec.loadBalancer.vip", 20},
+		{"invalid-lb-vip-not-cidr.yaml", "spec.loadBalancer.vip", 20},
+		{"invalid-lb-vip-outside-subnet.yaml", "spec.loadBalancer.vip", 20},
+		{"invalid-lb-vip-is-host-address.yaml", "spec.loadBalancer.vip", 20},
+		{"invalid-lb-vip-network-address.yaml", "spec.loadBalancer.vip", 20},
+		{"invalid-lb-virtual-router-id.yaml", "spec.loadBalancer.virtualRouterID", 21},
+		{"invalid-lb-advert-interval-fraction.yaml", "spec.loadBalancer.advertInterval", 21},
+		{"invalid-lb-advert-interval-range.yaml", "spec.loadBalancer.advertInterval", 21},
+		{"invalid-lb-auth-file-and-env.yaml", "spec.loadBalancer.auth.env", 23},
+		{"invalid-lb-auth-empty.yaml", "spec.loadBalancer.auth", 21},
+		{"invalid-lb-auth-secret-as-env.yaml", "spec.loadBalancer.auth.env", 22},
+		{"invalid-lb-priority-range.yaml", "spec.loadBalancer.priorities[lb-a]", 22},
+		{"invalid-lb-priority-not-lb-host.yaml", "spec.loadBalancer.priorities[cp-a]", 24},
+		{"invalid-lb-priorities-duplicate.yaml", "spec.loadBalancer.priorities[lb-b]", 23},
+		{"invalid-lb-priorities-missing.yaml", "spec.loadBalancer.priorities", 21},
+		{"invalid-lb-weight-cannot-fail-over.yaml", "spec.loadBalancer.checkWeight", 24},
+		{"invalid-lb-priorities-cannot-fail-over.yaml", "spec.loadBalancer.priorities", 21},
+		{"invalid-lb-check-weight-range.yaml", "spec.loadBalancer.checkWeight", 21},
+		{"invalid-lb-nopreempt-weighted.yaml", "spec.loadBalancer.nopreempt", 21},
+		{"invalid-lb-unicast-single-host.yaml", "spec.loadBalancer.mode", 18},
+		{"invalid-lb-multicast-single-host.yaml", "spec.loadBalancer.topology", 18},
+		{"invalid-lb-dedicated-no-lb-hosts.yaml", "spec.loadBalancer.topology", 17},
+		{"invalid-lb-colocated-same-port.yaml", "spec.loadBalancer.frontendPort", 17},
+		{"invalid-lb-no-backends.yaml", "spec.hosts", 9},
+		{"invalid-lb-duplicate-backends.yaml", "spec.hosts[2]", 12},
+		{"invalid-lb-check-fall.yaml", "spec.loadBalancer.healthCheck.fall", 22},
+		{"invalid-lb-check-rise.yaml", "spec.loadBalancer.healthCheck.rise", 22},
+		{"invalid-lb-check-interval.yaml", "spec.loadBalancer.healthCheck.interval", 22},
+		{"invalid-lb-bad-mode.yaml", "spec.loadBalancer.mode", 21},
+		{"invalid-lb-bad-topology.yaml", "spec.loadBalancer.topology", 21},
+		{"invalid-lb-frontend-local-port.yaml", "spec.loadBalancer.frontendPort", 21},
+		{"invalid-lb-bad-interface.yaml", "spec.loadBalancer.interface", 21},
+		{"invalid-lb-wrong-type-priorities.yaml", "spec.loadBalancer.priorities", 21},
 	}
 
 	// Every invalid file has a case, and there are enough of them.
@@ -219,6 +253,33 @@ func TestValidSpecs(t *testing.T) {
 				t.Errorf("ssh %+v, want agent required and no key files", s)
 			}
 		}},
+		{"valid-lb-dedicated.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+			want := &LoadBalancer{VIP: "172.28.0.100/24", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: Duration{time.Second},
+				Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443,
+				HealthCheck: LBHealthCheck{Interval: Duration{2 * time.Second}, Fall: 3, Rise: 2}}
+			if !reflect.DeepEqual(c.Spec.LoadBalancer, want) {
+				t.Errorf("loadBalancer %+v, want %+v", c.Spec.LoadBalancer, want)
+			}
+			if got := hostNames(c.LBHosts()); !slices.Equal(got, []string{"lb-a", "lb-b"}) {
+				t.Errorf("LB hosts %v, want lb-a, lb-b", got)
+			}
+		}},
+		{"valid-lb-colocated.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+			lb := c.Spec.LoadBalancer
+			if lb.HealthCheck.CAFile != filepath.Join(testdata, "pki", "kube-ca.crt") || lb.Auth.Env != "HACTL_VRRP_PASSWORD" ||
+				lb.FrontendPort != 8443 || lb.Mode != LBModeMulticast || lb.HealthCheck.Interval.Duration != 1500*time.Millisecond {
+				t.Errorf("loadBalancer %+v", lb)
+			}
+			if got := hostNames(c.LBHosts()); !slices.Equal(got, []string{"cp-a", "cp-b", "cp-c"}) {
+				t.Errorf("LB hosts %v, want the control-plane hosts", got)
+			}
+		}},
+		{"valid-lb-ipv6.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+			lb := c.Spec.LoadBalancer
+			if lb.VIP != "fd00:db8:28::100/64" || !lb.Nopreempt || lb.CheckWeight == nil || *lb.CheckWeight != 0 {
+				t.Errorf("loadBalancer %+v (VIP canonicalised, nopreempt, checkWeight 0)", lb)
+			}
+		}},
 		{"valid-sudo-user.yaml", 3, nil, func(t *testing.T, c *Cluster) {
 			if s := c.Spec.SSH; s.User != "deploy" || s.Sudo.PasswordEnv != "HACTL_SUDO_PASSWORD" || s.PassphraseEnv != "HACTL_SSH_PASSPHRASE" || s.Agent != AgentAuto {
 				t.Errorf("ssh %+v, want user deploy, sudo.passwordEnv HACTL_SUDO_PASSWORD, passphraseEnv HACTL_SSH_PASSPHRASE, agent auto", s)
@@ -258,6 +319,14 @@ func TestValidSpecs(t *testing.T) {
 			}
 		})
 	}
+}
+
+func hostNames(hosts []Host) []string {
+	var out []string
+	for _, h := range hosts {
+		out = append(out, h.Name)
+	}
+	return out
 }
 
 func TestIPv6Canonicalised(t *testing.T) {
@@ -611,6 +680,9 @@ func enableExampleSections(ex string) (string, int) {
 		if m == nil {
 			continue
 		}
+		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], m[1]+"#  ") {
+			continue // a null value, not a commented-out section
+		}
 		n++
 		lines[i] = m[1] + m[2] + ":"
 		for j := i + 1; j < len(lines) && strings.HasPrefix(lines[j], m[1]+"#  "); j++ {
@@ -673,6 +745,12 @@ func TestExampleSections(t *testing.T) {
 	}
 	if d := c.Spec.Etcd.Download; d == nil || d.SHA256 != strings.Repeat("0123456789abcdef", 4) {
 		t.Errorf("download %+v", d)
+	}
+	if lb := c.Spec.LoadBalancer; lb == nil || lb.VIP != "10.0.1.100/24" || lb.Auth == nil || lb.Auth.Env != "HACTL_VRRP_PASSWORD" || lb.Topology != TopologyDedicated {
+		t.Errorf("loadBalancer %+v", lb)
+	}
+	if got := hostNames(c.LBHosts()); !slices.Equal(got, []string{"lb-a", "lb-b"}) {
+		t.Errorf("LB hosts %v, want lb-a, lb-b", got)
 	}
 }
 

@@ -87,6 +87,16 @@ type LoadBalancer struct {
 	// Priorities maps LB host name to VRRP priority (1-254); empty: computed from host order
 	// (first host highest). Overrides are validated the same way (the VIP must be able to move).
 	Priorities map[string]int `json:"priorities,omitempty"`
+	// Nopreempt keeps the VIP on the host holding it when a host with a higher priority comes back
+	// (keepalived's nopreempt): fewer moves, but the VIP no longer goes back to the preferred host.
+	// It needs CheckWeight 0: with a weighted check, a holder whose HAProxy failed would only lower
+	// its priority, and without preemption nobody would take the VIP from it.
+	Nopreempt bool `json:"nopreempt,omitempty"`
+	// CheckWeight is the weight of keepalived's check of the local HAProxy (vrrp_script weight,
+	// -253..253). nil (default): computed by hactl so that a host whose check fails drops below every
+	// host whose check passes. 0: a failed check puts the host into FAULT state, which releases the
+	// VIP (required with Nopreempt). Other values are validated: the VIP must leave a failed host.
+	CheckWeight *int `json:"checkWeight,omitempty"`
 	// Topology is "dedicated" (default: hosts with role lb) or "colocated" (on the control-plane
 	// hosts; then FrontendPort must differ from APIServerPort).
 	Topology string `json:"topology,omitempty"`
@@ -275,10 +285,29 @@ func (h Host) HasRole(r Role) bool {
 }
 
 // EtcdHosts returns the hosts with role etcd, in spec order.
-func (c *Cluster) EtcdHosts() []Host {
+func (c *Cluster) EtcdHosts() []Host { return c.hostsWith(RoleEtcd) }
+
+// ControlPlaneHosts returns the hosts with role control-plane (the kube-apiservers, the load
+// balancer's backends), in spec order.
+func (c *Cluster) ControlPlaneHosts() []Host { return c.hostsWith(RoleControlPlane) }
+
+// LBHosts returns the hosts running HAProxy + Keepalived, in spec order: with topology colocated the
+// control-plane hosts, otherwise the hosts with role lb. It returns nil without spec.loadBalancer.
+func (c *Cluster) LBHosts() []Host {
+	switch lb := c.Spec.LoadBalancer; {
+	case lb == nil:
+		return nil
+	case lb.Topology == TopologyColocated:
+		return c.ControlPlaneHosts()
+	default:
+		return c.hostsWith(RoleLB)
+	}
+}
+
+func (c *Cluster) hostsWith(r Role) []Host {
 	var out []Host
 	for _, h := range c.Spec.Hosts {
-		if h.HasRole(RoleEtcd) {
+		if h.HasRole(r) {
 			out = append(out, h)
 		}
 	}

@@ -131,6 +131,17 @@ func (e *ValidationError) ExitCode() int { return 2 }
 // are etcd's own (embed.Config.Validate: heartbeat > 0, election >= 5 x heartbeat, election <=
 // 50000ms) with flags in whole milliseconds; retention parsing follows etcd's
 // parseCompactionRetention. Environment variable names follow the POSIX shell's name rule.
+//
+// spec.loadBalancer (see loadBalancer in validation_lb.go): the VIP is an address with the prefix
+// length of the LB hosts' network that holds every LB host's address and is no host's address;
+// virtualRouterID 1-255; advertInterval whole seconds up to 255s (IPv4, VRRPv2) or 40s (IPv6,
+// VRRPv3); auth names exactly one of a file and an environment variable (never the secret; none with
+// an IPv6 VIP); at least 2 LB hosts (role lb, or the control-plane hosts when colocated) and at least
+// one backend (role control-plane), no two at the same address:port; frontendPort differs from the
+// apiserver's and etcd's ports on hosts running both, and from 8405 (HAProxy's local endpoint);
+// priorities 1-254, distinct, for every LB host or none; checkWeight -253..253; nopreempt only with
+// checkWeight 0; and vrrp.ProveFailover: a host whose HAProxy check fails never keeps the VIP while
+// another host's check passes.
 func Validate(c *Cluster) (field.ErrorList, []Warning) {
 	v := &validator{}
 	if c.APIVersion != APIVersion {
@@ -145,6 +156,7 @@ func Validate(c *Cluster) (field.ErrorList, []Warning) {
 	v.hosts(c.Spec.Hosts, spec.Child("hosts"), c.Spec.SSH.Port)
 	v.etcd(&c.Spec.Etcd, spec.Child("etcd"))
 	v.topology(c, spec.Child("hosts"))
+	v.loadBalancer(c, spec.Child("loadBalancer"))
 	return v.errs, v.warns
 }
 
@@ -743,7 +755,12 @@ func spreadAdvice(n int) string {
 //   - the directory of spec.ssh.knownHostsFile exists (hosts' keys may be added with
 //     --accept-new-host-keys);
 //   - with a bastion, spec.ssh.bastion.knownHostsFile exists and holds an entry for the bastion's
-//     address:port (a bastion's key is never accepted blindly).
+//     address:port (a bastion's key is never accepted blindly);
+//   - spec.loadBalancer.healthCheck.caFile, when set, is a readable file of PEM certificates with a CA
+//     among them (no private key);
+//   - spec.loadBalancer.auth.file, when set, is a regular file not accessible by group or others
+//     whose content (one trailing newline removed) is a valid VRRP secret: at most 8 characters
+//     (keepalived silently truncates longer ones), see VRRPSecretProblem. Messages never quote it.
 //
 // It is separate from Validate so pure spec checks need no files; see also ValidateEnvironment.
 func ValidateLocalFiles(c *Cluster) field.ErrorList {
@@ -802,7 +819,7 @@ func ValidateLocalFiles(c *Cluster) field.ErrorList {
 			}
 		}
 	}
-	return errs
+	return append(errs, validateLBLocalFiles(c)...)
 }
 
 // checkKeyFile checks one local private key file ("" = not set: nothing to check).
@@ -889,7 +906,9 @@ func shellQuote(s string) string {
 // empty secret is no secret):
 //   - spec.ssh.passphraseEnv and spec.ssh.sudo.passwordEnv, when set, name variables that are set;
 //   - agent "required" needs SSH_AUTH_SOCK; agent "auto" without any key file (identityFile,
-//     identityFiles) needs it too, or nothing could authenticate.
+//     identityFiles) needs it too, or nothing could authenticate;
+//   - spec.loadBalancer.auth.env, when set, names a variable that is set to a valid VRRP secret (at
+//     most 8 characters, see VRRPSecretProblem).
 //
 // Run it after Load (names are then valid); wrap the result with Cluster.ValidationError (exit 2).
 // Messages name the variables, never their values.
@@ -916,7 +935,7 @@ func ValidateEnvironment(c *Cluster, getenv func(string) string) field.ErrorList
 			errs = append(errs, field.Invalid(p.Child("agent"), s.Agent, fmt.Sprintf("no key file is set (identityFile, identityFiles) and %s is not set, so there is no way to log in: %s, or set spec.ssh.identityFile", sock, startAgent)))
 		}
 	}
-	return errs
+	return append(errs, validateLBEnvironment(c, getenv)...)
 }
 
 // maxKeyBytes bounds how much of an identity file is read: private keys are a few KiB.
