@@ -103,6 +103,7 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 		newBootstrapCommand(s, g),
 		newStatusCommand(s, g),
 		newPKICommand(s, g),
+		newKubeadmConfigCommand(s, g),
 	)
 	usageCompletion(root)
 	return root
