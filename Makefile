@@ -18,6 +18,10 @@ build: ## build bin/hactl
 etcd-bins: ## build the pinned etcd, etcdctl, etcdutl into bin/ (skipped when present)
 	bash hack/build-etcd.sh
 
+.PHONY: kubernetes-bins
+kubernetes-bins: ## build the pinned kubeadm, kubelet, kube-apiserver, ... into bin/ (skipped when present)
+	bash hack/build-kubernetes.sh
+
 .PHONY: host-deps
 host-deps: ## install docker.io + debootstrap and start dockerd when missing (fails loudly if impossible)
 	bash hack/ensure-docker.sh
@@ -31,8 +35,8 @@ vet:
 	$(GO) vet ./...
 
 .PHONY: unit
-unit: ## unit tests (fast, no lab)
-	$(GO) test -race -count=1 ./...
+unit: host-deps kubernetes-bins ## unit tests (no lab; the real haproxy, keepalived and kubeadm validate rendered configs)
+	HACTL_REQUIRE_KUBEADM=1 $(GO) test -race -count=1 ./...
 
 .PHONY: e2e
 e2e: host-deps etcd-bins build lab-image ## e2e tests: the real hactl against the lab (one lab per package)

@@ -23,6 +23,12 @@ if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; 
 	missing+=(docker.io)
 fi
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+# The lb package's tests validate rendered configs with the real tools (haproxy -c, keepalived
+# --config-test in a network namespace) and run HAProxy against fake apiservers.
+command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+command -v keepalived >/dev/null 2>&1 || missing+=(keepalived)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 if ((${#missing[@]} > 0)); then
 	command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and apt-get is not available to install them"
 	log "installing ${missing[*]} with apt-get"
@@ -30,7 +36,7 @@ if ((${#missing[@]} > 0)); then
 	apt-get update -q || die "apt-get update failed (is Debian's archive reachable?)"
 	apt-get install -y -q "${missing[@]}" || die "apt-get install ${missing[*]} failed"
 else
-	log "docker and debootstrap already installed; skipping apt-get"
+	log "docker, debootstrap, haproxy, keepalived and curl already installed; skipping apt-get"
 fi
 for c in docker dockerd debootstrap tar; do
 	command -v "$c" >/dev/null 2>&1 || die "'$c' is still not on PATH after installing packages"
