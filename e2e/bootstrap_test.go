@@ -88,7 +88,7 @@ func client(t *testing.T, stateDir string, endpoints ...string) *clientv3.Client
 }
 
 func endpoint(host string) string {
-	h, err := theLab.Host(host)
+	h, err := suite.Lab.Host(host)
 	if err != nil {
 		panic(err)
 	}
@@ -110,7 +110,7 @@ func unitStarts(t *testing.T, hosts []string) map[string]string {
 // every test can start with it).
 func ensureThree(t *testing.T) string {
 	t.Helper()
-	spec := theLab.SpecPath(3)
+	spec := suite.Lab.SpecPath(3)
 	mustHactl(t, "bootstrap", "-f", spec)
 	return spec
 }
@@ -152,7 +152,7 @@ func TestBadSpecsExitTwoBeforeContactingHosts(t *testing.T) {
 		})
 	}
 	t.Run("unknown field", func(t *testing.T) {
-		raw, err := os.ReadFile(theLab.SpecPath(3))
+		raw, err := os.ReadFile(suite.Lab.SpecPath(3))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestHostKeysAreVerified(t *testing.T) {
 }
 
 func TestBootstrapThreeMembers(t *testing.T) {
-	spec := theLab.SpecPath(3)
+	spec := suite.Lab.SpecPath(3)
 	plan := hactl(t, "plan", "-f", spec)
 	if plan.code != 0 {
 		t.Fatalf("plan failed")
@@ -282,7 +282,7 @@ func TestBootstrapThreeMembers(t *testing.T) {
 func TestRerunIsNoop(t *testing.T) {
 	spec := ensureThree(t)
 	before := unitStarts(t, threeHosts)
-	cli := client(t, filepath.Join(theLab.Dir(), "state-3"), endpoint("cp-a"))
+	cli := client(t, filepath.Join(suite.Lab.Dir(), "state-3"), endpoint("cp-a"))
 	rev := func() int64 {
 		resp, err := cli.Get(context.Background(), "hactl/none")
 		if err != nil {
@@ -313,7 +313,7 @@ func TestRerunIsNoop(t *testing.T) {
 func TestStateDirRecoveredFromMembers(t *testing.T) {
 	ensureThree(t)
 	before := unitStarts(t, threeHosts)
-	origCA, err := os.ReadFile(filepath.Join(theLab.Dir(), "state-3", "pki", "ca.crt"))
+	origCA, err := os.ReadFile(filepath.Join(suite.Lab.Dir(), "state-3", "pki", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestClientsWithoutCertificateRefused(t *testing.T) {
 		}
 	}
 	// TLS that trusts the CA but presents no client certificate: refused.
-	caFiles := etcd.TLSFiles{CA: filepath.Join(theLab.Dir(), "state-3", "pki", "ca.crt")}
+	caFiles := etcd.TLSFiles{CA: filepath.Join(suite.Lab.Dir(), "state-3", "pki", "ca.crt")}
 	cfg, err := caFiles.Config()
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +434,7 @@ func TestClientsWithoutCertificateRefused(t *testing.T) {
 		t.Fatalf("TLS handshake without client certificate accepted")
 	}
 	// Control: with hactl's client certificate it works.
-	cli := client(t, filepath.Join(theLab.Dir(), "state-3"), ep)
+	cli := client(t, filepath.Join(suite.Lab.Dir(), "state-3"), ep)
 	if _, err := cli.Get(context.Background(), "x"); err != nil {
 		t.Fatalf("client with certificate: %v", err)
 	}
@@ -443,16 +443,16 @@ func TestClientsWithoutCertificateRefused(t *testing.T) {
 func TestMemberHostKilledClusterServesWrites(t *testing.T) {
 	spec := ensureThree(t)
 	ctx := context.Background()
-	if err := theLab.Kill(ctx, "cp-b"); err != nil {
+	if err := suite.Lab.Kill(ctx, "cp-b"); err != nil {
 		t.Fatal(err)
 	}
 	restarted := false
 	defer func() {
 		if !restarted {
-			theLab.Start(ctx, "cp-b")
+			suite.Lab.Start(ctx, "cp-b")
 		}
 	}()
-	cli := client(t, filepath.Join(theLab.Dir(), "state-3"), endpoint("cp-a"), endpoint("cp-c"))
+	cli := client(t, filepath.Join(suite.Lab.Dir(), "state-3"), endpoint("cp-a"), endpoint("cp-c"))
 	// If cp-b was the leader, the survivors first elect a new one (election timeout 1s); writes in
 	// that window may fail, so the first write is retried for up to 15 s, and every later one must
 	// succeed first time.
@@ -481,13 +481,13 @@ func TestMemberHostKilledClusterServesWrites(t *testing.T) {
 	if !strings.Contains(strings.Join(rep.Problems, ";"), "172.28.0.12") {
 		t.Errorf("problems %v do not name cp-b's endpoint", rep.Problems)
 	}
-	if err := theLab.Start(ctx, "cp-b"); err != nil {
+	if err := suite.Lab.Start(ctx, "cp-b"); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
 	waitHealthy(t, spec, 90*time.Second)
 	// cp-b caught up: a linearizable read through it sees every write.
-	b := client(t, filepath.Join(theLab.Dir(), "state-3"), endpoint("cp-b"))
+	b := client(t, filepath.Join(suite.Lab.Dir(), "state-3"), endpoint("cp-b"))
 	resp, err := b.Get(ctx, "e2e/killed/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 50 {
 		t.Fatalf("cp-b sees %v keys (err %v), want 50", resp, err)
@@ -537,7 +537,7 @@ func TestLostDataDirIsNotRebootstrapped(t *testing.T) {
 func TestScaleOutThreeToFive(t *testing.T) {
 	ensureThree(t)
 	ctx := context.Background()
-	if err := theLab.Recreate(ctx, "etcd-d", "etcd-e"); err != nil {
+	if err := suite.Lab.Recreate(ctx, "etcd-d", "etcd-e"); err != nil {
 		t.Fatal(err)
 	}
 	before := unitStarts(t, threeHosts)
@@ -593,7 +593,7 @@ func TestInterruptedBootstrapConverges(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s after first %s", tc.sig, strings.Trim(strings.ReplaceAll(tc.killAt, " ", "-"), "[]")), func(t *testing.T) {
 			ctx := context.Background()
-			if err := theLab.Recreate(ctx, threeHosts...); err != nil {
+			if err := suite.Lab.Recreate(ctx, threeHosts...); err != nil {
 				t.Fatal(err)
 			}
 			c := labSpec(t, 3)
@@ -601,8 +601,8 @@ func TestInterruptedBootstrapConverges(t *testing.T) {
 			c.Spec.StateDir = filepath.Join(t.TempDir(), "state")
 			spec := writeSpec(t, c, "cluster.yaml")
 
-			t.Logf("$ %s bootstrap -f %s   (%s after the first %q line)", hactlBin, spec, tc.sig, tc.killAt)
-			cmd := exec.Command(hactlBin, "bootstrap", "-f", spec)
+			t.Logf("$ %s bootstrap -f %s   (%s after the first %q line)", suite.Bin, spec, tc.sig, tc.killAt)
+			cmd := exec.Command(suite.Bin, "bootstrap", "-f", spec)
 			stdout, _ := cmd.StdoutPipe()
 			cmd.Stderr = cmd.Stdout
 			if err := cmd.Start(); err != nil {
@@ -659,10 +659,10 @@ func TestInterruptedBootstrapConverges(t *testing.T) {
 func TestBootstrapFiveMembers(t *testing.T) {
 	ctx := context.Background()
 	hosts := []string{"cp-a", "cp-b", "cp-c", "etcd-d", "etcd-e"}
-	if err := theLab.Recreate(ctx, hosts...); err != nil {
+	if err := suite.Lab.Recreate(ctx, hosts...); err != nil {
 		t.Fatal(err)
 	}
-	spec := theLab.SpecPath(5)
+	spec := suite.Lab.SpecPath(5)
 	res := bootstrapJSON(t, spec)
 	if len(res.Members) != 5 {
 		t.Fatalf("%d members", len(res.Members))

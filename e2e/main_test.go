@@ -7,78 +7,31 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
 )
 
 var (
-	theLab   *lab.Lab
-	hactlBin string
-	labDir   string
+	suite  harness.Suite
+	labDir string
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx := context.Background()
 	root, err := lab.FindRepoRoot(".")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-		return 1
-	}
-	hactlBin = os.Getenv("HACTL_BIN")
-	if hactlBin == "" {
-		hactlBin = filepath.Join(root, "bin", "hactl")
-		build := exec.Command("go", "build", "-o", hactlBin, "./cmd/hactl")
-		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: building hactl: %v\n", err)
-			return 1
-		}
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
 	}
 	labDir = filepath.Join(root, ".lab-e2e")
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	// Tear the lab down on SIGINT/SIGTERM too (go test's own timeout panics are covered by the next
-	// run: Up removes every hactl-lab leftover first).
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		fmt.Fprintln(os.Stderr, "e2e: interrupted: tearing the lab down")
-		_ = lab.Down(context.Background())
-		os.Exit(1)
-	}()
-	l, err := lab.Up(ctx, lab.Options{Members: 5, RepoRoot: root, Dir: labDir, Logf: logf})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FAILED: the lab could not be brought up on this machine: %v\n"+
-			"e2e: the lab needs a running docker daemon, debootstrap and the host image (make host-deps lab-image); see README.md\n", err)
-		_ = lab.Down(ctx)
-		return 1
-	}
-	theLab = l
-	code := m.Run()
-	if err := l.Down(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: tearing the lab down: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
+	os.Exit(harness.Main(m, "e2e", lab.Options{Members: 5, Dir: labDir}, &suite))
 }
 
 // result is one hactl invocation.
@@ -87,30 +40,11 @@ type result struct {
 	code           int
 }
 
-func (r result) String() string {
-	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
-}
-
 // hactl runs the real binary and logs the command line and its output so a failure can be replayed.
 func hactl(t *testing.T, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	t.Logf("$ %s %s", hactlBin, strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, hactlBin, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("running hactl: %v", err)
-	}
-	t.Logf("%s", r)
-	return r
+	r := harness.Run(t, suite.Bin, nil, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // mustHactl runs hactl and fails the test unless it exits 0.
@@ -153,7 +87,7 @@ func labSpec(t *testing.T, members int) *v1alpha1.Cluster {
 
 func execOn(t *testing.T, host string, args ...string) string {
 	t.Helper()
-	out, err := theLab.Exec(context.Background(), host, args...)
+	out, err := suite.Lab.Exec(context.Background(), host, args...)
 	if err != nil {
 		t.Fatalf("on %s: %v\n%s", host, err, out)
 	}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,51 +25,20 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
 )
 
-var (
-	theLab   *lab.Lab
-	hactlBin string
-	repoRoot string
-)
+var suite harness.Suite
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	ctx := context.Background()
-	var err error
-	if repoRoot, err = lab.FindRepoRoot("."); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e/access:", err)
-		return 1
-	}
-	hactlBin = os.Getenv("HACTL_BIN")
-	if hactlBin == "" {
-		hactlBin = filepath.Join(repoRoot, "bin", "hactl")
-		b := exec.Command("go", "build", "-o", hactlBin, "./cmd/hactl")
-		b.Dir, b.Stdout, b.Stderr = repoRoot, os.Stderr, os.Stderr
-		if err := b.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e/access: building hactl:", err)
-			return 1
-		}
-	}
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Bastion: true, IPv6: true, Mirror: true, RepoRoot: repoRoot,
-		Dir: filepath.Join(repoRoot, ".lab-e2e-access"), Logf: logf})
+func TestMain(m *testing.M) {
+	root, err := lab.FindRepoRoot(".")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e/access: FAILED: the lab could not be brought up on this machine: %v\n", err)
-		_ = lab.Down(ctx)
-		return 1
+		fmt.Fprintln(os.Stderr, "e2e/access:", err)
+		os.Exit(1)
 	}
-	theLab = l
-	code := m.Run()
-	if err := l.Down(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e/access: tearing the lab down:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
+	os.Exit(harness.Main(m, "e2e/access", lab.Options{Members: 3, Bastion: true, IPv6: true, Mirror: true,
+		Dir: filepath.Join(root, ".lab-e2e-access")}, &suite))
 }
 
 type result struct {
@@ -81,24 +49,8 @@ type result struct {
 // hactl runs the real binary with extra environment variables and logs the command and its output.
 func hactl(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	t.Logf("$ %s %s %s", strings.Join(env, " "), hactlBin, strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, hactlBin, append(args, "--log-file", filepath.Join(t.TempDir(), "hactl.log"))...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("running hactl: %v", err)
-	}
-	t.Logf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
-	return r
+	r := harness.Run(t, suite.Bin, env, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 func mustHactl(t *testing.T, env []string, args ...string) result {
@@ -141,13 +93,13 @@ func variantSpec(t *testing.T, v lab.Variant, mutate func(c *v1alpha1.Cluster)) 
 	t.Helper()
 	var dl *v1alpha1.EtcdDownload
 	if v == lab.VariantDownload {
-		tb, err := theLab.EtcdTarball()
+		tb, err := suite.Lab.EtcdTarball()
 		if err != nil {
 			t.Fatal(err)
 		}
 		dl = tb.Download(tb.URL)
 	}
-	c, err := lab.BuildVariantSpec(v, theLab.Dir(), filepath.Join(repoRoot, "bin"), dl)
+	c, err := lab.BuildVariantSpec(v, suite.Lab.Dir(), filepath.Join(suite.RepoRoot, "bin"), dl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +120,7 @@ func variantSpec(t *testing.T, v lab.Variant, mutate func(c *v1alpha1.Cluster)) 
 
 func execOn(t *testing.T, host string, args ...string) string {
 	t.Helper()
-	out, err := theLab.Exec(context.Background(), host, args...)
+	out, err := suite.Lab.Exec(context.Background(), host, args...)
 	if err != nil {
 		t.Fatalf("on %s: %v\n%s", host, err, out)
 	}
@@ -179,7 +131,7 @@ var cpHosts = []string{"cp-a", "cp-b", "cp-c"}
 
 func freshCP(t *testing.T) {
 	t.Helper()
-	if err := theLab.Recreate(context.Background(), cpHosts...); err != nil {
+	if err := suite.Lab.Recreate(context.Background(), cpHosts...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -214,13 +166,13 @@ func TestSudoWithPasswordFromEnvironment(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "spec.ssh.sudo.passwordEnv") || strings.Contains(r.stdout, "[preflight]") {
 		t.Fatalf("unset sudo password variable: want exit 2 naming spec.ssh.sudo.passwordEnv before preflight")
 	}
-	pw := theLab.SudoPassword()
+	pw := suite.Lab.SudoPassword()
 	env := []string{lab.SudoPasswordEnv + "=" + pw}
 	logFile := filepath.Join(t.TempDir(), "debug.log")
-	cmd := exec.Command(hactlBin, "bootstrap", "-f", spec, "-v", "--log-file", logFile)
+	cmd := exec.Command(suite.Bin, "bootstrap", "-f", spec, "-v", "--log-file", logFile)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
-	t.Logf("$ %s=*** %s bootstrap -f %s -v\n%s", lab.SudoPasswordEnv, hactlBin, spec, out)
+	t.Logf("$ %s=*** %s bootstrap -f %s -v\n%s", lab.SudoPasswordEnv, suite.Bin, spec, out)
 	if err != nil {
 		t.Fatalf("bootstrap through sudo with a password: %v", err)
 	}
@@ -240,7 +192,7 @@ func TestSudoWithPasswordFromEnvironment(t *testing.T) {
 // from the spec: hactl authenticates through SSH_AUTH_SOCK only.
 func TestAgentAuthentication(t *testing.T) {
 	freshCP(t)
-	keyPEM, err := os.ReadFile(filepath.Join(theLab.Dir(), "id_ed25519"))
+	keyPEM, err := os.ReadFile(filepath.Join(suite.Lab.Dir(), "id_ed25519"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +236,7 @@ func TestAgentAuthentication(t *testing.T) {
 // (SSH and the etcd client) through the bastion only.
 func TestBastion(t *testing.T) {
 	spec := variantSpec(t, lab.VariantBastion, nil)
-	in, err := theLab.Host("in-a")
+	in, err := suite.Lab.Host("in-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +315,7 @@ func TestInstallFromURL(t *testing.T) {
 // the environment variable the spec names (never the spec, never argv).
 func TestPassphraseProtectedKey(t *testing.T) {
 	freshCP(t)
-	keyPEM, err := os.ReadFile(filepath.Join(theLab.Dir(), "id_ed25519"))
+	keyPEM, err := os.ReadFile(filepath.Join(suite.Lab.Dir(), "id_ed25519"))
 	if err != nil {
 		t.Fatal(err)
 	}
