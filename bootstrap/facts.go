@@ -178,11 +178,16 @@ if [ -r /etc/hactl/etcd-member.json ]; then echo "marker=$(base64 -w0 /etc/hactl
 // POSIX shell and coreutils: fsyncSamples appends of fsyncBlockSize bytes with dd oflag=dsync (O_DSYNC:
 // every write is followed by the equivalent of fdatasync, as etcd's WAL does), each timed with
 // date +%s%N; the same loop writing to /dev/null gives the cost of starting dd and date, whose
-// median is subtracted from every sample by parseFacts. The probe file (.hactl-fsync-probe.<pid>) is
+// median is subtracted from every sample by parseFacts. A host whose data dir already holds etcd data
+// is not probed: the probe matters before installing, and a re-run must not write into a live
+// member's data dir (nor pay ~0.5 s per host). The probe file (.hactl-fsync-probe.<pid>) is
 // written in the data dir when it exists and is not foreign, else in its nearest existing parent,
 // and removed (also on failure); the data dir check above ignores such files. It runs in a subshell
 // so a failure (no %N in date, no oflag=dsync in dd, a read-only filesystem) only reports fsync_err.
-var fsyncProbeScript = fmt.Sprintf(`pd="$D"
+var fsyncProbeScript = fmt.Sprintf(`if [ "$data" = member ]; then
+  echo "fsync_err=skipped: etcd already keeps its data here (its wal_fsync_duration_seconds metric is the measure now)"
+else
+pd="$D"
 if [ ! -d "$pd" ] || [ "$data" = foreign ]; then pd=$(dirname "$D"); fi
 while [ ! -d "$pd" ]; do pd=$(dirname "$pd"); done
 echo "fsync_dir=$pd"
@@ -204,6 +209,7 @@ echo "fsync_dir=$pd"
   done
   echo "fsync_ns=$s"
 ) 2>/dev/null
+fi
 `, fsyncBaseline, fsyncSamples, fsyncBlockSize)
 
 // parseFacts reads factsScript's output. sent and received bracket the command on the local clock.

@@ -253,3 +253,25 @@ func TestFactsFsyncProbe(t *testing.T) {
 		t.Errorf("absent data dir: probe dir %q (%v), want %s", f.Fsync.Dir, err, parent)
 	}
 }
+
+// TestFsyncProbeSkipsLiveDataDir: a data dir that already holds etcd data is never written into by
+// the probe (a re-run changes nothing), and the facts say why nothing was measured.
+func TestFsyncProbeSkipsLiveDataDir(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "etcd")
+	os.MkdirAll(filepath.Join(d, "member", "wal"), 0o700)
+	out, err := exec.Command("/bin/sh", "-c", factsScript(d, nil, nil)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseFacts(out, time.Now(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Fsync.Samples != 0 || !strings.Contains(f.Fsync.Err, "skipped") {
+		t.Fatalf("fsync probe on a live data dir: %+v", f.Fsync)
+	}
+	entries, _ := os.ReadDir(d)
+	if len(entries) != 1 {
+		t.Fatalf("the probe left files in the data dir: %v", entries)
+	}
+}

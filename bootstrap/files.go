@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -254,7 +255,7 @@ func fileSum(path string) (string, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := copyBuffer(h, f); err != nil {
+	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -85,9 +85,9 @@ func (b *Bootstrapper) preflight(ctx context.Context) error {
 		b.mu.Lock()
 		b.facts[m.Name] = f
 		b.mu.Unlock()
-		b.p.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s ±%s (%s), %s",
+		b.p.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s ±%s (rtt %s; %s), %s",
 			f.OSPretty, f.Arch, orDash(f.EtcdActive), f.Data, f.ClockOffset.Round(time.Millisecond), f.ClockError.Round(time.Millisecond),
-			f.timeSyncSummary(), f.fsyncSummary())
+			f.RTT.Round(time.Millisecond), f.timeSyncSummary(), f.fsyncSummary())
 		b.warnings(m, f)
 		return b.check(m, f, wantArch)
 	})

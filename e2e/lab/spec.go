@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+
+	"github.com/hactl/hactl/internal/atomicfile"
 )
 
 // EtcdVersion is the etcd release the lab's specs ask for; tools/etcd/go.mod pins the same version
@@ -237,24 +239,8 @@ func writeSpecs(dir, binDir string, variants ...Variant) ([]string, error) {
 	return paths, nil
 }
 
-// writeFileAtomic writes data to a temp file next to path and renames it over path.
+// writeFileAtomic writes data to a temp file next to path and renames it over path (the project's
+// one atomic writer).
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, data, mode)
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -130,19 +129,12 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if runErr != nil && logPath != "" {
 		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+	if o.output == "json" || runErr == nil { // the JSON summary is written on failure too
+		if err := writeReport(s.Out, o.output, res, func(w io.Writer) { printSummary(w, res, g.file) }); err != nil {
 			return err
 		}
-		return runErr
 	}
-	if runErr != nil {
-		return runErr
-	}
-	printSummary(s.Out, res, g.file)
-	return nil
+	return runErr
 }
 
 func printSummary(w io.Writer, r *bootstrap.Result, file string) {

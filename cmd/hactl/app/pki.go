@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -59,14 +58,8 @@ does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not b
 				Cluster: c, AcceptNewHostKeys: o.acceptNewHostKeys, Printer: p, Prompt: terminalPrompter(s.In, s.Err),
 			})
 			if rep != nil {
-				if o.output == "json" {
-					enc := json.NewEncoder(s.Out)
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(rep); err != nil {
-						return err
-					}
-				} else {
-					printPKIReport(s.Out, rep)
+				if err := writeReport(s.Out, o.output, rep, func(w io.Writer) { printPKIReport(w, rep) }); err != nil {
+					return err
 				}
 			}
 			if err != nil {

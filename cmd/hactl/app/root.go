@@ -3,6 +3,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,4 +149,15 @@ func outputFormat(o string) error {
 		return nil
 	}
 	return &UsageError{Err: fmt.Errorf("--output %q: must be table or json", o)}
+}
+
+// writeReport writes a listing: indented JSON for -o json, else the table printer's output.
+func writeReport(w io.Writer, output string, v any, table func(io.Writer)) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	table(w)
+	return nil
 }

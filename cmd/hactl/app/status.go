@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,14 +83,8 @@ it is degraded, 1 when no member could be reached.`,
 			}
 			rep, err := collectStatus(cmd, c, o.timeout, dial)
 			if rep != nil {
-				if o.output == "json" {
-					enc := json.NewEncoder(s.Out)
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(rep); err != nil {
-						return err
-					}
-				} else {
-					printStatus(s.Out, rep)
+				if err := writeReport(s.Out, o.output, rep, func(w io.Writer) { printStatus(w, rep) }); err != nil {
+					return err
 				}
 			}
 			if err != nil {
