@@ -9,8 +9,11 @@
 package kubeadm
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"regexp"
@@ -18,6 +21,7 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -69,6 +73,11 @@ type Options struct {
 	IgnorePreflightErrors []string
 	// CRISocket is nodeRegistration.criSocket (default DefaultCRISocket).
 	CRISocket string
+	// KubeletConfig is an optional YAML document of kind KubeletConfiguration (apiVersion
+	// KubeletAPIVersion), appended as a third document: kubeadm init stores it in the cluster
+	// (ConfigMap kubelet-config) and every joining node's kubelet uses it. Nil: kubeadm's defaults.
+	// Anything else than one such document is an *OptionError for --kubelet-config.
+	KubeletConfig []byte
 	// Source names the spec file in spec errors ("file:line: field: message"); may be "".
 	Source string
 }
@@ -142,8 +151,16 @@ func Config(c *v1alpha1.Cluster, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	docs := []any{init, cluster}
+	if o.KubeletConfig != nil {
+		kc, err := kubeletConfig(o.KubeletConfig)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, kc)
+	}
 	var out bytes.Buffer
-	for i, doc := range []any{init, cluster} {
+	for i, doc := range docs {
 		b, err := yaml.Marshal(doc)
 		if err != nil {
 			return nil, fmt.Errorf("kubeadm config: %w", err)
@@ -154,6 +171,50 @@ func Config(c *v1alpha1.Cluster, opts Options) ([]byte, error) {
 		out.Write(b)
 	}
 	return out.Bytes(), nil
+}
+
+// KubeletAPIVersion and KubeletKind identify the document Options.KubeletConfig must hold.
+const (
+	KubeletAPIVersion = "kubelet.config.k8s.io/v1beta1"
+	KubeletKind       = "KubeletConfiguration"
+)
+
+// kubeletConfig parses Options.KubeletConfig: exactly one YAML document whose apiVersion and kind are
+// KubeletAPIVersion and KubeletKind. Its fields are passed through untouched (kubeadm and the
+// kubelet validate them; the tests run the real `kubeadm config validate`).
+func kubeletConfig(raw []byte) (map[string]any, error) {
+	const flag = "--kubelet-config"
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	var doc []byte
+	for {
+		d, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, &OptionError{flag, fmt.Sprintf("not YAML: %v", err)}
+		}
+		var v any
+		if yaml.Unmarshal(d, &v) == nil && v == nil {
+			continue // empty or only comments
+		}
+		if doc != nil {
+			return nil, &OptionError{flag, "holds more than one YAML document: give only the " + KubeletKind + " document"}
+		}
+		doc = d
+	}
+	raw = doc
+	var m map[string]any
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return nil, &OptionError{flag, fmt.Sprintf("not YAML: %v", err)}
+	}
+	if m == nil {
+		return nil, &OptionError{flag, "is empty: give a " + KubeletKind + " document (apiVersion " + KubeletAPIVersion + ")"}
+	}
+	if av, kind := m["apiVersion"], m["kind"]; av != KubeletAPIVersion || kind != KubeletKind {
+		return nil, &OptionError{flag, fmt.Sprintf("has apiVersion %v, kind %v: want apiVersion %s, kind %s", av, kind, KubeletAPIVersion, KubeletKind)}
+	}
+	return m, nil
 }
 
 // documents builds the two kubeadm documents from the spec and defaulted options.

@@ -43,9 +43,22 @@ var goldenCases = []struct {
 	{"lab-defaults", "lab.yaml", Options{}},
 	{"lab-e2e", "lab.yaml", Options{ImagePullPolicy: "Never", IgnorePreflightErrors: []string{"all"},
 		PodSubnet: "10.200.0.0/16", ServiceSubnet: "10.201.0.0/16"}},
+	{"lab-kubelet", "lab.yaml", Options{ImagePullPolicy: "Never", IgnorePreflightErrors: []string{"all"},
+		KubeletConfig: []byte(labKubelet)}},
 	{"colocated-ipv6", "colocated-ipv6.yaml", Options{KubernetesVersion: "v1.37.0", PodSubnet: "fd10::/56", ServiceSubnet: "fd20::/108",
 		IgnorePreflightErrors: []string{"Swap", "SystemVerification"}, ImagePullPolicy: "IfNotPresent"}},
 }
+
+// labKubelet is the KubeletConfiguration the lab passes with --kubelet-config (cgroup v1 hosts
+// with swap: LAB.md).
+const labKubelet = `# the lab's kubelets
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+failSwapOn: false
+failCgroupV1: false
+`
 
 func TestConfigGolden(t *testing.T) {
 	for _, tc := range goldenCases {
@@ -82,8 +95,18 @@ func TestConfigContent(t *testing.T) {
 				t.Fatal(err)
 			}
 			docs := strings.Split(string(out), "\n---\n")
-			if len(docs) != 2 {
-				t.Fatalf("got %d documents, want 2:\n%s", len(docs), out)
+			want := 2
+			if tc.opts.KubeletConfig != nil {
+				want = 3
+			}
+			if len(docs) != want {
+				t.Fatalf("got %d documents, want %d:\n%s", len(docs), want, out)
+			}
+			if want == 3 {
+				var kc map[string]any
+				if err := yaml.Unmarshal([]byte(docs[2]), &kc); err != nil || kc["kind"] != KubeletKind || kc["cgroupDriver"] != "cgroupfs" {
+					t.Errorf("third document: %v, %v; want the KubeletConfiguration passed in", kc, err)
+				}
 			}
 			var init InitConfiguration
 			var cluster ClusterConfiguration
@@ -216,6 +239,11 @@ func TestOptionErrors(t *testing.T) {
 		{Options{PodSubnet: "10.96.0.0/16"}, "--pod-subnet: 10.96.0.0/16 overlaps the service subnet 10.96.0.0/12"},
 		{Options{PodSubnet: "172.28.0.0/16"}, "--pod-subnet: 172.28.0.0/16 contains the load balancer VIP 172.28.0.100"},
 		{Options{ServiceSubnet: "172.28.0.0/28"}, "--service-subnet: 172.28.0.0/28 contains host cp-a's address 172.28.0.11"},
+		{Options{KubeletConfig: []byte("")}, "--kubelet-config: is empty"},
+		{Options{KubeletConfig: []byte("kind: KubeletConfiguration\n")}, "--kubelet-config: has apiVersion <nil>, kind KubeletConfiguration: want apiVersion kubelet.config.k8s.io/v1beta1"},
+		{Options{KubeletConfig: []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n")}, "want apiVersion kubelet.config.k8s.io/v1beta1, kind KubeletConfiguration"},
+		{Options{KubeletConfig: []byte(labKubelet + "---\napiVersion: v1\nkind: ConfigMap\n")}, "--kubelet-config: holds more than one YAML document"},
+		{Options{KubeletConfig: []byte("a: [b\n")}, "--kubelet-config: not YAML"},
 	} {
 		_, err := Config(lab, tc.opts)
 		var oe *OptionError

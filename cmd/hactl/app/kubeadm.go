@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ type kubeadmConfigOptions struct {
 	imagePullPolicy       string
 	ignorePreflightErrors []string
 	criSocket             string
+	kubeletConfig         string
 }
 
 func newKubeadmConfigCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -53,6 +55,12 @@ control-plane (exit 2 naming the field otherwise).
 			if err != nil {
 				return err
 			}
+			var kubelet []byte
+			if o.kubeletConfig != "" {
+				if kubelet, err = os.ReadFile(o.kubeletConfig); err != nil {
+					return &kubeadm.OptionError{Flag: "--kubelet-config", Msg: fmt.Sprintf("%v: give a file holding a %s document", err, kubeadm.KubeletKind)}
+				}
+			}
 			out, err := kubeadm.Config(c, kubeadm.Options{
 				KubernetesVersion:     o.kubernetesVersion,
 				PodSubnet:             o.podSubnet,
@@ -60,6 +68,7 @@ control-plane (exit 2 naming the field otherwise).
 				ImagePullPolicy:       o.imagePullPolicy,
 				IgnorePreflightErrors: splitList(o.ignorePreflightErrors),
 				CRISocket:             o.criSocket,
+				KubeletConfig:         kubelet,
 				Source:                g.file,
 			})
 			if err != nil {
@@ -76,5 +85,6 @@ control-plane (exit 2 naming the field otherwise).
 	f.StringVar(&o.imagePullPolicy, "image-pull-policy", "", "nodeRegistration.imagePullPolicy: Always, IfNotPresent or Never (default: kubeadm's, IfNotPresent)")
 	f.StringSliceVar(&o.ignorePreflightErrors, "ignore-preflight-errors", nil, "kubeadm preflight checks to ignore (nodeRegistration.ignorePreflightErrors), e.g. Swap,SystemVerification or all")
 	f.StringVar(&o.criSocket, "cri-socket", kubeadm.DefaultCRISocket, "nodeRegistration.criSocket")
+	f.StringVar(&o.kubeletConfig, "kubelet-config", "", "file with a KubeletConfiguration document ("+kubeadm.KubeletAPIVersion+") to append: kubeadm stores it for every node's kubelet")
 	return cmd
 }

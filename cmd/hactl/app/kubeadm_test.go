@@ -103,6 +103,8 @@ func TestKubeadmConfigErrorsExitTwo(t *testing.T) {
 		{"extra argument", []string{"-f", withLB, "extra"}, `unknown command "extra"`},
 		{"unknown flag", []string{"-f", withLB, "--vip", "1.2.3.4"}, "unknown flag: --vip"},
 		{"missing spec", []string{"-f", filepath.Join(t.TempDir(), "none.yaml")}, "none.yaml"},
+		{"missing kubelet config", []string{"-f", withLB, "--kubelet-config", filepath.Join(t.TempDir(), "kubelet.yaml")}, "--kubelet-config: open "},
+		{"wrong kubelet config kind", []string{"-f", withLB, "--kubelet-config", withLB}, "--kubelet-config: has apiVersion hactl.io/v1alpha1, kind Cluster"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := runCmd(t, append([]string{"kubeadm-config"}, tc.args...)...)
