@@ -16,6 +16,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/state"
@@ -52,6 +53,24 @@ type Result struct {
 	DryRun    bool           `json:"dryRun"`
 	Duration  string         `json:"duration"`
 	Members   []MemberResult `json:"members"`
+	// Hosts are the control-plane and LB hosts (kube/* and lb/* phases), in spec order.
+	Hosts []HostResult `json:"hosts,omitempty"`
+	// VIP is the load balancer's virtual IP and VIPHolder the LB host holding it after lb/wait.
+	VIP       string `json:"vip,omitempty"`
+	VIPHolder string `json:"vipHolder,omitempty"`
+}
+
+// HostResult is one control-plane or LB host's outcome.
+type HostResult struct {
+	Name    string   `json:"name"`
+	Zone    string   `json:"zone"`
+	Address string   `json:"address"`
+	Roles   []string `json:"roles"`
+	// Action is "changed" or "unchanged" (planned, during a dry run).
+	Action string `json:"action"`
+	// Changes are the packages installed, files written and units reloaded or started.
+	Changes  []string `json:"changes,omitempty"`
+	Commands int      `json:"sshCommands"`
 }
 
 // MemberResult is one host's outcome.
@@ -116,6 +135,14 @@ type Bootstrapper struct {
 	recovery *recovery    // set when the state dir was (or, in a dry run, would be) recovered from the members
 	plans    map[string]*hostPlan
 	started  time.Time
+
+	// Control-plane and LB hosts (front.go, lbinstall.go).
+	fronts     []frontHost
+	frontFacts map[string]*frontFacts
+	frontPlans map[string]*frontPlan
+	lbCfg      *lb.Config    // nil without spec.loadBalancer
+	lbSecret   lb.AuthSecret // the VRRP secret, when spec.loadBalancer.auth is set
+	vipHolder  string        // the LB host holding the VIP after lb/wait
 }
 
 // New prepares a run. It contacts nothing.
@@ -134,6 +161,9 @@ func New(opt Options) (*Bootstrapper, error) {
 		facts:   map[string]*Facts{},
 		sums:    map[string]string{},
 		plans:   map[string]*hostPlan{},
+
+		frontFacts: map[string]*frontFacts{},
+		frontPlans: map[string]*frontPlan{},
 	}
 	ms, err := etcd.MembersFromSpec(b.spec)
 	if err != nil {
@@ -142,6 +172,7 @@ func New(opt Options) (*Bootstrapper, error) {
 	for i, h := range b.spec.EtcdHosts() {
 		b.members = append(b.members, member{Member: ms[i], host: h, peerURL: ms[i].PeerURL(), clientURL: ms[i].ClientURL()})
 	}
+	b.fronts = b.frontHosts()
 	return b, nil
 }
 
@@ -149,12 +180,18 @@ func New(opt Options) (*Bootstrapper, error) {
 func (b *Bootstrapper) Phases() []phase.Phase {
 	return []phase.Phase{
 		phase.Func{Name: "preflight", Fn: b.preflight},
+		phase.Func{Name: "kube/preflight", Fn: b.frontPreflight, Condition: b.anyFront},
 		phase.Func{Name: "pki", Fn: b.pki},
 		phase.Func{Name: "detect", Fn: b.detect},
 		phase.Func{Name: "plan", Fn: b.plan},
+		phase.Func{Name: "kube/plan", Fn: b.frontPlanPhase, Condition: b.frontFactsKnown},
 		phase.Func{Name: "etcd/install", Fn: b.install, Changes: true, Condition: b.anyUploads},
 		phase.Func{Name: "etcd/start", Fn: b.start, Changes: true, Condition: b.anyStarts},
 		phase.Func{Name: "etcd/wait", Fn: b.wait, Changes: true},
+		phase.Func{Name: "kube/etcd-certs", Fn: b.etcdCerts, Changes: true, Condition: b.anyCertUploads},
+		phase.Func{Name: "lb/packages", Fn: b.lbPackages, Changes: true, Condition: b.anyPackages},
+		phase.Func{Name: "lb/install", Fn: b.lbInstall, Changes: true, Condition: b.anyLBChanges},
+		phase.Func{Name: "lb/wait", Fn: b.lbWait, Changes: true, Condition: b.hasLB},
 	}
 }
 
@@ -288,6 +325,25 @@ func (b *Bootstrapper) result() *Result {
 			mr.Commands = c.Commands()
 		}
 		r.Members = append(r.Members, mr)
+	}
+	if b.lbCfg != nil {
+		r.VIP, r.VIPHolder = b.lbCfg.VIP.Addr().String(), b.vipHolder
+	}
+	for _, h := range b.fronts {
+		hr := HostResult{Name: h.host.Name, Zone: h.host.Zone, Address: h.addr.String(), Action: "unchanged"}
+		for _, role := range h.host.Roles {
+			hr.Roles = append(hr.Roles, string(role))
+		}
+		if p := b.frontPlans[h.host.Name]; p != nil {
+			hr.Changes = p.describe()
+		}
+		if len(hr.Changes) > 0 {
+			hr.Action = "changed"
+		}
+		if c := b.client(h.host.Name); c != nil {
+			hr.Commands = c.Commands()
+		}
+		r.Hosts = append(r.Hosts, hr)
 	}
 	return r
 }

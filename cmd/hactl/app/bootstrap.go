@@ -148,6 +148,21 @@ func printSummary(w io.Writer, r *bootstrap.Result, file string) {
 	}
 	fmt.Fprintln(w)
 	ui.Table(w, []string{"MEMBER", "ZONE", "ADDRESS", "ID", "ACTION", "SSH-COMMANDS"}, rows)
+	if len(r.Hosts) > 0 {
+		rows = rows[:0]
+		for _, h := range r.Hosts {
+			changes := "-"
+			if len(h.Changes) > 0 {
+				changes = strings.Join(h.Changes, ", ")
+			}
+			rows = append(rows, []string{h.Name, h.Zone, h.Address, strings.Join(h.Roles, ","), h.Action, changes})
+		}
+		fmt.Fprintln(w)
+		ui.Table(w, []string{"HOST", "ZONE", "ADDRESS", "ROLES", "ACTION", "CHANGES"}, rows)
+	}
+	if r.VIPHolder != "" {
+		fmt.Fprintf(w, "\nVIP %s is on %s.\n", r.VIP, r.VIPHolder)
+	}
 	fmt.Fprintf(w, "\ncluster %s (ID %s) is healthy; took %s. Next: %s status -f %s\n", r.Cluster, r.ClusterID, r.Duration, self(), file)
 }
 

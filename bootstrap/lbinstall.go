@@ -1,0 +1,444 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hactl/hactl/kubeadm"
+	"github.com/hactl/hactl/lb"
+	"github.com/hactl/hactl/provision"
+)
+
+// Exit codes of lbApplyScript (any other non-zero code is an unexpected failure of the script).
+const (
+	applyInvalid    = 3 // a staged configuration failed validation: nothing was swapped in
+	applyRolledBack = 4 // reload/start failed; the previous configuration is back and running
+	applyBroken     = 5 // reload/start failed and there was no previous configuration, or it failed too
+)
+
+// LBApplyError is a load balancer configuration that could not be applied on a host. Outcome says
+// what state the host was left in; Output is what the tool (haproxy -c, keepalived --config-test,
+// systemctl, the journal) printed.
+type LBApplyError struct {
+	Host    string
+	Outcome string // "invalid" (nothing changed), "rolled back" (previous config running), "broken"
+	Err     error  // the *provision.CommandError of the script
+	Output  string
+}
+
+func (e *LBApplyError) Error() string {
+	switch e.Outcome {
+	case "invalid":
+		return fmt.Sprintf("host %s: step lb/install: the new configuration was refused by its own tool on the host; nothing was changed:\n%s", e.Host, e.Output)
+	case "rolled back":
+		return fmt.Sprintf("host %s: step lb/install: reload failed; rolled back to the previous configuration (kept as *%s), which is running again:\n%s", e.Host, previousSuffix, e.Output)
+	default:
+		return fmt.Sprintf("host %s: step lb/install: reload/start failed and no working previous configuration could be restored:\n%s", e.Host, e.Output)
+	}
+}
+
+func (e *LBApplyError) Unwrap() error { return e.Err }
+
+// etcdCerts installs the etcd CA and kube-apiserver's etcd client certificate at kubeadm's paths
+// (kubeadm.EtcdCAFile, EtcdClientCertFile, EtcdClientKeyFile) on every control-plane host whose
+// copies differ. Atomic uploads; nothing restarts (kube-apiserver reads them when it starts).
+func (b *Bootstrapper) etcdCerts(ctx context.Context) error {
+	return b.forEachFront(ctx, func(ctx context.Context, h frontHost) error {
+		var files []provision.File
+		for _, df := range b.frontPlans[h.host.Name].upload {
+			if df.Note == "kube-apiserver's etcd credentials" {
+				files = append(files, provision.File{Path: df.Path, Mode: df.Mode, Content: df.Data, SHA256: df.Sum})
+			}
+		}
+		if len(files) == 0 {
+			return nil
+		}
+		sctx, cancel := b.stepCtx(ctx)
+		defer cancel()
+		if err := b.client(h.host.Name).Upload(sctx, "kube/etcd-certs", files); err != nil {
+			return err
+		}
+		b.p.Hostf(h.host.Name, "installed kube-apiserver's etcd credentials (%s, %s, %s)", kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, kubeadm.EtcdClientKeyFile)
+		return nil
+	})
+}
+
+func (b *Bootstrapper) anyCertUploads() bool {
+	for _, h := range b.fronts {
+		for _, df := range b.frontPlans[h.host.Name].upload {
+			if slices.Contains([]string{kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, kubeadm.EtcdClientKeyFile}, df.Path) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (b *Bootstrapper) anyPackages() bool {
+	for _, p := range b.frontPlans {
+		if len(p.packages) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Bootstrapper) anyLBChanges() bool {
+	for _, h := range b.fronts {
+		p := b.frontPlans[h.host.Name]
+		if h.lb && (len(p.reload)+len(p.start) > 0 || slices.ContainsFunc(p.upload, isLBFile) || len(b.frontFacts[h.host.Name].Stale) > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func isLBFile(df desiredFile) bool { return df.Note == "load balancer" }
+
+// packageTimeout bounds a package installation (index refresh + download + install).
+const packageTimeout = 10 * time.Minute
+
+// installCommand returns the command installing pkgs with package manager pm (apt-get, dnf, yum).
+// apt-get refreshes its index only when the first attempt fails (a fresh image has none).
+func installCommand(pm string, pkgs []string) (string, error) {
+	list := strings.Join(pkgs, " ")
+	switch pm {
+	case "apt-get":
+		inst := "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends " + list
+		return inst + " || { apt-get update && " + inst + "; }", nil
+	case "dnf", "yum":
+		return pm + " install -y " + list, nil
+	default:
+		return "", fmt.Errorf("no supported package manager (apt-get, dnf, yum) to install %s", list)
+	}
+}
+
+// lbPackages installs the missing LB packages (lbBinaries) with the host's package manager.
+func (b *Bootstrapper) lbPackages(ctx context.Context) error {
+	return b.forEachFront(ctx, func(ctx context.Context, h frontHost) error {
+		p := b.frontPlans[h.host.Name]
+		if len(p.packages) == 0 {
+			return nil
+		}
+		cmd, err := installCommand(b.frontFacts[h.host.Name].PkgManager, p.packages)
+		if err != nil {
+			return fmt.Errorf("lb/packages: %w", err)
+		}
+		sctx, cancel := context.WithTimeout(ctx, packageTimeout)
+		defer cancel()
+		start := time.Now()
+		if _, err := b.run(sctx, h.host.Name, "lb/packages", cmd); err != nil {
+			return err
+		}
+		b.p.Hostf(h.host.Name, "installed %s (%s)", strings.Join(p.packages, " "), time.Since(start).Round(time.Second))
+		return nil
+	})
+}
+
+// lbInstall applies the load balancer on every LB host with changes: stale staged files left by an
+// interrupted run are removed; the CA bundle and sysctl file are uploaded in place (atomically);
+// haproxy.cfg and keepalived.conf are uploaded next to the live files (*.hactl-new) and then
+// lbApplyScript validates them with haproxy -c and keepalived --config-test, swaps them in keeping
+// the previous files (*.prev), reloads (or enables and starts) the units, checks they work, and
+// rolls back on failure. Errors are *LBApplyError.
+func (b *Bootstrapper) lbInstall(ctx context.Context) error {
+	return b.forEachFront(ctx, func(ctx context.Context, h frontHost) error {
+		if !h.lb {
+			return nil
+		}
+		p := b.frontPlans[h.host.Name]
+		if stale := b.frontFacts[h.host.Name].Stale; len(stale) > 0 {
+			sctx, cancel := b.stepCtx(ctx)
+			_, err := b.run(sctx, h.host.Name, "lb/install", "rm -f -- "+quoteAll(stale))
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		var files []provision.File
+		var staged []string
+		sysctl := false
+		for _, df := range p.upload {
+			if !isLBFile(df) {
+				continue
+			}
+			path := df.Path
+			switch df.Path {
+			case lb.HAProxyConfigPath, lb.KeepalivedConfigPath:
+				path += stagedSuffix
+				staged = append(staged, df.Path)
+			case lb.SysctlPath:
+				sysctl = true
+			}
+			files = append(files, provision.File{Path: path, Mode: df.Mode, Content: df.Data, SHA256: df.Sum})
+		}
+		if len(files) == 0 && len(p.reload)+len(p.start) == 0 {
+			return nil
+		}
+		sctx, cancel := b.stepCtx(ctx)
+		defer cancel()
+		if len(files) > 0 {
+			if err := b.client(h.host.Name).Upload(sctx, "lb/install", files); err != nil {
+				return err
+			}
+		}
+		script := lbApplyScript(applyParams{
+			haproxyPath: lb.HAProxyConfigPath, keepalivedPath: lb.KeepalivedConfigPath, checkSeconds: applyCheckSeconds,
+			staged: staged, sysctl: sysctl, reload: p.reload, start: p.start,
+			frontendPort: b.lbCfg.FrontendPort,
+		})
+		// Validation, reload and the checks after it take a few seconds; a rollback as long again.
+		actx, acancel := context.WithTimeout(ctx, b.spec.Spec.SSH.CommandTimeout.Duration+2*applyCheckSeconds*time.Second)
+		defer acancel()
+		res, err := b.run(actx, h.host.Name, "lb/install", script)
+		if err != nil {
+			var ce *provision.CommandError
+			if errors.As(err, &ce) {
+				out := strings.TrimSpace(ce.Stderr)
+				switch ce.ExitCode {
+				case applyInvalid:
+					return &LBApplyError{Host: h.host.Name, Outcome: "invalid", Err: err, Output: out}
+				case applyRolledBack:
+					return &LBApplyError{Host: h.host.Name, Outcome: "rolled back", Err: err, Output: out}
+				case applyBroken:
+					return &LBApplyError{Host: h.host.Name, Outcome: "broken", Err: err, Output: out}
+				}
+			}
+			return err
+		}
+		b.p.Hostf(h.host.Name, "%s", strings.TrimSpace(string(res.Stdout)))
+		return nil
+	})
+}
+
+// applyCheckSeconds bounds the wait for a reloaded or started unit to work (lbApplyScript).
+const applyCheckSeconds = 15
+
+type applyParams struct {
+	haproxyPath, keepalivedPath string   // the live files (lb.HAProxyConfigPath, lb.KeepalivedConfigPath)
+	checkSeconds                int      // how long a unit gets to work after reload/start
+	staged                      []string // live paths whose new content is at path+stagedSuffix
+	sysctl                      bool     // lb.SysctlPath changed: load it
+	reload                      []string // units to reload
+	start                       []string // units to enable and (re)start
+	frontendPort                int      // HAProxy's frontend port, checked listening after a reload
+}
+
+// lbApplyScript returns the POSIX sh script that swaps in an LB host's staged configuration.
+//
+//  1. Validate every staged file with its own tool: `haproxy -dW -c` (warnings are errors) and
+//     `keepalived --config-test` (which checks the interface exists; it exits 0 on some problems and
+//     only prints them, so any output fails too). Failure: the staged files are removed, exit
+//     applyInvalid.
+//  2. Swap: the live file is copied to *.prev (mode kept), the staged file renamed over it.
+//  3. Load the sysctl file when it changed; reload the running units whose files changed (HAProxy:
+//     master-worker reload, connections are kept; Keepalived: SIGHUP), enable and restart the
+//     others.
+//  4. Check, for up to applyCheckSeconds: HAProxy is active, answers its loopback /healthz and
+//     listens on the frontend port (a reload whose new workers can't bind leaves the old ones
+//     running: only the port shows it); Keepalived is active.
+//  5. On failure: the *.prev files are put back and the units reloaded/restarted again, exit
+//     applyRolledBack; without a previous configuration (first install) or if that fails too, exit
+//     applyBroken with the unit's journal.
+func lbApplyScript(p applyParams) string {
+	var sb strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&sb, format+"\n", args...) }
+	w("set -u")
+	w("LC_ALL=C; export LC_ALL")
+	w("HAP=%s KA=%s NEW=%s PREV=%s", provision.ShellQuote(p.haproxyPath), provision.ShellQuote(p.keepalivedPath),
+		provision.ShellQuote(stagedSuffix), provision.ShellQuote(previousSuffix))
+	w(`staged="%s"`, strings.Join(p.staged, " "))
+	w(`reload="%s"`, strings.Join(p.reload, " "))
+	w(`start="%s"`, strings.Join(p.start, " "))
+	w(`port=%d`, p.frontendPort)
+	w(`healthz=%s`, provision.ShellQuote(fmt.Sprintf("http://127.0.0.1:%d%s", lb.LocalPort, lb.HealthPath)))
+	w(`checks=%d`, p.checkSeconds*5)
+	sb.WriteString(`
+unit_of() { case "$1" in "$HAP") echo haproxy;; "$KA") echo keepalived;; esac; }
+clean() { for f in $staged; do rm -f -- "$f$NEW"; done; }
+# 1. validate
+for f in $staged; do
+  case "$f" in
+  "$HAP")
+    if ! out=$(haproxy -dW -c -q -f "$f$NEW" 2>&1); then
+      clean; printf 'haproxy -c -f %s%s refused it:\n%s\n' "$f" "$NEW" "$out" >&2; exit 3
+    fi;;
+  "$KA")
+    out=$(keepalived --config-test -f "$f$NEW" 2>&1); rc=$?
+    if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
+      clean; printf 'keepalived --config-test -f %s%s refused it (exit %s):\n%s\n' "$f" "$NEW" "$rc" "$out" >&2; exit 3
+    fi;;
+  esac
+done
+# 2. swap, keeping the previous files
+swapped=""
+for f in $staged; do
+  if [ -f "$f" ]; then cp -p -- "$f" "$f$PREV" || exit 1; fi
+  mv -f -- "$f$NEW" "$f" || exit 1
+  swapped="$swapped $f"
+done
+`)
+	if p.sysctl {
+		w("sysctl -q -p %s >&2 || exit 1", provision.ShellQuote(lb.SysctlPath))
+	}
+	sb.WriteString(`
+# 3. reload or start
+apply() { # unit verb
+  case "$2" in
+  reload) systemctl reload "$1";;
+  start) systemctl enable --quiet "$1" && systemctl restart "$1";;
+  esac
+}
+works() { # unit
+  case "$1" in
+  haproxy) systemctl is-active --quiet haproxy &&
+    curl --silent --fail --output /dev/null --max-time 1 --noproxy 127.0.0.1 "$healthz" &&
+    [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ];;
+  keepalived) systemctl is-active --quiet keepalived;;
+  esac
+}
+expect() { # unit: what works checks
+  case "$1" in
+  haproxy) echo "want: unit active, $healthz answering, listening on port $port";;
+  keepalived) echo "want: unit active";;
+  esac
+}
+wait_works() { # unit
+  i=0
+  while [ "$i" -lt "$checks" ]; do
+    if works "$1"; then return 0; fi
+    i=$((i + 1)); sleep 0.2
+  done
+  return 1
+}
+failed=""; done_msg=""
+for pair in $(for u in $reload; do echo "$u:reload"; done; for u in $start; do echo "$u:start"; done); do
+  u=${pair%%:*}; verb=${pair#*:}
+  if out=$(apply "$u" "$verb" 2>&1) && wait_works "$u"; then
+    case "$verb" in reload) done_msg="$done_msg, reloaded $u";; start) done_msg="$done_msg, started $u";; esac
+  else
+    failed="$failed $u"
+    if [ -n "$out" ]; then
+      printf '%s %s failed: %s\n' "$u" "$verb" "$out" >&2
+    else
+      printf '%s %s: not working within %ss (%s)\n' "$u" "$verb" "$((checks / 5))" "$(expect "$u")" >&2
+    fi
+  fi
+done
+if [ -z "$failed" ]; then
+  echo "load balancer: wrote${swapped:- nothing}${done_msg}"
+  exit 0
+fi
+# 5. roll back
+broken=0
+for u in $failed; do
+  journalctl -u "$u" -n 15 --no-pager -o cat >&2 2>/dev/null
+  restored=0
+  for f in $swapped; do
+    if [ "$(unit_of "$f")" = "$u" ] && [ -f "$f$PREV" ]; then
+      cp -p -- "$f$PREV" "$f$NEW" && mv -f -- "$f$NEW" "$f" && restored=1
+    fi
+  done
+  if [ "$restored" = 1 ] && { systemctl reload "$u" 2>/dev/null || systemctl restart "$u"; } && wait_works "$u"; then
+    printf '%s: rolled back to the previous configuration; it is running\n' "$u" >&2
+  else
+    broken=1
+    printf '%s: no working previous configuration to roll back to\n' "$u" >&2
+  fi
+done
+if [ "$broken" = 1 ]; then exit 5; fi
+exit 4
+`)
+	return sb.String()
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = provision.ShellQuote(s)
+	}
+	return strings.Join(q, " ")
+}
+
+// vipWait bounds lbWait: keepalived elects a holder within a few advert intervals (3 x advert_int
+// + skew with preemption, RFC 5798 §6.4.2), plus the check script's rise time.
+const vipWait = 60 * time.Second
+
+// lbWait waits until exactly one LB host holds the VIP, and reports it. The backends may still be
+// DOWN (no apiserver yet before kubeadm init): that is for hactl status to show.
+func (b *Bootstrapper) lbWait(ctx context.Context) error {
+	var lbHosts []frontHost
+	for _, h := range b.fronts {
+		if h.lb {
+			lbHosts = append(lbHosts, h)
+		}
+	}
+	deadline := time.Now().Add(vipWait)
+	vip := b.lbCfg.VIP.Addr()
+	for {
+		holders, err := b.vipHolders(ctx, lbHosts, vip)
+		if err != nil {
+			return err
+		}
+		if len(holders) == 1 {
+			b.vipHolder = holders[0]
+			b.p.Infof("  VIP %s is on %s", vip, holders[0])
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if len(holders) == 0 {
+				return fmt.Errorf("lb/wait: no LB host took the VIP %s within %s: check `journalctl -u keepalived` on %s", vip, vipWait, hostNames(lbHosts))
+			}
+			return fmt.Errorf("lb/wait: the VIP %s is on several hosts (%s) after %s: VRRP advertisements don't pass between them (firewall, virtual_router_id clash?)", vip, strings.Join(holders, ", "), vipWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// vipHolders returns the LB hosts whose interfaces carry vip now.
+func (b *Bootstrapper) vipHolders(ctx context.Context, hosts []frontHost, vip netip.Addr) ([]string, error) {
+	held := make([]bool, len(hosts))
+	err := provision.ForEach(ctx, hosts, b.spec.Spec.SSH.MaxParallel, func(h frontHost) string { return h.host.Name },
+		func(ctx context.Context, h frontHost) error {
+			sctx, cancel := b.stepCtx(ctx)
+			defer cancel()
+			res, err := b.run(sctx, h.host.Name, "lb/wait", "ip -json addr show")
+			if err != nil {
+				return err
+			}
+			addrs, err := lb.ParseIPAddrJSON(res.Stdout)
+			if err != nil {
+				return fmt.Errorf("lb/wait: %w", err)
+			}
+			for _, a := range addrs {
+				if a.Prefix.Addr() == vip {
+					held[slices.IndexFunc(hosts, func(x frontHost) bool { return x.host.Name == h.host.Name })] = true
+				}
+			}
+			return nil
+		})
+	var out []string
+	for i, h := range hosts {
+		if held[i] {
+			out = append(out, h.host.Name)
+		}
+	}
+	return out, err
+}
+
+func hostNames(hs []frontHost) string {
+	names := make([]string, len(hs))
+	for i, h := range hs {
+		names[i] = h.host.Name
+	}
+	return strings.Join(names, ", ")
+}
