@@ -99,6 +99,24 @@ type Host struct {
 	Jump string
 	// IPv6Only: the host removes its IPv4 address (which docker insists on) at every boot.
 	IPv6Only bool
+	// PodSubnet is the host's own pod CIDR when it is a Kubernetes node of the lab (cp-a/b/c:
+	// 10.244.1.0/24, .2, .3; inside kubeadm's default pod subnet 10.244.0.0/16), "" otherwise. A
+	// Kubernetes node gets containerd's data on a named volume (ContainerdVolume) and the machine's
+	// /lib/modules read-only; PrepareKubeNodes installs kubelet, its CNI config and routes.
+	PodSubnet string
+}
+
+// KubeNode reports whether h is a Kubernetes node of the lab (it has a PodSubnet).
+func (h Host) KubeNode() bool { return h.PodSubnet != "" }
+
+// ContainerdVolume is the named docker volume holding a Kubernetes node's /var/lib/containerd
+// (containerd's overlay snapshotter cannot run on docker's own overlay filesystem), "" for other
+// hosts. Down removes it with the other hactl-lab-* volumes; Recreate replaces it.
+func (h Host) ContainerdVolume() string {
+	if !h.KubeNode() {
+		return ""
+	}
+	return Prefix + "-" + h.Name + "-containerd"
 }
 
 // Attachment is a host's pinned addresses on one docker network.
@@ -109,7 +127,7 @@ type Attachment struct {
 	IPv4, IPv6 string
 }
 
-// memberHost is an etcd + control-plane host on the lab network.
+// memberHost is a host with roles on the lab network only.
 func memberHost(name, addr, zone string, roles ...v1alpha1.Role) Host {
 	return Host{Name: name, Address: addr, Zone: zone, Roles: slices.Clone(roles),
 		Networks: []Attachment{{Network: NetworkName, IPv4: addr}}}
@@ -117,21 +135,42 @@ func memberHost(name, addr, zone string, roles ...v1alpha1.Role) Host {
 
 var cpRoles = []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}
 
+// kubeNode is memberHost for a control-plane host that also becomes a Kubernetes node with pod
+// subnet podSubnet.
+func kubeNode(name, addr, zone, podSubnet string) Host {
+	h := memberHost(name, addr, zone, cpRoles...)
+	h.PodSubnet = podSubnet
+	return h
+}
+
 // labHosts returns the hosts of a lab with members etcd members (3 or 5), in spec order:
-// cp-a/b/c (etcd + control-plane, one per zone), then etcd-d (az-a) and etcd-e (az-b).
-// Losing any one zone leaves a quorum in both variants (3: 2 of 3; 5: 3 of 5).
+// cp-a/b/c (etcd + control-plane + Kubernetes node, one per zone), then etcd-d (az-a) and etcd-e
+// (az-b) in the 5-member lab, then the dedicated load balancers lb-a (az-a) and lb-b (az-b).
+// Losing any one zone leaves a quorum in both variants (3: 2 of 3; 5: 3 of 5) and a load balancer.
 func labHosts(members int) ([]Host, error) {
 	all := []Host{
-		memberHost("cp-a", "172.28.0.11", "az-a", cpRoles...),
-		memberHost("cp-b", "172.28.0.12", "az-b", cpRoles...),
-		memberHost("cp-c", "172.28.0.13", "az-c", cpRoles...),
+		kubeNode("cp-a", "172.28.0.11", "az-a", "10.244.1.0/24"),
+		kubeNode("cp-b", "172.28.0.12", "az-b", "10.244.2.0/24"),
+		kubeNode("cp-c", "172.28.0.13", "az-c", "10.244.3.0/24"),
 		memberHost("etcd-d", "172.28.0.14", "az-a", v1alpha1.RoleEtcd),
 		memberHost("etcd-e", "172.28.0.15", "az-b", v1alpha1.RoleEtcd),
 	}
 	if members != 3 && members != 5 {
 		return nil, fmt.Errorf("lab members must be 3 or 5, got %d", members)
 	}
-	return named(all[:members]), nil
+	hosts := append(all[:members:members], lbHosts()...)
+	return named(hosts), nil
+}
+
+// LBHosts are the names of the lab's dedicated load balancer hosts (role lb), in spec order.
+var LBHosts = [...]string{"lb-a", "lb-b"}
+
+// lbHosts returns lb-a (az-a) and lb-b (az-b): HAProxy + Keepalived hosts holding the VIP.
+func lbHosts() []Host {
+	return []Host{
+		memberHost(LBHosts[0], "172.28.0.21", "az-a", v1alpha1.RoleLB),
+		memberHost(LBHosts[1], "172.28.0.22", "az-b", v1alpha1.RoleLB),
+	}
 }
 
 // bastionHosts returns the bastion (lab network + internal network) and in-a/b/c (internal

@@ -48,18 +48,21 @@ const (
 )
 
 // HostPackages returns the Debian packages installed into the host image (debootstrap --include),
-// as verified in LAB.md. A fresh slice on every call.
+// as verified in LAB.md: the base host, then what a Kubernetes node needs (containerd and runc, the
+// CNI plugins in /usr/lib/cni, and the tools kubelet and kubeadm call). A fresh slice on every call.
 func HostPackages() []string {
 	return []string{
 		"systemd", "systemd-sysv", "openssh-server", "iproute2", "procps", "ca-certificates",
 		"curl", "iptables", "haproxy", "keepalived", "sudo", "busybox",
+		"containerd", "runc", "containernetworking-plugins", "conntrack", "socat", "ethtool", "kmod",
 	}
 }
 
 // disabledUnits are enabled by their packages' postinst scripts but must not run until hactl
+// (haproxy, keepalived) or the lab's node preparation (containerd, see PrepareKubeNodes)
 // configures them: a host starts clean, as a freshly installed machine whose admin has not
 // configured these services yet.
-var disabledUnits = [...]string{"haproxy.service", "keepalived.service"}
+var disabledUnits = [...]string{"haproxy.service", "keepalived.service", "containerd.service"}
 
 // importChanges are the Dockerfile instructions applied by `docker import --change`: systemd is
 // the default command and knows it runs in a container. (docker import rejects STOPSIGNAL; the

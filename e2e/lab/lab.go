@@ -175,19 +175,7 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lab{opts: o, d: docker{debugf: o.Debugf}, hosts: hosts, hostKeys: map[string][]string{}}
-	if o.Mirror {
-		l.tarballOnce = sync.OnceValues(func() (EtcdTarball, error) {
-			start := time.Now()
-			path, sum, err := BuildEtcdTarball(o.BinDir, o.Dir)
-			if err != nil {
-				return EtcdTarball{}, err
-			}
-			mirror, _ := l.Host(MirrorHost)
-			o.Logf.printf("lab: etcd tarball %s ready in %s", path, time.Since(start).Round(100*time.Millisecond))
-			return tarballURLs(EtcdTarball{Name: filepath.Base(path), Path: path, SHA256: sum}, mirror), nil
-		})
-	}
+	l := newLab(o, hosts)
 	start := time.Now()
 	o.Logf.printf("lab: up with %d hosts in %s", len(hosts), o.Dir)
 	if err := l.up(ctx); err != nil {
@@ -203,6 +191,24 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 	}
 	o.Logf.printf("lab: %d hosts up in %s", len(hosts), time.Since(start).Round(100*time.Millisecond))
 	return l, nil
+}
+
+// newLab returns the Lab of hosts with options o (defaulted), its mirror tarball built lazily.
+func newLab(o Options, hosts []Host) *Lab {
+	l := &Lab{opts: o, d: docker{debugf: o.Debugf}, hosts: hosts, hostKeys: map[string][]string{}}
+	if o.Mirror {
+		l.tarballOnce = sync.OnceValues(func() (EtcdTarball, error) {
+			start := time.Now()
+			path, sum, err := BuildEtcdTarball(o.BinDir, o.Dir)
+			if err != nil {
+				return EtcdTarball{}, err
+			}
+			mirror, _ := l.Host(MirrorHost)
+			o.Logf.printf("lab: etcd tarball %s ready in %s", path, time.Since(start).Round(100*time.Millisecond))
+			return tarballURLs(EtcdTarball{Name: filepath.Base(path), Path: path, SHA256: sum}, mirror), nil
+		})
+	}
+	return l
 }
 
 func (l *Lab) up(ctx context.Context) error {
@@ -340,6 +346,12 @@ var containerFlags = []string{
 	"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
 }
 
+// kubeNodeFlags are LAB.md's extra docker run flags of a Kubernetes node: containerd's data on the
+// named volume (its overlay snapshotter fails on docker's overlay) and the kernel modules read-only.
+func kubeNodeFlags(volume string) []string {
+	return []string{"-v", volume + ":/var/lib/containerd", "-v", "/lib/modules:/lib/modules:ro"}
+}
+
 // containerCommands returns the docker commands (argument lists) that start h's container from
 // image: `docker run -d` for a host on one network; `docker create`, one `docker network connect`
 // per further network, `docker start` otherwise (so every interface exists when systemd boots).
@@ -359,6 +371,9 @@ func containerCommands(h Host, image string) [][]string {
 	args := []string{"--name", h.Container, "--hostname", h.Name, "--network", first.Network}
 	args = append(args, addrFlags(first)...)
 	args = append(args, containerFlags...)
+	if v := h.ContainerdVolume(); v != "" {
+		args = append(args, kubeNodeFlags(v)...)
+	}
 	args = append(args, image, "/lib/systemd/systemd")
 	if len(h.Networks) == 1 {
 		return [][]string{append([]string{"run", "-d"}, args...)}
@@ -403,9 +418,15 @@ func netUnitText(h Host) string {
 	if len(cmds) == 0 {
 		return ""
 	}
+	return bootUnitText("hactl lab: network shape of this host", "Before=network.target ssh.service", cmds)
+}
+
+// bootUnitText returns a oneshot unit run at every boot (multi-user.target): /bin/sh -ec with
+// cmds joined by "; ", ordered by the order line (e.g. "Before=network.target").
+func bootUnitText(description, order string, cmds []string) string {
 	return fmt.Sprintf(`[Unit]
-Description=hactl lab: network shape of this host
-Before=network.target ssh.service
+Description=%s
+%s
 
 [Service]
 Type=oneshot
@@ -414,7 +435,7 @@ ExecStart=/bin/sh -ec %s
 
 [Install]
 WantedBy=multi-user.target
-`, systemdQuote(strings.Join(cmds, "; ")))
+`, description, order, systemdQuote(strings.Join(cmds, "; ")))
 }
 
 // systemdQuote quotes s as one argument of a unit's command line (systemd.service(5), "Command
@@ -638,7 +659,8 @@ func (l *Lab) Down(ctx context.Context) error {
 	return nil
 }
 
-// Recreate replaces the named hosts with fresh containers (empty disks, new SSH host keys), in
+// Recreate replaces the named hosts with fresh containers (empty disks and containerd volumes, new
+// SSH host keys; a Kubernetes node needs PrepareKubeNodes again), in
 // parallel, records their new host keys in known_hosts and returns once SSH logins work.
 func (l *Lab) Recreate(ctx context.Context, names ...string) error {
 	var hosts []Host
@@ -650,8 +672,15 @@ func (l *Lab) Recreate(ctx context.Context, names ...string) error {
 		hosts = append(hosts, h)
 	}
 	err := forEach(hosts, func(h Host) error {
-		_, err := l.d.run(ctx, nil, "rm", "-f", "-v", h.Container)
-		return err
+		if _, err := l.d.run(ctx, nil, "rm", "-f", "-v", h.Container); err != nil {
+			return err
+		}
+		if v := h.ContainerdVolume(); v != "" { // a named volume outlives its container
+			if _, err := l.d.run(ctx, nil, "volume", "rm", "-f", v); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("recreate: %w", err)

@@ -126,8 +126,26 @@ func TestWriteSpecs(t *testing.T) {
 		}
 		// No zone may hold a majority of members: losing one zone keeps quorum.
 		perZone := map[string]int{}
-		for _, h := range c.Spec.Hosts {
+		for _, h := range c.EtcdHosts() {
 			perZone[h.Zone]++
+		}
+		// The load balancer: VIP/24 on lb-a and lb-b (one zone each) in front of cp-a/b/c.
+		if lb := c.Spec.LoadBalancer; lb == nil || lb.VIP != "172.28.0.100/24" || lb.Topology != v1alpha1.TopologyDedicated {
+			t.Errorf("spec.loadBalancer = %+v", lb)
+		}
+		var lbs, cps []string
+		for _, h := range c.LBHosts() {
+			lbs = append(lbs, h.Name+"/"+h.Zone)
+		}
+		for _, h := range c.ControlPlaneHosts() {
+			cps = append(cps, h.Name)
+		}
+		if strings.Join(lbs, " ") != "lb-a/az-a lb-b/az-b" || strings.Join(cps, " ") != "cp-a cp-b cp-c" {
+			t.Errorf("lb hosts %v, control-plane hosts %v", lbs, cps)
+		}
+		// hactl's own loader (strict decoding, defaults, validation) accepts the file.
+		if _, _, err := v1alpha1.Load(paths[i]); err != nil {
+			t.Errorf("hactl's loader rejects %s: %v", paths[i], err)
 		}
 		for z, n := range perZone {
 			if members-n <= members/2 {

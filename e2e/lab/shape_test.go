@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,25 @@ func TestHostsForDefaultIsUnchanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hosts) != members {
-			t.Fatalf("default lab with %d members has %d hosts", members, len(hosts))
+		if len(hosts) != members+2 {
+			t.Fatalf("default lab with %d members has %d hosts, want the members and lb-a, lb-b", members, len(hosts))
+		}
+		for i, h := range hosts {
+			wantRoles := []v1alpha1.Role{v1alpha1.RoleEtcd}
+			if i >= members {
+				wantRoles = []v1alpha1.Role{v1alpha1.RoleLB}
+				if h.Name != LBHosts[i-members] {
+					t.Errorf("host %d is %s, want %s", i, h.Name, LBHosts[i-members])
+				}
+			} else if i < 3 {
+				wantRoles = cpRoles
+			}
+			if !slices.Equal(h.Roles, wantRoles) {
+				t.Errorf("%s: roles %v, want %v", h.Name, h.Roles, wantRoles)
+			}
+			if h.KubeNode() != strings.HasPrefix(h.Name, "cp-") || (h.ContainerdVolume() != "") != h.KubeNode() {
+				t.Errorf("%s: pod subnet %q, volume %q: only cp-* are kubernetes nodes", h.Name, h.PodSubnet, h.ContainerdVolume())
+			}
 		}
 		for _, h := range hosts {
 			if h.Jump != "" || h.IPv6Only || len(h.Networks) != 1 || h.Networks[0] != (Attachment{Network: NetworkName, IPv4: h.Address}) {
@@ -54,7 +72,7 @@ func TestHostsForEverything(t *testing.T) {
 	for _, h := range hosts {
 		names = append(names, h.Name)
 	}
-	want := "cp-a cp-b cp-c etcd-d etcd-e bastion in-a in-b in-c v6-a v6-b v6-c mirror"
+	want := "cp-a cp-b cp-c etcd-d etcd-e lb-a lb-b bastion in-a in-b in-c v6-a v6-b v6-c mirror"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("hosts = %s, want %s", got, want)
 	}
@@ -125,12 +143,38 @@ func TestHostsForEverything(t *testing.T) {
 	if m.Address != MirrorAddress || m.Zone != "az-c" || len(m.Networks) != 3 {
 		t.Errorf("mirror: %+v", m)
 	}
-	b := hosts[5]
+	b := hosts[7]
 	if b.Address != BastionAddress || len(b.Networks) != 2 || b.Networks[1].Network != InternalNetworkName {
 		t.Errorf("bastion: %+v", b)
 	}
-	if VIP == BastionAddress || VIP == MirrorAddress {
-		t.Error("a host has the VIP")
+	vip := netip.MustParseAddr(VIP)
+	if !netip.MustParsePrefix(Subnet).Contains(vip) || netip.MustParsePrefix(IPRange).Contains(vip) {
+		t.Errorf("VIP %s must be in %s, outside docker's range %s", VIP, Subnet, IPRange)
+	}
+	if other, taken := seen["address"+VIP]; taken {
+		t.Errorf("host %s has the VIP", other)
+	}
+	// Kubernetes nodes: cp-a/b/c only, each with its own pod subnet inside kubeadm's default pod
+	// subnet and outside every lab network; in-* and v6-* are not nodes.
+	pods := netip.MustParsePrefix("10.244.0.0/16")
+	var subnets []netip.Prefix
+	for _, h := range hosts {
+		if !h.KubeNode() {
+			continue
+		}
+		p := netip.MustParsePrefix(h.PodSubnet)
+		if !strings.HasPrefix(h.Name, "cp-") || !pods.Contains(p.Addr()) || p.Bits() != 24 {
+			t.Errorf("%s: pod subnet %s", h.Name, p)
+		}
+		for _, q := range subnets {
+			if q.Overlaps(p) {
+				t.Errorf("%s: pod subnet %s overlaps %s", h.Name, p, q)
+			}
+		}
+		subnets = append(subnets, p)
+	}
+	if len(subnets) != 3 {
+		t.Errorf("%d kubernetes nodes, want cp-a, cp-b, cp-c", len(subnets))
 	}
 }
 
@@ -166,8 +210,16 @@ func TestContainerCommands(t *testing.T) {
 	}
 	flags := strings.Join(containerFlags, " ")
 	cp := containerCommands(byName["cp-a"], "img:1")
-	if len(cp) != 1 || strings.Join(cp[0], " ") != "run -d --name hactl-lab-cp-a --hostname cp-a --network hactl-lab --ip 172.28.0.11 "+flags+" img:1 /lib/systemd/systemd" {
+	if len(cp) != 1 || strings.Join(cp[0], " ") != "run -d --name hactl-lab-cp-a --hostname cp-a --network hactl-lab --ip 172.28.0.11 "+flags+
+		" -v hactl-lab-cp-a-containerd:/var/lib/containerd -v /lib/modules:/lib/modules:ro img:1 /lib/systemd/systemd" {
 		t.Errorf("cp-a: %q", cp)
+	}
+	lb := containerCommands(byName["lb-b"], "img:1")
+	if len(lb) != 1 || strings.Join(lb[0], " ") != "run -d --name hactl-lab-lb-b --hostname lb-b --network hactl-lab --ip 172.28.0.22 "+flags+" img:1 /lib/systemd/systemd" {
+		t.Errorf("lb-b: %q", lb)
+	}
+	if in := strings.Join(containerCommands(byName["in-a"], "img:1")[0], " "); strings.Contains(in, "containerd") {
+		t.Errorf("in-a is no kubernetes node: %s", in)
 	}
 	v6 := containerCommands(byName["v6-b"], "img:1")
 	if len(v6) != 1 || !strings.Contains(strings.Join(v6[0], " "), "--network hactl-lab-v6 --ip 172.30.0.12 --ip6 fd00:db8:28::12 ") {
@@ -264,6 +316,9 @@ func TestBuildVariantSpec(t *testing.T) {
 			}
 			if len(c.EtcdHosts()) != 3 {
 				t.Errorf("%d etcd hosts", len(c.EtcdHosts()))
+			}
+			if c.Spec.LoadBalancer != nil || slices.ContainsFunc(c.Spec.Hosts, func(h v1alpha1.Host) bool { return h.HasRole(v1alpha1.RoleLB) }) {
+				t.Errorf("variant %s has a load balancer: %+v", v, c.Spec)
 			}
 			zones := map[string]bool{}
 			for _, h := range c.Spec.Hosts {
@@ -440,9 +495,14 @@ func TestTarballURLs(t *testing.T) {
 
 func TestImageRecipe(t *testing.T) {
 	pk := strings.Join(HostPackages(), " ")
-	for _, p := range []string{"sudo", "busybox", "openssh-server", "systemd"} {
+	for _, p := range []string{"sudo", "busybox", "openssh-server", "systemd", "containerd", "runc", "containernetworking-plugins", "conntrack"} {
 		if !strings.Contains(" "+pk+" ", " "+p+" ") {
 			t.Errorf("host packages lack %s: %s", p, pk)
+		}
+	}
+	for _, u := range []string{"haproxy.service", "keepalived.service", "containerd.service"} {
+		if !slices.Contains(disabledUnits[:], u) {
+			t.Errorf("%s must not start at boot (disabledUnits %v)", u, disabledUnits)
 		}
 	}
 	for _, want := range []string{"hactl ALL=(ALL:ALL) NOPASSWD: ALL\n", "hactlpw ALL=(ALL:ALL) ALL\n"} {

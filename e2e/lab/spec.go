@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,10 +32,16 @@ func specFileName(members int) string { return fmt.Sprintf("cluster-%d.yaml", me
 // stateDirName is the hactl state directory of the members-member cluster in the lab directory.
 func stateDirName(members int) string { return fmt.Sprintf("state-%d", members) }
 
+// VIPPrefixLength is the prefix length of the VIP on the lab network (Subnet is a /24).
+const VIPPrefixLength = 24
+
 // BuildSpec returns the cluster spec of the lab's members-member etcd cluster (3 or 5), in the
 // shape of docs/design.md: metadata.name "lab3"/"lab5", stateDir <dir>/state-N, the lab's key and
-// known_hosts in dir, etcd binaries from binDir. dir and binDir should be absolute. hactl has no
-// lab-specific code; this spec is all it learns about the lab.
+// known_hosts in dir, etcd binaries from binDir, and spec.loadBalancer: the VIP (VIP/24) on the
+// dedicated LB hosts lb-a and lb-b in front of cp-a/b/c's kube-apiservers (VRRP settings,
+// priorities and ports left to hactl's defaults; the two durations are written out so the file
+// shows no "0s"). dir and binDir should be absolute. hactl has no lab-specific code; this spec is
+// all it learns about the lab.
 func BuildSpec(members int, dir, binDir string) (*v1alpha1.Cluster, error) {
 	hosts, err := labHosts(members)
 	if err != nil {
@@ -69,6 +76,12 @@ func BuildSpec(members int, dir, binDir string) (*v1alpha1.Cluster, error) {
 				ElectionTimeout:   v1alpha1.Duration{Duration: 1000 * time.Millisecond},
 				QuotaBackendBytes: 2147483648,
 				AutoCompaction:    v1alpha1.AutoCompaction{Mode: "periodic", Retention: "1h"},
+			},
+			LoadBalancer: &v1alpha1.LoadBalancer{
+				VIP:            fmt.Sprintf("%s/%d", VIP, VIPPrefixLength),
+				Topology:       v1alpha1.TopologyDedicated,
+				AdvertInterval: v1alpha1.Duration{Duration: v1alpha1.DefaultAdvertInterval},
+				HealthCheck:    v1alpha1.LBHealthCheck{Interval: v1alpha1.Duration{Duration: v1alpha1.DefaultLBCheckInterval}},
 			},
 		},
 	}
@@ -142,9 +155,10 @@ const SudoPasswordEnv = "HACTL_LAB_SUDO_PASSWORD"
 func variantFileName(v Variant) string { return "cluster-" + string(v) + ".yaml" }
 func variantStateDir(v Variant) string { return "state-" + string(v) }
 
-// BuildVariantSpec returns the spec of variant v: BuildSpec(3, dir, binDir) with metadata.name
-// "lab-<v>", stateDir <dir>/state-<v>, and the variant's hosts and settings (see the Variant
-// constants). download is the spec.etcd.download of VariantDownload (e.g.
+// BuildVariantSpec returns the spec of variant v: BuildSpec(3, dir, binDir) without the load
+// balancer (no lb hosts, no spec.loadBalancer: the variants are about reaching the etcd hosts) with
+// metadata.name "lab-<v>", stateDir <dir>/state-<v>, and the variant's hosts and settings (see the
+// Variant constants). download is the spec.etcd.download of VariantDownload (e.g.
 // EtcdTarball.Download(url)) and must be nil for the others.
 func BuildVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDownload) (*v1alpha1.Cluster, error) {
 	if (v == VariantDownload) != (download != nil) {
@@ -156,6 +170,8 @@ func BuildVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDown
 	}
 	c.Metadata.Name = "lab-" + string(v)
 	c.Spec.StateDir = filepath.Join(dir, variantStateDir(v))
+	c.Spec.LoadBalancer = nil
+	c.Spec.Hosts = slices.DeleteFunc(c.Spec.Hosts, func(h v1alpha1.Host) bool { return h.HasRole(v1alpha1.RoleLB) })
 	setHosts := func(hosts []Host) {
 		c.Spec.Hosts = nil
 		for _, h := range hosts {
