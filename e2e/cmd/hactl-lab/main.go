@@ -6,6 +6,8 @@
 //	go run ./e2e/cmd/hactl-lab image [-v]     build (or reuse) the host image
 //	go run ./e2e/cmd/hactl-lab spec [--bastion] [--ipv6] [--mirror] [--all] [--dir DIR]
 //	                                          (re)write the lab's cluster specs only
+//	go run ./e2e/cmd/hactl-lab kube-up [--hactl bin/hactl] [-f .lab/cluster-3.yaml] [--dir DIR] [-v]
+//	                                          kubeadm control plane on cp-a/b/c (after hactl bootstrap)
 //
 // -v prints every docker command as it runs. The lab itself lives in package e2e/lab.
 package main
@@ -36,6 +38,12 @@ commands:
   image  [-v]                                         build the host image unless it is cached
   spec   [FEATURES] [--dir DIR]                       write the lab's specs (cluster-3, -5, -sudo, -sudopw
                                                       and those of FEATURES) without starting anything
+  kube-up [--hactl FILE] [-f SPEC] [--dir DIR] [-v]   on the running lab, after 'hactl bootstrap -f SPEC':
+                                                      prepare cp-a/b/c as Kubernetes nodes, kubeadm init
+                                                      with 'hactl kubeadm-config', join the others, wait
+                                                      until all are Ready through the VIP; writes
+                                                      DIR/admin.conf (default hactl bin/hactl, SPEC
+                                                      DIR/cluster-3.yaml)
 
 FEATURES (extra hosts and specs; none by default):
   --bastion   bastion 172.28.0.40 + in-a/b/c on the internal network 172.29.0.0/24 (cluster-bastion.yaml)
@@ -76,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ipv6 := fs.Bool("ipv6", false, "add the IPv6-only hosts")
 	mirror := fs.Bool("mirror", false, "add the HTTP mirror of the etcd tarball")
 	all := fs.Bool("all", false, "--bastion --ipv6 --mirror")
+	hactlBin := fs.String("hactl", "", "hactl binary (kube-up; default <repo>/bin/hactl)")
+	specFile := fs.String("f", "", "cluster spec (kube-up; default <lab dir>/cluster-3.yaml)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -200,9 +210,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, p)
 		}
 		return nil
+	case "kube-up":
+		return kubeUp(ctx, opts, *hactlBin, *specFile, stdout)
 	default:
 		return usageError{fmt.Errorf("unknown command %q", cmd)}
 	}
+}
+
+// kubeUp runs Lab.KubeUp on the running lab and prints how to use the cluster.
+func kubeUp(ctx context.Context, opts lab.Options, hactlBin, specFile string, stdout io.Writer) error {
+	start := time.Now()
+	l, err := lab.Attach(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if hactlBin == "" {
+		root, err := lab.FindRepoRoot(".")
+		if err != nil {
+			return err
+		}
+		hactlBin = filepath.Join(root, "bin", "hactl")
+	}
+	if specFile == "" {
+		specFile = l.SpecPath(3)
+	}
+	if hactlBin, err = filepath.Abs(hactlBin); err != nil {
+		return err
+	}
+	if specFile, err = filepath.Abs(specFile); err != nil {
+		return err
+	}
+	if err := l.KubeUp(ctx, hactlBin, specFile); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "kubernetes control plane up in %s; kubeconfig (server https://%s:6443): %s\n",
+		time.Since(start).Round(100*time.Millisecond), lab.VIP, l.Kubeconfig())
+	return nil
 }
 
 func fileExists(p string) bool {
