@@ -1,11 +1,14 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +16,9 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/pki"
+	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -36,6 +41,9 @@ type StatusReport struct {
 	Etcd              *etcd.ClusterStatus `json:"etcd"`
 	// LocalCertificates are the certificates in the state dir (CA, member and client certificates).
 	LocalCertificates []pki.CertInfo `json:"localCertificates"`
+	// LoadBalancer is HAProxy and Keepalived on the LB hosts, read over SSH; absent when the spec has
+	// no spec.loadBalancer. Its problems are in Problems too (prefixed "load balancer: ").
+	LoadBalancer *lb.Status `json:"loadBalancer,omitempty"`
 
 	// hostByURL maps each spec member's client URL to its host name, to name endpoints that did
 	// not answer (etcd reports no member name for them).
@@ -55,10 +63,17 @@ func newStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show members, leader, raft term/index, DB size, alarms, health, latency and certificate expiry",
+		Short: "Show members, leader, raft term/index, DB size, alarms, health, latency, certificate expiry and the load balancer",
 		Long: `Asks every member over TLS (with hactl's client certificate from the state dir) for its status.
-No SSH is used. Exit code 0 when the cluster is healthy (quorum, every member healthy, no alarm), 3 when
-it is degraded, 1 when no member could be reached.`,
+
+With spec.loadBalancer, also reads every LB host over SSH (one command each, as root): which host
+holds the VIP, keepalived's VRRP state, whether the haproxy and keepalived units are active, and every
+kube-apiserver backend as that host's HAProxy sees it (UP/DOWN, last check, time since the last
+change). Without spec.loadBalancer no SSH is used.
+
+Exit code 0 when the cluster is healthy (quorum, every member healthy, no alarm; with a load balancer:
+exactly one VIP holder, haproxy and keepalived active everywhere, no backend DOWN, every LB host
+readable), 3 when it is degraded, 1 when no member could be reached.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFormat(o.output); err != nil {
@@ -81,8 +96,18 @@ it is degraded, 1 when no member could be reached.`,
 				defer tunnel.Close()
 				dial = etcd.WithDialer(tunnel.DialTCP)
 			}
+			var lbStatus *lb.Status
+			lbDone := make(chan struct{})
+			go func() {
+				defer close(lbDone)
+				if c.Spec.LoadBalancer != nil {
+					lbStatus = collectLBStatus(cmd.Context(), c, o.timeout, sshLBProbe(c, tunnel, p))
+				}
+			}()
 			rep, err := collectStatus(cmd, c, o.timeout, dial)
+			<-lbDone
 			if rep != nil {
+				addLBStatus(rep, lbStatus)
 				if err := writeReport(s.Out, o.output, rep, func(w io.Writer) { printStatus(w, rep) }); err != nil {
 					return err
 				}
@@ -97,7 +122,8 @@ it is degraded, 1 when no member could be reached.`,
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	cmd.Flags().DurationVar(&o.timeout, "timeout", 3*time.Second, "per-member bound on connecting and on each request (an unreachable member costs at most about twice this)")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 3*time.Second, "per-member bound on connecting and on each request (an unreachable member costs at most about twice this); "+
+		"per LB host, connecting over SSH and reading it take at most twice this")
 	return cmd
 }
 
@@ -267,6 +293,9 @@ func printStatus(w io.Writer, rep *StatusReport) {
 		fmt.Fprintln(w, "\nlocal certificates (state dir):")
 		ui.Table(w, []string{"  FILE", "SUBJECT", "NOT-AFTER", "LEFT", ""}, indent(crows))
 	}
+	if rep.LoadBalancer != nil {
+		printLBStatus(w, rep.LoadBalancer)
+	}
 	if len(rep.Problems) > 0 {
 		fmt.Fprintf(w, "\nDEGRADED: %s\n", strings.Join(rep.Problems, "; "))
 	} else {
@@ -312,5 +341,178 @@ func mib(b int64) string {
 		return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
 	default:
 		return fmt.Sprintf("%.0fKiB", float64(b)/(1<<10))
+	}
+}
+
+// lbProbe reads one LB host (lb.StatusScript over SSH outside tests). It must return when ctx is
+// done; a host it could not read has Error set.
+type lbProbe func(ctx context.Context, h v1alpha1.Host) lb.HostStatus
+
+// collectLBStatus reads every LB host with probe, concurrently (at most spec.ssh.maxParallel at a
+// time), each within twice timeout (connecting, then the command), and judges them together
+// (lb.Summarize). A host that could not be read, in time or at all, has its Error set; the others
+// are unaffected. Backends whose address HAProxy's stats page hides get it from the spec.
+func collectLBStatus(ctx context.Context, c *v1alpha1.Cluster, timeout time.Duration, probe lbProbe) *lb.Status {
+	spec := c.Spec.LoadBalancer
+	vip, err := netip.ParsePrefix(spec.VIP)
+	hosts := c.LBHosts()
+	out := make([]lb.HostStatus, len(hosts))
+	for i, h := range hosts {
+		out[i] = lb.HostStatus{Host: h.Name, Address: h.Address, Error: "not read: interrupted"}
+	}
+	if err != nil { // validated at load: not reached with a loaded spec
+		for i := range out {
+			out[i].Error = fmt.Sprintf("spec.loadBalancer.vip: %v", err)
+		}
+		return &lb.Status{VIP: spec.VIP, Holders: []string{}, Hosts: out, Problems: []string{fmt.Sprintf("spec.loadBalancer.vip: %v", err)}}
+	}
+	backendAddr := map[string]string{}
+	for _, h := range c.ControlPlaneHosts() {
+		if a, err := netip.ParseAddr(h.Address); err == nil {
+			backendAddr[h.Name] = lb.Backend{Address: a, Port: spec.APIServerPort}.AddrPort()
+		}
+	}
+	idx := map[string]int{}
+	for i, h := range hosts {
+		idx[h.Name] = i
+	}
+	var mu sync.Mutex
+	_ = provision.ForEach(ctx, hosts, c.Spec.SSH.MaxParallel, func(h v1alpha1.Host) string { return h.Name },
+		func(ctx context.Context, h v1alpha1.Host) error {
+			bound := 2 * timeout
+			hctx, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			res := make(chan lb.HostStatus, 1)
+			go func() { res <- probe(hctx, h) }()
+			var st lb.HostStatus
+			select {
+			case st = <-res:
+			case <-hctx.Done(): // a probe that does not return in time is left behind
+				st = lb.HostStatus{Error: fmt.Sprintf("not read within %v: %v", bound, context.Cause(hctx))}
+			}
+			st.Host, st.Address = h.Name, h.Address
+			for i, b := range st.Backends {
+				if b.Address == "" {
+					st.Backends[i].Address = backendAddr[b.Name]
+				}
+			}
+			mu.Lock()
+			out[idx[h.Name]] = st
+			mu.Unlock()
+			return nil
+		})
+	return lb.Summarize(vip, out)
+}
+
+// sshLBProbe reads an LB host with one command over SSH through d (lb.StatusScript, run as root).
+// Output that arrived before a failure (a timeout) is still parsed; the failure is the host's Error.
+func sshLBProbe(c *v1alpha1.Cluster, d *provision.Dialer, p *ui.Printer) lbProbe {
+	vip, _ := netip.ParsePrefix(c.Spec.LoadBalancer.VIP)
+	return func(ctx context.Context, h v1alpha1.Host) lb.HostStatus {
+		if d == nil {
+			return lb.HostStatus{Error: errNoLBDialer.Error()}
+		}
+		addr := h.Address
+		if a, err := netip.ParseAddr(h.Address); err == nil {
+			addr = a.Unmap().String()
+		}
+		cli, err := d.Dial(ctx, provision.Target{Name: h.Name, Address: addr, Port: h.Port})
+		if err != nil {
+			return lb.HostStatus{Error: err.Error()}
+		}
+		defer cli.Close()
+		start := time.Now()
+		res, err := cli.Run(ctx, "status/lb", lb.StatusScript)
+		p.Debugf("%s: [status/lb] read HAProxy, keepalived and the VIP (%s, err=%v)", h.Name, time.Since(start).Round(time.Millisecond), err)
+		st := lb.ParseHostStatus(h.Name, h.Address, vip.Addr(), res.Stdout)
+		if err != nil {
+			st.Error = err.Error()
+		}
+		return st
+	}
+}
+
+// errNoLBDialer: status has no SSH dialer for hosts reached directly (bootstrap exports only the
+// bastion tunnel, bootstrap.Tunnel).
+var errNoLBDialer = errors.New("no SSH connection to LB hosts without spec.ssh.bastion yet (bootstrap exports only its bastion tunnel)")
+
+// addLBStatus puts the load balancer's status and problems into the report.
+func addLBStatus(rep *StatusReport, s *lb.Status) {
+	if s == nil {
+		return
+	}
+	rep.LoadBalancer = s
+	for _, p := range s.Problems {
+		rep.Problems = append(rep.Problems, "load balancer: "+p)
+	}
+	rep.Healthy = len(rep.Problems) == 0
+}
+
+// printLBStatus prints the load-balancer section: the VIP and its holder, one row per LB host
+// (keepalived's VRRP state and unit, the priority it advertises, haproxy's unit, the VIP), the
+// notes about what could not be read, and the backends as each LB host's HAProxy sees them.
+func printLBStatus(w io.Writer, s *lb.Status) {
+	holder := "NONE"
+	switch {
+	case len(s.Holders) == 1:
+		holder = s.Holders[0]
+	case len(s.Holders) > 1:
+		holder = strings.Join(s.Holders, ", ") + " (SPLIT BRAIN)"
+	}
+	fmt.Fprintf(w, "\nload balancer: VIP %s  holder %s\n", s.VIP, holder)
+	var rows, brows [][]string
+	var notes []string
+	for _, h := range s.Hosts {
+		if h.Error != "" {
+			notes = append(notes, fmt.Sprintf("%s: UNREACHABLE: %s", h.Host, h.Error))
+		}
+		if h.Error != "" && h.HAProxy == "" {
+			rows = append(rows, []string{h.Host, h.Address, "UNREACHABLE", "-", "-", "-"})
+			continue
+		}
+		vrrp := h.VRRPState
+		if vrrp == "" {
+			vrrp = "?"
+		}
+		prio := "-"
+		if h.Priority > 0 {
+			prio = fmt.Sprintf("%d/%d", h.Priority, h.EffectivePriority)
+		}
+		vip := "-"
+		if h.HoldsVIP {
+			vip = "holds (" + h.Interface + ")"
+		}
+		rows = append(rows, []string{h.Host, h.Address, fmt.Sprintf("%s (%s)", vrrp, dash(h.Keepalived)), prio, dash(h.HAProxy), vip})
+		if h.VRRPNote != "" {
+			notes = append(notes, h.Host+": "+h.VRRPNote)
+		}
+		if h.StatsError != "" {
+			notes = append(notes, fmt.Sprintf("%s: HAProxy's backend states not read: %s", h.Host, h.StatsError))
+		}
+		for _, b := range h.Backends {
+			check := dash(b.CheckStatus)
+			if b.CheckCode > 0 {
+				check += fmt.Sprintf(" %d", b.CheckCode)
+			}
+			if b.CheckDurationMs >= 0 && b.CheckStatus != "" {
+				check += fmt.Sprintf(" %dms", b.CheckDurationMs)
+			}
+			if b.Down() && b.CheckDetail != "" {
+				check += " (" + b.CheckDetail + ")"
+			}
+			since := "-"
+			if b.LastChangeSeconds >= 0 {
+				since = (time.Duration(b.LastChangeSeconds) * time.Second).String()
+			}
+			brows = append(brows, []string{h.Host, b.Name, dash(b.Address), b.Status, check, since})
+		}
+	}
+	ui.Table(w, []string{"  LB-HOST", "ADDRESS", "KEEPALIVED (UNIT)", "PRIORITY/EFFECTIVE", "HAPROXY", "VIP"}, indent(rows))
+	for _, n := range notes {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+	if len(brows) > 0 {
+		fmt.Fprintln(w, "\nbackends as each LB host's HAProxy sees them:")
+		ui.Table(w, []string{"  LB-HOST", "BACKEND", "ADDRESS", "STATUS", "LAST CHECK", "SINCE CHANGE"}, indent(brows))
 	}
 }
