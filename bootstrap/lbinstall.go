@@ -240,8 +240,8 @@ type applyParams struct {
 //     master-worker reload, connections are kept; Keepalived: SIGHUP), enable and restart the
 //     others.
 //  4. Check, for up to applyCheckSeconds: HAProxy is active, answers its loopback /healthz and
-//     listens on the frontend port (a reload whose new workers can't bind leaves the old ones
-//     running: only the port shows it); Keepalived is active.
+//     itself listens on the frontend port (a reload whose new workers can't bind leaves the old ones
+//     running, so only the port's owner shows it); Keepalived is active.
 //  5. On failure: the *.prev files are put back and the units reloaded/restarted again, exit
 //     applyRolledBack; without a previous configuration (first install) or if that fails too, exit
 //     applyBroken with the unit's journal.
@@ -298,13 +298,13 @@ works() { # unit
   case "$1" in
   haproxy) systemctl is-active --quiet haproxy &&
     curl --silent --fail --output /dev/null --max-time 1 --noproxy 127.0.0.1 "$healthz" &&
-    [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ];;
+    ss -Hltnp "sport = :$port" 2>/dev/null | grep -q '"haproxy"';;
   keepalived) systemctl is-active --quiet keepalived;;
   esac
 }
 expect() { # unit: what works checks
   case "$1" in
-  haproxy) echo "want: unit active, $healthz answering, listening on port $port";;
+  haproxy) echo "want: unit active, $healthz answering, haproxy listening on port $port";;
   keepalived) echo "want: unit active";;
   esac
 }

@@ -13,7 +13,7 @@ import (
 // does for some problems) for one containing WARN; systemctl logs every call to $STATE/log and
 // "runs" a unit by reading its live config: a haproxy config containing BINDFAIL reloads with exit 0
 // but leaves the frontend port unbound (as HAProxy's master keeps the old workers when new ones
-// can't bind), which only ss shows.
+// can't bind), which only ss shows; another process (socat) listens on the port all along.
 var fakeTools = map[string]string{
 	"haproxy": `#!/bin/sh
 f=""; while [ $# -gt 0 ]; do [ "$1" = -f ] && f=$2; shift; done
@@ -40,8 +40,9 @@ reload|restart) run "$2";;
 *) exit 1;;
 esac
 `,
-	"curl":       "#!/bin/sh\n[ -f \"$STATE/haproxy.active\" ]\n",
-	"ss":         "#!/bin/sh\n[ -f \"$STATE/listening\" ] && echo 'LISTEN 0 4096 *:6443 *:*'\nexit 0\n",
+	"curl": "#!/bin/sh\n[ -f \"$STATE/haproxy.active\" ]\n",
+	"ss": "#!/bin/sh\n[ -f \"$STATE/listening\" ] && echo 'LISTEN 0 4096 *:6443 *:* users:((\"haproxy\",pid=7,fd=8))'\n" +
+		"echo 'LISTEN 0 5 0.0.0.0:6443 0.0.0.0:* users:((\"socat\",pid=9,fd=5))'\nexit 0\n",
 	"journalctl": "#!/bin/sh\necho \"journal of $2\"\n",
 }
 

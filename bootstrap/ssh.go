@@ -72,3 +72,10 @@ func Tunnel(c *v1alpha1.Cluster, prompt Prompter) (*provision.Dialer, error) {
 	}
 	return newDialer(c, false, prompt)
 }
+
+// Dialer returns an SSH dialer for reading the spec's hosts outside a bootstrap run (hactl status
+// reads the LB hosts with it): known_hosts verified, unknown host keys refused, keys, agent, sudo and
+// bastion as in a run. The caller closes it.
+func Dialer(c *v1alpha1.Cluster, prompt Prompter) (*provision.Dialer, error) {
+	return newDialer(c, false, prompt)
+}

@@ -96,12 +96,19 @@ readable), 3 when it is degraded, 1 when no member could be reached.`,
 				defer tunnel.Close()
 				dial = etcd.WithDialer(tunnel.DialTCP)
 			}
+			lbDialer := tunnel
+			if c.Spec.LoadBalancer != nil && lbDialer == nil {
+				if lbDialer, err = bootstrap.Dialer(c, terminalPrompter(s.In, s.Err)); err != nil {
+					return err
+				}
+				defer lbDialer.Close()
+			}
 			var lbStatus *lb.Status
 			lbDone := make(chan struct{})
 			go func() {
 				defer close(lbDone)
 				if c.Spec.LoadBalancer != nil {
-					lbStatus = collectLBStatus(cmd.Context(), c, o.timeout, sshLBProbe(c, tunnel, p))
+					lbStatus = collectLBStatus(cmd.Context(), c, o.timeout, sshLBProbe(c, lbDialer, p))
 				}
 			}()
 			rep, err := collectStatus(cmd, c, o.timeout, dial)
@@ -409,9 +416,6 @@ func collectLBStatus(ctx context.Context, c *v1alpha1.Cluster, timeout time.Dura
 func sshLBProbe(c *v1alpha1.Cluster, d *provision.Dialer, p *ui.Printer) lbProbe {
 	vip, _ := netip.ParsePrefix(c.Spec.LoadBalancer.VIP)
 	return func(ctx context.Context, h v1alpha1.Host) lb.HostStatus {
-		if d == nil {
-			return lb.HostStatus{Error: errNoLBDialer.Error()}
-		}
 		addr := h.Address
 		if a, err := netip.ParseAddr(h.Address); err == nil {
 			addr = a.Unmap().String()
@@ -431,10 +435,6 @@ func sshLBProbe(c *v1alpha1.Cluster, d *provision.Dialer, p *ui.Printer) lbProbe
 		return st
 	}
 }
-
-// errNoLBDialer: status has no SSH dialer for hosts reached directly (bootstrap exports only the
-// bastion tunnel, bootstrap.Tunnel).
-var errNoLBDialer = errors.New("no SSH connection to LB hosts without spec.ssh.bastion yet (bootstrap exports only its bastion tunnel)")
 
 // addLBStatus puts the load balancer's status and problems into the report.
 func addLBStatus(rep *StatusReport, s *lb.Status) {

@@ -74,17 +74,6 @@ func TestCollectLBStatus(t *testing.T) {
 	}
 }
 
-// TestNoLBDialer: without an SSH dialer every LB host says so, and the etcd part is untouched.
-func TestNoLBDialer(t *testing.T) {
-	c := lbCluster()
-	s := collectLBStatus(context.Background(), c, time.Second, sshLBProbe(c, nil, nil))
-	for _, h := range s.Hosts {
-		if h.Error != errNoLBDialer.Error() {
-			t.Errorf("%s: %q", h.Host, h.Error)
-		}
-	}
-}
-
 // TestStatusReportLB: the load balancer's problems make the report degraded (exit 3), the table has
 // a load-balancer section after the etcd one, and -o json has "loadBalancer" only when the spec has
 // one.
