@@ -198,31 +198,7 @@ func TestHAProxyRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	localPort, socket := freePort(t), filepath.Join(dir, "admin.sock")
-	text := strings.NewReplacer(
-		fmt.Sprintf("127.0.0.1:%d", LocalPort), fmt.Sprintf("127.0.0.1:%d", localPort),
-		StatsSocket, socket,
-		"  chroot /var/lib/haproxy\n", "", "  user haproxy\n", "", "  group haproxy\n", "",
-	).Replace(string(data))
-	f := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, haproxy, "-db", "-f", f)
-	var output strings.Builder
-	cmd.Stdout, cmd.Stderr = &output, &output
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", output.String())
-		}
-	}()
+	localPort, socket := runHAProxy(t, haproxy, dir, data)
 
 	waitFor := func(what string, d time.Duration, ok func(map[string]string) bool) map[string]string {
 		t.Helper()
@@ -279,4 +255,38 @@ func TestHAProxyRun(t *testing.T) {
 	t.Logf("hung apiserver DOWN after %v (bound %v)", time.Since(start).Round(10*time.Millisecond), cfg.HealthCheck.EjectionBound())
 	good.hung.Store(false)
 	waitFor("good UP again", 30*time.Second, func(st map[string]string) bool { return st["good"] == "UP/L7OK" })
+}
+
+// runHAProxy runs the real HAProxy in the foreground (-db) with a rendered haproxy.cfg made runnable
+// unprivileged: the loopback port and the stats socket moved to a free port and into dir, no chroot
+// or user switch. It is stopped when the test ends (its output logged if the test failed). It returns
+// the loopback port (/healthz, /metrics, /stats) and the socket path.
+func runHAProxy(t *testing.T, haproxy, dir string, data []byte) (localPort int, socket string) {
+	t.Helper()
+	localPort, socket = freePort(t), filepath.Join(dir, "admin.sock")
+	text := strings.NewReplacer(
+		fmt.Sprintf("127.0.0.1:%d", LocalPort), fmt.Sprintf("127.0.0.1:%d", localPort),
+		StatsSocket, socket,
+		"  chroot /var/lib/haproxy\n", "", "  user haproxy\n", "", "  group haproxy\n", "",
+	).Replace(string(data))
+	f := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, haproxy, "-db", "-f", f)
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("haproxy output:\n%s", output.String())
+		}
+	})
+	return localPort, socket
 }

@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -305,31 +304,7 @@ func TestStatusScriptRealHAProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	localPort := freePort(t)
-	text := strings.NewReplacer(
-		fmt.Sprintf("127.0.0.1:%d", LocalPort), fmt.Sprintf("127.0.0.1:%d", localPort),
-		StatsSocket, filepath.Join(dir, "admin.sock"),
-		"  chroot /var/lib/haproxy\n", "", "  user haproxy\n", "", "  group haproxy\n", "",
-	).Replace(string(data))
-	f := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, haproxy, "-db", "-f", f)
-	var output strings.Builder
-	cmd.Stdout, cmd.Stderr = &output, &output
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", output.String())
-		}
-	}()
+	localPort, _ := runHAProxy(t, haproxy, dir, data)
 
 	script := statusScript(probePaths{
 		StatsSocket: filepath.Join(dir, "no-socket"), // the socket branch needs socat: not tested here
