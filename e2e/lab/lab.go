@@ -5,7 +5,7 @@
 //
 // The recipe is shared/LAB.md's, verified on the project's machines: hosts run
 // /lib/systemd/systemd as PID 1 with --cgroupns=host, the host cgroupfs, tmpfs /run and the
-// SYS_ADMIN, NET_ADMIN and NET_RAW capabilities (not --privileged, which fails there). Every docker
+// SYS_ADMIN, NET_ADMIN, NET_RAW and SYS_PTRACE capabilities (not --privileged, which fails there). Every docker
 // object is named with the "hactl-lab" prefix so Down is exact. Docker commands are logged to
 // Options.Debugf so a failing test can be replayed by hand.
 //
@@ -338,11 +338,13 @@ func (l *Lab) provision(ctx context.Context, hosts []Host) error {
 	return forEach(hosts, func(h Host) error { return l.waitSSH(ctx, h) })
 }
 
-// containerFlags are LAB.md step 3's docker run flags (verified), for every host.
+// containerFlags are LAB.md step 3's docker run flags (verified), for every host, plus SYS_PTRACE:
+// root on a real machine may read every process's /proc/PID/fd, so `ss -p` names the owner of a
+// socket (hactl checks that HAProxy itself, running as user haproxy, listens on its port).
 var containerFlags = []string{
 	"--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
 	"--tmpfs", "/run", "--tmpfs", "/run/lock",
-	"--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
+	"--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_PTRACE",
 	"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
 }
 
