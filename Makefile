@@ -22,6 +22,10 @@ etcd-bins: ## build the pinned etcd, etcdctl, etcdutl into bin/ (skipped when pr
 kubernetes-bins: ## build the pinned kubeadm, kubelet, kube-apiserver, ... into bin/ (skipped when present)
 	bash hack/build-kubernetes.sh
 
+.PHONY: kube-images
+kube-images: host-deps kubernetes-bins ## build the control-plane and pause images into bin/kube-images-<version>.tar (skipped when present)
+	bash hack/build-kube-images.sh
+
 .PHONY: host-deps
 host-deps: ## install docker.io + debootstrap and start dockerd when missing (fails loudly if impossible)
 	bash hack/ensure-docker.sh
@@ -39,26 +43,38 @@ unit: host-deps kubernetes-bins ## unit tests (no lab; the real haproxy, keepali
 	HACTL_REQUIRE_KUBEADM=1 $(GO) test -race -count=1 ./...
 
 .PHONY: e2e
-e2e: host-deps etcd-bins build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
+e2e: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
 	HACTL_BIN=$(CURDIR)/bin/hactl $(GO) test -tags e2e -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
 .PHONY: test
 test: vet unit e2e ## everything CI runs: vet, unit tests, e2e suite (installs what a fresh machine lacks)
 
 .PHONY: demo
-demo: host-deps etcd-bins build lab-image ## lab up (3 hosts in 3 zones), bootstrap, status; leaves the lab running
+demo: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## lab up, hactl bootstrap (etcd + VIP), kubeadm control plane, status, kubectl via the VIP; leaves the lab running
 	$(LAB) up --members 3
 	bin/hactl bootstrap -f .lab/cluster-3.yaml
+	$(LAB) kube-up --hactl bin/hactl -f .lab/cluster-3.yaml
+	@# status after kube-up: before it, no apiserver runs and every HAProxy backend is DOWN (exit 3)
 	bin/hactl status -f .lab/cluster-3.yaml
+	bin/kubectl --kubeconfig .lab/admin.conf get nodes -o wide
 	@echo
-	@echo "The lab is running: 3 etcd members (cp-a, cp-b, cp-c) in zones az-a, az-b, az-c."
+	@echo "The lab is running: etcd on cp-a, cp-b, cp-c (zones az-a, az-b, az-c), HAProxy + Keepalived on lb-a, lb-b"
+	@echo "holding the VIP 172.28.0.100, and a kubeadm control plane on cp-a, cp-b, cp-c built on both."
 	@echo "Try next:"
-	@echo "  bin/hactl bootstrap -f .lab/cluster-3.yaml      # a re-run: every member 'unchanged', nothing restarted"
+	@echo "  bin/kubectl --kubeconfig .lab/admin.conf get pods -n kube-system -o wide   # through the VIP (https://172.28.0.100:6443)"
+	@echo "  docker exec hactl-lab-lb-a systemctl stop haproxy; bin/hactl status -f .lab/cluster-3.yaml   # the VIP moves to lb-b"
+	@echo "  bin/kubectl --kubeconfig .lab/admin.conf get nodes                          # still answers through the VIP"
+	@echo "  docker exec hactl-lab-lb-a systemctl start haproxy"
+	@echo "  bin/hactl bootstrap -f .lab/cluster-3.yaml      # a re-run: nothing changes, nothing restarted"
 	@echo "  bin/hactl status -f .lab/cluster-3.yaml -o json"
 	@echo "  docker kill hactl-lab-cp-b; bin/hactl status -f .lab/cluster-3.yaml   # quorum holds with 2 of 3"
-	@echo "  docker start hactl-lab-cp-b"
+	@echo "  docker start hactl-lab-cp-b                     # etcd, containerd and kubelet come back; cp-b Ready again"
 	@echo "  ETCDCTL='bin/etcdctl --endpoints https://172.28.0.11:2379 --cacert .lab/state-3/pki/ca.crt --cert .lab/state-3/pki/hactl-etcd-client.crt --key .lab/state-3/pki/hactl-etcd-client.key'; \$$ETCDCTL member list -w table"
 	@echo "Remove the lab with: make lab-down"
+
+.PHONY: kube-up
+kube-up: kubernetes-bins kube-images build ## on a running, bootstrapped lab: kubeadm control plane on cp-a/b/c (idempotent)
+	$(LAB) kube-up --hactl bin/hactl -f .lab/cluster-3.yaml
 
 .PHONY: lab-up
 lab-up: host-deps etcd-bins lab-image
