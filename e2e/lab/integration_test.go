@@ -29,7 +29,7 @@ func TestLabIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("up (3 hosts) took %s", time.Since(start))
+	t.Logf("up (%d hosts) took %s", len(l.Hosts()), time.Since(start))
 	defer func() {
 		if err := l.Down(context.Background()); err != nil {
 			t.Error(err)
@@ -57,8 +57,63 @@ func TestLabIntegration(t *testing.T) {
 			t.Errorf("ssh %s: hostname %q", h.Name, got)
 		}
 	}
-	if out, err := l.Exec(ctx, "cp-a", "systemctl", "is-enabled", "haproxy"); err == nil || strings.TrimSpace(out) != "disabled" {
-		t.Errorf("haproxy on cp-a: %q, %v; want disabled", out, err)
+	for _, u := range []string{"haproxy", "keepalived", "containerd"} {
+		if out, err := l.Exec(ctx, "lb-a", "systemctl", "is-enabled", u); err == nil || strings.TrimSpace(out) != "disabled" {
+			t.Errorf("%s on lb-a: %q, %v; want disabled", u, out, err)
+		}
+	}
+
+	// Attach finds the same lab.
+	a, err := Attach(ctx, Options{Dir: l.Dir(), Logf: t.Logf, Debugf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(a.Hosts()), fmt.Sprint(l.Hosts()); got != want || a.Image() != l.Image() {
+		t.Errorf("Attach: hosts %s image %s, want %s %s", got, a.Image(), want, l.Image())
+	}
+
+	// Kubernetes nodes: prepared in parallel, idempotently.
+	t0 := time.Now()
+	if err := l.PrepareKubeNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("PrepareKubeNodes took %s", time.Since(t0))
+	checkNode := func(host string) {
+		t.Helper()
+		for _, u := range []string{"containerd", kubeBootUnit} {
+			if out, err := l.Exec(ctx, host, "systemctl", "is-active", u); err != nil {
+				t.Errorf("%s: %s is %q: %v", host, u, out, err)
+			}
+		}
+		if out, err := l.Exec(ctx, host, "systemctl", "is-enabled", "kubelet"); err != nil {
+			t.Errorf("%s: kubelet is %q: %v", host, out, err)
+		}
+		if out, err := l.Exec(ctx, host, "readlink", "/dev/kmsg"); err != nil || strings.TrimSpace(out) != "/dev/null" {
+			t.Errorf("%s: /dev/kmsg -> %q, %v", host, out, err)
+		}
+		out, err := l.Exec(ctx, host, "ip", "route")
+		for _, n := range l.KubeNodes() {
+			if want := n.PodSubnet + " via " + n.Address + " "; (n.Name != host) != strings.Contains(out, want) || err != nil {
+				t.Errorf("%s: routes (want one to every other node's pod subnet):\n%s %v", host, out, err)
+			}
+		}
+		_, refs, _ := KubeImages(l.opts.BinDir)
+		out, err = l.Exec(ctx, host, "ctr", "-n", "k8s.io", "images", "ls", "-q")
+		for _, r := range refs {
+			if err != nil || !strings.Contains(out, r) {
+				t.Errorf("%s: image %s missing: %s %v", host, r, out, err)
+			}
+		}
+	}
+	for _, h := range l.KubeNodes() {
+		checkNode(h.Name)
+	}
+	mtimes, _ := l.Exec(ctx, "cp-a", "stat", "-c", "%Y", "/usr/local/bin/kubelet", "/etc/containerd/config.toml")
+	if err := l.PrepareKubeNodes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := l.Exec(ctx, "cp-a", "stat", "-c", "%Y", "/usr/local/bin/kubelet", "/etc/containerd/config.toml"); again != mtimes {
+		t.Errorf("a second PrepareKubeNodes rewrote files: %q -> %q", mtimes, again)
 	}
 	// Every host has its own host key.
 	keys := map[string]string{}
@@ -81,7 +136,7 @@ func TestLabIntegration(t *testing.T) {
 	if _, err := l.Dial(ctx, "cp-b"); err == nil {
 		t.Error("ssh into a killed host succeeded")
 	}
-	t0 := time.Now()
+	t0 = time.Now()
 	if err := l.Start(ctx, "cp-b"); err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +144,7 @@ func TestLabIntegration(t *testing.T) {
 	if got := hostname("cp-b"); got != "cp-b" {
 		t.Errorf("after restart: hostname %q", got)
 	}
+	checkNode("cp-b") // the boot unit ran again; containerd's volume kept the images
 
 	// Recreate: new container, new host key, known_hosts updated.
 	before, _ := os.ReadFile(l.KnownHostsFile())
@@ -103,6 +159,10 @@ func TestLabIntegration(t *testing.T) {
 	}
 	if got := hostname("cp-c"); got != "cp-c" {
 		t.Errorf("after recreate: hostname %q", got)
+	}
+	// A fresh disk and a fresh containerd volume: not prepared any more.
+	if out, err := l.Exec(ctx, "cp-c", "sh", "-c", "ls /var/lib/containerd; test -e /usr/local/bin/kubelet"); err == nil || strings.TrimSpace(out) != "" {
+		t.Errorf("recreated cp-c still has containerd data or kubelet: %q, %v", out, err)
 	}
 }
 
