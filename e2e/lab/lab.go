@@ -159,8 +159,8 @@ type Lab struct {
 // Up starts a fresh lab and returns once every host accepts an SSH login from this machine with
 // host-key checking on (through the bastion for in-*). Steps: remove leftovers of any earlier lab
 // (see Down); prepare the lab directory (key pair kept across runs, known_hosts rewritten, a new
-// sudo password, specs written, the hactl state dirs state-* removed because they describe the
-// previous hosts, specs of variants not enabled removed); build or reuse the host image
+// sudo password, specs written, the hactl state dirs state-* and admin.conf removed because they
+// describe the previous hosts, specs of variants not enabled removed); build or reuse the host image
 // (EnsureImage) while the mirror's tarball is built; create the networks; start the hosts in
 // parallel, each with fresh SSH host keys and the lab's authorized key for root, SudoUser and
 // SudoPasswordUser; record their host keys; verify SSH. On failure everything created is removed
@@ -227,6 +227,8 @@ func (l *Lab) up(ctx context.Context) error {
 	for _, v := range Variants() {
 		stateDirs = append(stateDirs, variantStateDir(v))
 	}
+	// The previous lab's Kubernetes cluster is gone too: its admin.conf (KubeUp writes a new one).
+	stateDirs = append(stateDirs, adminConfFile)
 	for _, sd := range stateDirs {
 		if err := os.RemoveAll(filepath.Join(o.Dir, sd)); err != nil {
 			return fmt.Errorf("reset hactl state dir: %w", err)

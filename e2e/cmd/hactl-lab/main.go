@@ -151,6 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  ssh %s -o ProxyCommand='ssh %s -W %%h:%%p %s@%s' root@172.29.0.11\n", sshOpts, sshOpts, lab.SudoUser, b.Address)
 		}
 		fmt.Fprintf(stdout, "  bin/hactl plan -f %s        # then bin/hactl bootstrap -f ..., bin/hactl status -f ...\n", spec)
+		fmt.Fprintf(stdout, "  go run ./e2e/cmd/hactl-lab kube-up -f %s   # after bootstrap: kubeadm on cp-a/b/c through the VIP %s\n", spec, lab.VIP)
 		fmt.Fprintf(stdout, "remove the lab: make lab-down\n\n")
 		return nil
 	case "down":
