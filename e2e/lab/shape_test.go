@@ -377,6 +377,21 @@ func TestBuildVariantSpec(t *testing.T) {
 	}
 }
 
+func TestWithoutLoadBalancer(t *testing.T) {
+	c, err := BuildSpec(5, "/lab", "/bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	WithoutLoadBalancer(c)
+	var names []string
+	for _, h := range c.Spec.Hosts {
+		names = append(names, h.Name)
+	}
+	if c.Spec.LoadBalancer != nil || strings.Join(names, " ") != "cp-a cp-b cp-c etcd-d etcd-e" {
+		t.Errorf("hosts %v, load balancer %+v", names, c.Spec.LoadBalancer)
+	}
+}
+
 func TestWriteSpecsIncludesSudoVariants(t *testing.T) {
 	dir := t.TempDir()
 	paths, err := WriteSpecs(dir, "/repo/bin")

@@ -170,8 +170,7 @@ func BuildVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDown
 	}
 	c.Metadata.Name = "lab-" + string(v)
 	c.Spec.StateDir = filepath.Join(dir, variantStateDir(v))
-	c.Spec.LoadBalancer = nil
-	c.Spec.Hosts = slices.DeleteFunc(c.Spec.Hosts, func(h v1alpha1.Host) bool { return h.HasRole(v1alpha1.RoleLB) })
+	WithoutLoadBalancer(c)
 	setHosts := func(hosts []Host) {
 		c.Spec.Hosts = nil
 		for _, h := range hosts {
@@ -200,6 +199,14 @@ func BuildVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDown
 		return nil, fmt.Errorf("build spec: unknown lab spec variant %q (want one of %v)", v, Variants())
 	}
 	return c, nil
+}
+
+// WithoutLoadBalancer removes spec.loadBalancer and the hosts with role lb from c: an etcd-only
+// cluster on the same hosts (hactl status then reports no load balancer, whose backends are DOWN
+// until kubeadm runs the apiservers).
+func WithoutLoadBalancer(c *v1alpha1.Cluster) {
+	c.Spec.LoadBalancer = nil
+	c.Spec.Hosts = slices.DeleteFunc(c.Spec.Hosts, func(h v1alpha1.Host) bool { return h.HasRole(v1alpha1.RoleLB) })
 }
 
 // writeSpec marshals c to dir/name atomically and returns the path.
