@@ -85,8 +85,9 @@ lab-down: ## remove every lab container, network and volume (hactl-lab*)
 	$(LAB) down
 
 .PHONY: bench
-bench: host-deps etcd-bins build lab-image ## bootstrap benchmark in the lab (not part of CI): prints figures
+bench: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection; prints figures
 	$(GO) run ./bench/bootstrap -hactl $(CURDIR)/bin/hactl
+	$(GO) run ./bench/lb -hactl $(CURDIR)/bin/hactl
 
 .PHONY: clean
 clean:

@@ -110,7 +110,7 @@ func unitStarts(t *testing.T, hosts []string) map[string]string {
 // every test can start with it).
 func ensureThree(t *testing.T) string {
 	t.Helper()
-	spec := suite.Lab.SpecPath(3)
+	spec := specPath(t, 3)
 	mustHactl(t, "bootstrap", "-f", spec)
 	return spec
 }
@@ -152,7 +152,7 @@ func TestBadSpecsExitTwoBeforeContactingHosts(t *testing.T) {
 		})
 	}
 	t.Run("unknown field", func(t *testing.T) {
-		raw, err := os.ReadFile(suite.Lab.SpecPath(3))
+		raw, err := os.ReadFile(specPath(t, 3))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestHostKeysAreVerified(t *testing.T) {
 }
 
 func TestBootstrapThreeMembers(t *testing.T) {
-	spec := suite.Lab.SpecPath(3)
+	spec := specPath(t, 3)
 	plan := hactl(t, "plan", "-f", spec)
 	if plan.code != 0 {
 		t.Fatalf("plan failed")
@@ -662,7 +662,7 @@ func TestBootstrapFiveMembers(t *testing.T) {
 	if err := suite.Lab.Recreate(ctx, hosts...); err != nil {
 		t.Fatal(err)
 	}
-	spec := suite.Lab.SpecPath(5)
+	spec := specPath(t, 5)
 	res := bootstrapJSON(t, spec)
 	if len(res.Members) != 5 {
 		t.Fatalf("%d members", len(res.Members))

@@ -71,7 +71,9 @@ func writeSpec(t *testing.T, c *v1alpha1.Cluster, name string) string {
 	return p
 }
 
-// labSpec returns the lab's spec for members members (a fresh copy to modify).
+// labSpec returns the lab's spec for members members (a fresh copy to modify) without its load
+// balancer: this suite is about etcd (e2e/lb covers the load balancer, with the kube-apiservers
+// behind it; without them every backend is DOWN and hactl status reports the cluster degraded).
 func labSpec(t *testing.T, members int) *v1alpha1.Cluster {
 	t.Helper()
 	root, err := lab.FindRepoRoot(".")
@@ -82,7 +84,23 @@ func labSpec(t *testing.T, members int) *v1alpha1.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lab.WithoutLoadBalancer(c)
 	return c
+}
+
+// specPath writes labSpec(members) to <labDir>/etcd-<members>.yaml (same state dir as the lab's own
+// spec) and returns its path.
+func specPath(t *testing.T, members int) string {
+	t.Helper()
+	raw, err := lab.MarshalSpec(labSpec(t, members))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(labDir, fmt.Sprintf("etcd-%d.yaml", members))
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func execOn(t *testing.T, host string, args ...string) string {
