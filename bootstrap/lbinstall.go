@@ -242,8 +242,8 @@ type applyParams struct {
 //  4. Check, for up to applyCheckSeconds: HAProxy is active, answers its loopback /healthz and
 //     itself listens on the frontend port (a reload whose new workers can't bind leaves the old ones
 //     running, so only the port's owner shows it); Keepalived is active.
-//  5. On failure: the *.prev files are put back and the units reloaded/restarted again, exit
-//     applyRolledBack; without a previous configuration (first install) or if that fails too, exit
+//  5. On failure: the *.prev files are put back and the units reloaded/restarted again and checked
+//     (active, /healthz: the previous frontend port is not known here), exit applyRolledBack; without a previous configuration (first install) or if that fails too, exit
 //     applyBroken with the unit's journal.
 func lbApplyScript(p applyParams) string {
 	var sb strings.Builder
@@ -294,11 +294,11 @@ apply() { # unit verb
   start) systemctl enable --quiet "$1" && systemctl restart "$1";;
   esac
 }
-works() { # unit
+works() { # unit [port]: the port check is skipped after a rollback (the previous port is not known here)
   case "$1" in
   haproxy) systemctl is-active --quiet haproxy &&
     curl --silent --fail --output /dev/null --max-time 1 --noproxy 127.0.0.1 "$healthz" &&
-    ss -Hltnp "sport = :$port" 2>/dev/null | grep -q '"haproxy"';;
+    { [ -z "${2:-}" ] || ss -Hltnp "sport = :$2" 2>/dev/null | grep -q '"haproxy"'; };;
   keepalived) systemctl is-active --quiet keepalived;;
   esac
 }
@@ -308,10 +308,10 @@ expect() { # unit: what works checks
   keepalived) echo "want: unit active";;
   esac
 }
-wait_works() { # unit
+wait_works() { # unit [port]
   i=0
   while [ "$i" -lt "$checks" ]; do
-    if works "$1"; then return 0; fi
+    if works "$1" "${2:-}"; then return 0; fi
     i=$((i + 1)); sleep 0.2
   done
   return 1
@@ -319,7 +319,7 @@ wait_works() { # unit
 failed=""; done_msg=""
 for pair in $(for u in $reload; do echo "$u:reload"; done; for u in $start; do echo "$u:start"; done); do
   u=${pair%%:*}; verb=${pair#*:}
-  if out=$(apply "$u" "$verb" 2>&1) && wait_works "$u"; then
+  if out=$(apply "$u" "$verb" 2>&1) && wait_works "$u" "$port"; then
     case "$verb" in reload) done_msg="$done_msg, reloaded $u";; start) done_msg="$done_msg, started $u";; esac
   else
     failed="$failed $u"
@@ -344,7 +344,7 @@ for u in $failed; do
       cp -p -- "$f$PREV" "$f$NEW" && mv -f -- "$f$NEW" "$f" && restored=1
     fi
   done
-  if [ "$restored" = 1 ] && { systemctl reload "$u" 2>/dev/null || systemctl restart "$u"; } && wait_works "$u"; then
+  if [ "$restored" = 1 ] && { systemctl reload "$u" 2>/dev/null || systemctl restart "$u"; } && wait_works "$u" ""; then
     printf '%s: rolled back to the previous configuration; it is running\n' "$u" >&2
   else
     broken=1

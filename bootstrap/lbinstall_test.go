@@ -11,9 +11,9 @@ import (
 // fakeTools are stand-ins for the host's tools, driven by files in $STATE: haproxy -c refuses a
 // config containing INVALID; keepalived --config-test prints a warning (exit 0, as the real one
 // does for some problems) for one containing WARN; systemctl logs every call to $STATE/log and
-// "runs" a unit by reading its live config: a haproxy config containing BINDFAIL reloads with exit 0
-// but leaves the frontend port unbound (as HAProxy's master keeps the old workers when new ones
-// can't bind), which only ss shows; another process (socat) listens on the port all along.
+// "runs" a unit by reading its live config: HAProxy then listens on the config's "port N"; a config
+// containing BINDFAIL reloads with exit 0 but the old workers keep the old port (as HAProxy's master
+// does when new workers can't bind), which only ss shows; socat squats on port 7443 all along.
 var fakeTools = map[string]string{
 	"haproxy": `#!/bin/sh
 f=""; while [ $# -gt 0 ]; do [ "$1" = -f ] && f=$2; shift; done
@@ -29,8 +29,9 @@ exit 0
 echo "$*" >>"$STATE/log"
 run() { # unit
   touch "$STATE/$1.active"
-  if [ "$1" = haproxy ]; then
-    if grep -q BINDFAIL "$HAP"; then rm -f "$STATE/listening"; else touch "$STATE/listening"; fi
+  if [ "$1" = haproxy ] && ! grep -q BINDFAIL "$HAP"; then
+    # the new workers listen on the config's port; with BINDFAIL the old ones keep theirs
+    sed -n 's/.*port \([0-9]*\).*/\1/p' "$HAP" >"$STATE/listening"
   fi
 }
 case "$1" in
@@ -41,8 +42,15 @@ reload|restart) run "$2";;
 esac
 `,
 	"curl": "#!/bin/sh\n[ -f \"$STATE/haproxy.active\" ]\n",
-	"ss": "#!/bin/sh\n[ -f \"$STATE/listening\" ] && echo 'LISTEN 0 4096 *:6443 *:* users:((\"haproxy\",pid=7,fd=8))'\n" +
-		"echo 'LISTEN 0 5 0.0.0.0:6443 0.0.0.0:* users:((\"socat\",pid=9,fd=5))'\nexit 0\n",
+	// ss -Hltnp "sport = :PORT": HAProxy's listener when it listens on PORT; socat squats on 7443.
+	"ss": `#!/bin/sh
+port=${2##*:}
+if [ -f "$STATE/listening" ] && [ "$(cat "$STATE/listening")" = "$port" ]; then
+  echo "LISTEN 0 4096 *:$port *:* users:((\"haproxy\",pid=7,fd=8))"
+fi
+if [ "$port" = 7443 ]; then echo 'LISTEN 0 5 0.0.0.0:7443 0.0.0.0:* users:(("socat",pid=9,fd=5))'; fi
+exit 0
+`,
 	"journalctl": "#!/bin/sh\necho \"journal of $2\"\n",
 }
 
@@ -93,6 +101,9 @@ func (e *applyEnv) read(t *testing.T, path string) string {
 func (e *applyEnv) run(t *testing.T, staged map[string]string, reload, start []string) (string, int) {
 	t.Helper()
 	p := applyParams{haproxyPath: e.hap, keepalivedPath: e.ka, checkSeconds: 1, reload: reload, start: start, frontendPort: 6443}
+	if strings.Contains(staged[e.hap], "port 7443") {
+		p.frontendPort = 7443
+	}
 	for _, live := range []string{e.hap, e.ka} { // fixed order: the script validates in this order
 		if c, ok := staged[live]; ok {
 			e.write(t, live+stagedSuffix, c)
@@ -114,11 +125,11 @@ func (e *applyEnv) run(t *testing.T, staged map[string]string, reload, start []s
 func TestLBApplyScript(t *testing.T) {
 	t.Run("first install starts both units", func(t *testing.T) {
 		e := newApplyEnv(t)
-		out, code := e.run(t, map[string]string{e.hap: "hap v1", e.ka: "ka v1"}, nil, []string{"haproxy", "keepalived"})
+		out, code := e.run(t, map[string]string{e.hap: "hap v1 port 6443", e.ka: "ka v1"}, nil, []string{"haproxy", "keepalived"})
 		if code != 0 || !strings.Contains(out, "started haproxy") || !strings.Contains(out, "started keepalived") {
 			t.Fatalf("exit %d, output %q; want 0 and both started", code, out)
 		}
-		if e.read(t, e.hap) != "hap v1" || e.read(t, e.ka) != "ka v1" || e.read(t, e.hap+previousSuffix) != "<missing>" {
+		if e.read(t, e.hap) != "hap v1 port 6443" || e.read(t, e.ka) != "ka v1" || e.read(t, e.hap+previousSuffix) != "<missing>" {
 			t.Errorf("live files %q %q, prev %q", e.read(t, e.hap), e.read(t, e.ka), e.read(t, e.hap+previousSuffix))
 		}
 		if log := e.read(t, filepath.Join(e.state, "log")); !strings.Contains(log, "enable --quiet haproxy") || !strings.Contains(log, "restart keepalived") {
@@ -127,12 +138,13 @@ func TestLBApplyScript(t *testing.T) {
 	})
 	t.Run("change reloads and keeps the previous file", func(t *testing.T) {
 		e := newApplyEnv(t)
-		e.write(t, e.hap, "hap v1")
-		out, code := e.run(t, map[string]string{e.hap: "hap v2"}, []string{"haproxy"}, nil)
+		e.write(t, e.hap, "hap v1 port 6443")
+		touch(t, filepath.Join(e.state, "haproxy.active"))
+		out, code := e.run(t, map[string]string{e.hap: "hap v2 port 6443"}, []string{"haproxy"}, nil)
 		if code != 0 || !strings.Contains(out, "reloaded haproxy") {
 			t.Fatalf("exit %d, output %q", code, out)
 		}
-		if e.read(t, e.hap) != "hap v2" || e.read(t, e.hap+previousSuffix) != "hap v1" || e.read(t, e.hap+stagedSuffix) != "<missing>" {
+		if e.read(t, e.hap) != "hap v2 port 6443" || e.read(t, e.hap+previousSuffix) != "hap v1 port 6443" || e.read(t, e.hap+stagedSuffix) != "<missing>" {
 			t.Errorf("live %q prev %q staged %q", e.read(t, e.hap), e.read(t, e.hap+previousSuffix), e.read(t, e.hap+stagedSuffix))
 		}
 		if log := e.read(t, filepath.Join(e.state, "log")); strings.Contains(log, "restart") {
@@ -168,15 +180,18 @@ func TestLBApplyScript(t *testing.T) {
 		})
 	}
 	t.Run("failed reload rolls back", func(t *testing.T) {
+		// The new frontend port is taken by socat: HAProxy's reload exits 0, the old workers keep
+		// serving the old port, and only the port's owner shows the new configuration never ran.
 		e := newApplyEnv(t)
-		e.write(t, e.hap, "hap v1")
+		e.write(t, e.hap, "hap v1 port 6443")
 		touch(t, filepath.Join(e.state, "haproxy.active"))
-		touch(t, filepath.Join(e.state, "listening"))
-		out, code := e.run(t, map[string]string{e.hap: "hap v2 BINDFAIL"}, []string{"haproxy"}, nil)
-		if code != applyRolledBack || !strings.Contains(out, "haproxy: rolled back to the previous configuration") || !strings.Contains(out, "journal of haproxy") {
+		e.write(t, filepath.Join(e.state, "listening"), "6443\n")
+		out, code := e.run(t, map[string]string{e.hap: "hap v2 port 7443 BINDFAIL"}, []string{"haproxy"}, nil)
+		if code != applyRolledBack || !strings.Contains(out, "haproxy: rolled back to the previous configuration") || !strings.Contains(out, "journal of haproxy") ||
+			!strings.Contains(out, "haproxy listening on port 7443") {
 			t.Fatalf("exit %d, output %q; want %d, a rollback and the journal", code, out, applyRolledBack)
 		}
-		if e.read(t, e.hap) != "hap v1" || e.read(t, e.hap+previousSuffix) != "hap v1" {
+		if e.read(t, e.hap) != "hap v1 port 6443" || e.read(t, e.hap+previousSuffix) != "hap v1 port 6443" {
 			t.Errorf("live %q prev %q; want the previous configuration back", e.read(t, e.hap), e.read(t, e.hap+previousSuffix))
 		}
 		if log := e.read(t, filepath.Join(e.state, "log")); strings.Count(log, "reload haproxy") != 2 {

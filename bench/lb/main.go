@@ -1,0 +1,258 @@
+// Command lb is hactl's load balancer benchmark (make bench; never run in CI). In the lab (etcd and
+// the VIP bootstrapped by hactl, a kubeadm control plane on cp-a/b/c built from hactl's
+// kubeadm-config) it measures, -runs times each, and prints median/min/max with the settings used:
+//
+//   - VIP failover: HAProxy stopped on the VIP holder → first successful GET /readyz through the VIP
+//     (a fresh TLS connection every 20 ms; no keep-alive, so no pooled connection hides the move).
+//     Goal: under 4 s with advert interval 1 s.
+//   - Backend ejection: an apiserver hung with SIGSTOP → HAProxy on the VIP holder reports it DOWN
+//     (its runtime API polled every 50 ms over one SSH connection). Goal: within inter × fall + 1 s.
+//
+// Figures are printed, not asserted.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/e2e/lab"
+	"github.com/hactl/hactl/lb"
+)
+
+func main() {
+	hactl := flag.String("hactl", "bin/hactl", "hactl binary")
+	runs := flag.Int("runs", 5, "repetitions of each measurement")
+	keep := flag.Bool("keep", false, "leave the lab running afterwards")
+	flag.Parse()
+	if err := run(*hactl, *runs, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/lb:", err)
+		os.Exit(1)
+	}
+}
+
+var readyzURL = "https://" + lab.VIP + ":6443/readyz"
+
+// probe is one GET /readyz through the VIP on a fresh connection.
+func probe(c *http.Client) bool {
+	resp, err := c.Get(readyzURL)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == 200
+}
+
+func newClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+}
+
+// sshRun runs one command on a kept SSH connection.
+func sshRun(c *ssh.Client, cmd string) (string, error) {
+	s, err := c.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	out, err := s.CombinedOutput(cmd)
+	return string(out), err
+}
+
+func waitUntil(what string, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not after %s", what, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// holdsVIP reports whether host has the VIP.
+func holdsVIP(c *ssh.Client) bool {
+	out, err := sshRun(c, "ip -json addr show")
+	if err != nil {
+		return false
+	}
+	addrs, err := lb.ParseIPAddrJSON([]byte(out))
+	return err == nil && slices.ContainsFunc(addrs, func(a lb.IfAddr) bool { return a.Prefix.Addr().String() == lab.VIP })
+}
+
+// backendStatus returns HAProxy's status of backend on the host behind c (runtime API).
+func backendStatus(c *ssh.Client, backend string) string {
+	out, err := sshRun(c, "echo 'show stat' | socat stdio unix-connect:"+lb.StatsSocket)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	bs, err := lb.ParseHAProxyCSV([]byte(out), lb.BackendName)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	for _, b := range bs {
+		if b.Name == backend {
+			return b.Status
+		}
+	}
+	return "missing"
+}
+
+func stats(ds []time.Duration) (med, lo, hi time.Duration) {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2], s[0], s[len(s)-1]
+}
+
+func run(hactl string, runs int, keep bool) error {
+	ctx := context.Background()
+	hactl, _ = filepath.Abs(hactl)
+	root, err := lab.FindRepoRoot(".")
+	if err != nil {
+		return err
+	}
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	l, err := lab.Up(ctx, lab.Options{Members: 3, RepoRoot: root, Dir: filepath.Join(root, ".lab-bench"), Logf: logf})
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer l.Down(ctx)
+	}
+	spec := l.SpecPath(3)
+	boot := func() error {
+		start := time.Now()
+		out, err := runHactl(hactl, "bootstrap", "-f", spec)
+		if err != nil {
+			return fmt.Errorf("hactl bootstrap: %w\n%s", err, out)
+		}
+		logf("bench/lb: hactl bootstrap (etcd + load balancer) took %s", time.Since(start).Round(100*time.Millisecond))
+		return nil
+	}
+	if err := boot(); err != nil {
+		return err
+	}
+	if err := l.KubeUp(ctx, hactl, spec); err != nil {
+		return err
+	}
+	c, _, err := v1alpha1.Load(spec)
+	if err != nil {
+		return err
+	}
+	cfg, err := lb.Plan(c)
+	if err != nil {
+		return err
+	}
+	conns := map[string]*ssh.Client{}
+	for _, h := range []string{"lb-a", "lb-b", "cp-c"} {
+		if conns[h], err = l.Dial(ctx, h); err != nil {
+			return err
+		}
+		defer conns[h].Close()
+	}
+	slow := newClient(3 * time.Second)
+	if err := waitUntil("readyz through the VIP", 3*time.Minute, func() bool { return probe(slow) }); err != nil {
+		return err
+	}
+
+	// VIP failover.
+	fast := newClient(200 * time.Millisecond)
+	var failovers []time.Duration
+	for i := 0; i < runs; i++ {
+		if err := waitUntil("VIP on lb-a", time.Minute, func() bool { return holdsVIP(conns["lb-a"]) && probe(slow) }); err != nil {
+			return err
+		}
+		time.Sleep(2 * time.Second) // settled: lb-b's check has risen, gratuitous ARPs are done
+		start := time.Now()
+		if out, err := sshRun(conns["lb-a"], "systemctl stop haproxy"); err != nil {
+			return fmt.Errorf("stop haproxy on lb-a: %w %s", err, out)
+		}
+		var took time.Duration
+		for {
+			t := time.Now()
+			if probe(fast) {
+				took = time.Since(start)
+				break
+			}
+			if time.Since(start) > time.Minute {
+				return fmt.Errorf("no successful readyz through the VIP a minute after HAProxy stopped on lb-a")
+			}
+			time.Sleep(max(0, 20*time.Millisecond-time.Since(t)))
+		}
+		moved := holdsVIP(conns["lb-b"])
+		failovers = append(failovers, took)
+		logf("bench/lb: VIP failover run %d: %s (VIP on lb-b: %v)", i+1, took.Round(10*time.Millisecond), moved)
+		if out, err := sshRun(conns["lb-a"], "systemctl start haproxy"); err != nil {
+			return fmt.Errorf("start haproxy on lb-a: %w %s", err, out)
+		}
+	}
+
+	// Backend ejection (seen by lb-a's HAProxy).
+	var ejections []time.Duration
+	for i := 0; i < runs; i++ {
+		if err := waitUntil("cp-c UP", 2*time.Minute, func() bool { return backendStatus(conns["lb-a"], "cp-c") == "UP" }); err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+		start := time.Now()
+		if out, err := sshRun(conns["cp-c"], "pkill -STOP -x kube-apiserver"); err != nil {
+			return fmt.Errorf("SIGSTOP kube-apiserver on cp-c: %w %s", err, out)
+		}
+		var took time.Duration
+		for {
+			t := time.Now()
+			if strings.HasPrefix(backendStatus(conns["lb-a"], "cp-c"), "DOWN") {
+				took = time.Since(start)
+				break
+			}
+			if time.Since(start) > time.Minute {
+				_, _ = sshRun(conns["cp-c"], "pkill -CONT -x kube-apiserver")
+				return fmt.Errorf("cp-c not DOWN a minute after SIGSTOP")
+			}
+			time.Sleep(max(0, 50*time.Millisecond-time.Since(t)))
+		}
+		ejections = append(ejections, took)
+		logf("bench/lb: ejection run %d: %s", i+1, took.Round(10*time.Millisecond))
+		if out, err := sshRun(conns["cp-c"], "pkill -CONT -x kube-apiserver"); err != nil {
+			return fmt.Errorf("SIGCONT kube-apiserver on cp-c: %w %s", err, out)
+		}
+	}
+
+	hc := cfg.HealthCheck
+	fmt.Printf("\nload balancer benchmark (%d runs each; lab: 2 LB hosts, 3 kubeadm apiservers)\n", runs)
+	fmt.Printf("settings: advert_int %ds, %s, vrrp_script interval %ds fall %d rise %d weight %d; HAProxy check inter %s fall %d rise %d timeout %s fastinter %s\n",
+		cfg.AdvertInterval, cfg.Mode, lb.ScriptInterval, lb.ScriptFall, lb.ScriptRise, cfg.Weight,
+		hc.Interval, hc.Fall, hc.Rise, hc.Timeout, hc.FastInterval)
+	med, lo, hi := stats(failovers)
+	goal := 4 * time.Second
+	fmt.Printf("VIP failover (HAProxy stopped on holder → first /readyz 200 via VIP): median %s (min %s, max %s); goal < %s: %s (median/goal %.2f)\n",
+		med.Round(10*time.Millisecond), lo.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), goal, verdict(med < goal), float64(med)/float64(goal))
+	med, lo, hi = stats(ejections)
+	goal = hc.Interval*time.Duration(hc.Fall) + time.Second
+	fmt.Printf("backend ejection (apiserver SIGSTOP → DOWN in HAProxy): median %s (min %s, max %s); goal <= inter x fall + 1s = %s: %s (median/goal %.2f); hactl's bound %s\n",
+		med.Round(10*time.Millisecond), lo.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), goal, verdict(med <= goal), float64(med)/float64(goal), hc.EjectionBound())
+	return nil
+}
+
+func runHactl(hactl string, args ...string) (string, error) {
+	out, err := exec.Command(hactl, args...).CombinedOutput()
+	return string(out), err
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}

@@ -1,0 +1,431 @@
+//go:build e2e
+
+package lbe2e
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/e2e/harness"
+	"github.com/hactl/hactl/e2e/lab"
+	"github.com/hactl/hactl/lb"
+)
+
+// readyzURL is kube-apiserver's readiness endpoint through the VIP (anonymous access is allowed:
+// system:public-info-viewer).
+var readyzURL = "https://" + lab.VIP + ":6443/readyz"
+
+func hactl(t *testing.T, args ...string) harness.Result {
+	t.Helper()
+	return harness.Run(t, suite.Bin, nil, args...)
+}
+
+func mustHactl(t *testing.T, args ...string) harness.Result {
+	t.Helper()
+	r := hactl(t, args...)
+	if r.Code != 0 {
+		t.Fatalf("hactl %s: exit %d, want 0", strings.Join(args, " "), r.Code)
+	}
+	return r
+}
+
+func bootstrapJSON(t *testing.T, spec string) bootstrap.Result {
+	t.Helper()
+	r := mustHactl(t, "bootstrap", "-f", spec, "-o", "json")
+	var res bootstrap.Result
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatalf("bootstrap -o json is not JSON: %v", err)
+	}
+	return res
+}
+
+// lbStatus runs `hactl status -o json` and returns its load balancer section and exit code.
+func lbStatus(t *testing.T, spec string) (*lb.Status, int) {
+	t.Helper()
+	r := harness.Run(t, suite.Bin, nil, "status", "-f", spec, "-o", "json")
+	var rep struct {
+		LoadBalancer *lb.Status `json:"loadBalancer"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("status -o json is not JSON: %v", err)
+	}
+	if rep.LoadBalancer == nil {
+		t.Fatalf("status -o json has no loadBalancer section")
+	}
+	return rep.LoadBalancer, r.Code
+}
+
+// waitFor polls cond every second until it returns "" or the deadline passes (then the last
+// reason fails the test). Deadlines are generous: the timings belong to `make bench`.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s: %s", what, timeout, why)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// backendState returns each LB host's view of backend ("lb-a=UP lb-b=DOWN").
+func backendState(st *lb.Status, backend string) map[string]string {
+	out := map[string]string{}
+	for _, h := range st.Hosts {
+		for _, b := range h.Backends {
+			if b.Name == backend {
+				out[h.Host] = b.Status + "/" + b.CheckStatus
+			}
+		}
+	}
+	return out
+}
+
+// waitBackend waits until every LB host sees backend in state want (UP or DOWN).
+func waitBackend(t *testing.T, spec, backend, want string) {
+	t.Helper()
+	waitFor(t, "backend "+backend+" "+want+" on every LB host", 90*time.Second, func() string {
+		st, _ := lbStatus(t, spec)
+		states := backendState(st, backend)
+		if len(states) != len(lab.LBHosts) {
+			return fmt.Sprintf("states %v", states)
+		}
+		for _, s := range states {
+			if !strings.HasPrefix(s, want+"/") && s != want+"/" {
+				return fmt.Sprintf("states %v", states)
+			}
+		}
+		return ""
+	})
+}
+
+func waitHolder(t *testing.T, spec, want string) {
+	t.Helper()
+	waitFor(t, "VIP on "+want, 60*time.Second, func() string {
+		st, _ := lbStatus(t, spec)
+		if !slices.Equal(st.Holders, []string{want}) {
+			return fmt.Sprintf("holders %v", st.Holders)
+		}
+		return ""
+	})
+}
+
+// readyzFrom asks for /readyz through the VIP from inside a lab host (a fresh connection).
+func readyzFrom(t *testing.T, host string) (string, error) {
+	t.Helper()
+	return suite.Lab.Exec(context.Background(), host, "curl", "--silent", "--show-error", "--insecure", "--max-time", "3", readyzURL)
+}
+
+// readyzBurst sends n requests through the VIP from this machine, each on a fresh connection (no
+// keep-alive: a pooled connection would stick to one backend), and returns the failures.
+func readyzBurst(n int) []string {
+	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var fails []string
+	for i := 0; i < n; i++ {
+		resp, err := client.Get(readyzURL)
+		if err != nil {
+			fails = append(fails, err.Error())
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "ok" {
+			fails = append(fails, fmt.Sprintf("%d %q", resp.StatusCode, body))
+		}
+	}
+	return fails
+}
+
+// waitReadyzOK waits until 20 consecutive requests through the VIP succeed.
+func waitReadyzOK(t *testing.T, what string) {
+	t.Helper()
+	waitFor(t, what, 90*time.Second, func() string {
+		if f := readyzBurst(20); len(f) > 0 {
+			return fmt.Sprintf("%d of 20 requests failed, e.g. %s", len(f), f[0])
+		}
+		return ""
+	})
+}
+
+func execOn(t *testing.T, host string, args ...string) string {
+	t.Helper()
+	out, err := suite.Lab.Exec(context.Background(), host, args...)
+	if err != nil {
+		t.Fatalf("on %s: %v\n%s", host, err, out)
+	}
+	return out
+}
+
+// mainPID returns a unit's MainPID on host.
+func mainPID(t *testing.T, host, unit string) string {
+	t.Helper()
+	return strings.TrimSpace(execOn(t, host, "systemctl", "show", "-p", "MainPID", "--value", unit))
+}
+
+func labSpec(t *testing.T) *v1alpha1.Cluster {
+	t.Helper()
+	c, err := lab.BuildSpec(3, labDir, filepath.Join(suite.RepoRoot, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func writeSpec(t *testing.T, c *v1alpha1.Cluster, name string) string {
+	t.Helper()
+	return writeSpecIn(t, t.TempDir(), c, name)
+}
+
+func writeSpecIn(t *testing.T, dir string, c *v1alpha1.Cluster, name string) string {
+	t.Helper()
+	raw, err := lab.MarshalSpec(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestLoadBalancerAndKubeadm is one story, in order (each step needs the previous one): hactl
+// bootstraps etcd, the VIP and the etcd credentials; kubeadm builds a control plane on them with
+// hactl's kubeadm-config; HAProxy then verifies the apiservers with kubeadm's CA; faults of an
+// apiserver and of the VIP holder are ridden out; a reload that fails is rolled back.
+func TestLoadBalancerAndKubeadm(t *testing.T) {
+	spec := suite.Lab.SpecPath(3)
+	ctx := context.Background()
+	steps := []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"bad load balancer specs exit 2 before any host is contacted", func(t *testing.T) {
+			for _, tc := range []struct {
+				edit func(*v1alpha1.LoadBalancer)
+				want string
+			}{
+				{func(l *v1alpha1.LoadBalancer) { l.VIP = "172.28.0.21/24" }, "spec.loadBalancer.vip"},
+				{func(l *v1alpha1.LoadBalancer) { l.VIP = "10.9.9.9/24" }, "spec.loadBalancer.vip"},
+				{func(l *v1alpha1.LoadBalancer) { l.VirtualRouterID = 256 }, "spec.loadBalancer.virtualRouterID"},
+				{func(l *v1alpha1.LoadBalancer) { l.Auth = &v1alpha1.VRRPAuth{Env: "HACTL_E2E_UNSET_SECRET"} }, "spec.loadBalancer.auth"},
+			} {
+				c := labSpec(t)
+				tc.edit(c.Spec.LoadBalancer)
+				p := writeSpec(t, c, "bad.yaml")
+				before := execOn(t, "lb-a", "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat")
+				r := hactl(t, "bootstrap", "-f", p)
+				if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+					t.Errorf("exit %d; want 2 naming %s:\n%s", r.Code, tc.want, r.Stderr)
+				}
+				if after := execOn(t, "lb-a", "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat"); after != before {
+					t.Errorf("lb-a's sshd saw a connection for an invalid spec:\n%s", strings.TrimPrefix(after, before))
+				}
+			}
+		}},
+		{"bootstrap installs etcd, the load balancer and kube-apiserver's etcd credentials", func(t *testing.T) {
+			res := bootstrapJSON(t, spec)
+			if res.VIP != lab.VIP || res.VIPHolder != "lb-a" {
+				t.Errorf("VIP %s on %q; want %s on lb-a (highest priority)", res.VIP, res.VIPHolder, lab.VIP)
+			}
+			for _, h := range res.Hosts {
+				if h.Action != "changed" {
+					t.Errorf("%s: action %s on a fresh lab", h.Name, h.Action)
+				}
+			}
+			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
+				out := execOn(t, h, "stat", "-c", "%n %a", "/etc/kubernetes/pki/etcd/ca.crt", "/etc/kubernetes/pki/apiserver-etcd-client.crt", "/etc/kubernetes/pki/apiserver-etcd-client.key")
+				if !strings.Contains(out, "apiserver-etcd-client.key 600") || !strings.Contains(out, "etcd/ca.crt 644") {
+					t.Errorf("%s: credentials %s", h, out)
+				}
+			}
+			for _, h := range lab.LBHosts {
+				for _, u := range []string{"haproxy", "keepalived"} {
+					if s := strings.TrimSpace(execOn(t, h, "systemctl", "is-enabled", u)); s != "enabled" {
+						t.Errorf("%s: %s is %s, want enabled", h, u, s)
+					}
+				}
+			}
+		}},
+		{"re-run changes nothing and reloads nothing", func(t *testing.T) {
+			before := map[string]string{}
+			for _, h := range lab.LBHosts {
+				before[h] = mainPID(t, h, "haproxy") + "/" + mainPID(t, h, "keepalived") + "/" + execOn(t, h, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath)
+			}
+			res := bootstrapJSON(t, spec)
+			for _, h := range res.Hosts {
+				if h.Action != "unchanged" {
+					t.Errorf("%s: %s %v on a re-run", h.Name, h.Action, h.Changes)
+				}
+			}
+			for _, h := range lab.LBHosts {
+				if now := mainPID(t, h, "haproxy") + "/" + mainPID(t, h, "keepalived") + "/" + execOn(t, h, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath); now != before[h] {
+					t.Errorf("%s: PIDs/mtimes %q became %q on a no-op re-run", h, before[h], now)
+				}
+			}
+		}},
+		{"kubeadm builds a control plane on hactl's etcd and VIP", func(t *testing.T) {
+			if err := suite.Lab.KubeUp(ctx, suite.Bin, spec); err != nil {
+				t.Fatal(err)
+			}
+			out, err := suite.Lab.Kubectl(ctx, "get", "nodes", "-o", "wide")
+			if err != nil {
+				t.Fatalf("kubectl get nodes: %v\n%s", err, out)
+			}
+			t.Logf("kubectl get nodes (through %s):\n%s", lab.VIP, out)
+			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
+				if !strings.Contains(out, n) {
+					t.Errorf("node %s missing", n)
+				}
+			}
+			// kube-apiserver's etcd is hactl's: the apiservers wrote Kubernetes objects into it.
+			keys := execOn(t, "cp-a", "sh", "-c", "ETCDCTL_API=3 /usr/local/bin/etcdctl --endpoints https://172.28.0.11:2379 "+
+				"--cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/apiserver-etcd-client.crt "+
+				"--key /etc/kubernetes/pki/apiserver-etcd-client.key get /registry/minions --prefix --keys-only")
+			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
+				if !strings.Contains(keys, "/registry/minions/"+n) {
+					t.Errorf("etcd has no /registry/minions/%s:\n%s", n, keys)
+				}
+			}
+			waitReadyzOK(t, "readyz through the VIP")
+			for _, b := range []string{"cp-a", "cp-b", "cp-c"} {
+				waitBackend(t, spec, b, "UP")
+			}
+		}},
+		{"readyz through the VIP from a host that doesn't hold it", func(t *testing.T) {
+			out, err := readyzFrom(t, "lb-b")
+			if err != nil || strings.TrimSpace(out) != "ok" {
+				t.Fatalf("from lb-b: %q, %v", out, err)
+			}
+		}},
+		{"HAProxy verifies the apiservers with kubeadm's CA", func(t *testing.T) {
+			// In the lab dir, not t.TempDir(): the later steps keep using the spec and the CA file.
+			kubeCA := filepath.Join(labDir, "kubernetes-ca.crt")
+			if err := os.WriteFile(kubeCA, []byte(execOn(t, "cp-a", "cat", "/etc/kubernetes/pki/ca.crt")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			wrongCA := filepath.Join(labDir, "state-3", "pki", "ca.crt") // hactl's etcd CA: signed nothing the apiservers serve
+			pids := map[string]string{}
+			for _, h := range lab.LBHosts {
+				pids[h] = mainPID(t, h, "haproxy")
+			}
+			for _, tc := range []struct {
+				ca, want string
+			}{{wrongCA, "DOWN"}, {kubeCA, "UP"}} {
+				c := labSpec(t)
+				c.Spec.LoadBalancer.HealthCheck.CAFile = tc.ca
+				caSpec := writeSpecIn(t, labDir, c, "cluster-ca.yaml")
+				res := bootstrapJSON(t, caSpec)
+				for _, h := range res.Hosts {
+					if slices.Contains(h.Roles, "lb") && !slices.Contains(h.Changes, "reload haproxy") {
+						t.Errorf("%s: changes %v; want a reload of haproxy", h.Name, h.Changes)
+					}
+				}
+				waitBackend(t, caSpec, "cp-b", tc.want)
+				spec = caSpec
+			}
+			for _, h := range lab.LBHosts {
+				if now := mainPID(t, h, "haproxy"); now != pids[h] {
+					t.Errorf("%s: haproxy MainPID %s became %s: restarted, not reloaded", h, pids[h], now)
+				}
+				if !strings.Contains(execOn(t, h, "cat", lb.HAProxyConfigPath), "verify required ca-file "+lb.RemoteCAFile) {
+					t.Errorf("%s: haproxy.cfg does not verify with %s", h, lb.RemoteCAFile)
+				}
+			}
+			waitReadyzOK(t, "readyz through the VIP with verified backends")
+		}},
+		{"an apiserver whose static pod is gone is marked DOWN; the VIP keeps serving", func(t *testing.T) {
+			execOn(t, "cp-b", "mv", "/etc/kubernetes/manifests/kube-apiserver.yaml", "/root/kube-apiserver.yaml")
+			defer func() {
+				execOn(t, "cp-b", "mv", "/root/kube-apiserver.yaml", "/etc/kubernetes/manifests/kube-apiserver.yaml")
+				waitBackend(t, spec, "cp-b", "UP")
+			}()
+			waitBackend(t, spec, "cp-b", "DOWN")
+			if f := readyzBurst(30); len(f) > 0 {
+				t.Errorf("%d of 30 requests through the VIP failed with cp-b DOWN, e.g. %s", len(f), f[0])
+			}
+		}},
+		{"a hung apiserver (SIGSTOP) is marked DOWN; the VIP keeps serving", func(t *testing.T) {
+			execOn(t, "cp-c", "pkill", "-STOP", "-x", "kube-apiserver")
+			defer func() {
+				execOn(t, "cp-c", "pkill", "-CONT", "-x", "kube-apiserver")
+				waitBackend(t, spec, "cp-c", "UP")
+			}()
+			waitBackend(t, spec, "cp-c", "DOWN")
+			if f := readyzBurst(30); len(f) > 0 {
+				t.Errorf("%d of 30 requests through the VIP failed with cp-c hung and DOWN, e.g. %s", len(f), f[0])
+			}
+		}},
+		{"HAProxy stopped on the VIP holder: the VIP moves and requests succeed", func(t *testing.T) {
+			waitHolder(t, spec, "lb-a")
+			execOn(t, "lb-a", "systemctl", "stop", "haproxy")
+			waitHolder(t, spec, "lb-b")
+			waitReadyzOK(t, "readyz through the VIP on lb-b")
+			st, code := lbStatus(t, spec)
+			if code != 3 || !strings.Contains(strings.Join(st.Problems, "\n"), "lb-a") {
+				t.Errorf("status exit %d problems %v; want 3 naming lb-a's stopped HAProxy", code, st.Problems)
+			}
+			execOn(t, "lb-a", "systemctl", "start", "haproxy")
+			waitHolder(t, spec, "lb-a") // preemption: the higher priority takes it back
+			waitReadyzOK(t, "readyz through the VIP back on lb-a")
+		}},
+		{"a reload that fails is rolled back", func(t *testing.T) {
+			// Something else holds port 7443 on lb-b: HAProxy's new workers can't bind it, so the master
+			// keeps the old ones (systemctl reload still succeeds) and only the port shows it.
+			execOn(t, "lb-b", "systemd-run", "--unit", "hactl-e2e-squatter", "socat", "TCP-LISTEN:7443,reuseaddr,fork", "EXEC:/bin/true")
+			defer execOn(t, "lb-b", "systemctl", "stop", "hactl-e2e-squatter")
+			before := execOn(t, "lb-b", "sha256sum", lb.HAProxyConfigPath)
+			c := labSpec(t)
+			c.Spec.LoadBalancer.FrontendPort = 7443
+			r := hactl(t, "bootstrap", "-f", writeSpec(t, c, "cluster-7443.yaml"))
+			if r.Code != 1 || !strings.Contains(r.Stderr, "lb-b") || !strings.Contains(r.Stderr, "rolled back to the previous configuration") {
+				t.Fatalf("exit %d; want 1 with lb-b's rollback:\n%s", r.Code, r.Stderr)
+			}
+			if after := execOn(t, "lb-b", "sha256sum", lb.HAProxyConfigPath); after != before {
+				t.Errorf("lb-b haproxy.cfg after the rollback: %s, before: %s", after, before)
+			}
+			if out := execOn(t, "lb-b", "ss", "-Hltnp", "sport = :6443"); !strings.Contains(out, "haproxy") {
+				t.Errorf("lb-b: HAProxy no longer serves :6443 after the rollback: %q", out)
+			}
+			// Back to the spec: lb-a returns to :6443 too.
+			res := bootstrapJSON(t, spec)
+			if !slices.ContainsFunc(res.Hosts, func(h bootstrap.HostResult) bool { return h.Name == "lb-a" && h.Action == "changed" }) {
+				t.Errorf("lb-a not changed back: %+v", res.Hosts)
+			}
+			waitReadyzOK(t, "readyz through the VIP after the rollback")
+		}},
+		{"everything converged: a re-run is a no-op", func(t *testing.T) {
+			res := bootstrapJSON(t, spec)
+			for _, h := range res.Hosts {
+				if h.Action != "unchanged" {
+					t.Errorf("%s: %s %v", h.Name, h.Action, h.Changes)
+				}
+			}
+			if _, code := lbStatus(t, spec); code != 0 {
+				t.Errorf("status exit %d on a healthy cluster", code)
+			}
+		}},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, s.fn) {
+			t.Fatalf("step %q failed; later steps depend on it", s.name)
+		}
+	}
+}
