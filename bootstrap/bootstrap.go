@@ -44,6 +44,9 @@ type Options struct {
 	// Prompt asks for a key passphrase or the sudo password when the spec names no environment
 	// variable for it (nil: no terminal, nothing is asked).
 	Prompt Prompter
+	// Restore, when set, makes the run a restore of the whole cluster from a snapshot (restore.go)
+	// instead of a bootstrap.
+	Restore *RestoreOptions
 }
 
 // Result summarises a run, for the table and -o json.
@@ -58,6 +61,8 @@ type Result struct {
 	// VIP is the load balancer's virtual IP and VIPHolder the LB host holding it after lb/wait.
 	VIP       string `json:"vip,omitempty"`
 	VIPHolder string `json:"vipHolder,omitempty"`
+	// RestoredRevision is the cluster's revision after a restore (snapshot revision + bump).
+	RestoredRevision int64 `json:"restoredRevision,omitempty"`
 }
 
 // HostResult is one control-plane or LB host's outcome.
@@ -143,6 +148,9 @@ type Bootstrapper struct {
 	lbCfg      *lb.Config    // nil without spec.loadBalancer
 	lbSecret   lb.AuthSecret // the VRRP secret, when spec.loadBalancer.auth is set
 	vipHolder  string        // the LB host holding the VIP after lb/wait
+
+	rs               *restoreRun // a restore run (Options.Restore)
+	restoredRevision int64
 }
 
 // New prepares a run. It contacts nothing.
@@ -173,11 +181,23 @@ func New(opt Options) (*Bootstrapper, error) {
 		b.members = append(b.members, member{Member: ms[i], host: h, peerURL: ms[i].PeerURL(), clientURL: ms[i].ClientURL()})
 	}
 	b.fronts = b.frontHosts()
+	if r := opt.Restore; r != nil {
+		if r.Snapshot == "" || r.SHA256 == "" {
+			return nil, errors.New("restore: no verified snapshot")
+		}
+		if r.BumpRevision == 0 {
+			r.BumpRevision = DefaultBumpRevision
+		}
+		b.rs = &restoreRun{opt: *r, aside: map[string]string{}}
+	}
 	return b, nil
 }
 
 // Phases returns the ordered phase list (also used for --skip-phases help).
 func (b *Bootstrapper) Phases() []phase.Phase {
+	if b.rs != nil {
+		return b.restorePhases()
+	}
 	return []phase.Phase{
 		phase.Func{Name: "preflight", Fn: b.preflight},
 		phase.Func{Name: "kube/preflight", Fn: b.frontPreflight, Condition: b.anyFront},
@@ -326,6 +346,7 @@ func (b *Bootstrapper) result() *Result {
 		}
 		r.Members = append(r.Members, mr)
 	}
+	r.RestoredRevision = b.restoredRevision
 	if b.lbCfg != nil {
 		r.VIP, r.VIPHolder = b.lbCfg.VIP.Addr().String(), b.vipHolder
 	}

@@ -57,6 +57,18 @@ func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
   etcd/start    start new members together; restart changed members one at a time; join new ones as learners
   etcd/wait     wait for every member, check quorum with a write and a linearizable read
 
+With control-plane or LB hosts in the spec:
+
+  kube/preflight   one read-only command per control-plane / LB host (packages, files, units, addresses)
+  kube/plan        plan the load balancer (priorities, check weight, the VIP's interface per host) and
+                   compare every file; printed with the plan (also by 'hactl plan')
+  kube/etcd-certs  the etcd CA and apiserver-etcd-client at kubeadm's paths on control-plane hosts
+  lb/packages      install haproxy, keepalived, curl where missing (apt-get, dnf or yum)
+  lb/install       upload haproxy.cfg / keepalived.conf next to the live ones, validate them on the host
+                   (haproxy -c, keepalived --config-test), swap in keeping *.prev, reload or start,
+                   check, and roll back to *.prev if the reload fails
+  lb/wait          wait until exactly one LB host holds the VIP
+
 Re-running on a healthy cluster changes nothing and restarts nothing.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
