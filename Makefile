@@ -18,6 +18,10 @@ build: ## build bin/hactl
 etcd-bins: ## build the pinned etcd, etcdctl, etcdutl into bin/ (skipped when present)
 	bash hack/build-etcd.sh
 
+.PHONY: minio-bin
+minio-bin: ## build the pinned MinIO server into bin/minio for the backup tests (skipped when present)
+	bash hack/build-minio.sh
+
 .PHONY: kubernetes-bins
 kubernetes-bins: ## build the pinned kubeadm, kubelet, kube-apiserver, ... into bin/ (skipped when present)
 	bash hack/build-kubernetes.sh
@@ -39,8 +43,8 @@ vet:
 	$(GO) vet ./...
 
 .PHONY: unit
-unit: host-deps kubernetes-bins ## unit tests (no lab; the real haproxy, keepalived and kubeadm validate rendered configs)
-	HACTL_REQUIRE_KUBEADM=1 $(GO) test -race -count=1 ./...
+unit: host-deps kubernetes-bins minio-bin ## unit tests (no lab; the real haproxy, keepalived and kubeadm validate rendered configs; a real MinIO for backups)
+	HACTL_REQUIRE_KUBEADM=1 HACTL_REQUIRE_MINIO=1 $(GO) test -race -count=1 ./...
 
 .PHONY: e2e
 e2e: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## e2e tests: the real hactl against the lab (one lab per package)

@@ -94,6 +94,10 @@ const (
 // it relative to the working directory), and the result is cleaned. Remote paths (dataDir) are not
 // touched.
 //
+// spec.backup (when set): compression zstd, objectStore.region us-east-1, objectStore.bucketLookup
+// auto for *.amazonaws.com endpoints and path for others; its local paths (objectStore.tls.caFile,
+// objectStore.credentials.file, encryption.recipientsFile) are resolved like the ones above.
+//
 // Addresses (spec.hosts[*].address, and spec.ssh.bastion.address when it is an IP literal; a
 // bastion may be a DNS name, left as written) are canonicalised with net/netip: IPv6 is lower-cased and compressed
 // ("2001:DB8::0001" -> "2001:db8::1"), and an IPv4-mapped IPv6 address is written as the IPv4
@@ -224,6 +228,9 @@ func SetDefaults(c *Cluster, baseDir string) {
 		if lb.Auth != nil {
 			paths = append(paths, &lb.Auth.File)
 		}
+	}
+	if s.Backup != nil {
+		paths = append(paths, s.Backup.setDefaults()...)
 	}
 	for _, p := range paths {
 		*p = LocalPath(*p, baseDir)

@@ -699,8 +699,8 @@ func enableExampleSections(ex string) (string, int) {
 func TestExampleSections(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	ex, n := enableExampleSections(string(ExampleSpec()))
-	if n != 3 {
-		t.Fatalf("%d commented-out sections, want 3 (bastion, download, loadBalancer):\n%s", n, ex)
+	if n != 4 {
+		t.Fatalf("%d commented-out sections, want 4 (bastion, download, loadBalancer, backup):\n%s", n, ex)
 	}
 	lbHosts := regexp.MustCompile(`(?m)^  #- (\{name: lb-.*)$`)
 	if got := len(lbHosts.FindAllString(ex, -1)); got != 2 {

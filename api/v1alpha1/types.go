@@ -65,6 +65,9 @@ type ClusterSpec struct {
 	// LoadBalancer puts HAProxy + Keepalived (a VRRP VIP) in front of the kube-apiservers; nil when
 	// the spec has no load balancer.
 	LoadBalancer *LoadBalancer `json:"loadBalancer,omitempty"`
+	// Backup is where `hactl backup` stores etcd snapshots (types_backup.go); nil when the spec
+	// has no backup.
+	Backup *Backup `json:"backup,omitempty"`
 }
 
 // LoadBalancer is the kube-apiserver load balancer: HAProxy on every LB host (hosts with role lb, or

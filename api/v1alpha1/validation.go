@@ -157,6 +157,7 @@ func Validate(c *Cluster) (field.ErrorList, []Warning) {
 	v.etcd(&c.Spec.Etcd, spec.Child("etcd"))
 	v.topology(c, spec.Child("hosts"))
 	v.loadBalancer(c, spec.Child("loadBalancer"))
+	v.backup(c.Spec.Backup, spec.Child("backup"))
 	return v.errs, v.warns
 }
 
