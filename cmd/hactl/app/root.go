@@ -105,6 +105,7 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 		newStatusCommand(s, g),
 		newPKICommand(s, g),
 		newKubeadmConfigCommand(s, g),
+		newBackupCommand(s, g),
 	)
 	usageCompletion(root)
 	return root
