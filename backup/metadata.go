@@ -54,6 +54,9 @@ type Metadata struct {
 	HactlVersion  string    `json:"hactlVersion"`
 	// Slot is the scheduled slot (TimeFormat) of a scheduled run, "" otherwise.
 	Slot string `json:"slot,omitempty"`
+	// ClusterMembers is the number of voting members of the cluster when the snapshot was taken
+	// (restore onto a different member count needs --force); 0 when unknown.
+	ClusterMembers int `json:"clusterMembers,omitempty"`
 }
 
 // Encrypted reports whether the data object is age-encrypted.

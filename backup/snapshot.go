@@ -60,6 +60,14 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 	if err != nil {
 		return nil, fmt.Errorf("status of %s (%s): %w", o.Member, endpoint, err)
 	}
+	voters := 0
+	if ml, err := cli.MemberList(ctx); err == nil {
+		for _, mm := range ml.Members {
+			if !mm.IsLearner {
+				voters++
+			}
+		}
+	}
 	started := now().UTC().Truncate(time.Second)
 	partSize := o.partSize
 	if partSize == 0 {
@@ -96,6 +104,7 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 		StartedAt:      started,
 		HactlVersion:   o.HactlVersion,
 		Slot:           o.Slot,
+		ClusterMembers: voters,
 	}
 	if m.Compression == "" {
 		m.Compression = "none"

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"filippo.io/age"
@@ -65,6 +66,9 @@ type VerifyOptions struct {
 	// TempDir holds the DB file etcd's check reads (removed afterwards); "" is os.TempDir(). It
 	// needs room for the uncompressed DB.
 	TempDir string
+	// KeepAs, when set, is where the verified raw DB is kept (mode 0600; a restore ships it to the
+	// members); on any failure nothing is left there.
+	KeepAs string
 	// Record writes a VerifiedMarker on success (prune never deletes the newest verified snapshot).
 	Record       bool
 	HactlVersion string
@@ -98,10 +102,13 @@ func Verify(ctx context.Context, store Store, s *Snapshot, opts VerifyOptions) (
 		return nil, &MismatchError{Key: m.Key, What: "stored size", Want: fmt.Sprint(m.StoredSizeBytes), Got: fmt.Sprint(info.Size)}
 	}
 	tmp, err := os.CreateTemp(opts.TempDir, "hactl-verify-*.db")
+	if opts.KeepAs != "" {
+		tmp, err = os.CreateTemp(filepath.Dir(opts.KeepAs), ".hactl-verify-*.db")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: temp file: %w", m.Key, err)
 	}
-	defer os.Remove(tmp.Name())
+	defer os.Remove(tmp.Name()) // after a successful KeepAs rename, a no-op
 	defer tmp.Close()
 
 	storedHash := sha256.New()
@@ -193,8 +200,49 @@ func Verify(ctx context.Context, store Store, s *Snapshot, opts VerifyOptions) (
 		}
 		s.Verified = &vm
 	}
+	if opts.KeepAs != "" {
+		if err := os.Rename(tmp.Name(), opts.KeepAs); err != nil {
+			return nil, fmt.Errorf("verify %s: keeping the verified DB: %w", m.Key, err)
+		}
+	}
 	res.Duration = now().Sub(t0)
 	return res, nil
+}
+
+// FileCheck is a local raw snapshot that passed CheckFile.
+type FileCheck struct {
+	SHA256    string `json:"sha256"`
+	SizeBytes int64  `json:"sizeBytes"`
+	Revision  int64  `json:"revision"`
+	TotalKeys int    `json:"totalKeys"`
+	Hash      uint32 `json:"hash"`
+}
+
+// CheckFile verifies a local raw etcd snapshot file (etcdctl snapshot save, or a decrypted,
+// decompressed backup) as Verify does the downloaded one: etcd's sha256 trailer, then etcd's
+// integrity check (etcdutl's snapshot status: bbolt consistency, hash, revision). It returns the
+// file's sha256 and what etcd reports. Errors: *MismatchError when a check fails, others when the
+// file can't be read.
+func CheckFile(path string) (*FileCheck, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	trailer := &trailerCheck{h: sha256.New()}
+	n, err := io.Copy(io.MultiWriter(h, trailer), f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := trailer.check(); err != nil {
+		return nil, &MismatchError{Key: path, What: "etcd's sha256 trailer (the file is truncated or changed)", Err: err}
+	}
+	st, err := snapshot.NewV3(zap.NewNop()).Status(path)
+	if err != nil {
+		return nil, &MismatchError{Key: path, What: "etcd integrity check (etcdutl snapshot status)", Err: err}
+	}
+	return &FileCheck{SHA256: hex.EncodeToString(h.Sum(nil)), SizeBytes: n, Revision: st.Revision, TotalKeys: st.TotalKey, Hash: st.Hash}, nil
 }
 
 type countingReader struct {

@@ -47,6 +47,10 @@ type Options struct {
 	// Restore, when set, makes the run a restore of the whole cluster from a snapshot (restore.go)
 	// instead of a bootstrap.
 	Restore *RestoreOptions
+	// RestoreFrom, when set, makes the bootstrap build a NEW cluster whose data comes from a snapshot
+	// (disaster recovery onto other hosts): every member must be new (no data, no running cluster);
+	// each data dir is seeded with etcdutl snapshot restore before the first start.
+	RestoreFrom *RestoreOptions
 }
 
 // Result summarises a run, for the table and -o json.
@@ -181,24 +185,30 @@ func New(opt Options) (*Bootstrapper, error) {
 		b.members = append(b.members, member{Member: ms[i], host: h, peerURL: ms[i].PeerURL(), clientURL: ms[i].ClientURL()})
 	}
 	b.fronts = b.frontHosts()
-	if r := opt.Restore; r != nil {
+	for _, r := range []*RestoreOptions{opt.Restore, opt.RestoreFrom} {
+		if r == nil {
+			continue
+		}
+		if opt.Restore != nil && opt.RestoreFrom != nil {
+			return nil, errors.New("restore and restore-from are exclusive")
+		}
 		if r.Snapshot == "" || r.SHA256 == "" {
 			return nil, errors.New("restore: no verified snapshot")
 		}
 		if r.BumpRevision == 0 {
 			r.BumpRevision = DefaultBumpRevision
 		}
-		b.rs = &restoreRun{opt: *r, aside: map[string]string{}}
+		b.rs = &restoreRun{opt: *r, aside: map[string]string{}, newCluster: opt.RestoreFrom != nil}
 	}
 	return b, nil
 }
 
 // Phases returns the ordered phase list (also used for --skip-phases help).
 func (b *Bootstrapper) Phases() []phase.Phase {
-	if b.rs != nil {
+	if b.rs != nil && !b.rs.newCluster {
 		return b.restorePhases()
 	}
-	return []phase.Phase{
+	phases := []phase.Phase{
 		phase.Func{Name: "preflight", Fn: b.preflight},
 		phase.Func{Name: "kube/preflight", Fn: b.frontPreflight, Condition: b.anyFront},
 		phase.Func{Name: "pki", Fn: b.pki},
@@ -213,6 +223,23 @@ func (b *Bootstrapper) Phases() []phase.Phase {
 		phase.Func{Name: "lb/install", Fn: b.lbInstall, Changes: true, Condition: b.anyLBChanges},
 		phase.Func{Name: "lb/wait", Fn: b.lbWait, Changes: true, Condition: b.hasLB},
 	}
+	if b.rs != nil { // bootstrap --restore-from: seed the data dirs before the first start
+		var out []phase.Phase
+		for _, ph := range phases {
+			switch ph.(phase.Func).Name {
+			case "etcd/start":
+				out = append(out,
+					phase.Func{Name: "restore/check", Fn: b.seedCheck},
+					phase.Func{Name: "restore/ship", Fn: b.restoreShip, Changes: true},
+					phase.Func{Name: "restore/seed", Fn: b.seedData, Changes: true})
+			case "kube/etcd-certs":
+				out = append(out, phase.Func{Name: "restore/verify", Fn: b.restoreVerify, Changes: true})
+			}
+			out = append(out, ph)
+		}
+		return out
+	}
+	return phases
 }
 
 // Run executes the phases and returns the summary. The summary is returned (partially filled) even

@@ -61,6 +61,8 @@ type restoreRun struct {
 	aside    map[string]string // member → where its data dir was moved
 	remote   string            // the snapshot's path on the members
 	restored bool              // every member's data dir was rebuilt
+	// newCluster: bootstrap --restore-from (new hosts, new cluster seeded from the snapshot).
+	newCluster bool
 }
 
 // RestorePhases are the phases of a restore run (Options.Restore set).
@@ -285,4 +287,57 @@ func (b *Bootstrapper) restoreVerify(ctx context.Context) error {
 		b.p.Infof("  next: restart kube-apiserver on %s (its watch cache predates the restore), then the controllers and kubelets", strings.Join(names, ", "))
 	}
 	return nil
+}
+
+// SeedRefusedError: bootstrap --restore-from found a host that is not new.
+type SeedRefusedError struct{ Host, Reason string }
+
+func (e *SeedRefusedError) Error() string {
+	return fmt.Sprintf("%s: bootstrap --restore-from builds a NEW cluster from the snapshot, but %s: use `hactl restore` to roll an existing cluster back", e.Host, e.Reason)
+}
+
+// seedCheck (bootstrap --restore-from) refuses unless every member is a founding member of a cluster
+// that never formed: no etcd data on any host, no running cluster.
+func (b *Bootstrapper) seedCheck(ctx context.Context) error {
+	r := b.rs
+	if b.live != nil {
+		return &SeedRefusedError{Host: b.members[0].Name, Reason: fmt.Sprintf("a cluster (%x) is already running there", b.live.clusterID)}
+	}
+	if b.st.ClusterID != "" {
+		return &SeedRefusedError{Host: b.members[0].Name, Reason: fmt.Sprintf("the state dir %s records cluster %s", b.spec.Spec.StateDir, b.st.ClusterID)}
+	}
+	for _, m := range b.members {
+		if f := b.facts[m.Name]; f != nil && f.Data != DataAbsent && f.Data != DataEmpty {
+			return &SeedRefusedError{Host: m.Name, Reason: fmt.Sprintf("its data dir %s is not empty (%s)", b.spec.Spec.Etcd.DataDir, f.Data)}
+		}
+	}
+	r.stamp = time.Now().UTC().Format("20060102T150405Z")
+	r.token = b.st.Token
+	r.remote = fmt.Sprintf("/var/lib/hactl/restore-%s.db", r.stamp)
+	b.p.Infof("  new cluster %s seeded from %s (revision %d, sha256 %s), revisions bumped by %d", b.spec.Metadata.Name, r.opt.Snapshot, r.opt.Revision, shortSum(r.opt.SHA256), r.opt.BumpRevision)
+	return nil
+}
+
+// seedData runs etcdutl snapshot restore into every (empty) data dir with the bootstrap's token.
+func (b *Bootstrapper) seedData(ctx context.Context) error {
+	r := b.rs
+	dataDir := b.spec.Spec.Etcd.DataDir
+	q := provision.ShellQuote
+	return b.forEach(ctx, func(ctx context.Context, m member) error {
+		cmd := strings.Join([]string{
+			"set -eu",
+			fmt.Sprintf("if [ -d %s ]; then rmdir %s; fi", q(dataDir), q(dataDir)), // empty (checked): etcdutl creates it
+			fmt.Sprintf("%s snapshot restore %s --name %s --data-dir %s --initial-cluster %s --initial-cluster-token %s --initial-advertise-peer-urls %s --bump-revision %d --mark-compacted",
+				q(filepath.Join(etcd.RemoteBinDir, "etcdutl")), q(r.remote), q(m.Name), q(dataDir), q(b.foundingCluster()), q(r.token), q(m.peerURL), r.opt.BumpRevision),
+			"chmod 0700 " + q(dataDir),
+			"rm -f " + q(r.remote),
+		}, "\n")
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		if _, err := b.run(sctx, m.Name, "restore/seed", cmd); err != nil {
+			return err
+		}
+		b.p.Hostf(m.Name, "data dir seeded from the snapshot")
+		return nil
+	})
 }

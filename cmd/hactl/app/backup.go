@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -57,15 +56,29 @@ func openBackup(ctx context.Context, s Streams, g *globalOptions) (*backupEnv, e
 	if err != nil {
 		return nil, err
 	}
-	if c.Spec.Backup == nil {
-		return nil, &UsageError{Err: fmt.Errorf("%s: spec.backup is not set: add spec.backup.objectStore (endpoint, bucket, credentials) to back up (`hactl init` shows an example)", g.file)}
+	st, err := openStore(ctx, c, g.file, "")
+	if err != nil {
+		return nil, err
 	}
-	if err := c.ValidationError(g.file, append(v1alpha1.ValidateBackupFiles(c), v1alpha1.ValidateBackupEnvironment(c, os.Getenv)...)); err != nil {
+	return &backupEnv{c: c, p: p, store: st}, nil
+}
+
+// openStore opens spec.backup's object store (bucket overrides its bucket when not ""): spec.backup
+// missing, its files or environment incomplete → *UsageError (exit 2); the bucket check fails →
+// its *backup.BucketError (exit 1).
+func openStore(ctx context.Context, c *v1alpha1.Cluster, file, bucket string) (*backup.S3, error) {
+	if c.Spec.Backup == nil {
+		return nil, &UsageError{Err: fmt.Errorf("%s: spec.backup is not set: add spec.backup.objectStore (endpoint, bucket, credentials) to back up (`hactl init` shows an example)", file)}
+	}
+	if err := c.ValidationError(file, append(v1alpha1.ValidateBackupFiles(c), v1alpha1.ValidateBackupEnvironment(c, os.Getenv)...)); err != nil {
 		return nil, err
 	}
 	cfg, err := backup.S3ConfigFromSpec(c, os.Getenv)
 	if err != nil {
 		return nil, &UsageError{Err: err}
+	}
+	if bucket != "" {
+		cfg.Bucket = bucket
 	}
 	st, err := backup.NewS3(cfg)
 	if err != nil {
@@ -74,7 +87,23 @@ func openBackup(ctx context.Context, s Streams, g *globalOptions) (*backupEnv, e
 	if err := st.CheckBucket(ctx); err != nil {
 		return nil, err
 	}
-	return &backupEnv{c: c, p: p, store: st}, nil
+	return st, nil
+}
+
+// readIdentities reads the age identities of --identity-file (or $HACTL_AGE_IDENTITY_FILE); none
+// when neither is set. A bad file is a *UsageError.
+func readIdentities(flag string) ([]age.Identity, error) {
+	if flag == "" {
+		flag = os.Getenv(identityEnv)
+	}
+	if flag == "" {
+		return nil, nil
+	}
+	ids, err := backup.ReadIdentities(flag)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("--identity-file: %w", err)}
+	}
+	return ids, nil
 }
 
 // openListing is openBackup followed by the listing of the cluster's snapshots.
@@ -324,17 +353,9 @@ a NAME that does not exist).`,
 			if len(args) == 1 {
 				ref = args[0]
 			}
-			idFile := o.identityFile
-			if idFile == "" {
-				idFile = os.Getenv(identityEnv)
-			}
-			var ids []age.Identity
-			if idFile != "" {
-				parsed, err := backup.ReadIdentities(idFile)
-				if err != nil {
-					return &UsageError{Err: fmt.Errorf("--identity-file: %w", err)}
-				}
-				ids = parsed
+			ids, err := readIdentities(o.identityFile)
+			if err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			env, l, err := openListing(ctx, s, g)
@@ -407,7 +428,7 @@ nothing is refused (exit 2).`,
 			var confirm func(string) (bool, error)
 			if !o.dryRun {
 				var err error
-				if confirm, err = confirmDeletion(s, o.yes); err != nil {
+				if confirm, err = confirmer(s, o.yes, ", or --dry-run to only see the plan"); err != nil {
 					return err
 				}
 			}
@@ -472,28 +493,6 @@ func printPrunePlan(w io.Writer, l *backup.Listing, plan *backup.PrunePlan) {
 	fmt.Fprintf(w, "%d kept, %d to delete\n", len(plan.Decisions)-len(plan.Deletions()), len(plan.Deletions()))
 }
 
-// confirmDeletion returns how prune asks before deleting: nil (go ahead) with --yes; else a y/N
-// question on the terminal, or a usage error when stdin is not a terminal.
-// TODO(restore): fold into the shared confirmer of cmd/hactl/app/restore.go once it is committed.
-func confirmDeletion(s Streams, yes bool) (func(string) (bool, error), error) {
-	if yes {
-		return nil, nil
-	}
-	f, ok := s.In.(*os.File)
-	if !ok || !isCharDevice(f) {
-		return nil, &UsageError{Err: errors.New("prune asks for confirmation and stdin is not a terminal: pass --yes to confirm, or --dry-run to only see the plan")}
-	}
-	r := bufio.NewReader(f)
-	return func(q string) (bool, error) {
-		fmt.Fprintf(s.Err, "%s [y/N]: ", q)
-		line, err := r.ReadString('\n')
-		if err != nil && line == "" {
-			return false, err
-		}
-		a := strings.ToLower(strings.TrimSpace(line))
-		return a == "y" || a == "yes", nil
-	}, nil
-}
 
 func isCharDevice(f *os.File) bool {
 	st, err := f.Stat()

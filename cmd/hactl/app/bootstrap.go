@@ -22,6 +22,8 @@ type bootstrapOptions struct {
 	ignorePreflight   []string
 	waitTimeout       time.Duration
 	output            string
+	restoreFrom       string
+	identityFile      string
 }
 
 func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
@@ -35,6 +37,8 @@ func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
 		cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for members to become healthy")
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "summary format: table or json (progress goes to stderr)")
+	cmd.Flags().StringVar(&o.restoreFrom, "restore-from", "", "build a NEW cluster whose data comes from this snapshot: ./file.db, s3://BUCKET/KEY or latest (disaster recovery onto new hosts; see hactl restore --help)")
+	cmd.Flags().StringVar(&o.identityFile, "identity-file", "", "age identity file for an encrypted --restore-from backup (default $"+identityEnv+")")
 }
 
 func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -104,6 +108,13 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if err := checkSkippable(splitList(o.skipPhases)); err != nil {
 		return err
 	}
+	var src snapshotSource
+	if o.restoreFrom != "" {
+		var err error
+		if src, err = parseSource("--restore-from", o.restoreFrom); err != nil {
+			return err
+		}
+	}
 	progress := s.Out
 	if o.output == "json" {
 		progress = s.Err
@@ -111,14 +122,21 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	p := ui.New(progress, g.verbose, false)
 	logPath, closeLog := openLog(g, p, os.Args[1:])
 	defer closeLog()
-	c, err := loadSpec(g.file, p, true)
+	c, err := loadForHosts(g, p)
 	if err != nil {
 		return err
 	}
-	if err := checkSSHEnvironment(c, g.file); err != nil {
-		return err
+	var seed *bootstrap.RestoreOptions
+	if o.restoreFrom != "" {
+		snap, err := resolveSnapshot(cmd.Context(), c, g.file, "--restore-from", src, true, o.identityFile, "", p)
+		if err != nil {
+			return err
+		}
+		defer snap.cleanup()
+		seed = &bootstrap.RestoreOptions{Snapshot: snap.path, SHA256: snap.sha256, Revision: snap.revision}
 	}
 	b, err := bootstrap.New(bootstrap.Options{
+		RestoreFrom:           seed,
 		Prompt:                terminalPrompter(s.In, s.Err),
 		Cluster:               c,
 		AcceptNewHostKeys:     o.acceptNewHostKeys,

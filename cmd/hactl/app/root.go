@@ -106,6 +106,7 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 		newPKICommand(s, g),
 		newKubeadmConfigCommand(s, g),
 		newBackupCommand(s, g),
+		newRestoreCommand(s, g),
 	)
 	usageCompletion(root)
 	return root

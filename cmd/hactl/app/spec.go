@@ -85,3 +85,16 @@ func checkNames(flag string, got, valid []string) error {
 	}
 	return nil
 }
+
+// loadForHosts loads the spec for a command that contacts the hosts: local files checked
+// (binaries, keys) and the SSH environment (variables the spec names) set. Errors exit 2.
+func loadForHosts(g *globalOptions, p *ui.Printer) (*v1alpha1.Cluster, error) {
+	c, err := loadSpec(g.file, p, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSSHEnvironment(c, g.file); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
