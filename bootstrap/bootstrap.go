@@ -227,9 +227,10 @@ func (b *Bootstrapper) Phases() []phase.Phase {
 		var out []phase.Phase
 		for _, ph := range phases {
 			switch ph.(phase.Func).Name {
+			case "etcd/install": // refused before anything is installed
+				out = append(out, phase.Func{Name: "restore/check", Fn: b.seedCheck})
 			case "etcd/start":
 				out = append(out,
-					phase.Func{Name: "restore/check", Fn: b.seedCheck},
 					phase.Func{Name: "restore/ship", Fn: b.restoreShip, Changes: true},
 					phase.Func{Name: "restore/seed", Fn: b.seedData, Changes: true})
 			case "kube/etcd-certs":
