@@ -15,7 +15,7 @@ import (
 
 // Attach returns the lab a previous Up started (e.g. `hactl-lab up` in another process), without
 // changing it: the hosts are derived from the running containers (5 members when etcd-d exists;
-// the bastion, IPv6 and mirror hosts when theirs exist; the corresponding fields of opts are
+// the bastion, IPv6, mirror and object store hosts when theirs exist; the corresponding fields of opts are
 // ignored), the key pair, known_hosts and sudo password are read from the lab directory. It fails
 // when a host's container is missing or not running.
 func Attach(ctx context.Context, opts Options) (*Lab, error) {
@@ -42,7 +42,7 @@ func Attach(ctx context.Context, opts Options) (*Lab, error) {
 	if has("etcd-d") {
 		o.Members = 5
 	}
-	o.Bastion, o.IPv6, o.Mirror = has(BastionHost), has("v6-a"), has(MirrorHost)
+	o.Bastion, o.IPv6, o.Mirror, o.ObjectStore = has(BastionHost), has("v6-a"), has(MirrorHost), has(ObjectStoreHost)
 	hosts, err := hostsFor(o)
 	if err != nil {
 		return nil, err
@@ -70,6 +70,11 @@ func Attach(ctx context.Context, opts Options) (*Lab, error) {
 		return nil, fmt.Errorf("attach to the lab: %w", err)
 	}
 	l.sudoPassword = string(pw)
+	if o.ObjectStore {
+		if l.objStore, err = readObjectStore(o.Dir); err != nil {
+			return nil, fmt.Errorf("attach to the lab: %w", err)
+		}
+	}
 	kh, err := os.ReadFile(l.KnownHostsFile())
 	if err != nil {
 		return nil, fmt.Errorf("attach to the lab: %w", err)

@@ -104,6 +104,9 @@ type Host struct {
 	// Kubernetes node gets containerd's data on a named volume (ContainerdVolume) and the machine's
 	// /lib/modules read-only; PrepareKubeNodes installs kubelet, its CNI config and routes.
 	PodSubnet string
+	// Volumes are further named docker volumes as "NAME:PATH" (docker run -v), every NAME starting
+	// with Prefix+"-" so Down removes them; Recreate replaces them with empty ones.
+	Volumes []string
 }
 
 // KubeNode reports whether h is a Kubernetes node of the lab (it has a PodSubnet).
@@ -219,7 +222,7 @@ func mirrorHost(internal, ipv6 bool) Host {
 }
 
 // hostsFor returns every host of a lab with options o (o.Members already defaulted), in order:
-// members, then bastion and in-*, v6-*, mirror.
+// members, then bastion and in-*, v6-*, mirror, objstore.
 func hostsFor(o Options) ([]Host, error) {
 	hosts, err := labHosts(o.Members)
 	if err != nil {
@@ -233,6 +236,9 @@ func hostsFor(o Options) ([]Host, error) {
 	}
 	if o.Mirror {
 		hosts = append(hosts, mirrorHost(o.Bastion, o.IPv6))
+	}
+	if o.ObjectStore {
+		hosts = append(hosts, objectStoreHost())
 	}
 	return hosts, nil
 }

@@ -11,7 +11,7 @@
 //
 // Beyond the etcd members, a lab can have (each only when asked, see Options): a bastion with
 // hosts behind it on an internal network (in-a/b/c), IPv6-only hosts (v6-a/b/c) and an HTTP mirror
-// serving an etcd release tarball. Every host has the non-root users SudoUser (passwordless sudo)
+// serving an etcd release tarball, and an object store (MinIO) for backups. Every host has the non-root users SudoUser (passwordless sudo)
 // and SudoPasswordUser (sudo with a per-lab password). Specs for each access mode are written
 // next to cluster-3.yaml (see Variant).
 //
@@ -67,6 +67,11 @@ type Options struct {
 	// networks when those exist) serving the etcd release tarball built from BinDir over HTTP on
 	// MirrorPort (see Lab.EtcdTarball); cluster-download.yaml installs etcd from it.
 	Mirror bool
+	// ObjectStore adds the object store host (ObjectStoreAddress, zone az-c) running the real
+	// MinIO server (bin/minio, `make minio-bin`) with the bucket ObjectStoreBucket and a backup
+	// access key created by the lab (see Lab.ObjectStore); every spec the lab writes then has
+	// spec.backup (BackupSpec). Off by default: other suites and `make demo` don't pay for it.
+	ObjectStore bool
 	// KeepOnFailure leaves the containers and network in place when Up fails (for debugging);
 	// by default a failed Up removes everything it created.
 	KeepOnFailure bool
@@ -154,6 +159,7 @@ type Lab struct {
 
 	sudoPassword string                      // SudoPasswordUser's password
 	tarballOnce  func() (EtcdTarball, error) // nil without Options.Mirror
+	objStore     *ObjectStore                // nil until the object store host is set up; guarded by mu
 }
 
 // Up starts a fresh lab and returns once every host accepts an SSH login from this machine with
@@ -254,6 +260,13 @@ func (l *Lab) up(ctx context.Context) error {
 			static = append(static, v)
 		}
 	}
+	if !o.ObjectStore { // the previous lab's object store credentials are stale
+		for _, f := range []string{objectStoreRootFile, ObjectStoreEnvFile} {
+			if err := os.Remove(filepath.Join(o.Dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove stale object store credentials: %w", err)
+			}
+		}
+	}
 	for _, v := range Variants() {
 		if !slices.Contains(variants, v) {
 			if err := os.Remove(filepath.Join(o.Dir, variantFileName(v))); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -261,7 +274,7 @@ func (l *Lab) up(ctx context.Context) error {
 			}
 		}
 	}
-	if _, err := writeSpecs(o.Dir, o.BinDir, static...); err != nil {
+	if _, err := writeSpecs(o.Dir, o.BinDir, o.ObjectStore, static...); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(o.BinDir, "etcd")); err != nil {
@@ -287,7 +300,7 @@ func (l *Lab) up(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := WriteVariantSpec(VariantDownload, o.Dir, o.BinDir, t.Download(t.URL)); err != nil {
+		if _, err := writeVariantSpec(VariantDownload, o.Dir, o.BinDir, t.Download(t.URL), o.ObjectStore); err != nil {
 			return err
 		}
 	}
@@ -377,6 +390,9 @@ func containerCommands(h Host, image string) [][]string {
 	args = append(args, containerFlags...)
 	if v := h.ContainerdVolume(); v != "" {
 		args = append(args, kubeNodeFlags(v)...)
+	}
+	for _, v := range h.Volumes {
+		args = append(args, "-v", v)
 	}
 	args = append(args, image, "/lib/systemd/systemd")
 	if len(h.Networks) == 1 {
@@ -502,6 +518,11 @@ func (l *Lab) startHost(ctx context.Context, h Host) ([]string, error) {
 	}
 	if h.Name == MirrorHost && l.tarballOnce != nil {
 		if err := l.setupMirror(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	if h.Name == ObjectStoreHost && l.opts.ObjectStore {
+		if err := l.setupObjectStore(ctx, h); err != nil {
 			return nil, err
 		}
 	}
@@ -679,7 +700,14 @@ func (l *Lab) Recreate(ctx context.Context, names ...string) error {
 		if _, err := l.d.run(ctx, nil, "rm", "-f", "-v", h.Container); err != nil {
 			return err
 		}
-		if v := h.ContainerdVolume(); v != "" { // a named volume outlives its container
+		vols := []string{h.ContainerdVolume()}
+		for _, v := range h.Volumes {
+			vols = append(vols, strings.SplitN(v, ":", 2)[0])
+		}
+		for _, v := range vols { // a named volume outlives its container
+			if v == "" {
+				continue
+			}
 			if _, err := l.d.run(ctx, nil, "volume", "rm", "-f", v); err != nil {
 				return err
 			}

@@ -226,25 +226,43 @@ func writeSpec(c *v1alpha1.Cluster, dir, name string) (string, error) {
 // cluster-sudopw.yaml (see BuildVariantSpec) into dir and returns their paths in that order.
 // Files are replaced atomically.
 func WriteSpecs(dir, binDir string) ([]string, error) {
-	return writeSpecs(dir, binDir, VariantSudo, VariantSudoPassword)
+	return writeSpecs(dir, binDir, false, VariantSudo, VariantSudoPassword)
+}
+
+// WriteObjectStoreSpecs is WriteSpecs for a lab with the object store: every spec has spec.backup
+// (BackupSpec).
+func WriteObjectStoreSpecs(dir, binDir string) ([]string, error) {
+	return writeSpecs(dir, binDir, true, VariantSudo, VariantSudoPassword)
 }
 
 // WriteVariantSpec writes variant v's spec (see BuildVariantSpec) into dir and returns its path.
 func WriteVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDownload) (string, error) {
+	return writeVariantSpec(v, dir, binDir, download, false)
+}
+
+// writeVariantSpec is WriteVariantSpec, with spec.backup (BackupSpec) when backup is set.
+func writeVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDownload, backup bool) (string, error) {
 	c, err := BuildVariantSpec(v, dir, binDir, download)
 	if err != nil {
 		return "", err
 	}
+	if backup {
+		WithBackup(c)
+	}
 	return writeSpec(c, dir, variantFileName(v))
 }
 
-// writeSpecs writes cluster-3.yaml, cluster-5.yaml and the given variants (not VariantDownload).
-func writeSpecs(dir, binDir string, variants ...Variant) ([]string, error) {
+// writeSpecs writes cluster-3.yaml, cluster-5.yaml and the given variants (not VariantDownload),
+// each with spec.backup (BackupSpec) when backup is set.
+func writeSpecs(dir, binDir string, backup bool, variants ...Variant) ([]string, error) {
 	var paths []string
 	for _, n := range []int{3, 5} {
 		c, err := BuildSpec(n, dir, binDir)
 		if err != nil {
 			return nil, err
+		}
+		if backup {
+			WithBackup(c)
 		}
 		p, err := writeSpec(c, dir, specFileName(n))
 		if err != nil {
@@ -253,7 +271,7 @@ func writeSpecs(dir, binDir string, variants ...Variant) ([]string, error) {
 		paths = append(paths, p)
 	}
 	for _, v := range variants {
-		p, err := WriteVariantSpec(v, dir, binDir, nil)
+		p, err := writeVariantSpec(v, dir, binDir, nil, backup)
 		if err != nil {
 			return nil, err
 		}

@@ -1,10 +1,10 @@
 // Command hactl-lab brings hactl's e2e lab up and down for the Makefile and for people trying hactl
 // by hand:
 //
-//	go run ./e2e/cmd/hactl-lab up [--members 3|5] [--bastion] [--ipv6] [--mirror] [--all] [--dir DIR] [-v]
+//	go run ./e2e/cmd/hactl-lab up [--members 3|5] [--bastion] [--ipv6] [--mirror] [--object-store] [--all] [--dir DIR] [-v]
 //	go run ./e2e/cmd/hactl-lab down [-v]      remove every hactl-lab container, network, volume
 //	go run ./e2e/cmd/hactl-lab image [-v]     build (or reuse) the host image
-//	go run ./e2e/cmd/hactl-lab spec [--bastion] [--ipv6] [--mirror] [--all] [--dir DIR]
+//	go run ./e2e/cmd/hactl-lab spec [--bastion] [--ipv6] [--mirror] [--object-store] [--all] [--dir DIR]
 //	                                          (re)write the lab's cluster specs only
 //	go run ./e2e/cmd/hactl-lab kube-up [--hactl bin/hactl] [-f .lab/cluster-3.yaml] [--dir DIR] [-v]
 //	                                          kubeadm control plane on cp-a/b/c (after hactl bootstrap)
@@ -49,6 +49,9 @@ FEATURES (extra hosts and specs; none by default):
   --bastion   bastion 172.28.0.40 + in-a/b/c on the internal network 172.29.0.0/24 (cluster-bastion.yaml)
   --ipv6      v6-a/b/c, IPv6-only on fd00:db8:28::/64 (cluster-ipv6.yaml)
   --mirror    mirror 172.28.0.32 serving the etcd tarball built from bin/ on :8080 (cluster-download.yaml)
+  --object-store
+              objstore 172.28.0.31 running MinIO (bin/minio, make minio-bin) on :9000 with the bucket
+              hactl-backups; every spec gets spec.backup, its access key in DIR/objstore.env
   --all       all of the above
 `
 
@@ -83,7 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bastion := fs.Bool("bastion", false, "add the bastion and the hosts behind it")
 	ipv6 := fs.Bool("ipv6", false, "add the IPv6-only hosts")
 	mirror := fs.Bool("mirror", false, "add the HTTP mirror of the etcd tarball")
-	all := fs.Bool("all", false, "--bastion --ipv6 --mirror")
+	objStore := fs.Bool("object-store", false, "add the object store (MinIO) and spec.backup")
+	all := fs.Bool("all", false, "--bastion --ipv6 --mirror --object-store")
 	hactlBin := fs.String("hactl", "", "hactl binary (kube-up; default <repo>/bin/hactl)")
 	specFile := fs.String("f", "", "cluster spec (kube-up; default <lab dir>/cluster-3.yaml)")
 	if err := fs.Parse(args); err != nil {
@@ -97,9 +101,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "", log.Ltime)
 	if *all {
-		*bastion, *ipv6, *mirror = true, true, true
+		*bastion, *ipv6, *mirror, *objStore = true, true, true, true
 	}
-	opts := lab.Options{Members: *members, Dir: *dir, Logf: logger.Printf, Bastion: *bastion, IPv6: *ipv6, Mirror: *mirror}
+	opts := lab.Options{Members: *members, Dir: *dir, Logf: logger.Printf, Bastion: *bastion, IPv6: *ipv6, Mirror: *mirror, ObjectStore: *objStore}
 	if *verbose {
 		opts.Debugf = logger.Printf
 	}
@@ -140,6 +144,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if t, err := l.EtcdTarball(); err == nil {
 			fmt.Fprintf(stdout, "mirror:   %s\n          sha256 %s\n", t.URL, t.SHA256)
 		}
+		if o, err := l.ObjectStore(); err == nil {
+			fmt.Fprintf(stdout, "objects:  MinIO http://%s, bucket %s (spec.backup in every spec); its access key: . %s\n", o.Endpoint, o.Bucket, o.EnvFile)
+		}
 		fmt.Fprintln(stdout)
 		h := l.Hosts()[0]
 		fmt.Fprintf(stdout, "log in to a host (host key checked):\n")
@@ -177,7 +184,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(labDir, 0o755); err != nil {
 			return err
 		}
-		paths, err := lab.WriteSpecs(labDir, binDir)
+		write := lab.WriteSpecs
+		if *objStore {
+			write = lab.WriteObjectStoreSpecs
+		}
+		paths, err := write(labDir, binDir)
 		if err != nil {
 			return err
 		}
