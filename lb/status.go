@@ -174,9 +174,11 @@ type BackendStatus struct {
 	// as "UP 1/3" (up, failing checks: going down) or "DOWN 1/2" (down, passing checks: coming up).
 	Status string `json:"status"`
 	// CheckStatus is the last health check's result: "L7OK", "L7STS" (wrong HTTP status), "L4CON"
-	// (connection refused), "L4TOUT", "L6TOUT", "L6RSP", "L7TOUT", ... with a leading "* " while a
-	// check is running.
+	// (connection refused), "L4TOUT", "L6TOUT", "L6RSP", "L7TOUT", ... (HAProxy's "* " prefix for a
+	// check in progress is removed: see CheckRunning).
 	CheckStatus string `json:"checkStatus,omitempty"`
+	// CheckRunning: a check was in progress when the stats were read (CheckStatus is the previous one).
+	CheckRunning bool `json:"checkRunning,omitempty"`
 	// CheckCode is the HTTP status of the last layer-7 check (0 when there was none).
 	CheckCode int `json:"checkCode,omitempty"`
 	// CheckDurationMs is how long the last check took, in milliseconds (-1 when unknown).
@@ -378,7 +380,8 @@ func ParseHAProxyCSV(data []byte, backend string) ([]BackendStatus, error) {
 			Name:              get("svname"),
 			Address:           get("addr"),
 			Status:            get("status"),
-			CheckStatus:       get("check_status"),
+			CheckStatus:       strings.TrimPrefix(get("check_status"), "* "),
+			CheckRunning:      strings.HasPrefix(get("check_status"), "* "),
 			CheckDurationMs:   num("check_duration"),
 			CheckDetail:       get("last_chk"),
 			LastChangeSeconds: num("lastchg"),

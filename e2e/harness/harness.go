@@ -101,6 +101,22 @@ func (r Result) String() string {
 // with its debug log in a temp dir. It logs the command line and the output.
 func Run(t *testing.T, bin string, env []string, args ...string) Result {
 	t.Helper()
+	r := run(t, bin, env, args...)
+	t.Logf("%s", r)
+	return r
+}
+
+// RunQuiet is Run for polling loops: it logs the command line and the exit code only (the caller
+// logs the output when it is what fails the test).
+func RunQuiet(t *testing.T, bin string, env []string, args ...string) Result {
+	t.Helper()
+	r := run(t, bin, env, args...)
+	t.Logf("exit %d", r.Code)
+	return r
+}
+
+func run(t *testing.T, bin string, env []string, args ...string) Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	t.Logf("$ %s%s %s", envPrefix(env), bin, strings.Join(args, " "))
@@ -117,7 +133,6 @@ func Run(t *testing.T, bin string, env []string, args ...string) Result {
 	case err != nil:
 		t.Fatalf("running hactl: %v", err)
 	}
-	t.Logf("%s", r)
 	return r
 }
 

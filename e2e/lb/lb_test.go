@@ -54,12 +54,12 @@ func bootstrapJSON(t *testing.T, spec string) bootstrap.Result {
 // lbStatus runs `hactl status -o json` and returns its load balancer section and exit code.
 func lbStatus(t *testing.T, spec string) (*lb.Status, int) {
 	t.Helper()
-	r := harness.Run(t, suite.Bin, nil, "status", "-f", spec, "-o", "json")
+	r := harness.RunQuiet(t, suite.Bin, nil, "status", "-f", spec, "-o", "json")
 	var rep struct {
 		LoadBalancer *lb.Status `json:"loadBalancer"`
 	}
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("status -o json is not JSON: %v", err)
+		t.Fatalf("status -o json is not JSON: %v\n%s", err, r)
 	}
 	if rep.LoadBalancer == nil {
 		t.Fatalf("status -o json has no loadBalancer section")
