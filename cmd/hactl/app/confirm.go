@@ -16,7 +16,7 @@ func confirmer(s Streams, yes bool, hint string) (func(string) (bool, error), er
 		return nil, nil
 	}
 	f, ok := s.In.(*os.File)
-	if !ok || !isCharDevice(f) {
+	if !ok || !isTerminal(f) {
 		return nil, &UsageError{Err: errors.New("this command asks for confirmation and stdin is not a terminal: pass --yes to confirm" + hint)}
 	}
 	r := bufio.NewReader(f)

@@ -50,3 +50,9 @@ func terminalPrompter(in io.Reader, out io.Writer) bootstrap.Prompter {
 		return []byte(strings.TrimRight(line, "\r\n")), nil
 	}
 }
+
+// isTerminal reports whether f is a terminal (not merely a character device: /dev/null is one).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
