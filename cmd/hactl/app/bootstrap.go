@@ -169,6 +169,17 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 
 func printSummary(w io.Writer, r *bootstrap.Result, file string) {
 	if r.DryRun {
+		pending := false
+		for _, m := range r.Members {
+			pending = pending || m.Action != bootstrap.ActionUnchanged
+		}
+		for _, h := range r.Hosts {
+			pending = pending || h.Action != "unchanged"
+		}
+		if !pending {
+			fmt.Fprintf(w, "\ndry run (%s): every host is up to date; bootstrap would change nothing.\n", r.Duration)
+			return
+		}
 		fmt.Fprintf(w, "\ndry run: nothing was changed (%s). Apply with: %s bootstrap -f %s\n", r.Duration, self(), file)
 		return
 	}
