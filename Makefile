@@ -47,7 +47,7 @@ unit: host-deps kubernetes-bins minio-bin ## unit tests (no lab; the real haprox
 	HACTL_REQUIRE_KUBEADM=1 HACTL_REQUIRE_MINIO=1 $(GO) test -race -count=1 ./...
 
 .PHONY: e2e
-e2e: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
+e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
 	HACTL_BIN=$(CURDIR)/bin/hactl $(GO) test -tags e2e -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
 .PHONY: test
@@ -90,9 +90,10 @@ lab-down: ## remove every lab container, network and volume (hactl-lab*)
 	$(LAB) down
 
 .PHONY: bench
-bench: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection; prints figures
+bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore; prints figures
 	$(GO) run ./bench/bootstrap -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/lb -hactl $(CURDIR)/bin/hactl
+	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl
 
 .PHONY: clean
 clean:
