@@ -79,3 +79,9 @@ func Tunnel(c *v1alpha1.Cluster, prompt Prompter) (*provision.Dialer, error) {
 func Dialer(c *v1alpha1.Cluster, prompt Prompter) (*provision.Dialer, error) {
 	return newDialer(c, false, prompt)
 }
+
+// BinaryArch returns the `uname -m` name of the architecture the ELF binary at path is built for
+// ("x86_64", "aarch64", ...; "" for a machine hactl does not know). A file that is not an ELF
+// binary (a macOS build, a script) is an error. `hactl backup schedule` checks the hactl binary it
+// uploads with it.
+func BinaryArch(path string) (string, error) { return binaryArch(path) }

@@ -37,7 +37,7 @@ names; never from the spec, the command line or logs.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBackupNowCommand(s, g), newBackupListCommand(s, g), newBackupVerifyCommand(s, g), newBackupPruneCommand(s, g))
+	cmd.AddCommand(newBackupNowCommand(s, g), newBackupListCommand(s, g), newBackupVerifyCommand(s, g), newBackupPruneCommand(s, g), newBackupScheduleCommand(s, g))
 	return cmd
 }
 
@@ -125,6 +125,8 @@ type backupNowOptions struct {
 	slot         string
 	output       string
 	timeout      time.Duration
+	// scheduled are the flags of scheduled runs (schedule_run.go).
+	scheduled scheduledRunOptions
 }
 
 // BackupNowReport is `hactl backup now -o json`.
@@ -154,6 +156,9 @@ on every member). Exit 0 ok, 1 runtime failure (names the member and step), 2 in
 			if o.timeout <= 0 {
 				return &UsageError{Err: fmt.Errorf("--timeout %s: must be a positive duration, e.g. 5s", o.timeout)}
 			}
+			if err := o.scheduled.resolveSlot(&o.slot, time.Now()); err != nil {
+				return err
+			}
 			if o.slot != "" {
 				if _, err := backup.Stem(time.Time{}, 0, "x", o.slot); err != nil {
 					return &UsageError{Err: fmt.Errorf("--slot: %w", err)}
@@ -168,18 +173,27 @@ on every member). Exit 0 ok, 1 runtime failure (names the member and step), 2 in
 	f.StringVar(&o.slot, "slot", "", "scheduled slot, a UTC time like 20261201T030500Z: names the object (one per slot)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "bound on connecting to each member and on each status request")
+	o.scheduled.addFlags(f)
 	return cmd
 }
 
 func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNowOptions) error {
+	start := time.Now()
+	env, rep, err := takeBackup(ctx, s, g, o)
+	return o.scheduled.finish(ctx, env, o.member, start, rep, err, func() error { return writeNowReport(s.Out, o.output, rep) })
+}
+
+// takeBackup is `backup now` up to the stored snapshot (or the reason none was taken); env is nil
+// when the spec or the object store could not be opened.
+func takeBackup(ctx context.Context, s Streams, g *globalOptions, o *backupNowOptions) (*backupEnv, *BackupNowReport, error) {
 	env, err := openBackup(ctx, s, g)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	c := env.c
 	members, err := etcd.MembersFromSpec(c)
 	if err != nil {
-		return err
+		return env, nil, err
 	}
 	if o.member != "" {
 		var names []string
@@ -187,16 +201,16 @@ func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNow
 			names = append(names, m.Name)
 		}
 		if !strings.Contains(","+strings.Join(names, ",")+",", ","+o.member+",") {
-			return &UsageError{Err: fmt.Errorf("--member %q: not an etcd member of the spec; members: %s", o.member, strings.Join(names, ", "))}
+			return env, nil, &UsageError{Err: fmt.Errorf("--member %q: not an etcd member of the spec; members: %s", o.member, strings.Join(names, ", "))}
 		}
 	}
 	recipients, err := v1alpha1.BackupRecipients(c)
 	if err != nil {
-		return &UsageError{Err: err}
+		return env, nil, &UsageError{Err: err}
 	}
 	tunnel, err := bootstrap.Tunnel(c, terminalPrompter(s.In, s.Err))
 	if err != nil {
-		return err
+		return env, nil, err
 	}
 	var dial etcd.Option
 	if tunnel != nil {
@@ -206,7 +220,7 @@ func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNow
 	files := clientTLSFiles(c)
 	st, err := etcd.StatusWithTimeout(ctx, etcd.ClientURLs(members), files, o.timeout, o.timeout, dial)
 	if err != nil {
-		return fmt.Errorf("backup now: status of cluster %s: %w", c.Metadata.Name, err)
+		return env, nil, fmt.Errorf("backup now: status of cluster %s: %w", c.Metadata.Name, err)
 	}
 	var chosen *etcd.EndpointStatus
 	for i := range st.Endpoints {
@@ -217,9 +231,9 @@ func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNow
 	}
 	switch {
 	case chosen == nil:
-		return fmt.Errorf("backup now: no reachable member of cluster %s is the leader (no quorum?); pick one with --member", c.Metadata.Name)
+		return env, nil, fmt.Errorf("backup now: no reachable member of cluster %s is the leader (no quorum?); pick one with --member", c.Metadata.Name)
 	case !chosen.Reachable:
-		return fmt.Errorf("backup now: member %s (%s) is unreachable: %s", o.member, chosen.Endpoint, chosen.Error)
+		return env, nil, fmt.Errorf("backup now: member %s (%s) is unreachable: %s", o.member, chosen.Endpoint, chosen.Error)
 	}
 	name := chosen.MemberName
 	if name == "" {
@@ -228,11 +242,11 @@ func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNow
 	if o.onlyIfLeader && !chosen.IsLeader {
 		rep := &BackupNowReport{Skipped: fmt.Sprintf("member %s is not the leader (leader: %s): no snapshot taken", name, dash(st.LeaderName))}
 		env.p.Infof("%s", rep.Skipped)
-		return writeReport(s.Out, o.output, rep, func(io.Writer) {})
+		return env, rep, nil
 	}
 	cli, err := etcd.NewClient(ctx, []string{chosen.Endpoint}, files, o.timeout, dial)
 	if err != nil {
-		return err
+		return env, nil, err
 	}
 	defer cli.Close()
 	b := c.Spec.Backup
@@ -242,13 +256,19 @@ func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNow
 		Progress: func(format string, args ...any) { env.p.Infof(format, args...) },
 	})
 	if err != nil {
-		return fmt.Errorf("backup now: %w", err)
+		return env, nil, fmt.Errorf("backup now: %w", err)
 	}
-	rep := &BackupNowReport{Snapshot: m}
-	return writeReport(s.Out, o.output, rep, func(w io.Writer) {
-		ui.Table(w, []string{"KEY", "REVISION", "MEMBER", "DB SIZE", "STORED", "SHA256"}, [][]string{{
-			m.Key, fmt.Sprint(m.Revision), m.MemberName, fmt.Sprint(m.DBSizeBytes), fmt.Sprint(m.StoredSizeBytes), m.StoredSHA256,
-		}})
+	return env, &BackupNowReport{Snapshot: m}, nil
+}
+
+// writeNowReport prints `backup now`'s result (nothing in a table for a skipped run: stderr said why).
+func writeNowReport(w io.Writer, output string, rep *BackupNowReport) error {
+	return writeReport(w, output, rep, func(w io.Writer) {
+		if m := rep.Snapshot; m != nil {
+			ui.Table(w, []string{"KEY", "REVISION", "MEMBER", "DB SIZE", "STORED", "SHA256"}, [][]string{{
+				m.Key, fmt.Sprint(m.Revision), m.MemberName, fmt.Sprint(m.DBSizeBytes), fmt.Sprint(m.StoredSizeBytes), m.StoredSHA256,
+			}})
+		}
 	})
 }
 
@@ -491,10 +511,4 @@ func printPrunePlan(w io.Writer, l *backup.Listing, plan *backup.PrunePlan) {
 		fmt.Fprintf(w, "abort incomplete upload %s (started %s)\n", u.Key, u.Initiated.UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "%d kept, %d to delete\n", len(plan.Decisions)-len(plan.Deletions()), len(plan.Deletions()))
-}
-
-
-func isCharDevice(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,350 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hactl/hactl/provision"
+)
+
+// Host is what the schedule needs of a member's SSH connection (*provision.Client).
+type Host interface {
+	Run(ctx context.Context, step, command string, opts ...provision.RunOption) (provision.Result, error)
+	Upload(ctx context.Context, step string, files []provision.File) error
+}
+
+var _ Host = (*provision.Client)(nil)
+
+// Facts are what the read-only probe found on a member.
+type Facts struct {
+	// Arch is `uname -m`; Kernel `uname -s`.
+	Arch, Kernel string
+	// Files maps each managed path present to "<sha256> <mode> <owner> <group>".
+	Files map[string]string
+	// TimerEnabled and TimerActive are `systemctl is-enabled` / `is-active` of the timer.
+	TimerEnabled, TimerActive string
+	// Systemd reports whether systemctl exists.
+	Systemd bool
+}
+
+// probeScript prints the facts, one "key value..." line each. It changes nothing.
+func probeScript() string {
+	var b strings.Builder
+	b.WriteString(`echo "arch $(uname -m)"
+echo "kernel $(uname -s)"
+if command -v systemctl >/dev/null 2>&1; then echo "systemd yes"; fi
+for f in`)
+	for _, p := range ManagedPaths() {
+		b.WriteString(" " + provision.ShellQuote(p))
+	}
+	fmt.Fprintf(&b, `; do
+  if [ -f "$f" ]; then echo "file $f $(sha256sum <"$f" | cut -d' ' -f1) $(stat -c '%%a %%U %%G' "$f")"; fi
+done
+e=$(systemctl is-enabled %[1]s 2>/dev/null); a=$(systemctl is-active %[1]s 2>/dev/null)
+echo "timer ${e:-absent} ${a:-unknown}"
+`, TimerName)
+	return b.String()
+}
+
+func parseFacts(out string) Facts {
+	f := Facts{Files: map[string]string{}}
+	for _, line := range strings.Split(out, "\n") {
+		k, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch k {
+		case "arch":
+			f.Arch = rest
+		case "kernel":
+			f.Kernel = rest
+		case "systemd":
+			f.Systemd = true
+		case "file":
+			if p, v, ok := strings.Cut(rest, " "); ok {
+				f.Files[p] = v
+			}
+		case "timer":
+			f.TimerEnabled, f.TimerActive, _ = strings.Cut(rest, " ")
+		}
+	}
+	return f
+}
+
+// Probe reads a member's facts (one read-only command).
+func Probe(ctx context.Context, h Host) (Facts, error) {
+	r, err := h.Run(ctx, "schedule/probe", probeScript())
+	if err != nil {
+		return Facts{}, err
+	}
+	return parseFacts(string(r.Stdout)), nil
+}
+
+// Change is what Install did (or, with a dry run, would do) on one member.
+type Change struct {
+	// Write lists the files written (changed or missing), Removed the stale ones removed.
+	Write   []string `json:"write,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	// Reload: the units changed (daemon-reload); StartTimer: the timer was (re)started and enabled.
+	Reload     bool `json:"reload,omitempty"`
+	StartTimer bool `json:"startTimer,omitempty"`
+}
+
+// Empty reports whether nothing changes.
+func (c Change) Empty() bool {
+	return len(c.Write) == 0 && len(c.Removed) == 0 && !c.Reload && !c.StartTimer
+}
+
+// Plan compares the desired files with the facts: a file is written when it is missing or its
+// sha256, mode or owner differ (as bootstrap does, unchanged files are not rewritten); the units
+// are reloaded only when a unit file changes; the timer is restarted when its file changes or it
+// is not enabled and active. Stale optional files (the object store CA after tls was removed) are
+// removed.
+func Plan(files []File, f Facts) Change {
+	var c Change
+	want := map[string]bool{}
+	for _, d := range files {
+		want[d.Path] = true
+		if f.Files[d.Path] != fmt.Sprintf("%s %o root root", d.Sum, d.Mode.Perm()) {
+			c.Write = append(c.Write, d.Path)
+			if d.Path == ServicePath || d.Path == TimerPath {
+				c.Reload = true
+			}
+			if d.Path == TimerPath {
+				c.StartTimer = true
+			}
+		}
+	}
+	for _, p := range ManagedPaths() {
+		if _, ok := f.Files[p]; ok && !want[p] {
+			c.Removed = append(c.Removed, p)
+		}
+	}
+	if f.TimerEnabled != "enabled" || f.TimerActive != "active" {
+		c.StartTimer = true
+	}
+	return c
+}
+
+// ArchError is a binary built for another architecture than the member's.
+type ArchError struct {
+	Host, Binary, BinaryArch, HostArch string
+}
+
+func (e *ArchError) Error() string {
+	return fmt.Sprintf("host %s: the hactl binary %s is built for %s but the host is %s: build hactl for the host (GOOS=linux GOARCH=...) and pass it with --hactl-binary",
+		e.Host, e.Binary, e.BinaryArch, e.HostArch)
+}
+
+// Install converges one member: probe, refuse a host whose `uname -m` is not binArch (an
+// *ArchError) or that has no systemd, upload what Plan says changed (atomically, sha256 checked,
+// root-owned with each file's mode; ConfigDir root-only), remove stale files, create textfileDir,
+// daemon-reload when a unit changed, enable and (re)start the timer when needed. With dryRun it
+// only probes and returns the plan.
+func Install(ctx context.Context, h Host, name string, files []File, binArch, textfileDir string, dryRun bool) (Change, error) {
+	f, err := Probe(ctx, h)
+	if err != nil {
+		return Change{}, err
+	}
+	switch {
+	case f.Kernel != "Linux":
+		return Change{}, fmt.Errorf("host %s: kernel %q: scheduled backups need Linux with systemd", name, f.Kernel)
+	case !f.Systemd:
+		return Change{}, fmt.Errorf("host %s: no systemctl: scheduled backups run from a systemd timer", name)
+	case binArch != "" && f.Arch != binArch:
+		bin := ""
+		for _, d := range files {
+			if d.Path == BinaryPath {
+				bin = d.Local
+			}
+		}
+		return Change{}, &ArchError{Host: name, Binary: bin, BinaryArch: binArch, HostArch: f.Arch}
+	}
+	c := Plan(files, f)
+	if dryRun || c.Empty() {
+		return c, nil
+	}
+	// ConfigDir is root-only before anything secret goes into it (Upload creates missing parents 0755).
+	dirs := fmt.Sprintf("set -e\nmkdir -p %[1]s %[2]s %[3]s\nchmod 0700 %[1]s\nchmod 0755 %[3]s\n",
+		provision.ShellQuote(ConfigDir), provision.ShellQuote(PKIDir), provision.ShellQuote(textfileDir))
+	if _, err := h.Run(ctx, "schedule/dirs", dirs); err != nil {
+		return c, err
+	}
+	var up []provision.File
+	for _, d := range files {
+		if !slices.Contains(c.Write, d.Path) {
+			continue
+		}
+		pf := provision.File{Path: d.Path, Mode: d.Mode, Content: d.Data, SHA256: d.Sum}
+		if d.Local != "" {
+			lf, err := os.Open(d.Local)
+			if err != nil {
+				return c, fmt.Errorf("host %s: %w", name, err)
+			}
+			defer lf.Close()
+			pf.Content, pf.Reader, pf.Size = nil, lf, d.Size
+		}
+		up = append(up, pf)
+	}
+	if err := h.Upload(ctx, "schedule/install", up); err != nil {
+		return c, err
+	}
+	var script strings.Builder
+	script.WriteString("set -e\n")
+	for _, p := range c.Removed {
+		fmt.Fprintf(&script, "rm -f %s\n", provision.ShellQuote(p))
+	}
+	if c.Reload {
+		script.WriteString("systemctl daemon-reload\n")
+	}
+	if c.StartTimer {
+		fmt.Fprintf(&script, "systemctl enable %[1]s >/dev/null 2>&1\nsystemctl restart %[1]s\n", TimerName)
+	}
+	if _, err := h.Run(ctx, "schedule/start", script.String()); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Disable stops and disables the timer and removes everything Install put on the member — the
+// units, ConfigDir (spec copy, credentials, certificates, schedule), the hactl binary — and the
+// textfile; a run in progress is left to finish. It returns the paths removed: none on a member
+// without a schedule (it is idempotent).
+func Disable(ctx context.Context, h Host) ([]string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "set -e\ntf=$(sed -n 's/.*\"textfile\": *\"\\([^\"]*\\)\".*/\\1/p' %s 2>/dev/null || true)\n", provision.ShellQuote(ConfigPath))
+	b.WriteString("for f in")
+	for _, p := range append(ManagedPaths(), ConfigDir) {
+		b.WriteString(" " + provision.ShellQuote(p))
+	}
+	fmt.Fprintf(&b, ` $tf; do if [ -e "$f" ]; then echo "$f"; fi; done
+if command -v systemctl >/dev/null 2>&1; then systemctl disable --now %[1]s >/dev/null 2>&1 || true; fi
+rm -f %[2]s %[3]s %[4]s
+if [ -n "$tf" ]; then rm -f "$tf"; fi
+rm -rf %[5]s
+if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload; systemctl reset-failed %[1]s %[6]s >/dev/null 2>&1 || true; fi
+`, TimerName, provision.ShellQuote(TimerPath), provision.ShellQuote(ServicePath), provision.ShellQuote(BinaryPath),
+		provision.ShellQuote(ConfigDir), ServiceName)
+	r, err := h.Run(ctx, "schedule/disable", b.String())
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, l := range strings.Split(strings.TrimSpace(string(r.Stdout)), "\n") {
+		if l != "" {
+			removed = append(removed, l)
+		}
+	}
+	return removed, nil
+}
+
+// HostStatus is one member's schedule as systemd and the last run's textfile show it.
+type HostStatus struct {
+	Host string `json:"host"`
+	// Installed: the schedule's config exists on the member.
+	Installed bool    `json:"installed"`
+	Config    *Config `json:"config,omitempty"`
+	// Timer: systemctl show of the timer (ActiveState, UnitFileState); NextElapse and LastTrigger
+	// zero when unknown or never.
+	TimerActive  string    `json:"timerActive"`
+	TimerEnabled string    `json:"timerEnabled"`
+	NextElapse   time.Time `json:"nextElapse,omitzero"`
+	LastTrigger  time.Time `json:"lastTrigger,omitzero"`
+	// ServiceResult is the service's last Result ("success", "exit-code", ...); ServiceState its
+	// ActiveState ("inactive" between runs, "activating" during one).
+	ServiceResult string `json:"serviceResult,omitempty"`
+	ServiceState  string `json:"serviceState,omitempty"`
+	// LastRun is what the member's textfile says (nil before the first run).
+	LastRun *Metrics `json:"lastRun,omitempty"`
+	// Error is why the member could not be read ("" when it was).
+	Error string `json:"error,omitempty"`
+}
+
+// statusScript prints the timer's and the service's properties, the schedule and the textfile
+// between marker lines. It changes nothing.
+func statusScript() string {
+	return fmt.Sprintf(`show() { systemctl show "$@" --timestamp=unix 2>/dev/null || systemctl show "$@"; }
+echo '==timer=='
+show %[1]s -p ActiveState -p UnitFileState -p NextElapseUSecRealtime -p LastTriggerUSec
+echo '==service=='
+show %[2]s -p ActiveState -p Result
+echo '==schedule=='
+cat %[3]s 2>/dev/null || true
+tf=$(sed -n 's/.*"textfile": *"\([^"]*\)".*/\1/p' %[3]s 2>/dev/null || true)
+echo '==textfile=='
+if [ -n "$tf" ]; then cat "$tf" 2>/dev/null || true; fi
+`, TimerName, ServiceName, provision.ShellQuote(ConfigPath))
+}
+
+// Status reads one member's schedule (one read-only command).
+func Status(ctx context.Context, h Host, name string) HostStatus {
+	r, err := h.Run(ctx, "schedule/status", statusScript())
+	if err != nil {
+		return HostStatus{Host: name, Error: err.Error()}
+	}
+	return parseStatus(name, string(r.Stdout))
+}
+
+func parseStatus(name, out string) HostStatus {
+	st := HostStatus{Host: name}
+	sections := map[string]string{}
+	cur := ""
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "==") && strings.HasSuffix(t, "==") && len(t) > 4 {
+			cur = strings.Trim(t, "=")
+			continue
+		}
+		sections[cur] += line
+	}
+	props := func(s string) map[string]string {
+		m := map[string]string{}
+		for _, l := range strings.Split(s, "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	t := props(sections["timer"])
+	st.TimerActive, st.TimerEnabled = t["ActiveState"], t["UnitFileState"]
+	st.NextElapse, st.LastTrigger = parseTimestamp(t["NextElapseUSecRealtime"]), parseTimestamp(t["LastTriggerUSec"])
+	s := props(sections["service"])
+	st.ServiceState, st.ServiceResult = s["ActiveState"], s["Result"]
+	if js := strings.TrimSpace(sections["schedule"]); js != "" {
+		var c Config
+		if err := json.Unmarshal([]byte(js), &c); err != nil {
+			st.Error = fmt.Sprintf("%s: %v", ConfigPath, err)
+		} else {
+			st.Installed, st.Config = true, &c
+		}
+	}
+	if tf := strings.TrimSpace(sections["textfile"]); tf != "" {
+		if m, err := Parse([]byte(tf)); err == nil {
+			st.LastRun = &m
+		}
+	}
+	return st
+}
+
+// parseTimestamp reads a systemctl show timestamp: "@<unix seconds>" (--timestamp=unix) or the
+// default "Tue 2026-12-01 03:05:00 UTC"; zero for "", "n/a", "0" or anything else.
+func parseTimestamp(s string) time.Time {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "@"); ok {
+		if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n > 0 {
+			return time.Unix(n, 0).UTC()
+		}
+		return time.Time{}
+	}
+	if t, err := time.Parse("Mon 2006-01-02 15:04:05 MST", s); err == nil {
+		return t.UTC()
+	}
+	return time.Time{}
+}
+
+// TextfilePath is the textfile in dir.
+func TextfilePath(dir string) string { return path.Join(dir, TextfileName) }
