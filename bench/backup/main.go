@@ -1,0 +1,451 @@
+// Command backup is hactl's backup and restore benchmark (make bench; never run in CI). In the lab (3
+// etcd members bootstrapped by hactl, the lab's MinIO object store) it fills etcd to each DB size
+// (-sizes, MiB; 1 MiB random values, incompressible) and measures, side by side:
+//
+//   - hactl backup now (compression none, and zstd): wall time and the hactl process's peak RSS
+//     (getrusage of the child), against the two-step baseline: `etcdctl snapshot save` to a local
+//     file, then the upload of that file (minio-go FPutObject, 4 parallel parts);
+//   - hactl restore of the 3-member cluster from that file (--force --yes: verify here, ship to
+//     every member, stop, etcdutl restore on each, start, wait) against one member's `etcdutl
+//     snapshot restore` of the same file on its host (same flags as hactl's).
+//
+// Goals (issue 5): backup ≤ 1.1 × etcdctl snapshot save alone, peak RSS ≤ 128 MiB whatever the DB
+// size, 3-member restore ≤ 1.5 × one member's etcdutl restore. Figures are printed, not asserted.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/e2e/lab"
+	"github.com/hactl/hactl/etcd"
+)
+
+func main() {
+	hactl := flag.String("hactl", "bin/hactl", "hactl binary")
+	sizes := flag.String("sizes", "256,1024", "DB sizes to measure, MiB, ascending")
+	keep := flag.Bool("keep", false, "leave the lab running afterwards")
+	flag.Parse()
+	var mibs []int
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench/backup: -sizes %q: want MiB numbers like 256,1024\n", *sizes)
+			os.Exit(2)
+		}
+		mibs = append(mibs, n)
+	}
+	if err := run(*hactl, mibs, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/backup:", err)
+		os.Exit(1)
+	}
+}
+
+// Goals of issue 5.
+const (
+	goalBackupRatio  = 1.1
+	goalPeakRSS      = 128 << 20
+	goalRestoreRatio = 1.5
+	mib              = 1 << 20
+)
+
+// measured is one size's figures.
+type measured struct {
+	dbSize                    int64
+	save, upload              time.Duration // etcdctl snapshot save; FPutObject of its file
+	backupNone, backupZstd    time.Duration // hactl backup now
+	rssNone, rssZstd, rssSave int64         // peak RSS, bytes
+	storedNone, storedZstd    int64
+	restore3, restore1        time.Duration // hactl restore (3 members); etcdutl restore on one host
+	restorePhases             string        // hactl restore's progress lines with their times
+	restoreData               time.Duration // hactl's restore/data phase: etcdutl restore on the 3 members in parallel
+}
+
+type bench struct {
+	hactl, etcdctl string
+	l              *lab.Lab
+	spec           string // compression none
+	specZstd       string
+	tls            etcd.TLSFiles
+	eps            []string
+	store          lab.ObjectStore
+	tmp            string
+}
+
+func run(hactl string, sizes []int, keep bool) error {
+	ctx := context.Background()
+	root, err := lab.FindRepoRoot(".")
+	if err != nil {
+		return err
+	}
+	if hactl, err = filepath.Abs(hactl); err != nil {
+		return err
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	dir := filepath.Join(root, ".lab-bench-backup")
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Dir: dir, ObjectStore: true, Logf: logf})
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer func() {
+			if err := l.Down(context.WithoutCancel(ctx)); err != nil {
+				logf("lab down: %v", err)
+			}
+		}()
+	}
+	o, err := l.ObjectStore()
+	if err != nil {
+		return err
+	}
+	if err := o.Setenv(); err != nil {
+		return err
+	}
+	b := &bench{hactl: hactl, etcdctl: filepath.Join(root, "bin", "etcdctl"), l: l, store: o, tmp: filepath.Join(dir, "bench-tmp")}
+	if err := os.MkdirAll(b.tmp, 0o700); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.tmp)
+	if b.spec, err = writeSpec(root, dir, "bench-none.yaml", v1alpha1.CompressionNone); err != nil {
+		return err
+	}
+	if b.specZstd, err = writeSpec(root, dir, "bench-zstd.yaml", v1alpha1.CompressionZstd); err != nil {
+		return err
+	}
+	pkiDir := filepath.Join(dir, "state-3", "pki")
+	b.tls = etcd.TLSFiles{CA: filepath.Join(pkiDir, "ca.crt"), Cert: filepath.Join(pkiDir, "hactl-etcd-client.crt"), Key: filepath.Join(pkiDir, "hactl-etcd-client.key")}
+	for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
+		host, err := l.Host(h)
+		if err != nil {
+			return err
+		}
+		b.eps = append(b.eps, "https://"+host.Address+":2379")
+	}
+	if _, err := b.hactlRun("bootstrap", "-f", b.spec); err != nil {
+		return err
+	}
+	var results []measured
+	for _, size := range sizes {
+		m, err := b.measure(ctx, int64(size)*mib)
+		if err != nil {
+			return fmt.Errorf("%d MiB: %w", size, err)
+		}
+		results = append(results, m)
+		report(os.Stdout, results) // figures so far, in case a later size fails
+	}
+	return nil
+}
+
+// writeSpec writes the lab's 3-member etcd spec with spec.backup (compression comp, prefix
+// bench-<comp>) and a 4 GiB quota (room for the 1 GiB DB and its free pages).
+func writeSpec(root, dir, name, comp string) (string, error) {
+	c, err := lab.BuildSpec(3, dir, filepath.Join(root, "bin"))
+	if err != nil {
+		return "", err
+	}
+	lab.WithoutLoadBalancer(c)
+	lab.WithBackup(c)
+	c.Spec.Backup.Compression = comp
+	c.Spec.Backup.ObjectStore.Prefix = "bench-" + comp
+	c.Spec.Etcd.QuotaBackendBytes = 4 << 30
+	raw, err := lab.MarshalSpec(c)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	return p, os.WriteFile(p, raw, 0o644)
+}
+
+// proc is one finished child process.
+type proc struct {
+	wall    time.Duration
+	maxRSS  int64 // bytes
+	stdout  string
+	stderrT []string // stderr lines, each prefixed with the time since start
+}
+
+// runProc runs name args, timing it and reading its peak RSS (getrusage of the child).
+func runProc(name string, args ...string) (proc, error) {
+	cmd := exec.Command(name, args...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	var lines []string
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines = append(lines, fmt.Sprintf("%6.1fs %s", time.Since(start).Seconds(), sc.Text()))
+		}
+	}()
+	err := cmd.Run()
+	wall := time.Since(start)
+	pw.Close()
+	<-done
+	p := proc{wall: wall, stdout: out.String(), stderrT: lines}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		p.maxRSS = ru.Maxrss * 1024 // KiB on Linux
+	}
+	if err != nil {
+		return p, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, strings.Join(lines, "\n"))
+	}
+	return p, nil
+}
+
+func (b *bench) hactlRun(args ...string) (proc, error) {
+	fmt.Fprintf(os.Stderr, "$ hactl %s\n", strings.Join(args, " "))
+	return runProc(b.hactl, append(args, "--log-file", filepath.Join(b.tmp, "hactl.log"))...)
+}
+
+// fill writes 1 MiB random values until the leader's DB is at least target bytes.
+func (b *bench) fill(ctx context.Context, target int64) (int64, error) {
+	cli, err := etcd.NewClient(ctx, b.eps, b.tls, 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	dbSize := func() (int64, error) {
+		var max int64
+		for _, ep := range b.eps {
+			st, err := cli.Status(ctx, ep)
+			if err != nil {
+				return 0, err
+			}
+			max = maxInt(max, st.DbSize)
+		}
+		return max, nil
+	}
+	start := time.Now()
+	for {
+		size, err := dbSize()
+		if err != nil {
+			return 0, err
+		}
+		if size >= target {
+			fmt.Fprintf(os.Stderr, "DB at %d MiB (filled in %s)\n", size/mib, time.Since(start).Round(time.Second))
+			return size, nil
+		}
+		n := int((target-size)/mib) + 1
+		if err := putValues(ctx, cli, n); err != nil {
+			return 0, err
+		}
+	}
+}
+
+var keySeq struct {
+	sync.Mutex
+	n int
+}
+
+// putValues writes n keys of 1 MiB random bytes, 4 writers at a time.
+func putValues(ctx context.Context, cli *clientv3.Client, n int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	work := make(chan int)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.NewChaCha8([32]byte{byte(w), byte(time.Now().UnixNano())})
+			val := make([]byte, mib)
+			for k := range work {
+				_, _ = rng.Read(val)
+				if _, err := cli.Put(ctx, fmt.Sprintf("bench/fill/%08d", k), string(val)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	keySeq.Lock()
+	first := keySeq.n
+	keySeq.n += n
+	keySeq.Unlock()
+	var err error
+loop:
+	for k := first; k < first+n; k++ {
+		select {
+		case work <- k:
+		case err = <-errs:
+			break loop
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case e := <-errs:
+		err = e
+	default:
+	}
+	return err
+}
+
+// leader returns the leader's client URL.
+func (b *bench) leader(ctx context.Context) (string, error) {
+	cli, err := etcd.NewClient(ctx, b.eps, b.tls, 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	for _, ep := range b.eps {
+		st, err := cli.Status(ctx, ep)
+		if err == nil && st.Leader == st.Header.MemberId {
+			return ep, nil
+		}
+	}
+	return "", fmt.Errorf("no leader among %v", b.eps)
+}
+
+func (b *bench) measure(ctx context.Context, target int64) (measured, error) {
+	var m measured
+	var err error
+	if m.dbSize, err = b.fill(ctx, target); err != nil {
+		return m, err
+	}
+	leader, err := b.leader(ctx)
+	if err != nil {
+		return m, err
+	}
+	// Baseline: etcdctl snapshot save to disk, then upload the file.
+	file := filepath.Join(b.tmp, "snapshot.db")
+	os.Remove(file)
+	fmt.Fprintf(os.Stderr, "$ etcdctl --endpoints %s snapshot save %s\n", leader, file)
+	p, err := runProc(b.etcdctl, "--endpoints", leader, "--cacert", b.tls.CA, "--cert", b.tls.Cert, "--key", b.tls.Key,
+		"--command-timeout", "30m", "snapshot", "save", file)
+	if err != nil {
+		return m, err
+	}
+	m.save, m.rssSave = p.wall, p.maxRSS
+	s3, err := b.store.Client()
+	if err != nil {
+		return m, err
+	}
+	t0 := time.Now()
+	if _, err := s3.FPutObject(ctx, b.store.Bucket, "bench-baseline/snapshot.db", file, minio.PutObjectOptions{NumThreads: 4}); err != nil {
+		return m, fmt.Errorf("upload the etcdctl snapshot: %w", err)
+	}
+	m.upload = time.Since(t0)
+
+	// hactl backup now, streamed: no compression (the like-for-like figure), then zstd.
+	for _, c := range []struct {
+		spec        string
+		wall        *time.Duration
+		rss, stored *int64
+	}{{b.spec, &m.backupNone, &m.rssNone, &m.storedNone}, {b.specZstd, &m.backupZstd, &m.rssZstd, &m.storedZstd}} {
+		p, err := b.hactlRun("backup", "now", "-f", c.spec, "-o", "json")
+		if err != nil {
+			return m, err
+		}
+		var rep struct {
+			Snapshot *backup.Metadata `json:"snapshot"`
+		}
+		if err := json.Unmarshal([]byte(p.stdout), &rep); err != nil || rep.Snapshot == nil {
+			return m, fmt.Errorf("backup now -o json: %v: %s", err, p.stdout)
+		}
+		*c.wall, *c.rss, *c.stored = p.wall, p.maxRSS, rep.Snapshot.StoredSizeBytes
+	}
+
+	// One member's etcdutl restore of the same file on its host, with hactl's flags.
+	h, err := b.l.Host("cp-a")
+	if err != nil {
+		return m, err
+	}
+	if out, err := exec.Command("docker", "cp", file, h.Container+":/root/bench.db").CombinedOutput(); err != nil {
+		return m, fmt.Errorf("docker cp: %v: %s", err, out)
+	}
+	restore1 := "rm -rf /root/bench-restore && /usr/local/bin/etcdutl snapshot restore /root/bench.db --name cp-a --data-dir /root/bench-restore" +
+		" --initial-cluster cp-a=https://" + h.Address + ":2380 --initial-cluster-token bench --initial-advertise-peer-urls https://" + h.Address + ":2380" +
+		" --bump-revision 1000000000 --mark-compacted >/dev/null 2>&1"
+	// Timed on the host itself, so docker exec's own start-up is not counted.
+	out, err := b.l.Exec(ctx, "cp-a", "sh", "-c", "sync; s=$(date +%s%N); "+restore1+"; sync; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); rm -rf /root/bench-restore /root/bench.db")
+	if err != nil {
+		return m, fmt.Errorf("etcdutl restore on cp-a: %w", err)
+	}
+	ms, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return m, fmt.Errorf("etcdutl restore on cp-a: %q", out)
+	}
+	m.restore1 = time.Duration(ms) * time.Millisecond
+
+	// The whole 3-member restore by hactl from the same file.
+	p, err = b.hactlRun("restore", "-f", b.spec, "--from", file, "--force", "--yes")
+	if err != nil {
+		return m, err
+	}
+	m.restore3 = p.wall
+	var phases []string
+	for _, line := range p.stderrT {
+		if strings.Contains(line, "restore/") || strings.Contains(line, "etcd/wait") || strings.Contains(line, "verified here") {
+			phases = append(phases, "    "+line)
+		}
+		if _, after, ok := strings.Cut(line, "[restore/data] ✓ "); ok {
+			m.restoreData, _ = time.ParseDuration(strings.Fields(after)[0])
+		}
+	}
+	m.restorePhases = strings.Join(phases, "\n")
+	os.Remove(file)
+	return m, nil
+}
+
+func maxInt(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// report prints every size's figures with the goals.
+func report(w io.Writer, rs []measured) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "hactl backup / restore benchmark (3 etcd members in the lab, MinIO on objstore; 1 MiB random values)")
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "DB\tetcdctl save\t+ upload\t= two-step\thactl now (none)\tratio vs save\thactl now (zstd)\tpeak RSS none / zstd / etcdctl\trestore 3 (hactl)\tof which restore/data\tetcdutl 1 member\tratio whole / restore/data")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%d MiB\t%s\t%s\t%s\t%s\t%.2f× (%s)\t%s\t%d / %d / %d MiB (%s)\t%s\t%s\t%s\t%.2f× (%s) / %.2f× (%s)\n",
+			r.dbSize/mib, secs(r.save), secs(r.upload), secs(r.save+r.upload), secs(r.backupNone),
+			r.backupNone.Seconds()/r.save.Seconds(), verdict(r.backupNone.Seconds() <= goalBackupRatio*r.save.Seconds()),
+			secs(r.backupZstd), r.rssNone/mib, r.rssZstd/mib, r.rssSave/mib, verdict(max(r.rssNone, r.rssZstd) <= goalPeakRSS),
+			secs(r.restore3), secs(r.restoreData), secs(r.restore1), r.restore3.Seconds()/r.restore1.Seconds(), verdict(r.restore3.Seconds() <= goalRestoreRatio*r.restore1.Seconds()),
+			r.restoreData.Seconds()/r.restore1.Seconds(), verdict(r.restoreData.Seconds() <= goalRestoreRatio*r.restore1.Seconds()))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "goals: backup ≤ %.1f× etcdctl snapshot save alone; peak RSS ≤ %d MiB; 3-member restore ≤ %.1f× one member's etcdutl restore\n"+
+		"(the whole restore also verifies the snapshot here, ships it to 3 hosts over SSH, stops etcd and waits for quorum; restore/data is the etcdutl restores themselves)\n",
+		goalBackupRatio, goalPeakRSS/mib, goalRestoreRatio)
+	for _, r := range rs {
+		fmt.Fprintf(w, "%d MiB: stored %d MiB (none) / %d MiB (zstd); hactl restore progress (time since start):\n%s\n",
+			r.dbSize/mib, r.storedNone/mib, r.storedZstd/mib, r.restorePhases)
+	}
+}
