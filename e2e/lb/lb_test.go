@@ -433,7 +433,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				}
 				return ""
 			})
-			if out, err := kubectl("get", "configmap", "e2e-after-snapshot", "-n", "default"); err == nil || !strings.Contains(out, "NotFound") {
+			if out, err := kubectl("get", "configmap", "e2e-after-snapshot", "-n", "default"); err == nil || !strings.Contains(out+err.Error(), "NotFound") {
 				t.Errorf("the ConfigMap created after the snapshot survived the restore: %v %s", err, out)
 			}
 			if out, err := kubectl("get", "nodes"); err != nil {
