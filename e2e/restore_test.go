@@ -57,8 +57,8 @@ func TestRestoreFromLocalSnapshot(t *testing.T) {
 	}{
 		{[]string{"--from", "gs://bucket/snap.db", "--yes"}, 2, `unknown scheme "gs"`},
 		{[]string{"--from", filepath.Join(t.TempDir(), "missing.db"), "--yes"}, 2, "no such file"},
-		{[]string{"--from", snap}, 2, "pass --yes"},                                // stdin is not a terminal
-		{[]string{"--from", snap, "--yes"}, 1, "every member of cluster"},          // healthy, no --force
+		{[]string{"--from", snap}, 2, "pass --yes"},                                                            // stdin is not a terminal
+		{[]string{"--from", snap, "--yes"}, 1, "every member of cluster"},                                      // healthy, no --force
 		{[]string{"--from", corrupt(t, snap), "--yes", "--force"}, 3, "refused before any member was touched"}, // etcd's trailer or integrity check
 	} {
 		r := hactl(t, append([]string{"restore", "-f", spec}, tc.args...)...)

@@ -98,7 +98,9 @@ func TestSchedule(t *testing.T) {
 	time.Sleep(25 * time.Second)
 	l = list(t, spec)
 	// The slot in which the leader died and the next (election, at most ~1 s here) may be missed.
-	grace := func(s time.Time) bool { return !s.Before(schedule.Slot(killed, scheduleEvery)) && s.Before(killed.Add(scheduleEvery)) }
+	grace := func(s time.Time) bool {
+		return !s.Before(schedule.Slot(killed, scheduleEvery)) && s.Before(killed.Add(scheduleEvery))
+	}
 	checkSlots(t, l, start, time.Now(), grace)
 	t.Logf("slots around the kill (%s led, %s after): %v", leader, newLeader, stems(l))
 	for _, sn := range l.Snapshots {

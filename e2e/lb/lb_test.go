@@ -19,8 +19,8 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/e2e/harness"
-	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/e2e/lab"
+	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/lb"
 )
 
