@@ -34,7 +34,8 @@ type Result struct {
 type RunOption func(*runOptions)
 
 type runOptions struct {
-	stdin io.Reader
+	stdin  io.Reader
+	stdout io.Writer
 }
 
 // WithStdin feeds r to the command's standard input; the input is closed at
@@ -42,6 +43,23 @@ type runOptions struct {
 // drained or the command exits, so r must not block forever.
 func WithStdin(r io.Reader) RunOption {
 	return func(o *runOptions) { o.stdin = r }
+}
+
+// WithStdout also writes the command's standard output to w while the
+// command runs, each chunk as it arrives from the host (chunks follow the SSH
+// channel's packets, not lines: a line may be split across calls);
+// Result.Stdout still holds all of it. It is meant for long-running commands
+// whose output is read as it comes, such as a remote watcher printing a line
+// per event.
+//
+// w is called from the SSH session's copying goroutine (not the caller's),
+// one call at a time, and never after Run returns. While a call is in
+// progress the command's output is not read, so w must not block for long: a
+// stalled w holds up the command (through SSH flow control) and Run's return,
+// which waits for a call in progress. w's errors and short writes do not fail
+// the command: after the first one, w is no longer called.
+func WithStdout(w io.Writer) RunOption {
+	return func(o *runOptions) { o.stdout = w }
 }
 
 // CommandError is returned by [Client.Run] (and wrapped by Upload) when a
@@ -176,6 +194,11 @@ func (c *Client) Run(ctx context.Context, step, command string, opts ...RunOptio
 	var stdout, stderr lockedBuffer
 	sess.Stdout = &stdout
 	sess.Stderr = &stderr
+	if o.stdout != nil {
+		tee := &teeWriter{buf: &stdout, w: o.stdout}
+		defer tee.detach()
+		sess.Stdout = tee
+	}
 	line, prefix := c.remoteCommand(command)
 	sess.Stdin = o.stdin
 	if prefix != nil {
@@ -265,4 +288,35 @@ func (b *lockedBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
+}
+
+// teeWriter copies the session's stdout into buf and, until detach or w's
+// first error, into w. Once detached (when Run returns) w is never called
+// again, even by copy goroutines outliving an abandoned session.
+type teeWriter struct {
+	buf *lockedBuffer
+
+	mu sync.Mutex // held across w.Write, so detach waits for a call in progress
+	w  io.Writer  // nil once detached or failed
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	n, err := t.buf.Write(p)
+	if err != nil {
+		return n, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.w != nil {
+		if m, werr := t.w.Write(p); werr != nil || m != len(p) {
+			t.w = nil
+		}
+	}
+	return n, nil
+}
+
+func (t *teeWriter) detach() {
+	t.mu.Lock()
+	t.w = nil
+	t.mu.Unlock()
 }

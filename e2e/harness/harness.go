@@ -31,7 +31,8 @@ type Suite struct {
 	RepoRoot string
 }
 
-// Main brings up the lab described by opts (RepoRoot and Logf are filled in), stores the suite in
+// Main brings up the lab described by opts (RepoRoot and Logf are filled in; a relative opts.Dir is
+// taken from the repository root), stores the suite in
 // *s, runs the tests and tears the lab down. It returns the exit code for os.Exit. name prefixes
 // its own messages (e.g. "e2e/access").
 func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
@@ -52,6 +53,9 @@ func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
 		}
 	}
 	opts.RepoRoot = root
+	if opts.Dir != "" && !filepath.IsAbs(opts.Dir) {
+		opts.Dir = filepath.Join(root, opts.Dir)
+	}
 	if opts.Logf == nil {
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
@@ -84,6 +88,33 @@ func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
 		}
 	}
 	return code
+}
+
+// Hactl runs the suite's hactl binary with args (see Run).
+func (s *Suite) Hactl(t *testing.T, args ...string) Result {
+	t.Helper()
+	return Run(t, s.Bin, nil, args...)
+}
+
+// MustHactl is Hactl failing the test unless hactl exits 0.
+func (s *Suite) MustHactl(t *testing.T, args ...string) Result {
+	t.Helper()
+	r := Run(t, s.Bin, nil, args...)
+	if r.Code != 0 {
+		t.Fatalf("hactl %s: exit %d, want 0", strings.Join(args, " "), r.Code)
+	}
+	return r
+}
+
+// ExecOn runs args inside the lab host (docker exec, for assertions) and fails the test when it
+// fails.
+func (s *Suite) ExecOn(t *testing.T, host string, args ...string) string {
+	t.Helper()
+	out, err := s.Lab.Exec(context.Background(), host, args...)
+	if err != nil {
+		t.Fatalf("on %s: %v\n%s", host, err, out)
+	}
+	return out
 }
 
 // Result is one hactl invocation.

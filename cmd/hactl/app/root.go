@@ -82,7 +82,8 @@ installs it as systemd services, and keeps it converged: re-running changes noth
   hactl plan -f cluster.yaml         show what bootstrap would change
   hactl bootstrap -f cluster.yaml    converge the hosts into a healthy cluster
   hactl status -f cluster.yaml       members, leader, raft, DB size, alarms, health, certificates
-  hactl pki check -f cluster.yaml    every certificate on every host and in the state dir: SANs, expiry, issuer`,
+  hactl pki check -f cluster.yaml    every certificate on every host and in the state dir: SANs, expiry, issuer
+  hactl drill kill-leader --yes      kill the etcd leader: measured RTO, no acknowledged write lost`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          usageArgs(cobra.NoArgs),
@@ -107,6 +108,7 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 		newKubeadmConfigCommand(s, g),
 		newBackupCommand(s, g),
 		newRestoreCommand(s, g),
+		newDrillCommand(s, g),
 	)
 	usageCompletion(root)
 	return root

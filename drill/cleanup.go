@@ -1,0 +1,145 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/fault"
+	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/ui"
+)
+
+// CleanupOptions configure Cleanup.
+type CleanupOptions struct {
+	Cluster *v1alpha1.Cluster
+	Dialer  *provision.Dialer
+	Printer *ui.Printer
+	// Confirm asks whether to put back what was found (nil: go ahead). DryRun stops after the plan.
+	Confirm func(question string) (bool, error)
+	DryRun  bool
+}
+
+// CleanupResult is what `hactl drill cleanup` found and did.
+type CleanupResult struct {
+	// Found lists the leftovers (journal lines, then one line per host leftover).
+	Found []string `json:"found"`
+	// PutBack lists the hosts the restore script or --up-command ran on.
+	PutBack []string `json:"putBack"`
+	// Clean: nothing is left (also true when nothing was found).
+	Clean bool `json:"clean"`
+}
+
+// Cleanup puts back what an interrupted drill left: it reads the local journal and inspects every
+// etcd member and LB host; a host taken down by --method host is brought back with the journal's
+// --up-command (run here), every host with a drill marker, iptables chain or deadman runs the
+// restore script. The journal is removed once every host is clean. It returns a *NotRestoredError
+// naming what could not be put back.
+func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
+	p := o.Printer
+	hs := newHosts(o.Cluster, o.Dialer)
+	defer hs.close()
+	res := &CleanupResult{}
+	j, err := readJournal(o.Cluster.Spec.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	up := map[string]string{} // host → --up-command of a host taken down from here
+	if j != nil {
+		for _, t := range j.Targets {
+			if !t.OnHost && t.UpCommand != "" {
+				up[t.Host] = t.UpCommand
+			}
+		}
+	}
+	p.Infof("drill/cleanup: inspecting every etcd member and LB host")
+	insp := hs.inspect(ctx, drillHosts(o.Cluster))
+	var restore []string
+	var unreachable []hostLeftovers
+	for _, hl := range insp {
+		switch {
+		case hl.Err != nil && up[hl.Host] != "":
+			// Down from --method host: the up command brings it back, then it is inspected again.
+		case hl.Err != nil:
+			unreachable = append(unreachable, hl)
+		case hl.Leftovers.Any():
+			restore = append(restore, hl.Host)
+		}
+	}
+	res.Found = leftoverReasons(j, insp)
+	if len(res.Found) == 0 {
+		res.Clean = true
+		p.Infof("drill/cleanup: nothing to put back: no journal, no marker, no iptables chain, no deadman on any host")
+		return res, nil
+	}
+	p.Infof("drill/cleanup: found")
+	for _, l := range res.Found {
+		p.Infof("  %s", l)
+	}
+	var plan []string
+	for h, cmd := range up {
+		plan = append(plan, fmt.Sprintf("%s: run `%s` here, wait for SSH, then the restore script", h, cmd))
+	}
+	for _, h := range restore {
+		plan = append(plan, fmt.Sprintf("%s: run the restore script (remove chain %s, start the units the marker lists, stop the deadman, remove the marker)", h, fault.Chain))
+	}
+	p.Infof("drill/cleanup: plan")
+	for _, l := range plan {
+		p.Infof("  %s", l)
+	}
+	if o.DryRun {
+		return res, nil
+	}
+	if o.Confirm != nil {
+		ok, err := o.Confirm("Put these back?")
+		if err != nil {
+			return res, err
+		}
+		if !ok {
+			return res, &InputError{Err: errors.New("not confirmed: nothing was done")}
+		}
+	}
+	var left []string
+	var errs []error
+	for h, cmd := range up {
+		p.Hostf(h, "[drill/cleanup] running here: %s", cmd)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		out, err := fault.RunLocal(cctx, cmd)
+		if err == nil {
+			err = hs.waitSSH(cctx, h, 3*time.Minute)
+		}
+		cancel()
+		p.Debugf("%s: --up-command output: %s", h, strings.TrimSpace(out))
+		if err != nil {
+			left = append(left, fmt.Sprintf("%s: still down: bring it back with `%s`", h, cmd))
+			errs = append(errs, err)
+			continue
+		}
+		res.PutBack = append(res.PutBack, h)
+		restore = append(restore, h) // the restore script is a no-op on a clean host
+	}
+	if len(restore) > 0 {
+		if err := hs.putBack(restore); err != nil {
+			var nr *NotRestoredError
+			if errors.As(err, &nr) {
+				left = append(left, nr.Left...)
+			}
+			errs = append(errs, err)
+		}
+		res.PutBack = append(res.PutBack, restore...)
+	}
+	for _, hl := range unreachable {
+		left = append(left, fmt.Sprintf("%s: unreachable over SSH (%v): bring the host back, then run `hactl drill cleanup` again", hl.Host, hl.Err))
+	}
+	if len(left) > 0 {
+		return res, &NotRestoredError{Left: left, Err: errors.Join(errs...)}
+	}
+	if err := removeJournal(o.Cluster.Spec.StateDir); err != nil {
+		return res, err
+	}
+	res.Clean = true
+	return res, nil
+}

@@ -1,0 +1,234 @@
+package drill
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/fault"
+	"github.com/hactl/hactl/drill/workload"
+)
+
+// spec returns a valid cluster: members (name → zone) with role etcd, lbs (name → zone) with role lb.
+func spec(t *testing.T, members, lbs [][2]string) *v1alpha1.Cluster {
+	t.Helper()
+	c := &v1alpha1.Cluster{Metadata: v1alpha1.ObjectMeta{Name: "t"}}
+	c.Spec.StateDir = t.TempDir()
+	c.Spec.Etcd.ClientPort, c.Spec.Etcd.PeerPort = 2379, 2380
+	c.Spec.Etcd.HeartbeatInterval.Duration, c.Spec.Etcd.ElectionTimeout.Duration = 100*time.Millisecond, time.Second
+	for i, m := range members {
+		c.Spec.Hosts = append(c.Spec.Hosts, v1alpha1.Host{Name: m[0], Zone: m[1], Address: "10.0.0." + string(rune('1'+i)), Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}})
+	}
+	for i, l := range lbs {
+		c.Spec.Hosts = append(c.Spec.Hosts, v1alpha1.Host{Name: l[0], Zone: l[1], Address: "10.0.1." + string(rune('1'+i)), Roles: []v1alpha1.Role{v1alpha1.RoleLB}})
+	}
+	if len(lbs) > 0 {
+		c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{VIP: "10.0.0.100/24"}
+	}
+	return c
+}
+
+var three = [][2]string{{"a", "az-a"}, {"b", "az-b"}, {"c", "az-c"}}
+
+func TestQuorum(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
+		if got := Quorum(n); got != want {
+			t.Errorf("Quorum(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+func TestPredictZone(t *testing.T) {
+	c := spec(t, three, [][2]string{{"lb-a", "az-a"}, {"lb-b", "az-b"}})
+	p, err := PredictZone(c, "az-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRuntime("a", "lb-a")
+	if !p.QuorumHolds || p.Survivors != 2 || p.Quorum != 2 || !p.LeaderInZone || !p.VIPMustMove {
+		t.Fatalf("prediction %+v", p)
+	}
+	got := strings.Join(p.Sentences(), "\n")
+	for _, want := range []string{"losing az-a (a) leaves 2 of 3 members, quorum is 2: quorum holds", "must elect a new leader", "the VIP must move to lb-b"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sentences lack %q:\n%s", want, got)
+		}
+	}
+	p, _ = PredictZone(c, "az-c")
+	p.SetRuntime("a", "lb-a")
+	if p.LeaderInZone || p.VIPMustMove || !strings.Contains(strings.Join(p.Sentences(), "\n"), "must stay leader") {
+		t.Errorf("az-c: %+v %v", p, p.Sentences())
+	}
+
+	// Two of three members in one zone: losing it loses quorum.
+	two := spec(t, [][2]string{{"a", "az-a"}, {"b", "az-a"}, {"c", "az-c"}}, [][2]string{{"lb-d", "az-d"}})
+	p, _ = PredictZone(two, "az-a")
+	if p.QuorumHolds || !strings.Contains(p.Sentences()[0], "QUORUM IS LOST") {
+		t.Errorf("az-a of a 2+1 topology: %+v", p)
+	}
+	var ie *InputError
+	if _, err := PredictZone(two, "az-d"); !errors.As(err, &ie) || !strings.Contains(err.Error(), "holds no etcd member") {
+		t.Errorf("zone with only an LB host: %v", err)
+	}
+	if _, err := PredictZone(two, "az-x"); !errors.As(err, &ie) || !strings.Contains(err.Error(), "unknown zone") {
+		t.Errorf("unknown zone: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	c := spec(t, three, [][2]string{{"lb-a", "az-a"}, {"lb-b", "az-b"}})
+	down, _ := fault.ParseHostCommand("--down-command", "echo down {{.Host}}")
+	cases := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"count", Options{Kind: KillLeader, Method: MethodProcess, Count: 0}, "--count 0"},
+		{"negative hold", Options{Kind: KillLeader, Method: MethodProcess, Count: 1, Hold: -time.Second}, "--hold"},
+		{"negative max-rto", Options{Kind: KillLeader, Method: MethodProcess, Count: 1, MaxRTO: -time.Second}, "--max-rto"},
+		{"rate", Options{Kind: KillLeader, Method: MethodProcess, Count: 1, Rate: 5000}, "--rate"},
+		{"host without commands", Options{Kind: KillLeader, Method: MethodHost, Count: 1, Down: down}, "--up-command"},
+		{"commands without host", Options{Kind: KillLeader, Method: MethodProcess, Count: 1, Down: down}, "are for --method host"},
+		{"no zone", Options{Kind: AZOutage, Method: MethodNetwork, Count: 1}, "--zone is required"},
+		{"expect-outage without one", Options{Kind: AZOutage, Method: MethodNetwork, Count: 1, Zone: "az-a", ExpectOutage: true}, "there is no outage to expect"},
+		{"lb without CA", Options{Kind: LBFailover, Component: ComponentHAProxy, Count: 1}, "--ca-file"},
+		{"lb with missing CA", Options{Kind: LBFailover, Component: ComponentHAProxy, Count: 1, CAFile: "/nonexistent/ca.crt"}, "no such file"},
+	}
+	for _, tc := range cases {
+		o := tc.o
+		o.Cluster = c
+		err := o.Validate()
+		if !IsInput(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an InputError with %q", tc.name, err, tc.want)
+		}
+	}
+	ok := Options{Cluster: c, Kind: KillLeader, Method: MethodProcess, Count: 1}
+	if err := ok.Validate(); err != nil || ok.Hold != DefaultHold || ok.Rate != DefaultRate || ok.RequestTimeout != DefaultRequestTimeout {
+		t.Errorf("defaults: %v %+v", err, ok)
+	}
+	noLB := spec(t, three, nil)
+	o := Options{Cluster: noLB, Kind: LBFailover, Component: ComponentHAProxy, Count: 1}
+	if err := o.Validate(); !IsInput(err) || !strings.Contains(err.Error(), "spec.loadBalancer") {
+		t.Errorf("lb-failover without a load balancer: %v", err)
+	}
+	if _, err := ParseMethod("--method", "teleport"); !IsInput(err) || !strings.Contains(err.Error(), "process, host, network") {
+		t.Errorf("ParseMethod: %v", err)
+	}
+	if _, err := ParseComponent("--component", "nginx"); !IsInput(err) {
+		t.Errorf("ParseComponent: %v", err)
+	}
+}
+
+func TestDistribution(t *testing.T) {
+	d := distribution([]float64{30, 10, 20, 40})
+	if d != (Distribution{N: 4, Min: 10, Median: 25, Max: 40}) {
+		t.Errorf("even: %+v", d)
+	}
+	if d := distribution([]float64{5, 1, 3}); d.Median != 3 || d.Min != 1 || d.Max != 5 {
+		t.Errorf("odd: %+v", d)
+	}
+	if d := distribution(nil); d.N != 0 {
+		t.Errorf("empty: %+v", d)
+	}
+}
+
+func TestFaultInstant(t *testing.T) {
+	sent := time.Now()
+	done := sent.Add(300 * time.Millisecond)
+	wall := sent.Round(0)
+	ar := fault.ApplyResult{FaultStart: wall.Add(210 * time.Millisecond), FaultEnd: wall.Add(215 * time.Millisecond)}
+	t0, unc := faultInstant(sent, done, ar)
+	if got := t0.Sub(sent); got != 210*time.Millisecond || unc != 5*time.Millisecond {
+		t.Errorf("t0 sent+%s, uncertainty %s; want sent+210ms, 5ms", got, unc)
+	}
+	// A host clock outside [sent, done] (skew), or no times: t0 is when the command was sent.
+	for _, ar := range []fault.ApplyResult{{}, {FaultStart: wall.Add(-time.Hour), FaultEnd: wall.Add(-time.Hour)}} {
+		if t0, unc := faultInstant(sent, done, ar); !t0.Equal(sent) || unc != 300*time.Millisecond {
+			t.Errorf("skewed or missing host times: t0 sent+%s, uncertainty %s", t0.Sub(sent), unc)
+		}
+	}
+}
+
+func TestReportVerdict(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	r := &Report{MaxRTOMs: 2000, Iterations: []Iteration{
+		{N: 1, RTOMs: v(1500), Verification: &workload.Verification{Acked: 100}},
+		{N: 2, RTOMs: v(2500), Verification: &workload.Verification{Acked: 100}},
+	}}
+	r.summarize()
+	r.decide()
+	if r.Verdict != "fail" || len(r.Failures) != 1 || !strings.Contains(r.Failures[0], "iteration 2: RTO 2500ms over --max-rto 2000ms") {
+		t.Errorf("verdict %s %v", r.Verdict, r.Failures)
+	}
+	if d := r.Summary["rtoMs"]; d.N != 2 || d.Median != 2000 {
+		t.Errorf("summary %+v", d)
+	}
+	r.Iterations[1].RTOMs = v(1800)
+	r.decide()
+	if r.Verdict != "pass" {
+		t.Errorf("within budget: %s %v", r.Verdict, r.Failures)
+	}
+	r.MaxRTOMs = 0
+	r.Iterations[0].Verification.Lost = 3
+	r.Iterations[0].Failures = []string{"3 acknowledged writes lost"}
+	r.decide()
+	if r.Verdict != "fail" || r.LostWrites != 3 {
+		t.Errorf("lost writes: %s %d", r.Verdict, r.LostWrites)
+	}
+	var b strings.Builder
+	r.Print(&b)
+	if !strings.Contains(b.String(), "3 OF 200 ACKNOWLEDGED WRITES WERE LOST") || !strings.Contains(b.String(), "verdict: FAIL") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+func TestJournal(t *testing.T) {
+	dir := t.TempDir()
+	if j, err := readJournal(dir); j != nil || err != nil {
+		t.Fatalf("no journal: %v %v", j, err)
+	}
+	j := &Journal{ID: "x", PID: 7, Kind: KillLeader, Method: MethodHost, Targets: []JournalTarget{{Host: "a", Fault: "down", UpCommand: "start a"}}}
+	if err := writeJournal(dir, j); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "drill", "active.json"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("journal file: %v %v", fi, err)
+	}
+	got, err := readJournal(dir)
+	if err != nil || got.Targets[0].UpCommand != "start a" {
+		t.Fatalf("read back: %+v %v", got, err)
+	}
+	reasons := leftoverReasons(got, nil)
+	if len(reasons) != 2 || !strings.Contains(reasons[1], "brought back by running: start a") {
+		t.Errorf("reasons %v", reasons)
+	}
+	if err := removeJournal(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeJournal(dir); err != nil {
+		t.Fatalf("second remove: %v", err)
+	}
+}
+
+func TestNewLeaderAt(t *testing.T) {
+	t0 := time.Now()
+	obs := []Observation{
+		{Member: "b", At: t0.Add(-time.Millisecond), OK: true, Leader: 1},
+		{Member: "a", At: t0.Add(10 * time.Millisecond), OK: true, Leader: 1}, // the old leader itself (excluded)
+		{Member: "b", At: t0.Add(20 * time.Millisecond), OK: false},
+		{Member: "b", At: t0.Add(900 * time.Millisecond), OK: true, Leader: 0},
+		{Member: "c", At: t0.Add(1200 * time.Millisecond), OK: true, Leader: 3, Term: 5},
+	}
+	o, ok := newLeaderAt(obs, t0, 1, map[string]bool{"a": true})
+	if !ok || o.Member != "c" || o.At.Sub(t0) != 1200*time.Millisecond {
+		t.Errorf("new leader: %+v %v", o, ok)
+	}
+	if !leaderChanged(obs, t0, 1) || leaderChanged(obs[:4], t0, 1) {
+		t.Errorf("leaderChanged")
+	}
+}

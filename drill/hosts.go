@@ -1,0 +1,245 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/fault"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/provision"
+)
+
+// sshTimeout bounds one remote command of a drill (inspect, fault, put-back).
+const sshTimeout = 90 * time.Second
+
+// hosts keeps one SSH connection per host for the drill, dialled on first use and redialled when
+// a command fails on a dead connection (a host that was down and came back).
+type hosts struct {
+	c      *v1alpha1.Cluster
+	dialer *provision.Dialer
+	mu     sync.Mutex
+	conns  map[string]*provision.Client
+}
+
+func newHosts(c *v1alpha1.Cluster, d *provision.Dialer) *hosts {
+	return &hosts{c: c, dialer: d, conns: map[string]*provision.Client{}}
+}
+
+func (hs *hosts) host(name string) (v1alpha1.Host, bool) {
+	for _, h := range hs.c.Spec.Hosts {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return v1alpha1.Host{}, false
+}
+
+func targetOf(h v1alpha1.Host) provision.Target {
+	addr := h.Address
+	if a, err := netip.ParseAddr(h.Address); err == nil {
+		addr = a.Unmap().String()
+	}
+	return provision.Target{Name: h.Name, Address: addr, Port: h.Port}
+}
+
+// client returns the host's connection, dialling it when there is none.
+func (hs *hosts) client(ctx context.Context, name string) (*provision.Client, error) {
+	hs.mu.Lock()
+	cli := hs.conns[name]
+	hs.mu.Unlock()
+	if cli != nil {
+		return cli, nil
+	}
+	h, ok := hs.host(name)
+	if !ok {
+		return nil, fmt.Errorf("host %s is not in the spec", name)
+	}
+	cli, err := hs.dialer.Dial(ctx, targetOf(h))
+	if err != nil {
+		return nil, err
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if old := hs.conns[name]; old != nil {
+		cli.Close()
+		return old, nil
+	}
+	hs.conns[name] = cli
+	return cli, nil
+}
+
+// forget closes and drops the host's connection (the host went down: the next command redials).
+func (hs *hosts) forget(name string) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if cli := hs.conns[name]; cli != nil {
+		cli.Close()
+		delete(hs.conns, name)
+	}
+}
+
+// run runs script on host as root, bounded by sshTimeout. A command that fails because the
+// connection died is retried once on a new connection.
+func (hs *hosts) run(ctx context.Context, name, step, script string) (provision.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, sshTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		cli, err := hs.client(ctx, name)
+		if err != nil {
+			return provision.Result{}, err
+		}
+		res, err := cli.Run(ctx, step, script)
+		var ce *provision.CommandError
+		if err != nil && attempt == 0 && ctx.Err() == nil && errors.As(err, &ce) && ce.ExitCode == -1 {
+			hs.forget(name) // a dead connection (the host was down): dial again once
+			continue
+		}
+		return res, err
+	}
+}
+
+// close closes every connection.
+func (hs *hosts) close() {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	for n, c := range hs.conns {
+		c.Close()
+		delete(hs.conns, n)
+	}
+}
+
+// unitsOf returns the units a drill may stop on h: etcd on members, haproxy and keepalived on LB
+// hosts.
+func unitsOf(h v1alpha1.Host) []string {
+	var u []string
+	if h.HasRole(v1alpha1.RoleEtcd) {
+		u = append(u, etcd.UnitName)
+	}
+	if h.HasRole(v1alpha1.RoleLB) {
+		u = append(u, ComponentHAProxy.Unit(), ComponentKeepalived.Unit())
+	}
+	return u
+}
+
+// drillHosts are the hosts a drill may touch: etcd members and LB hosts, in spec order.
+func drillHosts(c *v1alpha1.Cluster) []v1alpha1.Host {
+	var out []v1alpha1.Host
+	for _, h := range c.Spec.Hosts {
+		if h.HasRole(v1alpha1.RoleEtcd) || h.HasRole(v1alpha1.RoleLB) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// hostLeftovers is what one host still carries from an earlier drill.
+type hostLeftovers struct {
+	Host      string
+	Leftovers fault.Leftovers
+	Err       error // the host could not be inspected
+}
+
+// inspect reads every drill host's leftovers concurrently (fault.InspectScript).
+func (hs *hosts) inspect(ctx context.Context, list []v1alpha1.Host) []hostLeftovers {
+	out := make([]hostLeftovers, len(list))
+	var wg sync.WaitGroup
+	for i, h := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].Host = h.Name
+			res, err := hs.run(ctx, h.Name, "drill/inspect", fault.InspectScript(unitsOf(h)))
+			if err != nil {
+				out[i].Err = err
+				return
+			}
+			out[i].Leftovers, out[i].Err = fault.ParseInspect(string(res.Stdout))
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// leftoverReasons turns inspections and a journal into refusal reasons (nil when clean). Inactive
+// units are only leftovers when a drill marker says a drill stopped them; otherwise they are the
+// health check's business.
+func leftoverReasons(j *Journal, insp []hostLeftovers) []string {
+	var out []string
+	if j != nil {
+		out = append(out, j.describe()...)
+	}
+	for _, hl := range insp {
+		switch {
+		case hl.Err != nil:
+			out = append(out, fmt.Sprintf("%s: could not be inspected: %v", hl.Host, hl.Err))
+		case hl.Leftovers.Any():
+			for _, d := range hl.Leftovers.Describe() {
+				out = append(out, hl.Host+": "+d)
+			}
+		}
+	}
+	return out
+}
+
+// putBack runs the restore script on every named host concurrently (with a fresh context: also
+// after Ctrl-C) and returns a *NotRestoredError naming what is left broken, or nil.
+func (hs *hosts) putBack(names []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*sshTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var left []string
+	var errs *multierror.Error
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := hs.run(ctx, n, "drill/put-back", fault.RestoreScript())
+			mu.Lock()
+			defer mu.Unlock()
+			for _, l := range fault.ParseRestore(string(res.Stdout)).Left {
+				left = append(left, n+": "+l)
+			}
+			if err != nil {
+				errs = multierror.Append(errs, fmt.Errorf("%s: %w", n, err))
+				if !slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, n+": ") }) {
+					left = append(left, fmt.Sprintf("%s: the put-back did not run (%v); the host puts itself back when its deadman timer fires (hactl-drill-restore.timer)", n, err))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(left) == 0 && errs.ErrorOrNil() == nil {
+		return nil
+	}
+	return &NotRestoredError{Left: left, Err: errs.ErrorOrNil()}
+}
+
+// waitSSH dials host until it answers or timeout passes (a host coming back from --method host).
+func (hs *hosts) waitSSH(ctx context.Context, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hs.forget(name)
+	for {
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := hs.client(dctx, name)
+		dcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: SSH did not answer within %s: %w", name, timeout, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,486 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/fault"
+	"github.com/hactl/hactl/drill/workload"
+	"github.com/hactl/hactl/etcd"
+)
+
+// catchUpTimeout bounds waiting for a returned member to catch up.
+const catchUpTimeout = 3 * time.Minute
+
+// applied is one fault applied to one host.
+type applied struct {
+	host string
+	// at is the fault's instant (t0 for this host) and uncertainty how far off it may be.
+	at          time.Time
+	uncertainty time.Duration
+	onHost      bool
+}
+
+// sleepCtx waits d or until ctx is done (it reports whether the whole d passed).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// applyFaults records the targets in the journal, then applies the fault to every target
+// concurrently. If any fault fails, everything applied is put back and the error returned.
+func (r *runner) applyFaults(ctx context.Context, targets []v1alpha1.Host) ([]applied, error) {
+	j := &Journal{ID: r.report.ID, PID: os.Getpid(), Kind: r.o.Kind, Method: r.report.Method, Started: time.Now().UTC()}
+	for _, h := range targets {
+		jt := JournalTarget{Host: h.Name, Address: h.Address, Port: h.Port, Zone: h.Zone, Fault: r.faultText(h.Name), OnHost: r.onHost()}
+		if jt.OnHost {
+			jt.Deadline = time.Now().Add(r.o.Hold + r.o.DeadmanGrace).UTC()
+		} else {
+			jt.UpCommand, _ = r.o.Up.Render(hostData(h))
+		}
+		j.Targets = append(j.Targets, jt)
+	}
+	if err := writeJournal(r.c.Spec.StateDir, j); err != nil {
+		return nil, err
+	}
+	out := make([]applied, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, h := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = r.applyOne(ctx, h)
+		}()
+	}
+	wg.Wait()
+	var merr *multierror.Error
+	for _, err := range errs {
+		if err != nil {
+			merr = multierror.Append(merr, err)
+		}
+	}
+	if merr.ErrorOrNil() != nil {
+		r.p.Warnf("drill/fault: failed; putting everything back")
+		if perr := r.putBack(targets); perr != nil {
+			return nil, errors.Join(fmt.Errorf("drill/fault: %w", merr), perr)
+		}
+		return nil, fmt.Errorf("drill/fault: %w", merr)
+	}
+	return out, nil
+}
+
+func (r *runner) onHost() bool { return r.o.Kind == LBFailover || r.o.Method != MethodHost }
+
+// applyOne applies the fault to h and returns its instant.
+func (r *runner) applyOne(ctx context.Context, h v1alpha1.Host) (applied, error) {
+	a := applied{host: h.Name, onHost: r.onHost()}
+	if !a.onHost {
+		cmd, err := r.o.Down.Render(hostData(h))
+		if err != nil {
+			return a, err
+		}
+		r.p.Hostf(h.Name, "[drill/fault] running here: %s", cmd)
+		sent := time.Now()
+		out, err := fault.RunLocal(ctx, cmd)
+		done := time.Now()
+		if err != nil {
+			return a, fmt.Errorf("%s: --down-command: %w", h.Name, err)
+		}
+		r.p.Debugf("%s: --down-command output: %s", h.Name, strings.TrimSpace(out))
+		r.hosts.forget(h.Name)
+		// The host went down somewhere inside the command (a kill/destroy command returns once the
+		// machine is down): t0 is its end, since writes sent before it may still have been served;
+		// the command's duration is the uncertainty.
+		a.at, a.uncertainty = done, done.Sub(sent)
+		return a, nil
+	}
+	script, err := fault.ApplyScript(r.faultFor(h))
+	if err != nil {
+		return a, err
+	}
+	cli, err := r.hosts.client(ctx, h.Name)
+	if err != nil {
+		return a, fmt.Errorf("%s: %w", h.Name, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, sshTimeout)
+	defer cancel()
+	sent := time.Now()
+	res, err := cli.Run(sctx, "drill/fault", script)
+	done := time.Now()
+	if err != nil {
+		return a, fmt.Errorf("%s: %w", h.Name, err)
+	}
+	ar, err := fault.ParseApply(string(res.Stdout))
+	if err != nil {
+		return a, fmt.Errorf("%s: the fault was not applied: %w", h.Name, err)
+	}
+	a.at, a.uncertainty = faultInstant(sent, done, ar)
+	r.p.Hostf(h.Name, "[drill/fault] %s", r.faultText(h.Name))
+	return a, nil
+}
+
+// faultInstant places the fault on this machine's monotonic clock. The fault script prints the
+// host's time just before its first action and just after its last (fault.ApplyResult FaultStart
+// and FaultEnd). When that window lies within [sent, done] (the hosts' clocks agree with this one,
+// NTP), t0 is its start and the uncertainty its length; otherwise (a skewed clock) t0 is sent,
+// early so the RTO is never flattered, and the uncertainty the whole round trip.
+func faultInstant(sent, done time.Time, ar fault.ApplyResult) (time.Time, time.Duration) {
+	ws, wd := sent.Round(0), done.Round(0)
+	if ar.FaultStart.IsZero() || ar.FaultEnd.Before(ar.FaultStart) || ar.FaultStart.Before(ws) || ar.FaultEnd.After(wd) {
+		return sent, done.Sub(sent)
+	}
+	return sent.Add(ar.FaultStart.Sub(ws)), ar.FaultEnd.Sub(ar.FaultStart)
+}
+
+// putBack puts every target back with a fresh context (also after Ctrl-C): the restore script over
+// SSH, or --up-command here and SSH waited for. It removes the journal when all is back; otherwise
+// it returns a *NotRestoredError.
+func (r *runner) putBack(targets []v1alpha1.Host) error {
+	var names []string
+	for _, h := range targets {
+		names = append(names, h.Name)
+	}
+	r.p.Infof("drill/put-back: %s", strings.Join(names, ", "))
+	var err error
+	if r.onHost() {
+		err = r.hosts.putBack(names)
+	} else {
+		err = r.upAll(targets)
+	}
+	if err != nil {
+		return err
+	}
+	return removeJournal(r.c.Spec.StateDir)
+}
+
+// upAll runs --up-command for every target here, then waits for SSH on each.
+func (r *runner) upAll(targets []v1alpha1.Host) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var left []string
+	var merr *multierror.Error
+	var wg sync.WaitGroup
+	for _, h := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd, err := r.o.Up.Render(hostData(h))
+			if err == nil {
+				r.p.Hostf(h.Name, "[drill/put-back] running here: %s", cmd)
+				var out string
+				out, err = fault.RunLocal(ctx, cmd)
+				r.p.Debugf("%s: --up-command output: %s", h.Name, strings.TrimSpace(out))
+			}
+			if err == nil {
+				err = r.hosts.waitSSH(ctx, h.Name, 3*time.Minute)
+			}
+			if err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				merr = multierror.Append(merr, fmt.Errorf("%s: %w", h.Name, err))
+				left = append(left, fmt.Sprintf("%s: may still be down: bring it back with `%s`", h.Name, cmd))
+			}
+		}()
+	}
+	wg.Wait()
+	if merr.ErrorOrNil() != nil {
+		return &NotRestoredError{Left: left, Err: merr.ErrorOrNil()}
+	}
+	return nil
+}
+
+// etcdIteration is one kill-leader or az-outage iteration.
+func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) (*Iteration, error) {
+	var targets []v1alpha1.Host
+	if r.o.Kind == KillLeader {
+		h, ok := r.hosts.host(pre.leader)
+		if !ok {
+			return nil, fmt.Errorf("the leader %s is not a host of the spec", pre.leader)
+		}
+		targets = []v1alpha1.Host{h}
+	} else {
+		targets = r.zoneHosts()
+	}
+	it := &Iteration{N: n, LeaderBefore: pre.leader, TermBefore: pre.term, VIPBefore: pre.vipHolder}
+	exclude := map[string]bool{}
+	var memberTargets []string
+	for _, h := range targets {
+		it.Targets = append(it.Targets, h.Name)
+		if h.HasRole(v1alpha1.RoleEtcd) {
+			exclude[h.Name] = true
+			memberTargets = append(memberTargets, h.Name)
+		}
+	}
+	it.Fault = r.faultText(targets[0].Name)
+	if len(targets) > 1 {
+		it.Fault = fmt.Sprintf("%d hosts of %s by --method %s", len(targets), r.o.Zone, r.o.Method)
+	}
+	cli, err := etcd.NewClient(ctx, etcd.ClientURLs(mustMembers(r.c)), r.files, time.Second, r.o.EtcdDial)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	mw, err := watchMembers(ctx, r.urls, r.files, 200*time.Millisecond, r.o.EtcdDial)
+	if err != nil {
+		return nil, err
+	}
+	var lbw *lbWatch
+	if r.o.Kind == AZOutage && r.c.Spec.LoadBalancer != nil && r.report.Prediction != nil && len(r.report.Prediction.LBHosts) > 0 {
+		if lbw, err = r.startLBWatch(ctx, false); err != nil {
+			mw.stop()
+			return nil, err
+		}
+	}
+	wl, err := workload.Start(ctx, workload.Config{Client: cli, Prefix: workloadPrefix(r.report.ID, n), Rate: r.o.Rate, RequestTimeout: r.o.RequestTimeout})
+	if err != nil {
+		mw.stop()
+		lbw.stop()
+		return nil, err
+	}
+	stopAll := func() (*workload.Record, []Observation, *lbObserved) {
+		rec := wl.Stop()
+		return rec, mw.stop(), lbw.stop()
+	}
+	sleepCtx(ctx, warmup)
+	r.p.Infof("drill/fault: iteration %d: taking down %s", n, strings.Join(it.Targets, ", "))
+	app, err := r.applyFaults(ctx, targets)
+	if err != nil {
+		stopAll()
+		return nil, err
+	}
+	t0 := app[0].at
+	for _, a := range app {
+		if a.at.Before(t0) {
+			t0 = a.at
+		}
+		it.FaultUncertaintyMs = max(it.FaultUncertaintyMs, ms(a.uncertainty))
+	}
+	it.FaultAt = wallOf(t0)
+	r.p.Infof("drill/hold: %s", r.o.Hold)
+	sleepCtx(ctx, time.Until(t0.Add(r.o.Hold)))
+	// The commit index the returned members must reach: the highest a survivor reports now.
+	var commit uint64
+	for name, o := range latest(mw.snapshot()) {
+		if !exclude[name] {
+			commit = max(commit, o.RaftIndex)
+		}
+	}
+	tPut := time.Now()
+	putErr := r.putBack(targets)
+	putDone := time.Now()
+	it.PutBackMs = ms(putDone.Sub(t0))
+	if putErr == nil && len(memberTargets) > 0 {
+		r.p.Infof("drill/catch-up: waiting for %s to apply index %d", strings.Join(memberTargets, ", "), commit)
+		d, err := r.catchUp(memberTargets, commit, tPut)
+		if err != nil {
+			it.Failures = append(it.Failures, err.Error())
+		} else {
+			it.CatchUpMs = msp(d)
+		}
+	}
+	sleepCtx(context.Background(), settle)
+	rec, obs, lbo := stopAll()
+
+	// Figures.
+	st := rec.Stats(t0)
+	it.Workload = &st
+	it.LongestGapMs, it.WriteP50Ms, it.WriteP99Ms = msp(st.LongestGap), msp(st.LatencyP50), msp(st.LatencyP99)
+	for _, w := range rec.Writes {
+		if w.Acked && !w.Sent.Before(t0) && w.Done.Before(tPut) {
+			it.WritesAckedDuringFault++
+		}
+	}
+	quorumHeld := it.WritesAckedDuringFault > 0
+	if r.report.Prediction != nil && !r.report.Prediction.QuorumHolds {
+		// No write can be acknowledged until the zone returns: recovery counts from the put-back.
+		ps := rec.Stats(putDone)
+		if ps.RTOObserved {
+			it.RTOMs = msp(ps.RTO)
+		}
+		it.RecoveryFromPutBack = true
+	} else if st.RTOObserved {
+		it.RTOMs = msp(st.RTO)
+	}
+	if o, ok := newLeaderAt(obs, t0, pre.leaderID, exclude); ok {
+		it.ElectionMs = msp(o.At.Sub(t0))
+		it.TermAfter = o.Term
+		it.LeaderAfter = r.memberName(o.Leader, obs, pre)
+	}
+	leaderChanged := leaderChanged(obs, t0, pre.leaderID)
+	if !leaderChanged {
+		it.LeaderAfter = pre.leader
+	}
+	if r.o.Kind == KillLeader && it.ElectionMs == nil {
+		it.Failures = append(it.Failures, fmt.Sprintf("no new leader was observed within the hold (%s)", r.o.Hold))
+	}
+	if it.RTOMs == nil {
+		it.Failures = append(it.Failures, "no acknowledged write after the fault: the cluster did not recover while measured")
+	}
+	if lbo != nil {
+		it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures = lbo.after(t0)
+		if lbo.readyz {
+			if o := lbo.outage(t0); o != nil {
+				it.Failures = append(it.Failures, o.Error())
+			}
+		}
+	}
+	if p := r.report.Prediction; p != nil {
+		it.Observed = &Observed{QuorumHeld: quorumHeld, LeaderChanged: leaderChanged, VIPMoved: it.VIPMovedMs != nil}
+		if p.QuorumHolds != quorumHeld {
+			it.Failures = append(it.Failures, fmt.Sprintf("predicted quorum holds=%v, observed %v (%d writes acknowledged during the outage)", p.QuorumHolds, quorumHeld, it.WritesAckedDuringFault))
+		}
+		if p.QuorumHolds && p.LeaderInZone != leaderChanged {
+			it.Failures = append(it.Failures, fmt.Sprintf("predicted a new election=%v, observed leader changed=%v", p.LeaderInZone, leaderChanged))
+		}
+		if lbo != nil && p.VIPHolder != "" && p.VIPMustMove != (it.VIPMovedMs != nil) {
+			it.Failures = append(it.Failures, fmt.Sprintf("predicted the VIP moves=%v, observed %v", p.VIPMustMove, it.VIPMovedMs != nil))
+		}
+	}
+	// Read every acknowledged key back (quorum is back: the put-back is done).
+	vctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ver, verr := workload.Verify(vctx, cli, rec)
+	if verr != nil {
+		it.Failures = append(it.Failures, fmt.Sprintf("reading the acknowledged writes back: %v", verr))
+	} else {
+		it.Verification = ver
+		if !ver.OK() {
+			it.Failures = append(it.Failures, ver.Summary)
+		}
+	}
+	if verr == nil {
+		if _, err := workload.Cleanup(vctx, cli, workloadPrefix(r.report.ID, n)); err != nil {
+			r.p.Warnf("drill: deleting the workload's keys under %s: %v", workloadPrefix(r.report.ID, n), err)
+		}
+	}
+	if putErr != nil {
+		return it, putErr
+	}
+	return it, nil
+}
+
+// memberName names member ID id from the observations (or the preflight status).
+func (r *runner) memberName(id uint64, obs []Observation, pre *preflightState) string {
+	for _, o := range obs {
+		if o.OK && o.MemberID == id {
+			return o.Member
+		}
+	}
+	for _, ep := range pre.status.Endpoints {
+		if v, err := strconv.ParseUint(ep.MemberID, 16, 64); err == nil && v == id {
+			return ep.MemberName
+		}
+	}
+	return fmt.Sprintf("%x", id)
+}
+
+// catchUp waits until every named member's applied index reaches commit and returns how long the
+// slowest took from start (the put-back's start: the member's own start-up is part of it). Each member gets a new connection per failed attempt (a reused gRPC connection
+// would back off for seconds while the member starts).
+func (r *runner) catchUp(names []string, commit uint64, start time.Time) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
+	defer cancel()
+	var slowest time.Duration
+	var mu sync.Mutex
+	var merr *multierror.Error
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := r.catchUpOne(ctx, n, commit, start)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				merr = multierror.Append(merr, err)
+			}
+			slowest = max(slowest, d)
+		}()
+	}
+	wg.Wait()
+	return slowest, merr.ErrorOrNil()
+}
+
+func (r *runner) catchUpOne(ctx context.Context, name string, commit uint64, start time.Time) (time.Duration, error) {
+	var last error
+	var applied uint64
+	for {
+		cli, err := etcd.NewClient(ctx, []string{r.urls[name]}, r.files, 500*time.Millisecond, r.o.EtcdDial)
+		if err != nil {
+			return 0, err
+		}
+		mc := pb.NewMaintenanceClient(cli.ActiveConnection())
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			resp, err := mc.Status(rctx, &pb.StatusRequest{})
+			cancel()
+			if err != nil {
+				last = err
+				break
+			}
+			applied = resp.RaftAppliedIndex
+			if applied >= commit {
+				cli.Close()
+				return time.Since(start), nil
+			}
+			if !sleepCtx(ctx, PollInterval) {
+				break
+			}
+		}
+		cli.Close()
+		if !sleepCtx(ctx, PollInterval) {
+			return 0, fmt.Errorf("%s did not catch up within %s (applied index %d, want %d; last error: %v)", name, catchUpTimeout, applied, commit, last)
+		}
+	}
+}
+
+func mustMembers(c *v1alpha1.Cluster) []etcd.Member {
+	m, _ := etcd.MembersFromSpec(c) // checked in Run
+	return m
+}
+
+// wallOf strips the monotonic reading for JSON.
+func wallOf(t time.Time) time.Time { return t.Round(0).UTC() }
+
+// otherLB returns the LB hosts other than holder.
+func (r *runner) otherLB(holder string) []string {
+	var out []string
+	for _, h := range r.c.LBHosts() {
+		if h.Name != holder {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+// sortedNames returns the names of hosts, sorted.
+func sortedNames(hs []v1alpha1.Host) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Name)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,353 @@
+package drill
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/probe"
+	"github.com/hactl/hactl/lb"
+)
+
+// readyzTimeout bounds each readyz request through the VIP.
+const readyzTimeout = 500 * time.Millisecond
+
+// vip returns spec.loadBalancer.vip's address.
+func (r *runner) vip() netip.Addr { return r.lbPlan.VIP.Addr() }
+
+// readyzURL is https://VIP:frontendPort/readyz.
+func (r *runner) readyzURL() string {
+	return "https://" + netip.AddrPortFrom(r.vip(), uint16(r.lbPlan.FrontendPort)).String() + lb.ReadyzPath
+}
+
+// readyzTLS trusts the kube-apiserver CA (--ca-file or spec.loadBalancer.healthCheck.caFile).
+func (r *runner) readyzTLS() (*tls.Config, error) {
+	raw, err := os.ReadFile(r.o.caFile())
+	if err != nil {
+		return nil, fmt.Errorf("reading the kube-apiserver CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(raw) {
+		return nil, &InputError{Err: fmt.Errorf("--ca-file %s: no PEM certificate in it", r.o.caFile())}
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// checkReadyz asks readyz through the VIP once (preflight of lb-failover).
+func (r *runner) checkReadyz(ctx context.Context) error {
+	cfg, err := r.readyzTLS()
+	if err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.readyzURL(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", r.readyzURL(), resp.Status)
+	}
+	return nil
+}
+
+// vipHolders asks every LB host over SSH whether it holds the VIP.
+func (r *runner) vipHolders(ctx context.Context) ([]string, error) {
+	script := fmt.Sprintf("ip -o addr show | grep -F ' %s/' >/dev/null && echo held || echo free", r.vip())
+	var mu sync.Mutex
+	var holders []string
+	var merr *multierror.Error
+	var wg sync.WaitGroup
+	for _, h := range r.c.LBHosts() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := r.hosts.run(ctx, h.Name, "drill/vip", script)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				merr = multierror.Append(merr, fmt.Errorf("%s: %w", h.Name, err))
+			case strings.TrimSpace(string(res.Stdout)) == "held":
+				holders = append(holders, h.Name)
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(holders)
+	return holders, merr.ErrorOrNil()
+}
+
+// lbWatch watches the VIP on every LB host (and readyz through it when a CA is known).
+type lbWatch struct {
+	watches []*probe.VIPWatch
+	rz      *probe.ReadyzRun
+}
+
+// lbObserved is what an lbWatch saw.
+type lbObserved struct {
+	events  []probe.VIPEvent
+	samples []probe.Sample
+	readyz  bool
+	from    string
+	err     error
+}
+
+// startLBWatch starts a VIP watcher on every LB host, and readyz when a CA is known (required when
+// requireReadyz).
+func (r *runner) startLBWatch(ctx context.Context, requireReadyz bool) (*lbWatch, error) {
+	w := &lbWatch{}
+	for _, h := range r.c.LBHosts() {
+		cli, err := r.hosts.client(ctx, h.Name)
+		if err != nil {
+			w.stop()
+			return nil, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		w.watches = append(w.watches, probe.WatchVIP(ctx, h.Name, cli, r.vip(), PollInterval))
+	}
+	// Every watcher must have reported its host's state before the fault, or a move is invisible.
+	deadline := time.After(10 * time.Second)
+	for _, vw := range w.watches {
+		select {
+		case <-vw.Ready():
+			if err := vw.Err(); err != nil {
+				w.stop()
+				return nil, fmt.Errorf("watching the VIP on %s: %w", vw.Host(), err)
+			}
+		case <-deadline:
+			w.stop()
+			return nil, fmt.Errorf("watching the VIP on %s: no state reported within 10s", vw.Host())
+		}
+	}
+	if r.o.caFile() != "" || requireReadyz {
+		cfg, err := r.readyzTLS()
+		if err != nil {
+			w.stop()
+			return nil, err
+		}
+		if w.rz, err = probe.StartReadyz(ctx, probe.ReadyzConfig{URL: r.readyzURL(), TLS: cfg, Interval: PollInterval, Timeout: readyzTimeout}); err != nil {
+			w.stop()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// stop ends the watchers (nil-safe) and returns what they saw.
+func (w *lbWatch) stop() *lbObserved {
+	if w == nil {
+		return nil
+	}
+	o := &lbObserved{}
+	var merr *multierror.Error
+	for _, vw := range w.watches {
+		ev, err := vw.Stop()
+		o.events = append(o.events, ev...)
+		if err != nil {
+			merr = multierror.Append(merr, err)
+		}
+	}
+	slices.SortFunc(o.events, func(a, b probe.VIPEvent) int { return a.At.Compare(b.At) })
+	if w.rz != nil {
+		o.samples, o.readyz = w.rz.Stop(), true
+	}
+	o.err = merr.ErrorOrNil()
+	return o
+}
+
+// holderBefore is who held the VIP at t.
+func (o *lbObserved) holderAt(t time.Time) []string { return probe.Holders(o.events, t) }
+
+// after returns where the VIP went after t0 (from the holder before t0), when it got there, and
+// how many readyz requests failed.
+func (o *lbObserved) after(t0 time.Time) (string, *float64, int) {
+	before := o.holderAt(t0)
+	failures := 0
+	for _, s := range o.samples {
+		if !s.OK && !s.Sent.Before(t0) {
+			failures++
+		}
+	}
+	if len(before) != 1 {
+		return "", nil, failures
+	}
+	to, at, ok := probe.FirstMove(o.events, before[0], t0)
+	if !ok {
+		return before[0], nil, failures
+	}
+	return to, msp(at.Sub(t0)), failures
+}
+
+// outage returns an error when readyz never answered 200 again after failing following t0.
+func (o *lbObserved) outage(t0 time.Time) error {
+	st := probe.Outage(o.samples, t0)
+	if st.Failed > 0 && !st.Recovered {
+		return errors.New("readyz through the VIP did not answer 200 again before the drill ended")
+	}
+	return nil
+}
+
+// masterDown is RFC 5798 §6.1's Master_Down_Interval of the best backup: 3 x Advertisement_Interval
+// + Skew_Time, Skew_Time = ((256 - Priority) x Advertisement_Interval) / 256.
+func masterDown(c *lb.Config) time.Duration {
+	if c == nil || len(c.Nodes) < 2 {
+		return 0
+	}
+	pr := slices.SortedFunc(slices.Values(c.Nodes), func(a, b lb.Node) int { return b.Priority - a.Priority })
+	adv := time.Duration(c.AdvertInterval) * time.Second
+	skew := time.Duration(256-pr[1].Priority) * adv / 256
+	return 3*adv + skew
+}
+
+// expectedVIPMove is a rough expectation of the VIP's move for the plan: Keepalived stopped sends a
+// priority-0 advertisement, so the backup waits only its skew time; HAProxy stopped is noticed by
+// the check after interval x fall, then the lowered priority is advertised (with a weight, the
+// backup waits for the master-down interval, RFC 5798 §6.4.2; with weight 0 FAULT sends priority 0).
+func (r *runner) expectedVIPMove() time.Duration {
+	adv := time.Duration(r.lbPlan.AdvertInterval) * time.Second
+	if r.o.Component == ComponentKeepalived {
+		return adv
+	}
+	detect := time.Duration(lb.ScriptInterval*lb.ScriptFall) * time.Second
+	if r.lbPlan.Weight == 0 {
+		return detect + adv
+	}
+	return detect + masterDown(r.lbPlan)
+}
+
+// expectedSettle names where the VIP must settle after the put-back: the highest-priority LB host,
+// or (nopreempt) wherever it moved to.
+func (r *runner) expectedSettle(holder string) string {
+	if r.lbPlan.Nopreempt {
+		return "the host it moved to (nopreempt)"
+	}
+	return r.highestPriority()
+}
+
+func (r *runner) highestPriority() string {
+	best := r.lbPlan.Nodes[0]
+	for _, n := range r.lbPlan.Nodes[1:] {
+		if n.Priority > best.Priority {
+			best = n
+		}
+	}
+	return best.Name
+}
+
+// lbIteration is one lb-failover iteration.
+func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*Iteration, error) {
+	holder := pre.vipHolder
+	h, ok := r.hosts.host(holder)
+	if !ok {
+		return nil, fmt.Errorf("the VIP holder %q is not a host of the spec", holder)
+	}
+	if err := r.checkReadyz(ctx); err != nil {
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("readyz through the VIP does not answer 200 before the drill: %v", err)},
+			Fix: "the API must be up through the VIP before its failover can be measured: see `hactl status`"}
+	}
+	it := &Iteration{N: n, Targets: []string{holder}, VIPBefore: holder, Fault: r.faultText(holder)}
+	it.Fault = fmt.Sprintf("%s: %s stopped", holder, r.o.Component.Unit())
+	w, err := r.startLBWatch(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	sleepCtx(ctx, warmup)
+	r.p.Infof("drill/fault: iteration %d: stopping %s on the VIP holder %s", n, r.o.Component.Unit(), holder)
+	app, err := r.applyFaults(ctx, []v1alpha1.Host{h})
+	if err != nil {
+		w.stop()
+		return nil, err
+	}
+	t0 := app[0].at
+	it.FaultAt, it.FaultUncertaintyMs = wallOf(t0), ms(app[0].uncertainty)
+	r.p.Infof("drill/hold: %s", r.o.Hold)
+	sleepCtx(ctx, time.Until(t0.Add(r.o.Hold)))
+	putErr := r.putBack([]v1alpha1.Host{h})
+	tPut := time.Now()
+	it.PutBackMs = ms(tPut.Sub(t0))
+	moved := ""
+	if putErr == nil {
+		// Wait for the VIP to settle: the highest-priority host, or (nopreempt) where it is.
+		want := ""
+		if !r.lbPlan.Nopreempt {
+			want = r.highestPriority()
+		}
+		deadline := time.Now().Add(10*masterDown(r.lbPlan) + 10*time.Second)
+		for time.Now().Before(deadline) {
+			hs, err := r.vipHolders(context.Background())
+			if err == nil && len(hs) == 1 && (want == "" || hs[0] == want) {
+				moved = hs[0]
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if moved == "" {
+			it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not settle on %s within %s of the put-back", dash(want), 10*masterDown(r.lbPlan)+10*time.Second))
+		}
+	}
+	sleepCtx(context.Background(), settle)
+	o := w.stop()
+	if o.err != nil {
+		it.Failures = append(it.Failures, fmt.Sprintf("VIP watcher: %v", o.err))
+	}
+	it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures = o.after(t0)
+	if it.VIPMovedMs == nil {
+		it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not move off %s while %s was stopped (%s)", holder, r.o.Component, r.o.Hold))
+	}
+	st := probe.Outage(o.samples, t0)
+	switch {
+	case st.Failed == 0:
+		zero := 0.0
+		it.RTOMs = &zero
+	case st.Recovered && st.RecoveredAfter < tPut.Sub(t0):
+		it.RTOMs = msp(st.RecoveredAfter)
+	default:
+		it.Failures = append(it.Failures, "readyz through the VIP did not answer 200 again before the put-back")
+	}
+	if moved != "" {
+		it.SettledOn = moved
+		if at, ok := settledAt(o.events, moved, tPut); ok {
+			it.SettleMs = msp(at.Sub(tPut))
+		} else {
+			zero := 0.0
+			it.SettleMs = &zero
+		}
+		var after []probe.Sample
+		for _, s := range o.samples {
+			if !s.Sent.Before(tPut) {
+				after = append(after, s)
+			}
+		}
+		if fb := probe.Outage(after, tPut); fb.Failed > 0 {
+			it.FailbackOutageMs = msp(fb.LongestFailRun)
+		}
+	}
+	return it, putErr
+}
+
+// settledAt is the last time after t that host took the VIP.
+func settledAt(ev []probe.VIPEvent, host string, t time.Time) (time.Time, bool) {
+	var at time.Time
+	for _, e := range ev {
+		if e.Host == host && e.Held && e.At.After(t) {
+			at = e.At
+		}
+	}
+	return at, !at.IsZero()
+}

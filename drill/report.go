@@ -1,0 +1,350 @@
+package drill
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hactl/hactl/drill/workload"
+	"github.com/hactl/hactl/ui"
+)
+
+// Report is what a drill prints and writes to --report (JSON). Durations are milliseconds (fields
+// ending in Ms) unless named otherwise.
+type Report struct {
+	ID        string    `json:"id"`
+	Cluster   string    `json:"cluster"`
+	Drill     Kind      `json:"drill"`
+	Method    Method    `json:"method,omitempty"`
+	Component Component `json:"component,omitempty"`
+	Zone      string    `json:"zone,omitempty"`
+	Started   time.Time `json:"started"`
+	// DurationMs is the whole drill, preflight to the last put-back.
+	DurationMs float64  `json:"durationMs"`
+	Settings   Settings `json:"settings"`
+	// Plan is what the drill said it would do before it was confirmed.
+	Plan       []string        `json:"plan"`
+	DryRun     bool            `json:"dryRun,omitempty"`
+	Prediction *ZonePrediction `json:"prediction,omitempty"`
+	Iterations []Iteration     `json:"iterations"`
+	// Summary is min/median/max over the iterations of each figure, by the figure's JSON name.
+	Summary map[string]Distribution `json:"summary,omitempty"`
+	// Verdict is "pass" (no failure, and within --max-rto when given), "fail", or "measured" (no
+	// failure, no --max-rto: figures only). Failures say why a drill failed.
+	Verdict  string   `json:"verdict"`
+	Failures []string `json:"failures,omitempty"`
+	// MaxRTOMs is --max-rto (0: not given); it applies to every iteration's RTO.
+	MaxRTOMs float64 `json:"maxRTOMs,omitempty"`
+	// LostWrites is the number of acknowledged writes missing after all iterations (must be 0).
+	LostWrites int `json:"lostWrites"`
+}
+
+// Settings are the cluster's and the drill's timing settings the figures depend on.
+type Settings struct {
+	// HeartbeatIntervalMs and ElectionTimeoutMs are etcd's --heartbeat-interval and
+	// --election-timeout (spec.etcd); a follower campaigns after a randomised timeout between 1x and
+	// 2x the election timeout (etcd raft), the floor of a leader election.
+	HeartbeatIntervalMs float64 `json:"heartbeatIntervalMs"`
+	ElectionTimeoutMs   float64 `json:"electionTimeoutMs"`
+	// AdvertIntervalMs is keepalived's advert_int; CheckIntervalMs/CheckFall/CheckRise HAProxy's
+	// backend check; ScriptIntervalMs/ScriptFall Keepalived's check of HAProxy (with a load balancer).
+	AdvertIntervalMs float64 `json:"advertIntervalMs,omitempty"`
+	CheckIntervalMs  float64 `json:"checkIntervalMs,omitempty"`
+	CheckFall        int     `json:"checkFall,omitempty"`
+	CheckRise        int     `json:"checkRise,omitempty"`
+	ScriptIntervalMs float64 `json:"scriptIntervalMs,omitempty"`
+	ScriptFall       int     `json:"scriptFall,omitempty"`
+	// Rate is the workload's puts per second, RequestTimeoutMs each request's deadline.
+	Rate             int     `json:"rate,omitempty"`
+	RequestTimeoutMs float64 `json:"requestTimeoutMs,omitempty"`
+	HoldMs           float64 `json:"holdMs"`
+	// PollIntervalMs is how often members (and readyz) are asked; ResolutionMs the coarser of that
+	// and the workload's tick: the resolution of every figure.
+	PollIntervalMs float64 `json:"pollIntervalMs"`
+	ResolutionMs   float64 `json:"resolutionMs"`
+	Count          int     `json:"count"`
+}
+
+// Iteration is one run of the drill. Times are offsets in ms from the fault (t0) unless named
+// otherwise; a figure that was not observed is null.
+type Iteration struct {
+	N int `json:"n"`
+	// Targets are the hosts taken down; Fault what was done to them.
+	Targets []string `json:"targets"`
+	Fault   string   `json:"fault"`
+	// FaultAt is t0 (wall clock). FaultUncertaintyMs bounds how far the real instant may be from it
+	// (the part of the fault command's round trip that is not the host's own time).
+	FaultAt            time.Time `json:"faultAt"`
+	FaultUncertaintyMs float64   `json:"faultUncertaintyMs"`
+
+	// etcd drills.
+	LeaderBefore string   `json:"leaderBefore,omitempty"`
+	LeaderAfter  string   `json:"leaderAfter,omitempty"`
+	TermBefore   uint64   `json:"termBefore,omitempty"`
+	TermAfter    uint64   `json:"termAfter,omitempty"`
+	ElectionMs   *float64 `json:"electionMs,omitempty"`
+	// RTOMs: etcd drills, until the first acknowledged write sent after t0 (or, when quorum was
+	// lost, after the put-back: RecoveryFromPutBack); lb-failover, until readyz through the VIP
+	// answers 200 again.
+	RTOMs               *float64 `json:"rtoMs"`
+	RecoveryFromPutBack bool     `json:"recoveryFromPutBack,omitempty"`
+	LongestGapMs        *float64 `json:"longestGapMs,omitempty"`
+	WriteP50Ms          *float64 `json:"writeP50Ms,omitempty"`
+	WriteP99Ms          *float64 `json:"writeP99Ms,omitempty"`
+	// Workload is the workload's own statistics (t0-relative), Verification the read-back.
+	Workload     *workload.Stats        `json:"workload,omitempty"`
+	Verification *workload.Verification `json:"verification,omitempty"`
+	// WritesAckedDuringFault counts writes sent after t0 and acknowledged before the put-back.
+	WritesAckedDuringFault int `json:"writesAckedDuringFault"`
+
+	// Put-back: PutBackMs is when it was done (offset from t0), CatchUpMs how long after its start
+	// (start-up included) the slowest returned member's applied index reached the commit index the
+	// survivors reported when the put-back started.
+	PutBackMs float64  `json:"putBackMs"`
+	CatchUpMs *float64 `json:"catchUpMs,omitempty"`
+
+	// Load balancer: VIP holder before and after, when the VIP was seen on another host, and how
+	// long after the put-back it settled where the configuration puts it (SettledOn).
+	VIPBefore  string   `json:"vipBefore,omitempty"`
+	VIPAfter   string   `json:"vipAfter,omitempty"`
+	VIPMovedMs *float64 `json:"vipMovedMs,omitempty"`
+	// ReadyzFailures counts failed readyz requests; FailbackOutageMs the unavailability caused by
+	// the VIP moving back after the put-back (preemption), if any.
+	ReadyzFailures   int      `json:"readyzFailures,omitempty"`
+	FailbackOutageMs *float64 `json:"failbackOutageMs,omitempty"`
+	SettledOn        string   `json:"settledOn,omitempty"`
+	SettleMs         *float64 `json:"settleMs,omitempty"`
+
+	// Observed is what happened, for a comparison with the prediction (az-outage).
+	Observed *Observed `json:"observed,omitempty"`
+	// Failures make the drill fail (exit 3).
+	Failures []string `json:"failures,omitempty"`
+}
+
+// Observed is what an az-outage iteration saw, in the prediction's terms.
+type Observed struct {
+	QuorumHeld    bool `json:"quorumHeld"`
+	LeaderChanged bool `json:"leaderChanged"`
+	VIPMoved      bool `json:"vipMoved"`
+}
+
+// Distribution is min/median/max of one figure over the iterations (ms); N counts the iterations
+// that had it.
+type Distribution struct {
+	N      int     `json:"n"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// distribution returns min/median/max of xs (the median of an even count is the mean of the middle
+// two).
+func distribution(xs []float64) Distribution {
+	if len(xs) == 0 {
+		return Distribution{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Distribution{N: len(s), Min: s[0], Median: med, Max: s[len(s)-1]}
+}
+
+// summarize fills r.Summary from the iterations.
+func (r *Report) summarize() {
+	figures := []struct {
+		name string
+		get  func(it Iteration) *float64
+	}{
+		{"rtoMs", func(it Iteration) *float64 { return it.RTOMs }},
+		{"electionMs", func(it Iteration) *float64 { return it.ElectionMs }},
+		{"longestGapMs", func(it Iteration) *float64 { return it.LongestGapMs }},
+		{"writeP50Ms", func(it Iteration) *float64 { return it.WriteP50Ms }},
+		{"writeP99Ms", func(it Iteration) *float64 { return it.WriteP99Ms }},
+		{"catchUpMs", func(it Iteration) *float64 { return it.CatchUpMs }},
+		{"vipMovedMs", func(it Iteration) *float64 { return it.VIPMovedMs }},
+		{"settleMs", func(it Iteration) *float64 { return it.SettleMs }},
+		{"failbackOutageMs", func(it Iteration) *float64 { return it.FailbackOutageMs }},
+	}
+	r.Summary = map[string]Distribution{}
+	for _, f := range figures {
+		var xs []float64
+		for _, it := range r.Iterations {
+			if v := f.get(it); v != nil {
+				xs = append(xs, *v)
+			}
+		}
+		if len(xs) > 0 {
+			r.Summary[f.name] = distribution(xs)
+		}
+	}
+}
+
+// decide sets the verdict from the iterations' failures and --max-rto.
+func (r *Report) decide() {
+	r.Failures = nil
+	r.LostWrites = 0
+	for _, it := range r.Iterations {
+		for _, f := range it.Failures {
+			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: %s", it.N, f))
+		}
+		if it.Verification != nil {
+			r.LostWrites += it.Verification.Lost
+		}
+		if r.MaxRTOMs > 0 && it.RTOMs != nil && *it.RTOMs > r.MaxRTOMs {
+			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: RTO %s over --max-rto %s", it.N, fmtMs(it.RTOMs), fmtMs(&r.MaxRTOMs)))
+		}
+		if r.MaxRTOMs > 0 && it.RTOMs == nil {
+			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: no recovery observed, --max-rto %s not met", it.N, fmtMs(&r.MaxRTOMs)))
+		}
+	}
+	switch {
+	case len(r.Failures) > 0:
+		r.Verdict = "fail"
+	case r.MaxRTOMs > 0:
+		r.Verdict = "pass"
+	default:
+		r.Verdict = "measured"
+	}
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
+
+func msp(d time.Duration) *float64 { v := ms(d); return &v }
+
+func fmtMs(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	if *v >= 10000 {
+		return fmt.Sprintf("%.2fs", *v/1000)
+	}
+	return fmt.Sprintf("%.0fms", *v)
+}
+
+// Print writes the human report: settings, one row per iteration, min/median/max, the verdict.
+func (r *Report) Print(w io.Writer) {
+	s := r.Settings
+	fmt.Fprintf(w, "\ndrill %s on cluster %s (%s)", r.Drill, r.Cluster, r.ID)
+	if r.Method != "" {
+		fmt.Fprintf(w, ", method %s", r.Method)
+	}
+	if r.Component != "" {
+		fmt.Fprintf(w, ", component %s", r.Component)
+	}
+	if r.Zone != "" {
+		fmt.Fprintf(w, ", zone %s", r.Zone)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "settings: etcd heartbeat %s, election timeout %s", fmtMs(&s.HeartbeatIntervalMs), fmtMs(&s.ElectionTimeoutMs))
+	if s.AdvertIntervalMs > 0 {
+		fmt.Fprintf(w, ", VRRP advert %s, keepalived check %s x%d, HAProxy check %s fall %d rise %d",
+			fmtMs(&s.AdvertIntervalMs), fmtMs(&s.ScriptIntervalMs), s.ScriptFall, fmtMs(&s.CheckIntervalMs), s.CheckFall, s.CheckRise)
+	}
+	fmt.Fprintf(w, "; hold %s; resolution %s\n", fmtMs(&s.HoldMs), fmtMs(&s.ResolutionMs))
+	if r.DryRun {
+		fmt.Fprintln(w, "dry run: nothing was done")
+		return
+	}
+	if r.Drill == LBFailover {
+		rows := [][]string{}
+		for _, it := range r.Iterations {
+			rows = append(rows, []string{fmt.Sprint(it.N), it.VIPBefore, dash(it.VIPAfter), fmtMs(it.VIPMovedMs), fmtMs(it.RTOMs),
+				fmt.Sprint(it.ReadyzFailures), dash(it.SettledOn), fmtMs(it.SettleMs), fmtMs(it.FailbackOutageMs), verdictOf(it)})
+		}
+		ui.Table(w, []string{"#", "VIP HOLDER", "MOVED TO", "VIP MOVED", "READYZ BACK (RTO)", "FAILED REQS", "SETTLED ON", "SETTLE", "FAILBACK OUTAGE", "RESULT"}, rows)
+	} else {
+		rows := [][]string{}
+		for _, it := range r.Iterations {
+			lost, acked := "-", "-"
+			if it.Verification != nil {
+				lost = fmt.Sprint(it.Verification.Lost)
+				acked = fmt.Sprint(it.Verification.Acked)
+			}
+			rows = append(rows, []string{fmt.Sprint(it.N), strings.Join(it.Targets, ","), dash(it.LeaderBefore), dash(it.LeaderAfter),
+				fmtMs(it.ElectionMs), fmtMs(it.RTOMs), fmtMs(it.LongestGapMs), fmtMs(it.WriteP50Ms) + "/" + fmtMs(it.WriteP99Ms),
+				fmtMs(it.CatchUpMs), acked, lost, verdictOf(it)})
+		}
+		ui.Table(w, []string{"#", "DOWN", "LEADER", "NEW LEADER", "ELECTION", "RTO", "LONGEST GAP", "WRITE P50/P99", "CATCH-UP", "ACKED", "LOST", "RESULT"}, rows)
+	}
+	if len(r.Iterations) > 1 {
+		fmt.Fprintln(w)
+		var rows [][]string
+		for _, k := range []string{"electionMs", "rtoMs", "longestGapMs", "vipMovedMs", "catchUpMs", "settleMs", "failbackOutageMs"} {
+			if d, ok := r.Summary[k]; ok {
+				rows = append(rows, []string{k, fmtMs(&d.Min), fmtMs(&d.Median), fmtMs(&d.Max), fmt.Sprint(d.N)})
+			}
+		}
+		ui.Table(w, []string{"FIGURE", "MIN", "MEDIAN", "MAX", "N"}, rows)
+	}
+	if r.Prediction != nil {
+		fmt.Fprintln(w, "\nprediction vs observation:")
+		for _, sn := range r.Prediction.Sentences() {
+			fmt.Fprintf(w, "  predicted: %s\n", sn)
+		}
+		for _, it := range r.Iterations {
+			if o := it.Observed; o != nil {
+				fmt.Fprintf(w, "  observed (#%d): quorum held %s, leader changed %s, VIP moved %s\n", it.N, yesNo(o.QuorumHeld), yesNo(o.LeaderChanged), yesNo(o.VIPMoved))
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	switch r.Drill {
+	case LBFailover:
+		if d, ok := r.Summary["rtoMs"]; ok {
+			fmt.Fprintf(w, "The API through the VIP was unavailable for %s (median of %d) after %s stopped on the VIP holder.\n", fmtMs(&d.Median), d.N, r.Component)
+		}
+	default:
+		var acked int
+		for _, it := range r.Iterations {
+			if it.Verification != nil {
+				acked += it.Verification.Acked
+			}
+		}
+		if d, ok := r.Summary["rtoMs"]; ok {
+			fmt.Fprintf(w, "etcd was unavailable for writes for %s (median RTO of %d); ", fmtMs(&d.Median), d.N)
+		}
+		if r.LostWrites == 0 {
+			fmt.Fprintf(w, "all %d acknowledged writes were read back: nothing was lost (RPO 0).\n", acked)
+		} else {
+			fmt.Fprintf(w, "%d OF %d ACKNOWLEDGED WRITES WERE LOST.\n", r.LostWrites, acked)
+		}
+	}
+	switch r.Verdict {
+	case "pass":
+		fmt.Fprintf(w, "verdict: PASS (every RTO within --max-rto %s, no failure)\n", fmtMs(&r.MaxRTOMs))
+	case "fail":
+		fmt.Fprintln(w, "verdict: FAIL")
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "  - %s\n", f)
+		}
+	default:
+		fmt.Fprintln(w, "verdict: no failure (give --max-rto for a pass/fail verdict on the RTO)")
+	}
+}
+
+func verdictOf(it Iteration) string {
+	if len(it.Failures) > 0 {
+		return "FAIL"
+	}
+	return "ok"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,374 @@
+//go:build e2e
+
+package drille2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill"
+	"github.com/hactl/hactl/e2e/harness"
+	"github.com/hactl/hactl/e2e/lab"
+)
+
+func hactl(t *testing.T, args ...string) harness.Result {
+	t.Helper()
+	return suite.Hactl(t, args...)
+}
+
+func mustHactl(t *testing.T, args ...string) harness.Result {
+	t.Helper()
+	return suite.MustHactl(t, args...)
+}
+
+func execOn(t *testing.T, host string, args ...string) string {
+	t.Helper()
+	return suite.ExecOn(t, host, args...)
+}
+
+// labSpec is a fresh copy of the lab's spec for members members (with the load balancer).
+func labSpec(t *testing.T, members int) *v1alpha1.Cluster {
+	t.Helper()
+	c, err := lab.BuildSpec(members, suite.Lab.Dir(), filepath.Join(suite.RepoRoot, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func writeSpec(t *testing.T, c *v1alpha1.Cluster) string {
+	t.Helper()
+	raw, err := lab.MarshalSpec(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// etcdHealthy reports why the etcd part of `hactl status` is not healthy ("" when it is). The lab
+// has no kube-apiservers here, so HAProxy's backends are DOWN and status exits 3 for that alone.
+func etcdHealthy(t *testing.T, spec string) string {
+	t.Helper()
+	r := harness.RunQuiet(t, suite.Bin, nil, "status", "-f", spec, "-o", "json")
+	var rep struct {
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		return "status -o json is not JSON: " + r.String()
+	}
+	var etcdProblems []string
+	for _, p := range rep.Problems {
+		if !strings.HasPrefix(p, "load balancer: ") || strings.Contains(p, "VIP") || strings.Contains(p, "inactive") {
+			etcdProblems = append(etcdProblems, p)
+		}
+	}
+	return strings.Join(etcdProblems, "; ")
+}
+
+func waitEtcdHealthy(t *testing.T, spec string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		why := etcdHealthy(t, spec)
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not healthy within %s: %s", within, why)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// runDrill runs a drill with --yes and --report and returns the report and the result.
+func runDrill(t *testing.T, spec string, args ...string) (*drill.Report, harness.Result) {
+	t.Helper()
+	rp := filepath.Join(t.TempDir(), "drill.json")
+	r := hactl(t, append(append([]string{"drill"}, args...), "-f", spec, "--yes", "--report", rp)...)
+	raw, err := os.ReadFile(rp)
+	if err != nil {
+		return nil, r
+	}
+	rep := &drill.Report{}
+	if err := json.Unmarshal(raw, rep); err != nil {
+		t.Fatalf("--report is not JSON: %v", err)
+	}
+	return rep, r
+}
+
+// checkEtcdDrill asserts what every passed etcd drill must show.
+func checkEtcdDrill(t *testing.T, rep *drill.Report, r harness.Result, iterations int) {
+	t.Helper()
+	if r.Code != 0 || rep == nil {
+		t.Fatalf("drill: exit %d, want 0", r.Code)
+	}
+	if len(rep.Iterations) != iterations {
+		t.Fatalf("%d iterations in the report, want %d", len(rep.Iterations), iterations)
+	}
+	if rep.LostWrites != 0 || rep.Verdict == "fail" {
+		t.Fatalf("lost %d acknowledged writes, verdict %s: %v", rep.LostWrites, rep.Verdict, rep.Failures)
+	}
+	for _, it := range rep.Iterations {
+		if it.Verification == nil || it.Verification.Acked == 0 || it.Verification.Lost != 0 || !it.Verification.OK() {
+			t.Errorf("iteration %d: verification %+v: want acknowledged writes, all read back", it.N, it.Verification)
+		}
+		if it.RTOMs == nil || *it.RTOMs <= 0 {
+			t.Errorf("iteration %d: no RTO measured", it.N)
+		}
+		if it.CatchUpMs == nil {
+			t.Errorf("iteration %d: no catch-up measured", it.N)
+		}
+		if it.WriteP50Ms == nil || it.WriteP99Ms == nil || *it.WriteP99Ms < *it.WriteP50Ms {
+			t.Errorf("iteration %d: write latency p50 %v p99 %v", it.N, it.WriteP50Ms, it.WriteP99Ms)
+		}
+		t.Logf("iteration %d: down %v, leader %s → %s, election %s, RTO %s, longest gap %s, catch-up %s, %d acked, %d lost",
+			it.N, it.Targets, it.LeaderBefore, it.LeaderAfter, fmtp(it.ElectionMs), fmtp(it.RTOMs), fmtp(it.LongestGapMs), fmtp(it.CatchUpMs),
+			it.Verification.Acked, it.Verification.Lost)
+	}
+	if rep.Settings.ElectionTimeoutMs != 1000 || rep.Settings.HeartbeatIntervalMs != 100 || rep.Settings.ResolutionMs > 20 {
+		t.Errorf("settings %+v: want the spec's 100/1000 ms and a resolution <= 20 ms", rep.Settings)
+	}
+	if !strings.Contains(r.Stdout, "nothing was lost") {
+		t.Errorf("the table does not say that nothing was lost:\n%s", r.Stdout)
+	}
+}
+
+// checkKillLeader asserts a kill-leader report: a new leader was elected and it is not the old one.
+func checkKillLeader(t *testing.T, rep *drill.Report, r harness.Result, iterations int) {
+	t.Helper()
+	checkEtcdDrill(t, rep, r, iterations)
+	for _, it := range rep.Iterations {
+		if it.ElectionMs == nil || it.LeaderAfter == "" || it.LeaderAfter == it.LeaderBefore || len(it.Targets) != 1 || it.Targets[0] != it.LeaderBefore {
+			t.Errorf("iteration %d: targets %v, leader %s → %s, election %v: want the leader taken down and another elected",
+				it.N, it.Targets, it.LeaderBefore, it.LeaderAfter, it.ElectionMs)
+		}
+	}
+}
+
+func fmtp(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return (time.Duration(*v * float64(time.Millisecond))).Round(time.Millisecond).String()
+}
+
+// noLeftovers checks that no host carries a drill's iptables chain or marker and no journal is left.
+func noLeftovers(t *testing.T, c *v1alpha1.Cluster) {
+	t.Helper()
+	for _, h := range c.Spec.Hosts {
+		out, _ := suite.Lab.Exec(context.Background(), h.Name, "sh", "-c", "iptables -S 2>/dev/null | grep -c HACTL-DRILL; ls /run/hactl-drill 2>/dev/null | wc -l")
+		if f := strings.Fields(out); len(f) != 2 || f[0] != "0" || f[1] != "0" {
+			t.Errorf("%s: drill leftovers (iptables rules, marker files): %q", h.Name, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.Spec.StateDir, "drill", "active.json")); err == nil {
+		t.Errorf("the drill journal is still there")
+	}
+}
+
+func TestDrills(t *testing.T) {
+	c3 := labSpec(t, 3)
+	spec := writeSpec(t, c3)
+	step := func(name string, fn func(t *testing.T)) {
+		if !t.Run(name, fn) {
+			t.FailNow()
+		}
+	}
+
+	step("bad input exits 2 before any host is contacted", func(t *testing.T) {
+		// Every host's SSH port is closed (1): contacting any would fail with exit 1.
+		c := labSpec(t, 3)
+		c.Spec.SSH.Port = 1
+		closed := writeSpec(t, c)
+		odd := labSpec(t, 3) // lb-b alone in az-d; cp-a and cp-b both in az-a
+		odd.Spec.SSH.Port = 1
+		for i := range odd.Spec.Hosts {
+			switch odd.Spec.Hosts[i].Name {
+			case "lb-b":
+				odd.Spec.Hosts[i].Zone = "az-d"
+			case "cp-b":
+				odd.Spec.Hosts[i].Zone = "az-a"
+			}
+		}
+		oddSpec := writeSpec(t, odd)
+		cases := []struct {
+			spec string
+			args []string
+			want string
+		}{
+			{closed, []string{"kill-leader", "--method", "teleport"}, `unknown method`},
+			{closed, []string{"kill-leader", "--count", "0"}, "--count 0"},
+			{closed, []string{"kill-leader", "--max-rto", "fast"}, `invalid argument "fast" for "--max-rto"`},
+			{closed, []string{"kill-leader", "--method", "host"}, "needs --down-command and --up-command"},
+			{closed, []string{"kill-leader", "--method", "host", "--down-command", "docker kill {{.Hostname}}", "--up-command", "x"}, "Hostname"},
+			{closed, []string{"az-outage", "--zone", "az-x"}, "unknown zone"},
+			{closed, []string{"az-outage"}, "--zone is required"},
+			{oddSpec, []string{"az-outage", "--zone", "az-d"}, "holds no etcd member"},
+			{oddSpec, []string{"az-outage", "--zone", "az-a"}, "add --expect-outage"},
+			{closed, []string{"lb-failover", "--component", "nginx"}, "unknown component"},
+			{closed, []string{"lb-failover"}, "--ca-file"},
+		}
+		for _, tc := range cases {
+			r := hactl(t, append(append([]string{"drill"}, tc.args...), "-f", tc.spec, "--yes")...)
+			if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+				t.Errorf("drill %v: exit %d, want 2 with %q in:\n%s", tc.args, r.Code, tc.want, r.Stderr)
+			}
+		}
+		// Without --yes and without a terminal: exit 2, nothing done.
+		if r := hactl(t, "drill", "kill-leader", "-f", closed); r.Code != 2 || !strings.Contains(r.Stderr, "--yes") {
+			t.Errorf("drill without --yes: exit %d, want 2 asking for --yes", r.Code)
+		}
+	})
+
+	step("bootstrap the 3-member cluster with its load balancer", func(t *testing.T) {
+		mustHactl(t, "bootstrap", "-f", spec)
+		waitEtcdHealthy(t, spec, time.Minute)
+	})
+
+	step("a drill on an unhealthy cluster is refused", func(t *testing.T) {
+		execOn(t, "cp-c", "systemctl", "stop", "etcd")
+		defer execOn(t, "cp-c", "systemctl", "start", "etcd")
+		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes")
+		if r.Code != 3 || !strings.Contains(r.Stderr, "refused") || !strings.Contains(r.Stderr, "cp-c") {
+			t.Errorf("drill with cp-c stopped: exit %d, want 3 refusing and naming cp-c", r.Code)
+		}
+		if out := execOn(t, "cp-a", "systemctl", "is-active", "etcd"); strings.TrimSpace(out) != "active" {
+			t.Errorf("a refused drill touched cp-a: etcd %s", out)
+		}
+		execOn(t, "cp-c", "systemctl", "start", "etcd")
+		waitEtcdHealthy(t, spec, time.Minute)
+	})
+
+	step("dry run prints the plan and touches nothing", func(t *testing.T) {
+		r := mustHactl(t, "drill", "kill-leader", "-f", spec, "--dry-run")
+		if !strings.Contains(r.Stderr, "SIGKILL of etcd.service") || !strings.Contains(r.Stdout, "dry run") {
+			t.Errorf("dry run does not show the plan")
+		}
+		noLeftovers(t, c3)
+	})
+
+	step("kill-leader by process", func(t *testing.T) {
+		rep, r := runDrill(t, spec, "kill-leader", "--method", "process", "--hold", "4s")
+		checkKillLeader(t, rep, r, 1)
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, time.Minute)
+	})
+
+	step("kill-leader by network: the partitioned leader steps down, no write acknowledged twice", func(t *testing.T) {
+		rep, r := runDrill(t, spec, "kill-leader", "--method", "network", "--hold", "5s")
+		checkKillLeader(t, rep, r, 1)
+		if v := rep.Iterations[0].Verification; v.SplitBrain != 0 {
+			t.Errorf("%d revisions acknowledged twice", v.SplitBrain)
+		}
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, time.Minute)
+	})
+
+	step("kill-leader by host (docker kill / docker start from the operator's machine)", func(t *testing.T) {
+		rep, r := runDrill(t, spec, "kill-leader", "--method", "host", "--hold", "4s",
+			"--down-command", "docker kill "+lab.Prefix+"-{{.Host}}", "--up-command", "docker start "+lab.Prefix+"-{{.Host}}")
+		checkKillLeader(t, rep, r, 1)
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, 2*time.Minute)
+	})
+
+	step("3 consecutive kill-leader drills lose no acknowledged write, with --max-rto", func(t *testing.T) {
+		rep, r := runDrill(t, spec, "kill-leader", "--count", "3", "--hold", "3s", "--max-rto", "30s")
+		checkKillLeader(t, rep, r, 3)
+		if rep.Verdict != "pass" {
+			t.Errorf("verdict %s, want pass", rep.Verdict)
+		}
+		if d, ok := rep.Summary["rtoMs"]; !ok || d.N != 3 || d.Min > d.Median || d.Median > d.Max {
+			t.Errorf("summary rtoMs %+v", d)
+		}
+		// An impossible budget fails the verdict (exit 3) and still puts everything back.
+		rep, r = runDrill(t, spec, "kill-leader", "--hold", "2s", "--max-rto", "1ms")
+		if r.Code != 3 || rep == nil || rep.Verdict != "fail" || rep.LostWrites != 0 {
+			t.Errorf("--max-rto 1ms: exit %d, want 3 with verdict fail and nothing lost", r.Code)
+		}
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, time.Minute)
+	})
+
+	for _, zone := range []string{"az-a", "az-b", "az-c"} {
+		step("az-outage "+zone, func(t *testing.T) {
+			rep, r := runDrill(t, spec, "az-outage", "--zone", zone, "--hold", "5s")
+			checkEtcdDrill(t, rep, r, 1)
+			p := rep.Prediction
+			if p == nil || !p.QuorumHolds || p.Survivors != 2 || p.Total != 3 {
+				t.Fatalf("prediction %+v: want quorum holding with 2 of 3", p)
+			}
+			it := rep.Iterations[0]
+			if it.Observed == nil || !it.Observed.QuorumHeld || it.Observed.LeaderChanged != p.LeaderInZone || it.Observed.VIPMoved != p.VIPMustMove {
+				t.Errorf("observed %+v, predicted %+v", it.Observed, p)
+			}
+			if !strings.Contains(r.Stderr, "losing "+zone) {
+				t.Errorf("the plan does not say what losing %s does", zone)
+			}
+			noLeftovers(t, c3)
+			waitEtcdHealthy(t, spec, time.Minute)
+		})
+	}
+
+	step("a drill killed with SIGKILL leaves leftovers: the next drill refuses, cleanup puts them back", func(t *testing.T) {
+		cmd := exec.Command(suite.Bin, "drill", "kill-leader", "-f", spec, "--yes", "--method", "network", "--hold", "60s", "--log-file", "")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		journal := filepath.Join(c3.Spec.StateDir, "drill", "active.json")
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(stderr.String(), "drill/hold") {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("the drill did not reach its hold:\n%s", stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		t.Logf("killed hactl during the hold:\n%s", stderr.String())
+		if _, err := os.Stat(journal); err != nil {
+			t.Fatalf("no journal after SIGKILL: %v", err)
+		}
+		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes")
+		if r.Code != 3 || !strings.Contains(r.Stderr, "hactl drill cleanup") || !strings.Contains(r.Stderr, "HACTL-DRILL") {
+			t.Errorf("drill over leftovers: exit %d, want 3 naming the iptables chain and `hactl drill cleanup`", r.Code)
+		}
+		mustHactl(t, "drill", "cleanup", "-f", spec, "--yes")
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, time.Minute)
+		if r := mustHactl(t, "drill", "cleanup", "-f", spec, "--yes"); !strings.Contains(r.Stdout, "nothing to clean up") {
+			t.Errorf("a second cleanup found something")
+		}
+	})
+
+	step("kill-leader on the 5-member cluster", func(t *testing.T) {
+		ctx := context.Background()
+		if err := suite.Lab.Recreate(ctx, "cp-a", "cp-b", "cp-c", "etcd-d", "etcd-e", "lb-a", "lb-b"); err != nil {
+			t.Fatal(err)
+		}
+		c5 := labSpec(t, 5)
+		spec5 := writeSpec(t, c5)
+		mustHactl(t, "bootstrap", "-f", spec5)
+		waitEtcdHealthy(t, spec5, time.Minute)
+		rep, r := runDrill(t, spec5, "kill-leader", "--hold", "4s")
+		checkKillLeader(t, rep, r, 1)
+		noLeftovers(t, c5)
+	})
+}
