@@ -70,6 +70,7 @@ demo: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## lab up,
 	@echo "        # the VIP moved to lb-b within ~4.5 s (README: Load balancer); status exits 3: haproxy is down on lb-a"
 	@echo "  bin/kubectl --kubeconfig .lab/admin.conf get nodes                          # answers through the VIP on lb-b"
 	@echo "  docker exec hactl-lab-lb-a systemctl start haproxy   # ~3 s later the VIP moves back to lb-a (higher priority; see nopreempt)"
+	@echo "  bin/hactl drill kill-leader -f .lab/cluster-3.yaml --yes   # kill the etcd leader: election, RTO, catch-up; proves no acknowledged write was lost"
 	@echo "  bin/hactl bootstrap -f .lab/cluster-3.yaml      # a re-run: nothing changes, nothing restarted"
 	@echo "  bin/hactl status -f .lab/cluster-3.yaml -o json"
 	@echo "  docker kill hactl-lab-cp-b; bin/hactl status -f .lab/cluster-3.yaml   # quorum holds with 2 of 3 (status waits out cp-b's timeout)"
@@ -90,10 +91,11 @@ lab-down: ## remove every lab container, network and volume (hactl-lab*)
 	$(LAB) down
 
 .PHONY: bench
-bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore; prints figures
+bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills; prints figures
 	$(GO) run ./bench/bootstrap -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/lb -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl
+	$(GO) run ./bench/drill -hactl $(CURDIR)/bin/hactl
 
 .PHONY: clean
 clean:

@@ -142,15 +142,17 @@ func (r *runner) applyOne(ctx context.Context, h v1alpha1.Host) (applied, error)
 
 // faultInstant places the fault on this machine's monotonic clock. The fault script prints the
 // host's time just before its first action and just after its last (fault.ApplyResult FaultStart
-// and FaultEnd). When that window lies within [sent, done] (the hosts' clocks agree with this one,
-// NTP), t0 is its start and the uncertainty its length; otherwise (a skewed clock) t0 is sent,
-// early so the RTO is never flattered, and the uncertainty the whole round trip.
+// and FaultEnd): the fault happened in that window. When the window lies within [sent, done] (the
+// host's clock agrees with this one, NTP), t0 is its END: every write sent after t0 met the fault
+// (from its start, writes sent before the kill landed would still be acknowledged and fake a
+// near-zero RTO); the figures may understate by at most the window's length, the uncertainty.
+// With a skewed clock, t0 is done and the uncertainty the whole round trip.
 func faultInstant(sent, done time.Time, ar fault.ApplyResult) (time.Time, time.Duration) {
 	ws, wd := sent.Round(0), done.Round(0)
 	if ar.FaultStart.IsZero() || ar.FaultEnd.Before(ar.FaultStart) || ar.FaultStart.Before(ws) || ar.FaultEnd.After(wd) {
-		return sent, done.Sub(sent)
+		return done, done.Sub(sent)
 	}
-	return sent.Add(ar.FaultStart.Sub(ws)), ar.FaultEnd.Sub(ar.FaultStart)
+	return sent.Add(ar.FaultEnd.Sub(ws)), ar.FaultEnd.Sub(ar.FaultStart)
 }
 
 // putBack puts every target back with a fresh context (also after Ctrl-C): the restore script over
@@ -339,7 +341,11 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 		it.Failures = append(it.Failures, "no acknowledged write after the fault: the cluster did not recover while measured")
 	}
 	if lbo != nil {
-		it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures = lbo.after(t0)
+		cut := map[string]bool{}
+		for _, h := range targets {
+			cut[h.Name] = true
+		}
+		it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures, it.Notes = lbo.after(t0, cut)
 		if lbo.readyz {
 			if o := lbo.outage(t0); o != nil {
 				it.Failures = append(it.Failures, o.Error())

@@ -94,7 +94,7 @@ func (j *Journal) describe() []string {
 		if !t.OnHost {
 			how = "brought back by running: " + t.UpCommand
 		}
-		out = append(out, fmt.Sprintf("%s: %s; %s", t.Host, t.Fault, how))
+		out = append(out, fmt.Sprintf("%s; %s", t.Fault, how)) // Fault starts with the host's name
 	}
 	return out
 }

@@ -175,8 +175,11 @@ func (w *lbWatch) stop() *lbObserved {
 func (o *lbObserved) holderAt(t time.Time) []string { return probe.Holders(o.events, t) }
 
 // after returns where the VIP went after t0 (from the holder before t0), when it got there, and
-// how many readyz requests failed.
-func (o *lbObserved) after(t0 time.Time) (string, *float64, int) {
+// how many readyz requests failed. Hosts in cut (the zone taken down) are not where clients can
+// reach the VIP: a move to them does not count (an isolated backup hears no advertisement and
+// makes itself master on its side of the partition, RFC 5798 §6.4.2); such claims are returned as
+// notes.
+func (o *lbObserved) after(t0 time.Time, cut map[string]bool) (string, *float64, int, []string) {
 	before := o.holderAt(t0)
 	failures := 0
 	for _, s := range o.samples {
@@ -184,14 +187,24 @@ func (o *lbObserved) after(t0 time.Time) (string, *float64, int) {
 			failures++
 		}
 	}
+	var reachable []probe.VIPEvent
+	var notes []string
+	for _, e := range o.events {
+		switch {
+		case !cut[e.Host]:
+			reachable = append(reachable, e)
+		case e.Held && e.At.After(t0) && !slices.Contains(before, e.Host):
+			notes = append(notes, fmt.Sprintf("%s (cut off) claimed the VIP on its side of the partition %s after t0: a backup that hears no advertisement becomes master (RFC 5798); clients cannot reach it", e.Host, fmtMs(msp(e.At.Sub(t0)))))
+		}
+	}
 	if len(before) != 1 {
-		return "", nil, failures
+		return "", nil, failures, notes
 	}
-	to, at, ok := probe.FirstMove(o.events, before[0], t0)
+	to, at, ok := probe.FirstMove(reachable, before[0], t0)
 	if !ok {
-		return before[0], nil, failures
+		return before[0], nil, failures, notes
 	}
-	return to, msp(at.Sub(t0)), failures
+	return to, msp(at.Sub(t0)), failures, notes
 }
 
 // outage returns an error when readyz never answered 200 again after failing following t0.
@@ -306,7 +319,7 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 	if o.err != nil {
 		it.Failures = append(it.Failures, fmt.Sprintf("VIP watcher: %v", o.err))
 	}
-	it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures = o.after(t0)
+	it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures, it.Notes = o.after(t0, nil)
 	if it.VIPMovedMs == nil {
 		it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not move off %s while %s was stopped (%s)", holder, r.o.Component, r.o.Hold))
 	}

@@ -75,8 +75,10 @@ type Iteration struct {
 	// Targets are the hosts taken down; Fault what was done to them.
 	Targets []string `json:"targets"`
 	Fault   string   `json:"fault"`
-	// FaultAt is t0 (wall clock). FaultUncertaintyMs bounds how far the real instant may be from it
-	// (the part of the fault command's round trip that is not the host's own time).
+	// FaultAt is t0 (wall clock): the end of the window in which the fault was applied (the host's
+	// own timestamps around the kill / iptables / stop; for --method host, when --down-command
+	// returned). FaultUncertaintyMs is that window's length: figures measured from t0 may understate
+	// by at most this much, never overstate.
 	FaultAt            time.Time `json:"faultAt"`
 	FaultUncertaintyMs float64   `json:"faultUncertaintyMs"`
 
@@ -120,6 +122,8 @@ type Iteration struct {
 
 	// Observed is what happened, for a comparison with the prediction (az-outage).
 	Observed *Observed `json:"observed,omitempty"`
+	// Notes are what was seen and is worth knowing but fails nothing.
+	Notes []string `json:"notes,omitempty"`
 	// Failures make the drill fail (exit 3).
 	Failures []string `json:"failures,omitempty"`
 }
@@ -281,6 +285,11 @@ func (r *Report) Print(w io.Writer) {
 			}
 		}
 		ui.Table(w, []string{"FIGURE", "MIN", "MEDIAN", "MAX", "N"}, rows)
+	}
+	for _, it := range r.Iterations {
+		for _, n := range it.Notes {
+			fmt.Fprintf(w, "note (#%d): %s\n", it.N, n)
+		}
 	}
 	if r.Prediction != nil {
 		fmt.Fprintln(w, "\nprediction vs observation:")

@@ -486,9 +486,14 @@ func (r *runner) plan(pre *preflightState) []string {
 	} else {
 		out = append(out, fmt.Sprintf("safety: the fault and its --up-command are recorded in %s; `hactl drill cleanup` runs it if this drill is interrupted", journalPath(r.c.Spec.StateDir)))
 	}
-	if o.MaxRTO > 0 {
+	switch {
+	case o.Kind == LBFailover && o.MaxRTO > 0:
+		out = append(out, fmt.Sprintf("verdict: fail (exit 3) if readyz through the VIP takes longer than %s to answer again, the VIP does not move or does not settle", o.MaxRTO))
+	case o.Kind == LBFailover:
+		out = append(out, "verdict: fail (exit 3) if the VIP does not move, readyz does not answer again or the VIP does not settle; add --max-rto for a verdict on the RTO")
+	case o.MaxRTO > 0:
 		out = append(out, fmt.Sprintf("verdict: fail (exit 3) if any RTO exceeds %s or any acknowledged write is lost", o.MaxRTO))
-	} else {
+	default:
 		out = append(out, "verdict: fail (exit 3) if any acknowledged write is lost; add --max-rto for a verdict on the RTO")
 	}
 	return out

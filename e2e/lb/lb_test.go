@@ -18,6 +18,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/etcd"
@@ -386,6 +387,52 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			execOn(t, "lb-a", "systemctl", "start", "haproxy")
 			waitHolder(t, spec, "lb-a") // preemption: the higher priority takes it back
 			waitReadyzOK(t, "readyz through the VIP back on lb-a")
+		}},
+		{"drill lb-failover: HAProxy, then Keepalived, stopped on the VIP holder; measured and put back", func(t *testing.T) {
+			kubeCA := filepath.Join(labDir, "kubernetes-ca.crt") // written by the CA step
+			for _, component := range []string{"haproxy", "keepalived"} {
+				rp := filepath.Join(t.TempDir(), "drill.json")
+				r := hactl(t, "drill", "lb-failover", "-f", spec, "--component", component, "--ca-file", kubeCA, "--hold", "8s", "--yes", "--report", rp)
+				var rep drill.Report
+				raw, err := os.ReadFile(rp)
+				if err == nil {
+					err = json.Unmarshal(raw, &rep)
+				}
+				if r.Code != 0 || err != nil || len(rep.Iterations) != 1 {
+					t.Fatalf("%s: exit %d, report %v: want 0 and one iteration", component, r.Code, err)
+				}
+				it := rep.Iterations[0]
+				if it.VIPBefore != "lb-a" || it.VIPAfter != "lb-b" || it.VIPMovedMs == nil || it.RTOMs == nil || it.ReadyzFailures == 0 || it.SettledOn != "lb-a" {
+					t.Errorf("%s: VIP %s → %s in %v, readyz back in %v after %d failed requests, settled on %s; want lb-a → lb-b, measured, back on lb-a",
+						component, it.VIPBefore, it.VIPAfter, it.VIPMovedMs, it.RTOMs, it.ReadyzFailures, it.SettledOn)
+				} else {
+					t.Logf("%s stopped: VIP moved in %.0f ms, readyz back in %.0f ms (%d failed requests), settled on lb-a %.0f ms after the put-back",
+						component, *it.VIPMovedMs, *it.RTOMs, it.ReadyzFailures, *it.SettleMs)
+				}
+				if rep.Settings.AdvertIntervalMs != 1000 || rep.Settings.CheckIntervalMs == 0 {
+					t.Errorf("settings %+v: want the advert and check intervals", rep.Settings)
+				}
+				for _, h := range []string{"lb-a", "lb-b"} {
+					if out := execOn(t, h, "systemctl", "is-active", "haproxy", "keepalived"); strings.Count(out, "active") != 2 || strings.Contains(out, "inactive") {
+						t.Errorf("%s after the drill: %q", h, out)
+					}
+				}
+			}
+			waitHolder(t, spec, "lb-a")
+			waitReadyzOK(t, "readyz through the VIP after the drills")
+		}},
+		{"drill kill-leader under the running control plane: nothing lost", func(t *testing.T) {
+			rp := filepath.Join(t.TempDir(), "drill.json")
+			mustHactl(t, "drill", "kill-leader", "-f", spec, "--hold", "3s", "--yes", "--report", rp)
+			var rep drill.Report
+			raw, err := os.ReadFile(rp)
+			if err == nil {
+				err = json.Unmarshal(raw, &rep)
+			}
+			if err != nil || rep.LostWrites != 0 || len(rep.Iterations) != 1 || rep.Iterations[0].ElectionMs == nil {
+				t.Fatalf("report %v: %+v", err, rep)
+			}
+			waitReadyzOK(t, "readyz through the VIP after the kill-leader drill")
 		}},
 		{"a reload that fails is rolled back", func(t *testing.T) {
 			// Something else holds port 7443 on lb-b: HAProxy's new workers can't bind it, so the master
