@@ -141,15 +141,19 @@ func TestFaultInstant(t *testing.T) {
 	done := sent.Add(300 * time.Millisecond)
 	wall := sent.Round(0)
 	ar := fault.ApplyResult{FaultStart: wall.Add(210 * time.Millisecond), FaultEnd: wall.Add(215 * time.Millisecond)}
-	t0, unc := faultInstant(sent, done, ar)
+	t0, unc := faultInstant(sent, done, ar, false)
 	if got := t0.Sub(sent); got != 215*time.Millisecond || unc != 5*time.Millisecond {
 		t.Errorf("t0 sent+%s, uncertainty %s; want the window's end sent+215ms, 5ms", got, unc)
 	}
 	// A host clock outside [sent, done] (skew), or no times: t0 is when the command returned.
 	for _, ar := range []fault.ApplyResult{{}, {FaultStart: wall.Add(-time.Hour), FaultEnd: wall.Add(-time.Hour)}} {
-		if t0, unc := faultInstant(sent, done, ar); !t0.Equal(done) || unc != 300*time.Millisecond {
+		if t0, unc := faultInstant(sent, done, ar, false); !t0.Equal(done) || unc != 300*time.Millisecond {
 			t.Errorf("skewed or missing host times: t0 sent+%s, uncertainty %s", t0.Sub(sent), unc)
 		}
+	}
+	// A stop takes effect when it starts: t0 is the window's start.
+	if t0, unc := faultInstant(sent, done, ar, true); t0.Sub(sent) != 210*time.Millisecond || unc != 5*time.Millisecond {
+		t.Errorf("atStart: t0 sent+%s, uncertainty %s; want sent+210ms, 5ms", t0.Sub(sent), unc)
 	}
 }
 

@@ -18,8 +18,9 @@ import (
 	"github.com/hactl/hactl/provision"
 )
 
-// sshTimeout bounds one remote command of a drill (inspect, fault, put-back).
-const sshTimeout = 90 * time.Second
+// sshTimeout bounds one remote command of a drill (inspect, fault, put-back: the restore script
+// may wait up to 30 s per unit it starts).
+const sshTimeout = 3 * time.Minute
 
 // hosts keeps one SSH connection per host for the drill, dialled on first use and redialled when
 // a command fails on a dead connection (a host that was down and came back).

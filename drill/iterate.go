@@ -135,24 +135,36 @@ func (r *runner) applyOne(ctx context.Context, h v1alpha1.Host) (applied, error)
 	if err != nil {
 		return a, fmt.Errorf("%s: the fault was not applied: %w", h.Name, err)
 	}
-	a.at, a.uncertainty = faultInstant(sent, done, ar)
+	a.at, a.uncertainty = faultInstant(sent, done, ar, r.o.Kind == LBFailover)
 	r.p.Hostf(h.Name, "[drill/fault] %s", r.faultText(h.Name))
 	return a, nil
 }
 
 // faultInstant places the fault on this machine's monotonic clock. The fault script prints the
 // host's time just before its first action and just after its last (fault.ApplyResult FaultStart
-// and FaultEnd): the fault happened in that window. When the window lies within [sent, done] (the
-// host's clock agrees with this one, NTP), t0 is its END: every write sent after t0 met the fault
-// (from its start, writes sent before the kill landed would still be acknowledged and fake a
-// near-zero RTO); the figures may understate by at most the window's length, the uncertainty.
-// With a skewed clock, t0 is done and the uncertainty the whole round trip.
-func faultInstant(sent, done time.Time, ar fault.ApplyResult) (time.Time, time.Duration) {
+// and FaultEnd): the fault happened in that window, whose length is the uncertainty. It is mapped
+// onto the local clock when it lies within [sent, done] (the host's clock agrees with this one, NTP);
+// with a skewed clock, t0 is done (atStart: sent) and the uncertainty the whole round trip.
+//
+// Which end: a kill or an iptables rule takes effect at once and the window is short, but writes
+// sent in the few ms before `systemctl kill` runs are still acknowledged and would fake a near-zero
+// RTO: t0 is the END, every write sent after it met the fault (figures may understate by at most
+// the uncertainty). A `systemctl stop` (lb-failover) takes effect when it starts (keepalived sends
+// its priority-0 advertisement, HAProxy closes its listeners) but returns only once the service has
+// exited, often after the VIP already moved: t0 is the START (atStart).
+func faultInstant(sent, done time.Time, ar fault.ApplyResult, atStart bool) (time.Time, time.Duration) {
 	ws, wd := sent.Round(0), done.Round(0)
 	if ar.FaultStart.IsZero() || ar.FaultEnd.Before(ar.FaultStart) || ar.FaultStart.Before(ws) || ar.FaultEnd.After(wd) {
+		if atStart {
+			return sent, done.Sub(sent)
+		}
 		return done, done.Sub(sent)
 	}
-	return sent.Add(ar.FaultEnd.Sub(ws)), ar.FaultEnd.Sub(ar.FaultStart)
+	at := ar.FaultEnd
+	if atStart {
+		at = ar.FaultStart
+	}
+	return sent.Add(at.Sub(ws)), ar.FaultEnd.Sub(ar.FaultStart)
 }
 
 // putBack puts every target back with a fresh context (also after Ctrl-C): the restore script over

@@ -319,6 +319,9 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 	if o.err != nil {
 		it.Failures = append(it.Failures, fmt.Sprintf("VIP watcher: %v", o.err))
 	}
+	if at := o.holderAt(t0); len(at) != 1 || at[0] != holder {
+		it.Failures = append(it.Failures, fmt.Sprintf("at the fault the VIP watchers saw the VIP on [%s], not on the holder %s", strings.Join(at, " "), holder))
+	}
 	it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures, it.Notes = o.after(t0, nil)
 	if it.VIPMovedMs == nil {
 		it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not move off %s while %s was stopped (%s)", holder, r.o.Component, r.o.Hold))

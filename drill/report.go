@@ -75,10 +75,10 @@ type Iteration struct {
 	// Targets are the hosts taken down; Fault what was done to them.
 	Targets []string `json:"targets"`
 	Fault   string   `json:"fault"`
-	// FaultAt is t0 (wall clock): the end of the window in which the fault was applied (the host's
-	// own timestamps around the kill / iptables / stop; for --method host, when --down-command
-	// returned). FaultUncertaintyMs is that window's length: figures measured from t0 may understate
-	// by at most this much, never overstate.
+	// FaultAt is t0 (wall clock), from the host's own timestamps around the fault: the end of that
+	// window for a kill or iptables (figures may understate by at most FaultUncertaintyMs, the
+	// window's length), its start for lb-failover's stop; for --method host, when --down-command
+	// returned.
 	FaultAt            time.Time `json:"faultAt"`
 	FaultUncertaintyMs float64   `json:"faultUncertaintyMs"`
 

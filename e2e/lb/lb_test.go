@@ -403,8 +403,8 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				}
 				it := rep.Iterations[0]
 				if it.VIPBefore != "lb-a" || it.VIPAfter != "lb-b" || it.VIPMovedMs == nil || it.RTOMs == nil || it.ReadyzFailures == 0 || it.SettledOn != "lb-a" {
-					t.Errorf("%s: VIP %s → %s in %v, readyz back in %v after %d failed requests, settled on %s; want lb-a → lb-b, measured, back on lb-a",
-						component, it.VIPBefore, it.VIPAfter, it.VIPMovedMs, it.RTOMs, it.ReadyzFailures, it.SettledOn)
+					t.Errorf("%s: VIP %s → %s (moved measured: %v), readyz back measured: %v after %d failed requests, settled on %s; want lb-a → lb-b, measured, back on lb-a",
+						component, it.VIPBefore, it.VIPAfter, it.VIPMovedMs != nil, it.RTOMs != nil, it.ReadyzFailures, it.SettledOn)
 				} else {
 					t.Logf("%s stopped: VIP moved in %.0f ms, readyz back in %.0f ms (%d failed requests), settled on lb-a %.0f ms after the put-back",
 						component, *it.VIPMovedMs, *it.RTOMs, it.ReadyzFailures, *it.SettleMs)
