@@ -10,7 +10,9 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/fault"
+	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/drill/workload"
+	"github.com/hactl/hactl/lb"
 )
 
 // spec returns a valid cluster: members (name → zone) with role etcd, lbs (name → zone) with role lb.
@@ -234,5 +236,39 @@ func TestNewLeaderAt(t *testing.T) {
 	}
 	if !leaderChanged(obs, t0, 1) || leaderChanged(obs[:4], t0, 1) {
 		t.Errorf("leaderChanged")
+	}
+}
+
+func TestLBObservedAfter(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	o := &lbObserved{events: []probe.VIPEvent{
+		{Host: "lb-a", Held: true, At: at(-5000)},
+		{Host: "lb-b", Held: false, At: at(-5000)},
+		{Host: "lb-b", Held: true, At: at(3000)}, // cut off: claims it on its own side
+		{Host: "lb-c", Held: false, At: at(-5000)},
+	}, samples: []probe.Sample{{Sent: at(-20), OK: true}, {Sent: at(20), OK: false}, {Sent: at(40), OK: true}}}
+	to, moved, failed, notes := o.after(t0, map[string]bool{"lb-b": true})
+	if to != "lb-a" || moved != nil || failed != 1 || len(notes) != 1 || !strings.Contains(notes[0], "lb-b (cut off) claimed the VIP") {
+		t.Errorf("cut-off claim: to %s moved %v failed %d notes %v; want the VIP staying on lb-a and a note", to, moved, failed, notes)
+	}
+	// Without a cut, lb-b taking it is the move.
+	to, moved, _, notes = o.after(t0, nil)
+	if to != "lb-b" || moved == nil || *moved != 3000 || len(notes) != 0 {
+		t.Errorf("move: to %s moved %v notes %v", to, moved, notes)
+	}
+	if got, ok := settledAt(o.events, "lb-b", at(1000)); !ok || !got.Equal(at(3000)) {
+		t.Errorf("settledAt: %v %v", got, ok)
+	}
+}
+
+func TestMasterDown(t *testing.T) {
+	// RFC 5798 §6.1: 3 x 1 s + (256 - 100) x 1 s / 256 = 3.609375 s for a backup of priority 100.
+	c := &lb.Config{AdvertInterval: 1, Nodes: []lb.Node{{Name: "a", Priority: 150}, {Name: "b", Priority: 100}}}
+	if got := masterDown(c); got != 3609375*time.Microsecond {
+		t.Errorf("masterDown = %s", got)
+	}
+	if got := masterDown(&lb.Config{AdvertInterval: 1, Nodes: c.Nodes[:1]}); got != 0 {
+		t.Errorf("one node: %s", got)
 	}
 }

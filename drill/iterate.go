@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -260,6 +261,14 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 	if err != nil {
 		return nil, err
 	}
+	// A partitioned leader must step down: watch it on its own loopback through SSH.
+	var own *memberWatch
+	if r.o.Kind == KillLeader && r.o.Method == MethodNetwork {
+		own, err = r.watchOwnView(ctx, targets[0])
+		if err != nil {
+			r.p.Warnf("drill: cannot watch %s on its loopback through SSH (its step-down will not be observed): %v", targets[0].Name, err)
+		}
+	}
 	var lbw *lbWatch
 	if r.o.Kind == AZOutage && r.c.Spec.LoadBalancer != nil && r.report.Prediction != nil && len(r.report.Prediction.LBHosts) > 0 {
 		if lbw, err = r.startLBWatch(ctx, false); err != nil {
@@ -273,8 +282,12 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 		lbw.stop()
 		return nil, err
 	}
+	var ownObs []Observation
 	stopAll := func() (*workload.Record, []Observation, *lbObserved) {
 		rec := wl.Stop()
+		if own != nil {
+			ownObs = own.stop()
+		}
 		return rec, mw.stop(), lbw.stop()
 	}
 	sleepCtx(ctx, warmup)
@@ -345,6 +358,13 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 	leaderChanged := leaderChanged(obs, t0, pre.leaderID)
 	if !leaderChanged {
 		it.LeaderAfter = pre.leader
+	}
+	if own != nil {
+		if o, ok := steppedDownAt(ownObs, t0, pre.leaderID); ok && o.At.Before(tPut) {
+			it.StepDownMs = msp(o.At.Sub(t0))
+		} else {
+			it.Failures = append(it.Failures, fmt.Sprintf("the partitioned leader %s did not step down during the hold (%d observations of its own view)", pre.leader, len(ownObs)))
+		}
 	}
 	if r.o.Kind == KillLeader && it.ElectionMs == nil {
 		it.Failures = append(it.Failures, fmt.Sprintf("no new leader was observed within the hold (%s)", r.o.Hold))
@@ -501,4 +521,17 @@ func sortedNames(hs []v1alpha1.Host) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// watchOwnView starts watching member h's own status on its loopback through its SSH connection.
+func (r *runner) watchOwnView(ctx context.Context, h v1alpha1.Host) (*memberWatch, error) {
+	cli, err := r.hosts.client(ctx, h.Name)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := netip.ParseAddr(h.Address)
+	if err != nil {
+		return nil, err
+	}
+	return watchThroughHost(ctx, h.Name, cli, addr.Unmap(), r.c.Spec.Etcd.ClientPort, r.files, 200*time.Millisecond)
 }

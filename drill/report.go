@@ -88,6 +88,10 @@ type Iteration struct {
 	TermBefore   uint64   `json:"termBefore,omitempty"`
 	TermAfter    uint64   `json:"termAfter,omitempty"`
 	ElectionMs   *float64 `json:"electionMs,omitempty"`
+	// StepDownMs (kill-leader --method network): when the partitioned leader, watched on its own
+	// loopback through SSH, stopped reporting itself as leader (etcd's CheckQuorum: after an
+	// election timeout without hearing from a quorum).
+	StepDownMs *float64 `json:"stepDownMs,omitempty"`
 	// RTOMs: etcd drills, until the first acknowledged write sent after t0 (or, when quorum was
 	// lost, after the put-back: RecoveryFromPutBack); lb-failover, until readyz through the VIP
 	// answers 200 again.
@@ -167,6 +171,7 @@ func (r *Report) summarize() {
 	}{
 		{"rtoMs", func(it Iteration) *float64 { return it.RTOMs }},
 		{"electionMs", func(it Iteration) *float64 { return it.ElectionMs }},
+		{"stepDownMs", func(it Iteration) *float64 { return it.StepDownMs }},
 		{"longestGapMs", func(it Iteration) *float64 { return it.LongestGapMs }},
 		{"writeP50Ms", func(it Iteration) *float64 { return it.WriteP50Ms }},
 		{"writeP99Ms", func(it Iteration) *float64 { return it.WriteP99Ms }},
@@ -279,7 +284,7 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.Iterations) > 1 {
 		fmt.Fprintln(w)
 		var rows [][]string
-		for _, k := range []string{"electionMs", "rtoMs", "longestGapMs", "vipMovedMs", "catchUpMs", "settleMs", "failbackOutageMs"} {
+		for _, k := range []string{"electionMs", "stepDownMs", "rtoMs", "longestGapMs", "vipMovedMs", "catchUpMs", "settleMs", "failbackOutageMs"} {
 			if d, ok := r.Summary[k]; ok {
 				rows = append(rows, []string{k, fmtMs(&d.Min), fmtMs(&d.Median), fmtMs(&d.Max), fmt.Sprint(d.N)})
 			}

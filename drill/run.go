@@ -276,6 +276,9 @@ func (it *Iteration) line() string {
 	if it.ElectionMs != nil {
 		parts = append(parts, "election "+fmtMs(it.ElectionMs))
 	}
+	if it.StepDownMs != nil {
+		parts = append(parts, "old leader stepped down after "+fmtMs(it.StepDownMs))
+	}
 	switch {
 	case it.VIPMovedMs != nil:
 		parts = append(parts, fmt.Sprintf("VIP %s → %s in %s", it.VIPBefore, dash(it.VIPAfter), fmtMs(it.VIPMovedMs)))

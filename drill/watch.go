@@ -2,6 +2,8 @@ package drill
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/provision"
 )
 
 // Observation is one member's answer to a Status request (or its failure).
@@ -132,4 +135,36 @@ func leaderChanged(obs []Observation, t0 time.Time, old uint64) bool {
 		}
 	}
 	return false
+}
+
+// watchThroughHost polls member name's status on its own loopback through the SSH connection cli
+// (loopback is exempt from a drill's iptables rules, so a partitioned member can still be watched:
+// did it step down?). The member's server certificate carries the loopback addresses.
+func watchThroughHost(ctx context.Context, name string, cli *provision.Client, addr netip.Addr, port int, files etcd.TLSFiles, timeout time.Duration) (*memberWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &memberWatch{cancel: cancel}
+	dial := etcd.WithDialer(func(ctx context.Context, a string) (net.Conn, error) { return cli.DialContext(ctx, a) })
+	ec, err := etcd.NewClient(ctx, []string{etcd.URL("https", etcd.Loopback(addr), port)}, files, timeout, dial)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer ec.Close()
+		w.poll(ctx, name, pb.NewMaintenanceClient(ec.ActiveConnection()), timeout)
+	}()
+	return w, nil
+}
+
+// steppedDownAt returns the first observation after t0 in which the member no longer reports
+// itself (id) as leader.
+func steppedDownAt(obs []Observation, t0 time.Time, id uint64) (Observation, bool) {
+	for _, o := range obs {
+		if o.OK && o.At.After(t0) && o.Leader != id {
+			return o, true
+		}
+	}
+	return Observation{}, false
 }

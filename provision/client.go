@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -81,6 +82,18 @@ func (c *Client) connErr(err error) error {
 		return fmt.Errorf("%w (connection closed: %v)", err, broken)
 	}
 	return err
+}
+
+// DialContext opens a TCP connection to addr ("host:port") as the host itself sees it: an SSH
+// direct-tcpip channel, like `ssh -L` (the server's AllowTcpForwarding must allow it). addr
+// "127.0.0.1:2379" reaches a service on the host's loopback, past any firewall rule on its other
+// interfaces (drills watch a partitioned etcd leader this way).
+func (c *Client) DialContext(ctx context.Context, addr string) (net.Conn, error) {
+	nc, err := c.conn.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: connect to %s through SSH: %w", c.target.Name, addr, err)
+	}
+	return nc, nil
 }
 
 // Target returns the host this client is connected to.

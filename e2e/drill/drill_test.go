@@ -270,8 +270,14 @@ func TestDrills(t *testing.T) {
 	step("kill-leader by network: the partitioned leader steps down, no write acknowledged twice", func(t *testing.T) {
 		rep, r := runDrill(t, spec, "kill-leader", "--method", "network", "--hold", "5s")
 		checkKillLeader(t, rep, r, 1)
-		if v := rep.Iterations[0].Verification; v.SplitBrain != 0 {
+		it := rep.Iterations[0]
+		if v := it.Verification; v.SplitBrain != 0 {
 			t.Errorf("%d revisions acknowledged twice", v.SplitBrain)
+		}
+		if it.StepDownMs == nil {
+			t.Errorf("the partitioned leader's step-down was not observed")
+		} else {
+			t.Logf("the partitioned leader %s stepped down %s after the partition", it.LeaderBefore, fmtp(it.StepDownMs))
 		}
 		noLeftovers(t, c3)
 		waitEtcdHealthy(t, spec, time.Minute)
