@@ -9,6 +9,8 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/fault"
+	"github.com/hactl/hactl/drill/workload"
+	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
@@ -21,6 +23,8 @@ type CleanupOptions struct {
 	// Confirm asks whether to put back what was found (nil: go ahead). DryRun stops after the plan.
 	Confirm func(question string) (bool, error)
 	DryRun  bool
+	// EtcdDial routes etcd connections (a bastion tunnel), nil for direct ones.
+	EtcdDial etcd.Option
 }
 
 // CleanupResult is what `hactl drill cleanup` found and did.
@@ -31,6 +35,11 @@ type CleanupResult struct {
 	PutBack []string `json:"putBack"`
 	// Clean: nothing is left (also true when nothing was found).
 	Clean bool `json:"clean"`
+	// DeletedKeys counts the drill workload keys (under /hactl-drill/) deleted: interrupted drills
+	// leave theirs.
+	DeletedKeys int64 `json:"deletedKeys"`
+	// Healthy: every member healthy afterwards (waited for up to 2 minutes).
+	Healthy bool `json:"healthy"`
 }
 
 // Cleanup puts back what an interrupted drill left: it reads the local journal and inspects every
@@ -40,6 +49,11 @@ type CleanupResult struct {
 // naming what could not be put back.
 func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 	p := o.Printer
+	unlock, err := lock(o.Cluster.Spec.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	hs := newHosts(o.Cluster, o.Dialer)
 	defer hs.close()
 	res := &CleanupResult{}
@@ -59,10 +73,12 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 	insp := hs.inspect(ctx, drillHosts(o.Cluster))
 	var restore []string
 	var unreachable []hostLeftovers
+	down := map[string]string{} // hosts to bring back with their --up-command: down and recorded
 	for _, hl := range insp {
 		switch {
 		case hl.Err != nil && up[hl.Host] != "":
 			// Down from --method host: the up command brings it back, then it is inspected again.
+			down[hl.Host] = up[hl.Host]
 		case hl.Err != nil:
 			unreachable = append(unreachable, hl)
 		case hl.Leftovers.Any():
@@ -73,14 +89,22 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 	if len(res.Found) == 0 {
 		res.Clean = true
 		p.Infof("drill/cleanup: nothing to put back: no journal, no marker, no iptables chain, no deadman on any host")
-		return res, nil
+		if o.DryRun {
+			return res, nil
+		}
+		return res, finishCleanup(ctx, o, res)
 	}
 	p.Infof("drill/cleanup: found")
 	for _, l := range res.Found {
 		p.Infof("  %s", l)
 	}
 	var plan []string
-	for h, cmd := range up {
+	for h := range up {
+		if _, ok := down[h]; !ok {
+			plan = append(plan, fmt.Sprintf("%s: answers SSH again (brought back already): its --up-command is not run", h))
+		}
+	}
+	for h, cmd := range down {
 		plan = append(plan, fmt.Sprintf("%s: run `%s` here, wait for SSH, then the restore script", h, cmd))
 	}
 	for _, h := range restore {
@@ -104,7 +128,7 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 	}
 	var left []string
 	var errs []error
-	for h, cmd := range up {
+	for h, cmd := range down {
 		p.Hostf(h, "[drill/cleanup] running here: %s", cmd)
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		out, err := fault.RunLocal(cctx, cmd)
@@ -141,5 +165,45 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 		return res, err
 	}
 	res.Clean = true
-	return res, nil
+	return res, finishCleanup(ctx, o, res)
+}
+
+// finishCleanup waits (up to 2 minutes) for every member to be healthy (a member put back is still
+// catching up) and deletes the workload keys interrupted drills left under /hactl-drill/.
+func finishCleanup(ctx context.Context, o CleanupOptions, res *CleanupResult) error {
+	p := o.Printer
+	files := tlsFiles(o.Cluster)
+	deadline := time.Now().Add(2 * time.Minute)
+	var reasons []string
+	for {
+		_, rs, err := health(ctx, o.Cluster, files, o.EtcdDial)
+		if err == nil && len(rs) == 0 {
+			res.Healthy = true
+			break
+		}
+		reasons = rs
+		if err != nil {
+			reasons = append(reasons, err.Error())
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			p.Warnf("drill/cleanup: the cluster is not healthy 2m after the put-back: %s (see `hactl status`)", strings.Join(reasons, "; "))
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	p.Infof("drill/cleanup: every member is healthy")
+	cli, err := etcd.NewClient(ctx, etcd.ClientURLs(mustMembers(o.Cluster)), files, 5*time.Second, o.EtcdDial)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	n, err := workload.Cleanup(ctx, cli, workloadRoot)
+	if err != nil {
+		return fmt.Errorf("deleting the drills' workload keys under %s: %w", workloadRoot, err)
+	}
+	res.DeletedKeys = n
+	if n > 0 {
+		p.Infof("drill/cleanup: deleted %d workload key(s) interrupted drills left under %s", n, workloadRoot)
+	}
+	return nil
 }

@@ -84,6 +84,10 @@ func TestPredictZone(t *testing.T) {
 func TestValidate(t *testing.T) {
 	c := spec(t, three, [][2]string{{"lb-a", "az-a"}, {"lb-b", "az-b"}})
 	down, _ := fault.ParseHostCommand("--down-command", "echo down {{.Host}}")
+	notPEM := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		o    Options
@@ -99,6 +103,8 @@ func TestValidate(t *testing.T) {
 		{"expect-outage without one", Options{Kind: AZOutage, Method: MethodNetwork, Count: 1, Zone: "az-a", ExpectOutage: true}, "there is no outage to expect"},
 		{"lb without CA", Options{Kind: LBFailover, Component: ComponentHAProxy, Count: 1}, "--ca-file"},
 		{"lb with missing CA", Options{Kind: LBFailover, Component: ComponentHAProxy, Count: 1, CAFile: "/nonexistent/ca.crt"}, "no such file"},
+		{"lb with a CA that is no PEM", Options{Kind: LBFailover, Component: ComponentHAProxy, Count: 1, CAFile: notPEM}, "no PEM certificate"},
+		{"hold shorter than an election", Options{Kind: KillLeader, Method: MethodProcess, Count: 1, Hold: 2 * time.Second}, "shorter than 2 x the election timeout (1s) + 1s = 3s"},
 	}
 	for _, tc := range cases {
 		o := tc.o
@@ -270,5 +276,22 @@ func TestMasterDown(t *testing.T) {
 	}
 	if got := masterDown(&lb.Config{AdvertInterval: 1, Nodes: c.Nodes[:1]}); got != 0 {
 		t.Errorf("one node: %s", got)
+	}
+}
+
+func TestDualVIP(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ev := []probe.VIPEvent{
+		{Host: "lb-a", Held: true, At: at(-1000)},
+		{Host: "lb-b", Held: false, At: at(-1000)},
+		{Host: "lb-b", Held: true, At: at(3000)},   // lb-a killed with SIGKILL keeps the address
+		{Host: "lb-a", Held: false, At: at(11000)}, // put back: keepalived starts, drops it
+	}
+	if d, who := dualVIP(ev, nil, t0); d != 8*time.Second || strings.Join(who, ",") != "lb-a,lb-b" {
+		t.Errorf("dualVIP = %s %v, want 8s on lb-a and lb-b", d, who)
+	}
+	if d, _ := dualVIP(ev, map[string]bool{"lb-a": true}, t0); d != 0 {
+		t.Errorf("lb-a cut off: %s, want 0", d)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/provision"
 )
 
 // catchUpTimeout bounds waiting for a returned member to catch up.
@@ -76,14 +77,24 @@ func (r *runner) applyFaults(ctx context.Context, targets []v1alpha1.Host) ([]ap
 	}
 	wg.Wait()
 	var merr *multierror.Error
-	for _, err := range errs {
+	var ours []v1alpha1.Host // hosts whose fault may be applied (not refused because another drill's is)
+	for i, err := range errs {
+		var ce *provision.CommandError
+		if err != nil && errors.As(err, &ce) && ce.ExitCode == fault.ExitNotClean {
+			merr = multierror.Append(merr, fmt.Errorf("%w (another drill's fault is on the host: it is left alone)", err))
+			continue
+		}
+		ours = append(ours, targets[i])
 		if err != nil {
 			merr = multierror.Append(merr, err)
 		}
 	}
 	if merr.ErrorOrNil() != nil {
-		r.p.Warnf("drill/fault: failed; putting everything back")
-		if perr := r.putBack(targets); perr != nil {
+		r.p.Warnf("drill/fault: failed; putting back what this drill did")
+		if len(ours) == 0 {
+			return nil, fmt.Errorf("drill/fault: %w", errors.Join(merr, removeJournal(r.c.Spec.StateDir)))
+		}
+		if perr := r.putBack(ours); perr != nil {
 			return nil, errors.Join(fmt.Errorf("drill/fault: %w", merr), perr)
 		}
 		return nil, fmt.Errorf("drill/fault: %w", merr)
@@ -137,7 +148,7 @@ func (r *runner) applyOne(ctx context.Context, h v1alpha1.Host) (applied, error)
 		return a, fmt.Errorf("%s: the fault was not applied: %w", h.Name, err)
 	}
 	a.at, a.uncertainty = faultInstant(sent, done, ar, r.o.Kind == LBFailover)
-	r.p.Hostf(h.Name, "[drill/fault] %s", r.faultText(h.Name))
+	r.p.Hostf(h.Name, "[drill/fault] %s", strings.TrimPrefix(r.faultText(h.Name), h.Name+": "))
 	return a, nil
 }
 
@@ -257,26 +268,28 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 		return nil, err
 	}
 	defer cli.Close()
-	mw, err := watchMembers(ctx, r.urls, r.files, 200*time.Millisecond, r.o.EtcdDial)
+	// The measurement runs until the put-back is done, also after Ctrl-C (which only cuts the hold).
+	mctx := context.WithoutCancel(ctx)
+	mw, err := watchMembers(mctx, r.urls, r.files, 200*time.Millisecond, r.o.EtcdDial)
 	if err != nil {
 		return nil, err
 	}
 	// A partitioned leader must step down: watch it on its own loopback through SSH.
 	var own *memberWatch
 	if r.o.Kind == KillLeader && r.o.Method == MethodNetwork {
-		own, err = r.watchOwnView(ctx, targets[0])
+		own, err = r.watchOwnView(mctx, targets[0])
 		if err != nil {
 			r.p.Warnf("drill: cannot watch %s on its loopback through SSH (its step-down will not be observed): %v", targets[0].Name, err)
 		}
 	}
 	var lbw *lbWatch
 	if r.o.Kind == AZOutage && r.c.Spec.LoadBalancer != nil && r.report.Prediction != nil && len(r.report.Prediction.LBHosts) > 0 {
-		if lbw, err = r.startLBWatch(ctx, false); err != nil {
+		if lbw, err = r.startLBWatch(mctx, false); err != nil {
 			mw.stop()
 			return nil, err
 		}
 	}
-	wl, err := workload.Start(ctx, workload.Config{Client: cli, Prefix: workloadPrefix(r.report.ID, n), Rate: r.o.Rate, RequestTimeout: r.o.RequestTimeout})
+	wl, err := workload.Start(mctx, workload.Config{Client: cli, Prefix: workloadPrefix(r.report.ID, n), Rate: r.o.Rate, RequestTimeout: r.o.RequestTimeout})
 	if err != nil {
 		mw.stop()
 		lbw.stop()
@@ -295,6 +308,11 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 	app, err := r.applyFaults(ctx, targets)
 	if err != nil {
 		stopAll()
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, cerr := workload.Cleanup(cctx, cli, workloadPrefix(r.report.ID, n)); cerr != nil {
+			r.p.Warnf("drill: deleting the workload's keys under %s: %v (`hactl drill cleanup` deletes them)", workloadPrefix(r.report.ID, n), cerr)
+		}
 		return nil, err
 	}
 	t0 := app[0].at
@@ -334,11 +352,19 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 	st := rec.Stats(t0)
 	it.Workload = &st
 	it.LongestGapMs, it.WriteP50Ms, it.WriteP99Ms = msp(st.LongestGap), msp(st.LatencyP50), msp(st.LatencyP99)
+	sentDuring := 0
 	for _, w := range rec.Writes {
+		if !w.Sent.Before(t0) && w.Sent.Before(tPut) {
+			sentDuring++
+			if w.Acked {
+				it.AckedDuringHold++
+			}
+		}
 		if w.Acked && !w.Sent.Before(t0) && w.Done.Before(tPut) {
 			it.WritesAckedDuringFault++
 		}
 	}
+	it.SentDuringHold = sentDuring
 	quorumHeld := it.WritesAckedDuringFault > 0
 	if r.report.Prediction != nil && !r.report.Prediction.QuorumHolds {
 		// No write can be acknowledged until the zone returns: recovery counts from the put-back.
@@ -350,10 +376,16 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 	} else if st.RTOObserved {
 		it.RTOMs = msp(st.RTO)
 	}
-	if o, ok := newLeaderAt(obs, t0, pre.leaderID, exclude); ok {
+	if o, ok := newLeaderAt(obs, t0, pre.leaderID, exclude); ok && o.At.Before(tPut) {
 		it.ElectionMs = msp(o.At.Sub(t0))
-		it.TermAfter = o.Term
 		it.LeaderAfter = r.memberName(o.Leader, obs, pre)
+	} else if ok {
+		it.LeaderAfter = r.memberName(o.Leader, obs, pre) // elected only after the put-back
+	}
+	for _, o := range obs { // the term the cluster ended the drill with
+		if o.OK {
+			it.TermAfter = max(it.TermAfter, o.Term)
+		}
 	}
 	leaderChanged := leaderChanged(obs, t0, pre.leaderID)
 	if !leaderChanged {
@@ -373,11 +405,19 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 		it.Failures = append(it.Failures, "no acknowledged write after the fault: the cluster did not recover while measured")
 	}
 	if lbo != nil {
+		// Hosts taken off the network (or powered off) are not where clients reach the VIP; with
+		// --method process they still are.
 		cut := map[string]bool{}
-		for _, h := range targets {
-			cut[h.Name] = true
+		if r.o.Method != MethodProcess {
+			for _, h := range targets {
+				cut[h.Name] = true
+			}
 		}
 		it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures, it.Notes = lbo.after(t0, cut)
+		if d, who := dualVIP(lbo.events, cut, t0); d > maxDualVIP {
+			it.Failures = append(it.Failures, fmt.Sprintf("the VIP was on %s at once for %s, both reachable: both answer ARP for it (keepalived killed with SIGKILL leaves its address configured, as a crash would)",
+				strings.Join(who, " and "), fmtMs(msp(d))))
+		}
 		if lbo.readyz {
 			if o := lbo.outage(t0); o != nil {
 				it.Failures = append(it.Failures, o.Error())

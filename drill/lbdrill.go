@@ -207,6 +207,48 @@ func (o *lbObserved) after(t0 time.Time, cut map[string]bool) (string, *float64,
 	return to, msp(at.Sub(t0)), failures, notes
 }
 
+// dualVIP returns the longest time after t0 during which two or more hosts outside cut held the
+// VIP at once, and those hosts. VRRP allows a brief overlap while mastership changes hands (RFC
+// 5798 §6.4.3); seconds of it mean two hosts answer ARP for the VIP (e.g. keepalived killed with
+// SIGKILL leaves its address configured while the backup takes over).
+func dualVIP(events []probe.VIPEvent, cut map[string]bool, t0 time.Time) (time.Duration, []string) {
+	held := map[string]bool{}
+	var longest time.Duration
+	var who []string
+	var since time.Time
+	count := func() []string {
+		var hs []string
+		for h, ok := range held {
+			if ok && !cut[h] {
+				hs = append(hs, h)
+			}
+		}
+		slices.Sort(hs)
+		return hs
+	}
+	for _, e := range events { // sorted by time
+		before := count()
+		held[e.Host] = e.Held
+		after := count()
+		switch {
+		case len(before) < 2 && len(after) >= 2:
+			since = e.At
+			if since.Before(t0) {
+				since = t0
+			}
+		case len(before) >= 2 && len(after) < 2 && !since.IsZero():
+			if d := e.At.Sub(since); e.At.After(t0) && d > longest {
+				longest, who = d, before
+			}
+			since = time.Time{}
+		}
+	}
+	return longest, who
+}
+
+// maxDualVIP is how long two reachable hosts may both hold the VIP before a drill fails.
+const maxDualVIP = time.Second
+
 // outage returns an error when readyz never answered 200 again after failing following t0.
 func (o *lbObserved) outage(t0 time.Time) error {
 	st := probe.Outage(o.samples, t0)
@@ -228,20 +270,21 @@ func masterDown(c *lb.Config) time.Duration {
 	return 3*adv + skew
 }
 
-// expectedVIPMove is a rough expectation of the VIP's move for the plan: Keepalived stopped sends a
-// priority-0 advertisement, so the backup waits only its skew time; HAProxy stopped is noticed by
-// the check after interval x fall, then the lowered priority is advertised (with a weight, the
-// backup waits for the master-down interval, RFC 5798 §6.4.2; with weight 0 FAULT sends priority 0).
-func (r *runner) expectedVIPMove() time.Duration {
-	adv := time.Duration(r.lbPlan.AdvertInterval) * time.Second
-	if r.o.Component == ComponentKeepalived {
+// expectedVIPMove is a rough expectation of the VIP's move: Keepalived stopped sends a
+// priority-0 advertisement, so the backup waits only its skew time (about one advert interval at
+// most); HAProxy stopped is noticed by the check after interval x fall, then the lowered priority is
+// advertised (with a weight, the backup waits for the master-down interval, RFC 5798 §6.4.2; with
+// weight 0, FAULT sends priority 0).
+func expectedVIPMove(p *lb.Config, c Component) time.Duration {
+	adv := time.Duration(p.AdvertInterval) * time.Second
+	if c == ComponentKeepalived {
 		return adv
 	}
 	detect := time.Duration(lb.ScriptInterval*lb.ScriptFall) * time.Second
-	if r.lbPlan.Weight == 0 {
+	if p.Weight == 0 {
 		return detect + adv
 	}
-	return detect + masterDown(r.lbPlan)
+	return detect + masterDown(p)
 }
 
 // expectedSettle names where the VIP must settle after the put-back: the highest-priority LB host,
@@ -276,7 +319,7 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 	}
 	it := &Iteration{N: n, Targets: []string{holder}, VIPBefore: holder, Fault: r.faultText(holder)}
 	it.Fault = fmt.Sprintf("%s: %s stopped", holder, r.o.Component.Unit())
-	w, err := r.startLBWatch(ctx, true)
+	w, err := r.startLBWatch(context.WithoutCancel(ctx), true) // measures until the put-back, also after Ctrl-C
 	if err != nil {
 		return nil, err
 	}
@@ -323,6 +366,9 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 		it.Failures = append(it.Failures, fmt.Sprintf("at the fault the VIP watchers saw the VIP on [%s], not on the holder %s", strings.Join(at, " "), holder))
 	}
 	it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures, it.Notes = o.after(t0, nil)
+	if d, who := dualVIP(o.events, nil, t0); d > maxDualVIP {
+		it.Failures = append(it.Failures, fmt.Sprintf("the VIP was on %s at once for %s: both answer ARP for it", strings.Join(who, " and "), fmtMs(msp(d))))
+	}
 	if it.VIPMovedMs == nil {
 		it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not move off %s while %s was stopped (%s)", holder, r.o.Component, r.o.Hold))
 	}

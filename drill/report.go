@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -40,6 +41,19 @@ type Report struct {
 	MaxRTOMs float64 `json:"maxRTOMs,omitempty"`
 	// LostWrites is the number of acknowledged writes missing after all iterations (must be 0).
 	LostWrites int `json:"lostWrites"`
+	// Error is why the drill did not complete (verdict "error"): a runtime failure, a put-back
+	// that failed, an interruption.
+	Error string `json:"error,omitempty"`
+}
+
+// setError marks the report as not completed because of err (a verdict failure stays "fail").
+func (r *Report) setError(err error) {
+	var ve *VerdictError
+	if err == nil || errors.As(err, &ve) {
+		return
+	}
+	r.Error = err.Error()
+	r.Verdict = "error"
 }
 
 // Settings are the cluster's and the drill's timing settings the figures depend on.
@@ -105,6 +119,11 @@ type Iteration struct {
 	Verification *workload.Verification `json:"verification,omitempty"`
 	// WritesAckedDuringFault counts writes sent after t0 and acknowledged before the put-back.
 	WritesAckedDuringFault int `json:"writesAckedDuringFault"`
+	// SentDuringHold and AckedDuringHold count the writes sent between t0 and the put-back and those
+	// of them acknowledged: after the RTO, a partitioned member still takes its share of the
+	// client's requests (round robin) until its connection is found dead, and those time out.
+	SentDuringHold  int `json:"sentDuringHold"`
+	AckedDuringHold int `json:"ackedDuringHold"`
 
 	// Put-back: PutBackMs is when it was done (offset from t0), CatchUpMs how long after its start
 	// (start-up included) the slowest returned member's applied index reached the commit index the
@@ -308,6 +327,15 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
+	var sent, ackedHold int
+	for _, it := range r.Iterations {
+		sent += it.SentDuringHold
+		ackedHold += it.AckedDuringHold
+	}
+	if r.Drill != LBFailover && sent > 0 && ackedHold < sent {
+		fmt.Fprintf(w, "While the fault was held, %d of %d writes (%.0f%%) were acknowledged; the others timed out (during the election, or sent to the unreachable member until the client gave up on it).\n",
+			ackedHold, sent, 100*float64(ackedHold)/float64(sent))
+	}
 	switch r.Drill {
 	case LBFailover:
 		if d, ok := r.Summary["rtoMs"]; ok {
@@ -321,15 +349,27 @@ func (r *Report) Print(w io.Writer) {
 			}
 		}
 		if d, ok := r.Summary["rtoMs"]; ok {
-			fmt.Fprintf(w, "etcd was unavailable for writes for %s (median RTO of %d); ", fmtMs(&d.Median), d.N)
+			res := r.Settings.ResolutionMs
+			if d.N == 1 {
+				fmt.Fprintf(w, "etcd was unavailable for writes for %s (±%s); ", fmtMs(&d.Median), fmtMs(&res))
+			} else {
+				fmt.Fprintf(w, "etcd was unavailable for writes for %s (median of %d iterations, max %s, ±%s); ", fmtMs(&d.Median), d.N, fmtMs(&d.Max), fmtMs(&res))
+			}
 		}
-		if r.LostWrites == 0 {
+		if r.LostWrites == 0 && r.Verdict != "error" {
 			fmt.Fprintf(w, "all %d acknowledged writes were read back: nothing was lost (RPO 0).\n", acked)
+		} else if r.LostWrites == 0 {
+			fmt.Fprintf(w, "%d acknowledged writes were read back, none lost.\n", acked)
 		} else {
 			fmt.Fprintf(w, "%d OF %d ACKNOWLEDGED WRITES WERE LOST.\n", r.LostWrites, acked)
 		}
 	}
 	switch r.Verdict {
+	case "error":
+		fmt.Fprintf(w, "verdict: ERROR — the drill did not complete: %s\n", r.Error)
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "  - %s\n", f)
+		}
 	case "pass":
 		fmt.Fprintf(w, "verdict: PASS (every RTO within --max-rto %s, no failure)\n", fmtMs(&r.MaxRTOMs))
 	case "fail":

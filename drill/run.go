@@ -3,6 +3,7 @@ package drill
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -131,9 +132,29 @@ func (o *Options) Validate() error {
 		return &InputError{Err: fmt.Errorf("unknown drill %q", o.Kind)}
 	}
 	if f := o.caFile(); f != "" {
-		if _, err := os.Stat(f); err != nil {
+		raw, err := os.ReadFile(f)
+		if err != nil {
 			return &InputError{Err: fmt.Errorf("--ca-file: %w", err)}
 		}
+		if !x509.NewCertPool().AppendCertsFromPEM(raw) {
+			return &InputError{Err: fmt.Errorf("--ca-file %s: no PEM certificate in it: give the cluster CA (/etc/kubernetes/pki/ca.crt on a control-plane host)", f)}
+		}
+	}
+	// The hold must give the measured thing time to happen: an election takes up to 2x the
+	// election timeout (a follower campaigns after a randomised 1x-2x, etcd raft); the VIP moves after
+	// keepalived's check fails and the backup's master-down interval (RFC 5798).
+	need := 2*c.Spec.Etcd.ElectionTimeout.Duration + time.Second
+	what := fmt.Sprintf("2 x the election timeout (%s) + 1s", c.Spec.Etcd.ElectionTimeout.Duration)
+	if o.Kind == LBFailover {
+		p, err := lb.Plan(c)
+		if err != nil {
+			return &InputError{Err: err}
+		}
+		need = expectedVIPMove(p, o.Component) + time.Second
+		what = "the expected VIP move + 1s"
+	}
+	if o.Hold < need {
+		return &InputError{Err: fmt.Errorf("--hold %s: shorter than %s = %s: the fault would be put back before it can be measured", o.Hold, what, need.Round(10*time.Millisecond))}
 	}
 	return nil
 }
@@ -177,10 +198,14 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 		return nil, err
 	}
 	start := time.Now()
+	unlock, err := lock(o.Cluster.Spec.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	r := &runner{o: o, p: o.Printer, c: o.Cluster, hosts: newHosts(o.Cluster, o.Dialer)}
 	defer r.hosts.close()
-	pkiDir := filepath.Join(r.c.Spec.StateDir, "pki")
-	r.files = etcd.TLSFiles{CA: pki.CertPath(pkiDir, "ca"), Cert: pki.CertPath(pkiDir, pki.HactlClient), Key: pki.KeyPath(pkiDir, pki.HactlClient)}
+	r.files = tlsFiles(r.c)
 	members, err := etcd.MembersFromSpec(r.c)
 	if err != nil {
 		return nil, err
@@ -233,6 +258,7 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 		if i > 1 {
 			if pre, err = r.waitHealthy(ctx, i); err != nil {
 				r.finish()
+				r.report.setError(err)
 				return r.report, err
 			}
 		}
@@ -248,11 +274,14 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 		}
 		if err != nil {
 			r.finish()
+			r.report.setError(err)
 			return r.report, err
 		}
 		if ctx.Err() != nil {
 			r.finish()
-			return r.report, fmt.Errorf("drill interrupted after iteration %d (everything was put back): %w", i, ctx.Err())
+			err := fmt.Errorf("drill interrupted after iteration %d (everything was put back): %w", i, ctx.Err())
+			r.report.setError(err)
+			return r.report, err
 		}
 	}
 	r.finish()
@@ -378,11 +407,22 @@ func (r *runner) preflight(ctx context.Context) (*preflightState, error) {
 
 // health asks every member for its status and returns the leader and what is unhealthy.
 func (r *runner) health(ctx context.Context) (*preflightState, []string, error) {
-	members, err := etcd.MembersFromSpec(r.c)
+	return health(ctx, r.c, r.files, r.o.EtcdDial)
+}
+
+// tlsFiles are hactl's client certificate and the CA in the state dir.
+func tlsFiles(c *v1alpha1.Cluster) etcd.TLSFiles {
+	pkiDir := filepath.Join(c.Spec.StateDir, "pki")
+	return etcd.TLSFiles{CA: pki.CertPath(pkiDir, "ca"), Cert: pki.CertPath(pkiDir, pki.HactlClient), Key: pki.KeyPath(pkiDir, pki.HactlClient)}
+}
+
+// health asks every member of c for its status and returns the leader and what is unhealthy.
+func health(ctx context.Context, c *v1alpha1.Cluster, files etcd.TLSFiles, dial etcd.Option) (*preflightState, []string, error) {
+	members, err := etcd.MembersFromSpec(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := etcd.StatusWithTimeout(ctx, etcd.ClientURLs(members), r.files, 3*time.Second, 3*time.Second, r.o.EtcdDial)
+	st, err := etcd.StatusWithTimeout(ctx, etcd.ClientURLs(members), files, 3*time.Second, 3*time.Second, dial)
 	if st == nil {
 		return nil, nil, fmt.Errorf("drill/preflight: reading the members' status: %w", err)
 	}
@@ -461,6 +501,16 @@ func (r *runner) plan(pre *preflightState) []string {
 	case KillLeader:
 		out = append(out, fmt.Sprintf("find the etcd leader before each iteration (now %s, term %d) and take it down by --method %s:", pre.leader, pre.term, o.Method))
 		out = append(out, "  "+r.faultText(pre.leader))
+		healthy := 0
+		for _, ep := range pre.status.Endpoints {
+			if ep.Healthy {
+				healthy++
+			}
+		}
+		if n := len(r.c.EtcdHosts()); healthy-1 < Quorum(n) {
+			out = append(out, fmt.Sprintf("WARNING (--force): only %d of %d members are healthy: without the leader %d remain, below the quorum of %d: no leader can be elected and no write acknowledged until the put-back (the drill will fail)",
+				healthy, n, healthy-1, Quorum(n)))
+		}
 	case AZOutage:
 		pred, _ := PredictZone(r.c, o.Zone)
 		pred.SetRuntime(pre.leader, pre.vipHolder)
@@ -473,8 +523,13 @@ func (r *runner) plan(pre *preflightState) []string {
 	case LBFailover:
 		out = append(out, fmt.Sprintf("stop %s on the VIP holder (now %s) and poll GET %s every %s on fresh connections",
 			o.Component.Unit(), dash(pre.vipHolder), r.readyzURL(), PollInterval))
-		out = append(out, fmt.Sprintf("  expect: the VIP on %s within about %s (keepalived check %ds x%d, then the advertisement; RFC 5798 master-down interval %s)",
-			strings.Join(r.otherLB(pre.vipHolder), " or "), r.expectedVIPMove(), lb.ScriptInterval, lb.ScriptFall, masterDown(r.lbPlan)))
+		if o.Component == ComponentKeepalived {
+			out = append(out, fmt.Sprintf("  expect: the VIP on %s within about %s (keepalived sends a priority-0 advertisement as it stops: the backup takes over after its skew time, RFC 5798 §6.4.3)",
+				strings.Join(r.otherLB(pre.vipHolder), " or "), expectedVIPMove(r.lbPlan, o.Component)))
+		} else {
+			out = append(out, fmt.Sprintf("  expect: the VIP on %s within about %s (keepalived's check of HAProxy fails after %ds x%d, then the backup waits out the RFC 5798 master-down interval %s)",
+				strings.Join(r.otherLB(pre.vipHolder), " or "), expectedVIPMove(r.lbPlan, o.Component).Round(10*time.Millisecond), lb.ScriptInterval, lb.ScriptFall, masterDown(r.lbPlan).Round(10*time.Millisecond)))
+		}
 		out = append(out, fmt.Sprintf("  after the hold, start %s again and wait for the VIP to settle on %s", o.Component.Unit(), r.expectedSettle(pre.vipHolder)))
 	}
 	if o.Kind != LBFailover {
@@ -556,6 +611,9 @@ func (r *runner) zoneHosts() []v1alpha1.Host {
 	}
 	return out
 }
+
+// workloadRoot is where every drill's workload writes (each under its own drill ID and iteration).
+const workloadRoot = "/hactl-drill/"
 
 func workloadPrefix(id string, i int) string {
 	if i == 0 {

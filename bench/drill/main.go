@@ -104,7 +104,8 @@ func printDist(name string, xs []float64) {
 // killLeader runs the kill-leader drills and prints the figures against the floor and goals.
 func killLeader(hactl, spec, dir, label string, runs int, election time.Duration) error {
 	start := time.Now()
-	rep, err := drillReport(hactl, dir, "kill-leader-"+label, "kill-leader", "-f", spec, "--count", fmt.Sprint(runs), "--hold", "3s")
+	hold := 2*election + 2*time.Second // an election takes up to 2x the election timeout
+	rep, err := drillReport(hactl, dir, "kill-leader-"+label, "kill-leader", "-f", spec, "--count", fmt.Sprint(runs), "--hold", hold.String())
 	if rep == nil {
 		return err
 	}
@@ -171,7 +172,7 @@ func run(hactl string, runs, vipRuns int, keep bool) error {
 	}
 
 	// VIP failover.
-	rep, vipErr := drillReport(hactl, reports, "lb-failover", "lb-failover", "-f", spec, "--ca-file", kubeCA, "--count", fmt.Sprint(vipRuns), "--hold", "6s")
+	rep, vipErr := drillReport(hactl, reports, "lb-failover", "lb-failover", "-f", spec, "--ca-file", kubeCA, "--count", fmt.Sprint(vipRuns), "--hold", "8s")
 	if rep != nil {
 		fmt.Printf("\nlb-failover, HAProxy stopped on the VIP holder, %d drills, advert interval %.0f ms, keepalived check %.0f ms x %d\n",
 			len(rep.Iterations), rep.Settings.AdvertIntervalMs, rep.Settings.ScriptIntervalMs, rep.Settings.ScriptFall)

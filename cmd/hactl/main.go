@@ -22,6 +22,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "\ninterrupted: stopping cleanly (press Ctrl-C again to exit now)")
 		cancel()
 		<-sigs
+		fmt.Fprintln(os.Stderr, "interrupted again: exiting now without finishing (a drill's hosts put themselves back when their deadman timer fires; `hactl drill cleanup --yes` does it now)")
 		os.Exit(130)
 	}()
 	err := app.NewRootCommand(app.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)

@@ -220,6 +220,10 @@ func TestDrills(t *testing.T) {
 			{oddSpec, []string{"az-outage", "--zone", "az-a"}, "add --expect-outage"},
 			{closed, []string{"lb-failover", "--component", "nginx"}, "unknown component"},
 			{closed, []string{"lb-failover"}, "--ca-file"},
+			{closed, []string{"lb-failover", "--ca-file", os.TempDir()}, "--ca-file"},
+			{closed, []string{"kill-leader", "--hold", "1s"}, "shorter than 2 x the election timeout"},
+			{closed, []string{"kill-leader", "--hold", "0s"}, "--hold 0s"},
+			{closed, []string{"kill-leader", "--report", "/nonexistent/dir/r.json"}, "its directory does not exist"},
 		}
 		for _, tc := range cases {
 			r := hactl(t, append(append([]string{"drill"}, tc.args...), "-f", tc.spec, "--yes")...)
@@ -301,7 +305,7 @@ func TestDrills(t *testing.T) {
 			t.Errorf("summary rtoMs %+v", d)
 		}
 		// An impossible budget fails the verdict (exit 3) and still puts everything back.
-		rep, r = runDrill(t, spec, "kill-leader", "--hold", "2s", "--max-rto", "1ms")
+		rep, r = runDrill(t, spec, "kill-leader", "--hold", "3s", "--max-rto", "1ms")
 		if r.Code != 3 || rep == nil || rep.Verdict != "fail" || rep.LostWrites != 0 {
 			t.Errorf("--max-rto 1ms: exit %d, want 3 with verdict fail and nothing lost", r.Code)
 		}
@@ -363,6 +367,57 @@ func TestDrills(t *testing.T) {
 		if r := mustHactl(t, "drill", "cleanup", "-f", spec, "--yes"); !strings.Contains(r.Stdout, "nothing to clean up") {
 			t.Errorf("a second cleanup found something")
 		}
+	})
+
+	step("two drills at once: the second is refused and touches nothing", func(t *testing.T) {
+		cmd := exec.Command(suite.Bin, "drill", "kill-leader", "-f", spec, "--yes", "--hold", "8s", "--log-file", "")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(stderr.String(), "drill/hold") && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes", "--method", "network")
+		if r.Code != 3 || !strings.Contains(r.Stderr, "another drill") {
+			t.Errorf("second drill: exit %d, want 3 refusing because another drill runs", r.Code)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("the first drill failed (the second must not undo its fault): %v\n%s", err, stderr.String())
+		}
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, time.Minute)
+	})
+
+	step("an --up-command that fails: what is left broken is named; after a manual start cleanup finishes", func(t *testing.T) {
+		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes", "--method", "host", "--hold", "3s",
+			"--down-command", "docker kill "+lab.Prefix+"-{{.Host}}", "--up-command", "false {{.Host}}")
+		if r.Code != 1 || !strings.Contains(r.Stderr, "NOT PUT BACK") || !strings.Contains(r.Stderr, "may still be down") {
+			t.Fatalf("exit %d, want 1 naming the host left down", r.Code)
+		}
+		// Which host: the journal says.
+		raw, err := os.ReadFile(filepath.Join(c3.Spec.StateDir, "drill", "active.json"))
+		if err != nil {
+			t.Fatalf("no journal after a failed put-back: %v", err)
+		}
+		var j struct {
+			Targets []struct{ Host string } `json:"targets"`
+		}
+		if err := json.Unmarshal(raw, &j); err != nil || len(j.Targets) != 1 {
+			t.Fatalf("journal %s: %v", raw, err)
+		}
+		down := j.Targets[0].Host
+		if err := suite.Lab.Start(context.Background(), down); err != nil {
+			t.Fatal(err)
+		}
+		r = mustHactl(t, "drill", "cleanup", "-f", spec, "--yes")
+		if strings.Contains(r.Stderr, "false "+down) && strings.Contains(r.Stderr, "running here") {
+			t.Errorf("cleanup ran the failing --up-command although %s is back", down)
+		}
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, 2*time.Minute)
 	})
 
 	step("kill-leader on the 5-member cluster", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -181,6 +182,26 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 			return &UsageError{Err: err}
 		}
 	}
+	f := cmd.Flags()
+	if f.Changed("hold") && o.hold <= 0 {
+		return &UsageError{Err: fmt.Errorf("--hold %s: must be a positive duration, e.g. 10s", o.hold)}
+	}
+	if f.Changed("rate") && o.rate <= 0 {
+		return &UsageError{Err: fmt.Errorf("--rate %d: must be between 1 and 1000 puts per second", o.rate)}
+	}
+	if f.Changed("request-timeout") && o.reqTimeout <= 0 {
+		return &UsageError{Err: fmt.Errorf("--request-timeout %s: must be positive, e.g. 100ms", o.reqTimeout)}
+	}
+	if o.report != "" {
+		// Checked before any host is contacted: a drill that ran but could not write its report
+		// would have to be run again.
+		if fi, err := os.Stat(filepath.Dir(o.report)); err != nil || !fi.IsDir() {
+			return &UsageError{Err: fmt.Errorf("--report %s: its directory does not exist: create it or give another path", o.report)}
+		}
+		if fi, err := os.Stat(o.report); err == nil && fi.IsDir() {
+			return &UsageError{Err: fmt.Errorf("--report %s is a directory: give a file path, e.g. %s", o.report, filepath.Join(o.report, "drill.json"))}
+		}
+	}
 	if err := do.Validate(); err != nil {
 		return drillErr(err)
 	}
@@ -278,16 +299,28 @@ be put back (named).`,
 				return err
 			}
 			defer dialer.Close()
-			res, runErr := drill.Cleanup(cmd.Context(), drill.CleanupOptions{Cluster: c, Dialer: dialer, Printer: p, Confirm: confirm, DryRun: dryRun})
+			co := drill.CleanupOptions{Cluster: c, Dialer: dialer, Printer: p, Confirm: confirm, DryRun: dryRun}
+			if dialer.HasBastion() {
+				co.EtcdDial = etcd.WithDialer(dialer.DialTCP)
+			}
+			res, runErr := drill.Cleanup(cmd.Context(), co)
 			if res != nil {
 				if err := writeReport(s.Out, output, res, func(w io.Writer) {
 					switch {
+					case dryRun && len(res.Found) > 0:
+						fmt.Fprintf(w, "dry run: %d leftover(s) found, nothing done\n", len(res.Found))
 					case res.Clean && len(res.Found) == 0:
 						fmt.Fprintln(w, "nothing to clean up")
+					case res.Clean && len(res.PutBack) == 0:
+						fmt.Fprintln(w, "no host needed putting back; the drill journal was removed")
 					case res.Clean:
 						fmt.Fprintf(w, "put back: %s; no drill leftovers remain\n", strings.Join(res.PutBack, ", "))
-					case dryRun:
-						fmt.Fprintf(w, "dry run: %d leftover(s) found, nothing done\n", len(res.Found))
+					}
+					if res.DeletedKeys > 0 {
+						fmt.Fprintf(w, "deleted %d workload key(s) left under /hactl-drill/ by interrupted drills\n", res.DeletedKeys)
+					}
+					if res.Clean && !dryRun && !res.Healthy {
+						fmt.Fprintln(w, "the cluster is not healthy yet: see `hactl status`")
 					}
 				}); err != nil {
 					return err
