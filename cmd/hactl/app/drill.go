@@ -17,7 +17,6 @@ import (
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/internal/atomicfile"
-	"github.com/hactl/hactl/ui"
 )
 
 // drillOptions are the flags every drill shares, plus each drill's own.
@@ -156,13 +155,11 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 	if err := outputFormat(o.output); err != nil {
 		return err
 	}
-	p := ui.New(s.Err, g.verbose, false)
-	logPath, closeLog := openLog(g, p, os.Args[1:])
-	defer closeLog()
-	c, err := loadForHosts(g, p)
+	p, c, logPath, closeLog, err := hostRun(s, g)
 	if err != nil {
 		return err
 	}
+	defer closeLog()
 	do := &drill.Options{Cluster: c, Kind: kind, Zone: o.zone, ExpectOutage: o.expectOutage, Hold: o.hold, Count: o.count,
 		MaxRTO: o.maxRTO, Rate: o.rate, RequestTimeout: o.reqTimeout, CAFile: o.caFile, Force: o.force, DryRun: o.dryRun, Printer: p}
 	if kind != drill.LBFailover {
@@ -281,13 +278,11 @@ be put back (named).`,
 			if err := outputFormat(output); err != nil {
 				return err
 			}
-			p := ui.New(s.Err, g.verbose, false)
-			logPath, closeLog := openLog(g, p, os.Args[1:])
-			defer closeLog()
-			c, err := loadForHosts(g, p)
+			p, c, logPath, closeLog, err := hostRun(s, g)
 			if err != nil {
 				return err
 			}
+			defer closeLog()
 			var confirm func(string) (bool, error)
 			if !dryRun {
 				if confirm, err = confirmer(s, yes, ", or --dry-run to only see what is left"); err != nil {

@@ -203,13 +203,11 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 	if err != nil {
 		return err
 	}
-	p := ui.New(s.Err, g.verbose, false)
-	logPath, closeLog := openLog(g, p, os.Args[1:])
-	defer closeLog()
-	c, err := loadForHosts(g, p)
+	p, c, logPath, closeLog, err := hostRun(s, g)
 	if err != nil {
 		return err
 	}
+	defer closeLog()
 	confirm, err := confirmer(s, o.yes, "")
 	if err != nil {
 		return err

@@ -98,3 +98,16 @@ func loadForHosts(g *globalOptions, p *ui.Printer) (*v1alpha1.Cluster, error) {
 	}
 	return c, nil
 }
+
+// hostRun is the start of a command that acts on the spec's hosts: the progress printer on
+// stderr, the debug log opened, the spec loaded with its local files and SSH environment checked.
+// The caller defers closeLog and prints logPath after a failure.
+func hostRun(s Streams, g *globalOptions) (p *ui.Printer, c *v1alpha1.Cluster, logPath string, closeLog func(), err error) {
+	p = ui.New(s.Err, g.verbose, false)
+	logPath, closeLog = openLog(g, p, os.Args[1:])
+	if c, err = loadForHosts(g, p); err != nil {
+		closeLog()
+		return nil, nil, "", func() {}, err
+	}
+	return p, c, logPath, closeLog, nil
+}
