@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/lb"
+	"github.com/hactl/hactl/provision"
 )
 
 // spec returns a valid cluster: members (name → zone) with role etcd, lbs (name → zone) with role lb.
@@ -293,5 +295,20 @@ func TestDualVIP(t *testing.T) {
 	}
 	if d, _ := dualVIP(ev, map[string]bool{"lb-a": true}, t0); d != 0 {
 		t.Errorf("lb-a cut off: %s, want 0", d)
+	}
+}
+
+func TestRefusedAsNotClean(t *testing.T) {
+	err := provision.ForEach(context.Background(), []string{"a", "b", "c"}, 0, func(s string) string { return s }, func(_ context.Context, s string) error {
+		switch s {
+		case "a":
+			return &provision.CommandError{Host: "a", Step: "drill/fault", ExitCode: fault.ExitNotClean, Err: errors.New("exit 3")}
+		case "b":
+			return &provision.CommandError{Host: "b", Step: "drill/fault", ExitCode: 1, Err: errors.New("exit 1")}
+		}
+		return nil
+	})
+	if !refusedAsNotClean(err, "a") || refusedAsNotClean(err, "b") || refusedAsNotClean(err, "c") || refusedAsNotClean(nil, "a") {
+		t.Errorf("refusedAsNotClean: only a refused because another drill's fault is there: %v", err)
 	}
 }

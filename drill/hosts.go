@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/fault"
@@ -149,24 +146,22 @@ type hostLeftovers struct {
 	Err       error // the host could not be inspected
 }
 
-// inspect reads every drill host's leftovers concurrently (fault.InspectScript).
+// inspect reads every drill host's leftovers concurrently (fault.InspectScript); a host that
+// cannot be inspected is recorded with its error.
 func (hs *hosts) inspect(ctx context.Context, list []v1alpha1.Host) []hostLeftovers {
 	out := make([]hostLeftovers, len(list))
-	var wg sync.WaitGroup
 	for i, h := range list {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i].Host = h.Name
-			res, err := hs.run(ctx, h.Name, "drill/inspect", fault.InspectScript(unitsOf(h)))
-			if err != nil {
-				out[i].Err = err
-				return
-			}
-			out[i].Leftovers, out[i].Err = fault.ParseInspect(string(res.Stdout))
-		}()
+		out[i].Host = h.Name
 	}
-	wg.Wait()
+	_ = provision.ForEach(ctx, out, hs.c.Spec.SSH.MaxParallel, func(hl hostLeftovers) string { return hl.Host }, func(ctx context.Context, hl hostLeftovers) error {
+		i := slices.IndexFunc(list, func(h v1alpha1.Host) bool { return h.Name == hl.Host })
+		res, err := hs.run(ctx, hl.Host, "drill/inspect", fault.InspectScript(unitsOf(list[i])))
+		if err == nil {
+			out[i].Leftovers, err = fault.ParseInspect(string(res.Stdout))
+		}
+		out[i].Err = err
+		return nil
+	})
 	return out
 }
 
@@ -198,31 +193,23 @@ func (hs *hosts) putBack(names []string) error {
 	defer cancel()
 	var mu sync.Mutex
 	var left []string
-	var errs *multierror.Error
-	var wg sync.WaitGroup
-	for _, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := hs.run(ctx, n, "drill/put-back", fault.RestoreScript())
-			mu.Lock()
-			defer mu.Unlock()
-			for _, l := range fault.ParseRestore(string(res.Stdout)).Left {
-				left = append(left, n+": "+l)
-			}
-			if err != nil {
-				errs = multierror.Append(errs, fmt.Errorf("%s: %w", n, err))
-				if !slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, n+": ") }) {
-					left = append(left, fmt.Sprintf("%s: the put-back did not run (%v); the host puts itself back when its deadman timer fires (hactl-drill-restore.timer)", n, err))
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if len(left) == 0 && errs.ErrorOrNil() == nil {
+	err := provision.ForEach(ctx, names, hs.c.Spec.SSH.MaxParallel, func(n string) string { return n }, func(ctx context.Context, n string) error {
+		res, err := hs.run(ctx, n, "drill/put-back", fault.RestoreScript())
+		l := fault.ParseRestore(string(res.Stdout)).Left
+		if err != nil && len(l) == 0 {
+			l = []string{fmt.Sprintf("the put-back did not run (%v); the host puts itself back when its deadman timer fires (hactl-drill-restore.timer)", err)}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, x := range l {
+			left = append(left, n+": "+x)
+		}
+		return err
+	})
+	if len(left) == 0 && err == nil {
 		return nil
 	}
-	return &NotRestoredError{Left: left, Err: errs.ErrorOrNil()}
+	return &NotRestoredError{Left: left, Err: err}
 }
 
 // waitSSH dials host until it answers or timeout passes (a host coming back from --method host).

@@ -66,40 +66,48 @@ func (r *runner) applyFaults(ctx context.Context, targets []v1alpha1.Host) ([]ap
 		return nil, err
 	}
 	out := make([]applied, len(targets))
-	errs := make([]error, len(targets))
-	var wg sync.WaitGroup
-	for i, h := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errs[i] = r.applyOne(ctx, h)
-		}()
+	err := provision.ForEach(ctx, targets, r.c.Spec.SSH.MaxParallel, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
+		i := slices.IndexFunc(targets, func(t v1alpha1.Host) bool { return t.Name == h.Name })
+		var err error
+		out[i], err = r.applyOne(ctx, h)
+		return err
+	})
+	if err == nil {
+		return out, nil
 	}
-	wg.Wait()
-	var merr *multierror.Error
-	var ours []v1alpha1.Host // hosts whose fault may be applied (not refused because another drill's is)
-	for i, err := range errs {
+	// A host that refused because another drill's fault is on it is left alone; every other target
+	// may carry (part of) this drill's fault and is put back.
+	var ours []v1alpha1.Host
+	for _, h := range targets {
+		if !refusedAsNotClean(err, h.Name) {
+			ours = append(ours, h)
+		}
+	}
+	r.p.Warnf("drill/fault: failed; putting back what this drill did")
+	if len(ours) == 0 {
+		return nil, fmt.Errorf("drill/fault: %w (another drill's fault is on the host: it is left alone)", errors.Join(err, removeJournal(r.c.Spec.StateDir)))
+	}
+	if perr := r.putBack(ours); perr != nil {
+		return nil, errors.Join(fmt.Errorf("drill/fault: %w", err), perr)
+	}
+	return nil, fmt.Errorf("drill/fault: %w", err)
+}
+
+// refusedAsNotClean reports whether err (from provision.ForEach) holds host's fault script refusing
+// because the host still carries a drill (fault.ExitNotClean).
+func refusedAsNotClean(err error, host string) bool {
+	var me *multierror.Error
+	if !errors.As(err, &me) {
+		return false
+	}
+	for _, e := range me.Errors {
+		var he *provision.HostError
 		var ce *provision.CommandError
-		if err != nil && errors.As(err, &ce) && ce.ExitCode == fault.ExitNotClean {
-			merr = multierror.Append(merr, fmt.Errorf("%w (another drill's fault is on the host: it is left alone)", err))
-			continue
-		}
-		ours = append(ours, targets[i])
-		if err != nil {
-			merr = multierror.Append(merr, err)
+		if errors.As(e, &he) && he.Host == host && errors.As(e, &ce) && ce.ExitCode == fault.ExitNotClean {
+			return true
 		}
 	}
-	if merr.ErrorOrNil() != nil {
-		r.p.Warnf("drill/fault: failed; putting back what this drill did")
-		if len(ours) == 0 {
-			return nil, fmt.Errorf("drill/fault: %w", errors.Join(merr, removeJournal(r.c.Spec.StateDir)))
-		}
-		if perr := r.putBack(ours); perr != nil {
-			return nil, errors.Join(fmt.Errorf("drill/fault: %w", merr), perr)
-		}
-		return nil, fmt.Errorf("drill/fault: %w", merr)
-	}
-	return out, nil
+	return false
 }
 
 func (r *runner) onHost() bool { return r.o.Kind == LBFailover || r.o.Method != MethodHost }
@@ -117,7 +125,7 @@ func (r *runner) applyOne(ctx context.Context, h v1alpha1.Host) (applied, error)
 		out, err := fault.RunLocal(ctx, cmd)
 		done := time.Now()
 		if err != nil {
-			return a, fmt.Errorf("%s: --down-command: %w", h.Name, err)
+			return a, fmt.Errorf("--down-command: %w", err)
 		}
 		r.p.Debugf("%s: --down-command output: %s", h.Name, strings.TrimSpace(out))
 		r.hosts.forget(h.Name)
@@ -133,7 +141,7 @@ func (r *runner) applyOne(ctx context.Context, h v1alpha1.Host) (applied, error)
 	}
 	cli, err := r.hosts.client(ctx, h.Name)
 	if err != nil {
-		return a, fmt.Errorf("%s: %w", h.Name, err)
+		return a, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, sshTimeout)
 	defer cancel()
@@ -141,11 +149,11 @@ func (r *runner) applyOne(ctx context.Context, h v1alpha1.Host) (applied, error)
 	res, err := cli.Run(sctx, "drill/fault", script)
 	done := time.Now()
 	if err != nil {
-		return a, fmt.Errorf("%s: %w", h.Name, err)
+		return a, err
 	}
 	ar, err := fault.ParseApply(string(res.Stdout))
 	if err != nil {
-		return a, fmt.Errorf("%s: the fault was not applied: %w", h.Name, err)
+		return a, fmt.Errorf("the fault was not applied: %w", err)
 	}
 	a.at, a.uncertainty = faultInstant(sent, done, ar, r.o.Kind == LBFailover)
 	r.p.Hostf(h.Name, "[drill/fault] %s", strings.TrimPrefix(r.faultText(h.Name), h.Name+": "))
@@ -206,33 +214,26 @@ func (r *runner) upAll(targets []v1alpha1.Host) error {
 	defer cancel()
 	var mu sync.Mutex
 	var left []string
-	var merr *multierror.Error
-	var wg sync.WaitGroup
-	for _, h := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cmd, err := r.o.Up.Render(hostData(h))
-			if err == nil {
-				r.p.Hostf(h.Name, "[drill/put-back] running here: %s", cmd)
-				var out string
-				out, err = fault.RunLocal(ctx, cmd)
-				r.p.Debugf("%s: --up-command output: %s", h.Name, strings.TrimSpace(out))
-			}
-			if err == nil {
-				err = r.hosts.waitSSH(ctx, h.Name, 3*time.Minute)
-			}
-			if err != nil {
-				mu.Lock()
-				defer mu.Unlock()
-				merr = multierror.Append(merr, fmt.Errorf("%s: %w", h.Name, err))
-				left = append(left, fmt.Sprintf("%s: may still be down: bring it back with `%s`", h.Name, cmd))
-			}
-		}()
-	}
-	wg.Wait()
-	if merr.ErrorOrNil() != nil {
-		return &NotRestoredError{Left: left, Err: merr.ErrorOrNil()}
+	err := provision.ForEach(ctx, targets, 0, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
+		cmd, err := r.o.Up.Render(hostData(h))
+		if err == nil {
+			r.p.Hostf(h.Name, "[drill/put-back] running here: %s", cmd)
+			var out string
+			out, err = fault.RunLocal(ctx, cmd)
+			r.p.Debugf("%s: --up-command output: %s", h.Name, strings.TrimSpace(out))
+		}
+		if err == nil {
+			err = r.hosts.waitSSH(ctx, h.Name, 3*time.Minute)
+		}
+		if err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			left = append(left, fmt.Sprintf("%s: may still be down: bring it back with `%s`", h.Name, cmd))
+		}
+		return err
+	})
+	if err != nil {
+		return &NotRestoredError{Left: left, Err: err}
 	}
 	return nil
 }
@@ -492,23 +493,14 @@ func (r *runner) catchUp(names []string, commit uint64, start time.Time) (time.D
 	defer cancel()
 	var slowest time.Duration
 	var mu sync.Mutex
-	var merr *multierror.Error
-	var wg sync.WaitGroup
-	for _, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d, err := r.catchUpOne(ctx, n, commit, start)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				merr = multierror.Append(merr, err)
-			}
-			slowest = max(slowest, d)
-		}()
-	}
-	wg.Wait()
-	return slowest, merr.ErrorOrNil()
+	err := provision.ForEach(ctx, names, 0, func(n string) string { return n }, func(ctx context.Context, n string) error {
+		d, err := r.catchUpOne(ctx, n, commit, start)
+		mu.Lock()
+		defer mu.Unlock()
+		slowest = max(slowest, d)
+		return err
+	})
+	return slowest, err
 }
 
 func (r *runner) catchUpOne(ctx context.Context, name string, commit uint64, start time.Time) (time.Duration, error) {
@@ -560,16 +552,6 @@ func (r *runner) otherLB(holder string) []string {
 			out = append(out, h.Name)
 		}
 	}
-	return out
-}
-
-// sortedNames returns the names of hosts, sorted.
-func sortedNames(hs []v1alpha1.Host) []string {
-	var out []string
-	for _, h := range hs {
-		out = append(out, h.Name)
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/lb"
+	"github.com/hactl/hactl/provision"
 )
 
 // readyzTimeout bounds each readyz request through the VIP.
@@ -72,26 +73,17 @@ func (r *runner) vipHolders(ctx context.Context) ([]string, error) {
 	script := fmt.Sprintf("ip -o addr show | grep -F ' %s/' >/dev/null && echo held || echo free", r.vip())
 	var mu sync.Mutex
 	var holders []string
-	var merr *multierror.Error
-	var wg sync.WaitGroup
-	for _, h := range r.c.LBHosts() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := r.hosts.run(ctx, h.Name, "drill/vip", script)
+	err := provision.ForEach(ctx, r.c.LBHosts(), r.c.Spec.SSH.MaxParallel, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
+		res, err := r.hosts.run(ctx, h.Name, "drill/vip", script)
+		if err == nil && strings.TrimSpace(string(res.Stdout)) == "held" {
 			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				merr = multierror.Append(merr, fmt.Errorf("%s: %w", h.Name, err))
-			case strings.TrimSpace(string(res.Stdout)) == "held":
-				holders = append(holders, h.Name)
-			}
-		}()
-	}
-	wg.Wait()
+			holders = append(holders, h.Name)
+			mu.Unlock()
+		}
+		return err
+	})
 	slices.Sort(holders)
-	return holders, merr.ErrorOrNil()
+	return holders, err
 }
 
 // lbWatch watches the VIP on every LB host (and readyz through it when a CA is known).
@@ -171,7 +163,7 @@ func (w *lbWatch) stop() *lbObserved {
 	return o
 }
 
-// holderBefore is who held the VIP at t.
+// holderAt is who held the VIP at t.
 func (o *lbObserved) holderAt(t time.Time) []string { return probe.Holders(o.events, t) }
 
 // after returns where the VIP went after t0 (from the holder before t0), when it got there, and
@@ -344,14 +336,15 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 		if !r.lbPlan.Nopreempt {
 			want = r.highestPriority()
 		}
+		// The watchers already stream every LB host's VIP state: read them, no SSH round trips.
 		deadline := time.Now().Add(10*masterDown(r.lbPlan) + 10*time.Second)
 		for time.Now().Before(deadline) {
-			hs, err := r.vipHolders(context.Background())
-			if err == nil && len(hs) == 1 && (want == "" || hs[0] == want) {
+			hs := probe.Holders(probe.Merge(w.watches...), time.Now())
+			if len(hs) == 1 && (want == "" || hs[0] == want) {
 				moved = hs[0]
 				break
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(PollInterval)
 		}
 		if moved == "" {
 			it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not settle on %s within %s of the put-back", dash(want), 10*masterDown(r.lbPlan)+10*time.Second))
