@@ -229,18 +229,20 @@ func (l *Lab) up(ctx context.Context) error {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return err
 	}
-	stateDirs := []string{stateDirName(3), stateDirName(5)}
-	for _, v := range Variants() {
-		stateDirs = append(stateDirs, variantStateDir(v))
+	// Every hactl state dir of the previous lab (state-3, state-5, the variants', and any a test
+	// created, e.g. state-dr): its clusters are gone with the hosts. A fixed list left a test's own
+	// state dir behind, and the next run took the old cluster for a live one.
+	stateDirs, err := filepath.Glob(filepath.Join(o.Dir, "state-*"))
+	if err != nil {
+		return fmt.Errorf("reset hactl state dirs: %w", err)
 	}
 	// The previous lab's Kubernetes cluster is gone too: its admin.conf (KubeUp writes a new one).
-	stateDirs = append(stateDirs, adminConfFile)
+	stateDirs = append(stateDirs, filepath.Join(o.Dir, adminConfFile))
 	for _, sd := range stateDirs {
-		if err := os.RemoveAll(filepath.Join(o.Dir, sd)); err != nil {
+		if err := os.RemoveAll(sd); err != nil {
 			return fmt.Errorf("reset hactl state dir: %w", err)
 		}
 	}
-	var err error
 	if l.signer, l.pub, err = loadOrCreateKey(filepath.Join(o.Dir, keyFile)); err != nil {
 		return err
 	}
