@@ -402,7 +402,10 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 					t.Fatalf("%s: exit %d, report %v: want 0 and one iteration", component, r.Code, err)
 				}
 				it := rep.Iterations[0]
-				if it.VIPBefore != "lb-a" || it.VIPAfter != "lb-b" || it.VIPMovedMs == nil || it.RTOMs == nil || it.ReadyzFailures == 0 || it.SettledOn != "lb-a" {
+				// HAProxy stopped refuses connections until the VIP moves: requests must fail. Keepalived
+				// stopped hands the VIP over with a priority-0 advertisement, which can be faster than
+				// the 20 ms probe: zero failed requests is a valid outcome there (seen once).
+				if it.VIPBefore != "lb-a" || it.VIPAfter != "lb-b" || it.VIPMovedMs == nil || it.RTOMs == nil || (component == "haproxy" && it.ReadyzFailures == 0) || it.SettledOn != "lb-a" {
 					t.Errorf("%s: VIP %s → %s (moved measured: %v), readyz back measured: %v after %d failed requests, settled on %s; want lb-a → lb-b, measured, back on lb-a",
 						component, it.VIPBefore, it.VIPAfter, it.VIPMovedMs != nil, it.RTOMs != nil, it.ReadyzFailures, it.SettledOn)
 				} else {
