@@ -312,3 +312,63 @@ func TestRefusedAsNotClean(t *testing.T) {
 		t.Errorf("refusedAsNotClean: only a refused because another drill's fault is there: %v", err)
 	}
 }
+
+func TestFailedSince(t *testing.T) {
+	t0 := time.Now()
+	s := func(off time.Duration, ok bool, err string) probe.Sample {
+		return probe.Sample{Sent: t0.Add(off), Done: t0.Add(off + time.Millisecond), OK: ok, Err: err}
+	}
+	samples := []probe.Sample{
+		s(-40*time.Millisecond, false, "before t0: not counted"),
+		s(0, false, "connection refused"),
+		s(20*time.Millisecond, true, ""),
+		s(40*time.Millisecond, false, "i/o timeout"),
+	}
+	if got, want := failedSince(samples, t0), "2 failed requests; first: connection refused; last: i/o timeout"; got != want {
+		t.Errorf("failedSince = %q, want %q", got, want)
+	}
+	if got, want := failedSince(samples[3:], t0), "1 failed request: i/o timeout"; got != want {
+		t.Errorf("failedSince = %q, want %q", got, want)
+	}
+	if got := failedSince(samples[:1], t0); got != "no failed request" {
+		t.Errorf("failedSince before t0 only = %q", got)
+	}
+}
+
+func TestSplitReadyz(t *testing.T) {
+	t0 := time.Now()
+	tPut := t0.Add(8 * time.Second)
+	// every 20 ms from 1 s before t0 to 2 s after tPut; fail reports whether the sample sent at
+	// offset off (from t0) fails.
+	samples := func(fail func(off time.Duration) bool) []probe.Sample {
+		var ss []probe.Sample
+		for off := -time.Second; off < 10*time.Second; off += 20 * time.Millisecond {
+			s := probe.Sample{Sent: t0.Add(off), Done: t0.Add(off + 5*time.Millisecond), OK: !fail(off)}
+			if !s.OK {
+				s.Err = "connect: no route to host"
+			}
+			ss = append(ss, s)
+		}
+		return ss
+	}
+	between := func(a, b time.Duration) func(time.Duration) bool {
+		return func(off time.Duration) bool { return off >= a && off < b }
+	}
+
+	// The handover was seamless; the VIP went back (preemption) while the put-back ran: that is
+	// the failback, not an outage that never ended (seen in CI).
+	rs := splitReadyz(samples(between(8*time.Second+400*time.Millisecond, 8*time.Second+700*time.Millisecond)), t0, tPut)
+	if rs.failed != 0 || rs.rto == nil || *rs.rto != 0 || rs.failback == nil || *rs.failback < 300 || *rs.failback > 340 {
+		t.Errorf("failback only: %+v, want 0 failed, RTO 0, failback ~320 ms", rs)
+	}
+	// An outage from 450 ms to 500 ms: RTO at the first OK sample's Done.
+	rs = splitReadyz(samples(between(440*time.Millisecond, 500*time.Millisecond)), t0, tPut)
+	if rs.failed != 3 || rs.rto == nil || *rs.rto != 505 || rs.failback != nil {
+		t.Errorf("outage: %+v, want 3 failed, RTO 505 ms, no failback", rs)
+	}
+	// Never recovered before the put-back, recovered after it: no RTO, and why.
+	rs = splitReadyz(samples(between(time.Second, 8*time.Second+100*time.Millisecond)), t0, tPut)
+	if rs.rto != nil || !strings.Contains(rs.why, "350 failed requests: connect: no route to host") || rs.failback == nil {
+		t.Errorf("no recovery: %+v", rs)
+	}
+}

@@ -25,6 +25,10 @@ import (
 // catchUpTimeout bounds waiting for a returned member to catch up.
 const catchUpTimeout = 3 * time.Minute
 
+// recoveryTimeout bounds the wait for the first acknowledged write after an --expect-outage
+// drill's put-back.
+const recoveryTimeout = 2 * time.Minute
+
 // applied is one fault applied to one host.
 type applied struct {
 	host string
@@ -316,12 +320,20 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 		}
 		return nil, err
 	}
-	t0 := app[0].at
+	// t0 is when the first target went down, allDown when the last did (they differ when a zone's
+	// hosts are taken down in parallel): quorum is lost only from allDown on.
+	t0, allDown := app[0].at, app[0].at
 	for _, a := range app {
 		if a.at.Before(t0) {
 			t0 = a.at
 		}
+		if a.at.After(allDown) {
+			allDown = a.at
+		}
 		it.FaultUncertaintyMs = max(it.FaultUncertaintyMs, ms(a.uncertainty))
+	}
+	for _, a := range app {
+		r.p.Debugf("drill: %s down %s after t0 (± %s)", a.host, a.at.Sub(t0), a.uncertainty)
 	}
 	it.FaultAt = wallOf(t0)
 	r.p.Infof("drill/hold: %s", r.o.Hold)
@@ -346,6 +358,21 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 			it.CatchUpMs = msp(d)
 		}
 	}
+	if r.report.Prediction != nil && !r.report.Prediction.QuorumHolds {
+		// Quorum returns with the zone: keep measuring until a write sent after the put-back is
+		// acknowledged (an election first, which the catch-up does not wait for).
+		r.p.Infof("drill/recovery: waiting (at most %s) for the first acknowledged write after the put-back", recoveryTimeout)
+		rt := r.o.RequestTimeout
+		if rt == 0 {
+			rt = workload.DefaultRequestTimeout
+		}
+		for deadline := time.Now().Add(recoveryTimeout); time.Now().Before(deadline); time.Sleep(PollInterval) {
+			// Acknowledged later than a request timeout after the put-back: sent after it.
+			if wl.Progress().LastAck.After(putDone.Add(rt)) {
+				break
+			}
+		}
+	}
 	sleepCtx(context.Background(), settle)
 	rec, obs, lbo := stopAll()
 
@@ -361,8 +388,10 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 				it.AckedDuringHold++
 			}
 		}
-		if w.Acked && !w.Sent.Before(t0) && w.Done.Before(tPut) {
+		if w.Acked && !w.Sent.Before(allDown) && w.Done.Before(tPut) {
 			it.WritesAckedDuringFault++
+			r.p.Debugf("drill: write %d acknowledged during the fault: sent %s, done %s after t0 (all targets down %s after t0), revision %d",
+				w.Seq, w.Sent.Sub(t0), w.Done.Sub(t0), allDown.Sub(t0), w.Revision)
 		}
 	}
 	it.SentDuringHold = sentDuring

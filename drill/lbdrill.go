@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -245,9 +244,38 @@ const maxDualVIP = time.Second
 func (o *lbObserved) outage(t0 time.Time) error {
 	st := probe.Outage(o.samples, t0)
 	if st.Failed > 0 && !st.Recovered {
-		return errors.New("readyz through the VIP did not answer 200 again before the drill ended")
+		return fmt.Errorf("readyz through the VIP did not answer 200 again before the drill ended (%s)", failedSince(o.samples, t0))
 	}
 	return nil
+}
+
+// failedSince summarises the readyz samples sent at or after t0 that failed: how many, the first
+// error and the last, e.g. "212 failed requests; first: dial tcp 172.28.0.100:6443: connect:
+// connection refused; last: ...". It says why a failover did not complete.
+func failedSince(samples []probe.Sample, t0 time.Time) string {
+	var n int
+	var first, last string
+	for _, s := range samples {
+		if s.OK || s.Sent.Before(t0) {
+			continue
+		}
+		n++
+		if first == "" {
+			first = s.Err
+		}
+		last = s.Err
+	}
+	if n == 0 {
+		return "no failed request"
+	}
+	what := fmt.Sprintf("%d failed requests", n)
+	if n == 1 {
+		what = "1 failed request"
+	}
+	if first == last {
+		return what + ": " + first
+	}
+	return fmt.Sprintf("%s; first: %s; last: %s", what, first, last)
 }
 
 // masterDown is RFC 5798 §6.1's Master_Down_Interval of the best backup: 3 x Advertisement_Interval
@@ -326,9 +354,11 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 	it.FaultAt, it.FaultUncertaintyMs = wallOf(t0), ms(app[0].uncertainty)
 	r.p.Infof("drill/hold: %s", r.o.Hold)
 	sleepCtx(ctx, time.Until(t0.Add(r.o.Hold)))
-	putErr := r.putBack([]v1alpha1.Host{h})
+	// The hold ends here: the put-back can hand the VIP back (preemption) before it returns, so
+	// samples sent from tPut on belong to the failback, not to the outage being measured.
 	tPut := time.Now()
-	it.PutBackMs = ms(tPut.Sub(t0))
+	putErr := r.putBack([]v1alpha1.Host{h})
+	it.PutBackMs = ms(time.Since(t0))
 	moved := ""
 	if putErr == nil {
 		// Wait for the VIP to settle: the highest-priority host, or (nopreempt) where it is.
@@ -365,15 +395,10 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 	if it.VIPMovedMs == nil {
 		it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not move off %s while %s was stopped (%s)", holder, r.o.Component, r.o.Hold))
 	}
-	st := probe.Outage(o.samples, t0)
-	switch {
-	case st.Failed == 0:
-		zero := 0.0
-		it.RTOMs = &zero
-	case st.Recovered && st.RecoveredAfter < tPut.Sub(t0):
-		it.RTOMs = msp(st.RecoveredAfter)
-	default:
-		it.Failures = append(it.Failures, "readyz through the VIP did not answer 200 again before the put-back")
+	rs := splitReadyz(o.samples, t0, tPut)
+	it.ReadyzFailures, it.RTOMs, it.FailbackOutageMs = rs.failed, rs.rto, rs.failback
+	if rs.rto == nil {
+		it.Failures = append(it.Failures, fmt.Sprintf("readyz through the VIP did not answer 200 again before the put-back (%s)", rs.why))
 	}
 	if moved != "" {
 		it.SettledOn = moved
@@ -383,17 +408,49 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 			zero := 0.0
 			it.SettleMs = &zero
 		}
-		var after []probe.Sample
-		for _, s := range o.samples {
-			if !s.Sent.Before(tPut) {
-				after = append(after, s)
-			}
-		}
-		if fb := probe.Outage(after, tPut); fb.Failed > 0 {
-			it.FailbackOutageMs = msp(fb.LongestFailRun)
-		}
 	}
 	return it, putErr
+}
+
+// readyzSplit is what the readyz samples of one lb-failover iteration show: failed, the requests
+// sent during the hold (t0 to the put-back's start) that failed; rto, from t0 until readyz answered
+// 200 again after the first of them (0 when none failed; nil when it never did before the put-back,
+// why says how they failed); failback, the longest run of failed requests sent once the put-back
+// started (the VIP handed back by preemption; nil when none failed).
+type readyzSplit struct {
+	failed   int
+	rto      *float64
+	why      string
+	failback *float64
+}
+
+// splitReadyz computes the [readyzSplit] of samples for a fault at t0 put back from tPut on.
+// Samples are split by when they were sent: the put-back can hand the VIP back before it returns,
+// and a failure then belongs to the failback, not to the outage being measured.
+func splitReadyz(samples []probe.Sample, t0, tPut time.Time) readyzSplit {
+	var held, after []probe.Sample
+	for _, s := range samples {
+		if s.Sent.Before(tPut) {
+			held = append(held, s)
+		} else {
+			after = append(after, s)
+		}
+	}
+	st := probe.Outage(held, t0)
+	rs := readyzSplit{failed: st.Failed}
+	switch {
+	case st.Failed == 0:
+		zero := 0.0
+		rs.rto = &zero
+	case st.Recovered:
+		rs.rto = msp(st.RecoveredAfter)
+	default:
+		rs.why = failedSince(held, t0)
+	}
+	if fb := probe.Outage(after, tPut); fb.Failed > 0 {
+		rs.failback = msp(fb.LongestFailRun)
+	}
+	return rs
 }
 
 // settledAt is the last time after t that host took the VIP.

@@ -117,7 +117,9 @@ type Iteration struct {
 	// Workload is the workload's own statistics (t0-relative), Verification the read-back.
 	Workload     *workload.Stats        `json:"workload,omitempty"`
 	Verification *workload.Verification `json:"verification,omitempty"`
-	// WritesAckedDuringFault counts writes sent after t0 and acknowledged before the put-back.
+	// WritesAckedDuringFault counts writes sent once every target was down (t0 for one target; the
+	// last target's fault instant for a zone) and acknowledged before the put-back: none when
+	// quorum was lost.
 	WritesAckedDuringFault int `json:"writesAckedDuringFault"`
 	// SentDuringHold and AckedDuringHold count the writes sent between t0 and the put-back and those
 	// of them acknowledged: after the RTO, a partitioned member still takes its share of the
@@ -136,8 +138,10 @@ type Iteration struct {
 	VIPBefore  string   `json:"vipBefore,omitempty"`
 	VIPAfter   string   `json:"vipAfter,omitempty"`
 	VIPMovedMs *float64 `json:"vipMovedMs,omitempty"`
-	// ReadyzFailures counts failed readyz requests; FailbackOutageMs the unavailability caused by
-	// the VIP moving back after the put-back (preemption), if any.
+	// ReadyzFailures counts failed readyz requests (lb-failover: those sent during the hold, between
+	// t0 and the put-back's start); FailbackOutageMs the unavailability caused by the VIP moving back
+	// once the put-back started (preemption), if any; SettleMs is from the put-back's start until the
+	// VIP was taken by SettledOn.
 	ReadyzFailures   int      `json:"readyzFailures,omitempty"`
 	FailbackOutageMs *float64 `json:"failbackOutageMs,omitempty"`
 	SettledOn        string   `json:"settledOn,omitempty"`
