@@ -5,10 +5,12 @@ package drille2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -178,6 +180,46 @@ func noLeftovers(t *testing.T, c *v1alpha1.Cluster) {
 	}
 }
 
+// lockedBuffer collects a command's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startUntilHold starts `hactl drill args... -f spec --yes --log-file ""` in the background and
+// returns once the drill holds its fault, with its stderr so far and to come.
+func startUntilHold(t *testing.T, spec string, args ...string) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(suite.Bin, append(append([]string{"drill"}, args...), "-f", spec, "--yes", "--log-file", "")...)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "drill/hold") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the drill did not reach its hold:\n%s", stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cmd, stderr
+}
+
 func TestDrills(t *testing.T) {
 	c3 := labSpec(t, 3)
 	spec := writeSpec(t, c3)
@@ -333,22 +375,35 @@ func TestDrills(t *testing.T) {
 		})
 	}
 
-	step("a drill killed with SIGKILL leaves leftovers: the next drill refuses, cleanup puts them back", func(t *testing.T) {
-		cmd := exec.Command(suite.Bin, "drill", "kill-leader", "-f", spec, "--yes", "--method", "network", "--hold", "60s", "--log-file", "")
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		journal := filepath.Join(c3.Spec.StateDir, "drill", "active.json")
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(stderr.String(), "drill/hold") {
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("the drill did not reach its hold:\n%s", stderr.String())
+	step("az-outage of a zone holding 2 of 3 members with --expect-outage: nothing acknowledged while it is down, recovery from its return", func(t *testing.T) {
+		// The same cluster described with cp-b in az-a: losing az-a (cp-a, cp-b, lb-a) loses quorum.
+		odd := labSpec(t, 3)
+		odd.Spec.Etcd.AcceptZoneQuorumLoss = true
+		for i := range odd.Spec.Hosts {
+			if odd.Spec.Hosts[i].Name == "cp-b" {
+				odd.Spec.Hosts[i].Zone = "az-a"
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
+		oddSpec := writeSpec(t, odd)
+		rep, r := runDrill(t, oddSpec, "az-outage", "--zone", "az-a", "--expect-outage", "--hold", "5s")
+		checkEtcdDrill(t, rep, r, 1)
+		if p := rep.Prediction; p == nil || p.QuorumHolds || p.Survivors != 1 || p.Total != 3 {
+			t.Fatalf("prediction %+v: want quorum lost with 1 of 3", p)
+		}
+		it := rep.Iterations[0]
+		if it.Observed == nil || it.Observed.QuorumHeld || it.WritesAckedDuringFault != 0 || !it.RecoveryFromPutBack || it.RTOMs == nil {
+			t.Errorf("observed %+v, %d writes acknowledged during the outage, recovery from the put-back %v, RTO measured %v; want quorum lost, 0, true, true",
+				it.Observed, it.WritesAckedDuringFault, it.RecoveryFromPutBack, it.RTOMs != nil)
+		} else {
+			t.Logf("az-a back: first acknowledged write %.0f ms after the put-back; %d writes sent during the outage, %d acknowledged", *it.RTOMs, it.SentDuringHold, it.AckedDuringHold)
+		}
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, time.Minute)
+	})
+
+	step("a drill killed with SIGKILL leaves leftovers: the next drill refuses, cleanup puts them back", func(t *testing.T) {
+		cmd, stderr := startUntilHold(t, spec, "kill-leader", "--method", "network", "--hold", "60s")
+		journal := filepath.Join(c3.Spec.StateDir, "drill", "active.json")
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -369,17 +424,43 @@ func TestDrills(t *testing.T) {
 		}
 	})
 
-	step("two drills at once: the second is refused and touches nothing", func(t *testing.T) {
-		cmd := exec.Command(suite.Bin, "drill", "kill-leader", "-f", spec, "--yes", "--hold", "8s", "--log-file", "")
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
+	step("Ctrl-C during an az-outage by process puts every unit back and says so", func(t *testing.T) {
+		rp := filepath.Join(t.TempDir(), "drill.json")
+		cmd, stderr := startUntilHold(t, spec, "az-outage", "--zone", "az-b", "--method", "process", "--hold", "60s", "--report", rp)
+		time.Sleep(3 * time.Second) // the survivors elect and serve: something to measure
+		// While held: az-b's etcd and its LB host's units are down.
+		if out, _ := suite.Lab.Exec(context.Background(), "cp-b", "systemctl", "is-active", "etcd"); strings.TrimSpace(out) == "active" {
+			t.Errorf("cp-b's etcd is active during the hold")
+		}
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(stderr.String(), "drill/hold") && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
+		err := cmd.Wait()
+		t.Logf("interrupted hactl during the hold:\n%s", stderr.String())
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "everything was put back") {
+			t.Errorf("exit %v, want 1 saying everything was put back", err)
 		}
+		raw, err := os.ReadFile(rp)
+		var rep drill.Report
+		if err == nil {
+			err = json.Unmarshal(raw, &rep)
+		}
+		if err != nil || rep.Verdict != "error" || len(rep.Iterations) != 1 || rep.LostWrites != 0 {
+			t.Errorf("report after Ctrl-C (%v): verdict %q, %d iterations, %d lost; want error, 1, 0", err, rep.Verdict, len(rep.Iterations), rep.LostWrites)
+		}
+		for h, units := range map[string][]string{"cp-b": {"etcd"}, "lb-b": {"haproxy", "keepalived"}} {
+			out, _ := suite.Lab.Exec(context.Background(), h, append([]string{"systemctl", "is-active"}, units...)...)
+			if strings.Count(out, "active") != len(units) || strings.Contains(out, "inactive") {
+				t.Errorf("%s after Ctrl-C: %q, want %v active", h, out, units)
+			}
+		}
+		noLeftovers(t, c3)
+		waitEtcdHealthy(t, spec, time.Minute)
+	})
+
+	step("two drills at once: the second is refused and touches nothing", func(t *testing.T) {
+		cmd, stderr := startUntilHold(t, spec, "kill-leader", "--hold", "8s")
 		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes", "--method", "network")
 		if r.Code != 3 || !strings.Contains(r.Stderr, "another drill") {
 			t.Errorf("second drill: exit %d, want 3 refusing because another drill runs", r.Code)
