@@ -59,8 +59,9 @@ func TestSchedule(t *testing.T) {
 
 	leader := leaderName(t, cli)
 	time.Sleep(45 * time.Second)
+	listed := time.Now() // before the listing: a slot is required only if it had 5 s to complete by then
 	l := list(t, spec)
-	slots := checkSlots(t, l, start, time.Now(), nil)
+	slots := checkSlots(t, l, start, listed, nil)
 	if len(slots) < 3 {
 		t.Fatalf("after 45 s every 10 s: %d slots stored, want at least 3: %v", len(slots), slots)
 	}
@@ -96,12 +97,13 @@ func TestSchedule(t *testing.T) {
 	}
 	waitHealthy(t, cli, leader)
 	time.Sleep(25 * time.Second)
+	listed = time.Now()
 	l = list(t, spec)
 	// The slot in which the leader died and the next (election, at most ~1 s here) may be missed.
 	grace := func(s time.Time) bool {
 		return !s.Before(schedule.Slot(killed, scheduleEvery)) && s.Before(killed.Add(scheduleEvery))
 	}
-	checkSlots(t, l, start, time.Now(), grace)
+	checkSlots(t, l, start, listed, grace)
 	t.Logf("slots around the kill (%s led, %s after): %v", leader, newLeader, stems(l))
 	for _, sn := range l.Snapshots {
 		if sn.Time.After(killed.Add(scheduleEvery)) && sn.Metadata.MemberName == leader && !sn.Time.After(killed.Add(35*time.Second)) {
@@ -138,12 +140,15 @@ func TestSchedule(t *testing.T) {
 	if r := install(keep); !strings.Contains(r.Stderr, schedule.ServicePath) {
 		t.Errorf("new retention: the service unit was not rewritten:\n%s", r.Stderr)
 	}
-	time.Sleep(2*scheduleEvery + 5*time.Second)
+	time.Sleep(2 * scheduleEvery)
+	betweenRuns()
 	if l = list(t, spec); len(l.Snapshots) != keep {
 		t.Errorf("--keep-last %d: %d snapshots stored: %v", keep, len(l.Snapshots), stems(l))
 	}
 
-	// Disable: everything gone, timers too; again: nothing to do.
+	// Disable: everything gone, timers too; again: nothing to do. A run in progress is left to
+	// finish, so disable between runs: after it, the listing must not change.
+	betweenRuns()
 	mustHactl(t, "backup", "schedule", "-f", spec, "--disable")
 	for _, h := range members {
 		out, _ := suite.Lab.Exec(ctx, h, "sh", "-c", "systemctl is-active "+schedule.TimerName+"; ls "+schedule.ConfigDir+" "+schedule.TimerPath+" "+schedule.ServicePath+" "+schedule.BinaryPath+" 2>&1 | grep -v 'No such file' || true")
@@ -160,6 +165,17 @@ func TestSchedule(t *testing.T) {
 	if m := len(list(t, spec).Snapshots); m != n {
 		t.Errorf("after --disable: %d snapshots, then %d: something still takes them", n, m)
 	}
+}
+
+// betweenRuns sleeps until the middle of a slot, when no scheduled run is in progress (a run
+// takes about 1 s here): a listing taken then does not race with a run's upload and its pruning.
+func betweenRuns() {
+	now := time.Now()
+	mid := schedule.Slot(now, scheduleEvery).Add(scheduleEvery / 2)
+	if now.After(mid) {
+		mid = mid.Add(scheduleEvery)
+	}
+	time.Sleep(time.Until(mid))
 }
 
 // checkSlots checks the listing from the first slot after from to the last slot before to: every
