@@ -361,6 +361,12 @@ func TestSplitReadyz(t *testing.T) {
 	if rs.failed != 0 || rs.rto == nil || *rs.rto != 0 || rs.failback == nil || *rs.failback < 300 || *rs.failback > 340 {
 		t.Errorf("failback only: %+v, want 0 failed, RTO 0, failback ~320 ms", rs)
 	}
+	// A request in flight when the put-back started fails with it: neither outage nor failback.
+	inFlight := samples(func(time.Duration) bool { return false })
+	inFlight = append(inFlight, probe.Sample{Sent: tPut.Add(-10 * time.Millisecond), Done: tPut.Add(200 * time.Millisecond), Err: "i/o timeout"})
+	if rs := splitReadyz(inFlight, t0, tPut); rs.failed != 0 || rs.rto == nil || *rs.rto != 0 || rs.failback != nil {
+		t.Errorf("in flight at the put-back: %+v, want 0 failed, RTO 0, no failback", rs)
+	}
 	// An outage from 450 ms to 500 ms: RTO at the first OK sample's Done.
 	rs = splitReadyz(samples(between(440*time.Millisecond, 500*time.Millisecond)), t0, tPut)
 	if rs.failed != 3 || rs.rto == nil || *rs.rto != 505 || rs.failback != nil {

@@ -358,19 +358,17 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 			it.CatchUpMs = msp(d)
 		}
 	}
-	if r.report.Prediction != nil && !r.report.Prediction.QuorumHolds {
+	if putErr == nil && ctx.Err() == nil && r.report.Prediction != nil && !r.report.Prediction.QuorumHolds {
 		// Quorum returns with the zone: keep measuring until a write sent after the put-back is
-		// acknowledged (an election first, which the catch-up does not wait for).
-		r.p.Infof("drill/recovery: waiting (at most %s) for the first acknowledged write after the put-back", recoveryTimeout)
-		rt := r.o.RequestTimeout
-		if rt == 0 {
-			rt = workload.DefaultRequestTimeout
+		// acknowledged (an election first, which the catch-up does not wait for). Everything is
+		// back already: Ctrl-C just ends the wait.
+		r.p.Infof("drill/recovery: waiting (at most %s) for the first acknowledged write sent after the put-back", recoveryTimeout)
+		recovered := false
+		for deadline := time.Now().Add(recoveryTimeout); !recovered && time.Now().Before(deadline) && sleepCtx(ctx, PollInterval); {
+			recovered = !wl.Progress().LastAckSent.Before(putDone)
 		}
-		for deadline := time.Now().Add(recoveryTimeout); time.Now().Before(deadline); time.Sleep(PollInterval) {
-			// Acknowledged later than a request timeout after the put-back: sent after it.
-			if wl.Progress().LastAck.After(putDone.Add(rt)) {
-				break
-			}
+		if !recovered && ctx.Err() == nil {
+			it.Notes = append(it.Notes, fmt.Sprintf("no write sent after the put-back was acknowledged within %s", recoveryTimeout))
 		}
 	}
 	sleepCtx(context.Background(), settle)
@@ -453,7 +451,9 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 				cut[h.Name] = true
 			}
 		}
-		it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures, it.Notes = lbo.after(t0, cut)
+		var notes []string
+		it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures, notes = lbo.after(t0, cut)
+		it.Notes = append(it.Notes, notes...)
 		if d, who := dualVIP(lbo.events, cut, t0); d > maxDualVIP {
 			it.Failures = append(it.Failures, fmt.Sprintf("the VIP was on %s at once for %s, both reachable: both answer ARP for it (keepalived killed with SIGKILL leaves its address configured, as a crash would)",
 				strings.Join(who, " and "), fmtMs(msp(d))))

@@ -388,7 +388,7 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 	if at := o.holderAt(t0); len(at) != 1 || at[0] != holder {
 		it.Failures = append(it.Failures, fmt.Sprintf("at the fault the VIP watchers saw the VIP on [%s], not on the holder %s", strings.Join(at, " "), holder))
 	}
-	it.VIPAfter, it.VIPMovedMs, it.ReadyzFailures, it.Notes = o.after(t0, nil)
+	it.VIPAfter, it.VIPMovedMs, _, it.Notes = o.after(t0, nil) // readyz failures: splitReadyz below
 	if d, who := dualVIP(o.events, nil, t0); d > maxDualVIP {
 		it.Failures = append(it.Failures, fmt.Sprintf("the VIP was on %s at once for %s: both answer ARP for it", strings.Join(who, " and "), fmtMs(msp(d))))
 	}
@@ -413,7 +413,7 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 }
 
 // readyzSplit is what the readyz samples of one lb-failover iteration show: failed, the requests
-// sent during the hold (t0 to the put-back's start) that failed; rto, from t0 until readyz answered
+// sent from t0 that failed and ended before the put-back's start; rto, from t0 until readyz answered
 // 200 again after the first of them (0 when none failed; nil when it never did before the put-back,
 // why says how they failed); failback, the longest run of failed requests sent once the put-back
 // started (the VIP handed back by preemption; nil when none failed).
@@ -425,16 +425,19 @@ type readyzSplit struct {
 }
 
 // splitReadyz computes the [readyzSplit] of samples for a fault at t0 put back from tPut on.
-// Samples are split by when they were sent: the put-back can hand the VIP back before it returns,
-// and a failure then belongs to the failback, not to the outage being measured.
+// Samples that ended before tPut measure the outage, those sent from tPut on the failback, and
+// those in flight at tPut neither: the put-back can hand the VIP back before it returns, and a
+// failure then belongs to the failback, not to the outage being measured.
 func splitReadyz(samples []probe.Sample, t0, tPut time.Time) readyzSplit {
 	var held, after []probe.Sample
 	for _, s := range samples {
-		if s.Sent.Before(tPut) {
+		switch {
+		case s.Done.Before(tPut):
 			held = append(held, s)
-		} else {
+		case !s.Sent.Before(tPut):
 			after = append(after, s)
 		}
+		// A request in flight at tPut belongs to neither: its result may be the put-back's.
 	}
 	st := probe.Outage(held, t0)
 	rs := readyzSplit{failed: st.Failed}

@@ -344,8 +344,9 @@ type Progress struct {
 	// Sent and Acked count the Puts completed so far (in flight ones are not counted); Skipped
 	// counts write ticks skipped.
 	Sent, Acked, Skipped int
-	// LastAck is the Done time of the latest acknowledgement (zero before the first).
-	LastAck time.Time
+	// LastAck is the Done time of the latest acknowledgement and LastAckSent the Sent time of that
+	// write (both zero before the first).
+	LastAck, LastAckSent time.Time
 }
 
 // Progress returns the counters so far (constant time).
@@ -354,7 +355,7 @@ func (r *Run) Progress() Progress {
 	defer r.mu.Unlock()
 	p := Progress{Sent: len(r.writes), Acked: r.acked, Skipped: len(r.skippedW)}
 	if r.last != nil {
-		p.LastAck = r.last.Done
+		p.LastAck, p.LastAckSent = r.last.Done, r.last.Sent
 	}
 	return p
 }

@@ -135,7 +135,7 @@ func TestKillLeader(t *testing.T) {
 			break
 		}
 	}
-	if p := run.Progress(); p.Sent < 100 || p.Acked == 0 || p.Acked > p.Sent {
+	if p := run.Progress(); p.Sent < 100 || p.Acked == 0 || p.Acked > p.Sent || p.LastAckSent.IsZero() || p.LastAckSent.After(p.LastAck) {
 		t.Errorf("progress %+v", p)
 	}
 	rec := run.Stop()
