@@ -92,9 +92,11 @@ func Decode(data []byte, source string, baseDir string) (*Cluster, []Warning, er
 	if err != nil {
 		return nil, nil, err
 	}
+	zeroErrs := explicitZeroErrors(c.explicitZeros) // before defaulting hides them
 	SetDefaults(c, baseDir)
 	c.lines = lines
 	errs, warns := Validate(c)
+	errs = append(zeroErrs, errs...)
 	if len(errs) > 0 {
 		return nil, warns, &ValidationError{Source: source, Errors: errs, lines: lines}
 	}
@@ -218,6 +220,7 @@ func decodeStrict(data []byte, source string) (*Cluster, map[string]int, error) 
 		// The walk already checked names and types, so this is unexpected; report it anyway.
 		return fail(Problem{Message: err.Error()})
 	}
+	c.explicitZeros = w.zeros
 	return &c, w.lines, nil
 }
 
@@ -305,6 +308,7 @@ type walker struct {
 	lines    map[string]int
 	problems []Problem
 	visited  int
+	zeros    []*field.Path // int fields set to 0 and duration fields set to a zero duration
 }
 
 func (w *walker) problem(line int, path *field.Path, format string, args ...any) {
@@ -354,9 +358,13 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 			w.problem(n.Line, path, "must be a duration string with a unit such as \"100ms\", \"10s\" or \"2m\", got %s", describe(n))
 			return nil
 		}
-		if _, err := time.ParseDuration(n.Value); err != nil {
+		d, err := time.ParseDuration(n.Value)
+		if err != nil {
 			w.problem(n.Line, path, "invalid duration %s: write a number with a unit such as \"100ms\", \"10s\" or \"2m\"", quoteValue(n.Value))
 			return nil
+		}
+		if d == 0 {
+			w.zeros = append(w.zeros, path)
 		}
 		return n.Value
 	case t.Kind() == reflect.Struct:
@@ -410,6 +418,9 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 		if err := n.Decode(&i); err != nil || reflect.Zero(t).OverflowInt(i) {
 			w.problem(n.Line, path, "integer %s is out of range", n.Value)
 			return nil
+		}
+		if i == 0 {
+			w.zeros = append(w.zeros, path)
 		}
 		return i
 	}

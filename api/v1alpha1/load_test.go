@@ -137,6 +137,10 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-lb-frontend-local-port.yaml", "spec.loadBalancer.frontendPort", 21},
 		{"invalid-lb-bad-interface.yaml", "spec.loadBalancer.interface", 21},
 		{"invalid-lb-wrong-type-priorities.yaml", "spec.loadBalancer.priorities", 21},
+		// explicit zeros that defaulting would have replaced silently
+		{"invalid-zero-virtual-router-id.yaml", "spec.loadBalancer.virtualRouterID", 21},
+		{"invalid-zero-host-port.yaml", "spec.hosts[2].port", 20},
+		{"invalid-zero-heartbeat.yaml", "spec.etcd.heartbeatInterval", 25},
 	}
 
 	// Every invalid file has a case, and there are enough of them.

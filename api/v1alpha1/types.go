@@ -36,6 +36,9 @@ type Cluster struct {
 	// lines maps field paths to lines of the document the Cluster was decoded from (nil when built
 	// in code), so later checks (ValidateLocalFiles) can point at the line too.
 	lines map[string]int
+	// explicitZeros are the fields the document set to 0 (or a zero duration), which defaulting
+	// cannot tell from absent ones.
+	explicitZeros []*field.Path
 }
 
 // ValidationError wraps errs, found by a check run after Load (e.g. ValidateLocalFiles), in a
@@ -83,7 +86,7 @@ type LoadBalancer struct {
 	// Mode is "unicast" (default; works where multicast is blocked) or "multicast".
 	Mode string `json:"mode,omitempty"`
 	// AdvertInterval is the VRRP advertisement interval (default 1s; whole seconds for VRRPv2).
-	AdvertInterval Duration `json:"advertInterval,omitempty"`
+	AdvertInterval Duration `json:"advertInterval,omitzero"`
 	// Auth is an optional VRRP PASS authentication secret (plaintext on the wire in VRRPv2; off by
 	// default), read from a file or an environment variable, never inline; at most 8 characters.
 	Auth *VRRPAuth `json:"auth,omitempty"`
@@ -122,7 +125,7 @@ type VRRPAuth struct {
 // LBHealthCheck is HAProxy's backend health check.
 type LBHealthCheck struct {
 	// Interval is HAProxy's "inter" (default 2s).
-	Interval Duration `json:"interval,omitempty"`
+	Interval Duration `json:"interval,omitzero"`
 	// Fall is how many failed checks mark a backend DOWN (default 3).
 	Fall int `json:"fall,omitempty"`
 	// Rise is how many passed checks mark it UP again (default 2).
@@ -154,9 +157,9 @@ type SSH struct {
 	// (default ~/.ssh/known_hosts).
 	KnownHostsFile string `json:"knownHostsFile,omitempty"`
 	// ConnectTimeout bounds dialing and the SSH handshake (default 10s).
-	ConnectTimeout Duration `json:"connectTimeout,omitempty"`
+	ConnectTimeout Duration `json:"connectTimeout,omitzero"`
 	// CommandTimeout bounds one remote step (default 2m).
-	CommandTimeout Duration `json:"commandTimeout,omitempty"`
+	CommandTimeout Duration `json:"commandTimeout,omitzero"`
 	// MaxParallel caps how many hosts are worked on at once (default 10).
 	MaxParallel int `json:"maxParallel,omitempty"`
 	// Sudo configures privilege escalation for a non-root User.
@@ -218,10 +221,10 @@ type Etcd struct {
 	// PeerPort serves raft peers over TLS (default 2380).
 	PeerPort int `json:"peerPort,omitempty"`
 	// HeartbeatInterval is raft's heartbeat (default 100ms; whole milliseconds).
-	HeartbeatInterval Duration `json:"heartbeatInterval,omitempty"`
+	HeartbeatInterval Duration `json:"heartbeatInterval,omitzero"`
 	// ElectionTimeout is raft's election timeout (default 1000ms; whole milliseconds;
 	// at least 5 x heartbeat and at most 50000ms, as etcd enforces).
-	ElectionTimeout Duration `json:"electionTimeout,omitempty"`
+	ElectionTimeout Duration `json:"electionTimeout,omitzero"`
 	// QuotaBackendBytes is the backend size quota in bytes (default 2147483648 = 2 GiB, etcd's default).
 	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
 	// AutoCompaction configures etcd's auto compaction.
@@ -255,7 +258,9 @@ type AutoCompaction struct {
 	Retention string `json:"retention,omitempty"`
 }
 
-// Duration is a time.Duration written as a Go duration string ("100ms", "1m30s").
+// Duration is a time.Duration written as a Go duration string ("100ms", "1m30s"). Spec fields of
+// this type are tagged omitzero: a zero duration is left out when a spec is written, since a
+// zero written out is refused where it would stand for the default (see zeroDefaulted).
 type Duration struct {
 	time.Duration
 }
