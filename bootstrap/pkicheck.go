@@ -11,12 +11,14 @@ import (
 	"io/fs"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
@@ -54,7 +56,9 @@ type CertCheck struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// HostCerts are the certificates found on one host under /etc/etcd/pki.
+// HostCerts are the certificates found on one host: under /etc/etcd/pki on an etcd member, and
+// kube-apiserver's etcd CA and client certificate (kubeadm's paths under /etc/kubernetes/pki) on
+// a control-plane host.
 type HostCerts struct {
 	Host    string `json:"host"`
 	Address string `json:"address"`
@@ -120,7 +124,12 @@ func CheckPKI(ctx context.Context, opt PKICheckOptions) (*PKIReport, error) {
 		rep.Local = append(rep.Local, checkCert(lc.Path, lc.Cert, ca, now))
 	}
 
-	hosts := c.EtcdHosts()
+	var hosts []v1alpha1.Host
+	for _, h := range c.Spec.Hosts {
+		if h.HasRole(v1alpha1.RoleEtcd) || h.HasRole(v1alpha1.RoleControlPlane) {
+			hosts = append(hosts, h)
+		}
+	}
 	rep.Hosts = make([]HostCerts, len(hosts))
 	d, err := newDialer(c, opt.AcceptNewHostKeys, opt.Prompt)
 	if err != nil {
@@ -152,14 +161,28 @@ func CheckPKI(ctx context.Context, opt PKICheckOptions) (*PKIReport, error) {
 			}
 			return nil
 		})
-	for _, hc := range rep.Hosts {
+	for i, hc := range rep.Hosts {
 		for _, cc := range hc.Certificates {
 			for _, p := range cc.Problems {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: %s", hc.Host, cc.Path, p))
 			}
 		}
-		if hc.Error == "" && len(hc.Certificates) == 0 {
+		if hc.Error != "" {
+			continue
+		}
+		h := hosts[i]
+		has := func(pred func(string) bool) bool {
+			return slices.ContainsFunc(hc.Certificates, func(cc CertCheck) bool { return pred(cc.Path) })
+		}
+		if h.HasRole(v1alpha1.RoleEtcd) && !has(func(p string) bool { return strings.HasPrefix(p, remotePKIDir+"/") }) {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: no certificate under %s (not bootstrapped?)", hc.Host, remotePKIDir))
+		}
+		if h.HasRole(v1alpha1.RoleControlPlane) {
+			for _, f := range kubeCertFiles {
+				if !has(func(p string) bool { return p == f }) {
+					rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: missing: kube-apiserver cannot reach etcd without it; re-run 'hactl bootstrap' (phase kube/etcd-certs installs it)", hc.Host, f))
+				}
+			}
 		}
 	}
 	for _, cc := range rep.Local {
@@ -212,10 +235,29 @@ type remoteCert struct {
 	err  error
 }
 
-// hostCertsCommand prints "<path> <base64 of the file>" for every certificate file (*.crt, not
-// hidden: no upload temp files) under remotePKIDir; key files are never read.
-var hostCertsCommand = fmt.Sprintf(`if [ -d %[1]s ]; then find %[1]s -type f -name '*.crt' ! -name '.*' | sort | while read -r f; do printf '%%s ' "$f"; base64 -w0 "$f"; echo; done; fi`,
-	provision.ShellQuote(remotePKIDir))
+// kubeCertFiles are the certificates hactl installs on a control-plane host for kube-apiserver
+// (kubeadm's external-etcd paths; the key next to the client certificate is never read).
+var kubeCertFiles = []string{kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile}
+
+// hostCertsCommand returns the command that prints "<path> <base64 of the file>" for every
+// certificate of h: each *.crt under remotePKIDir (not hidden: no upload temp files) on an etcd
+// member, and kubeCertFiles that exist on a control-plane host. Key files are never read.
+func hostCertsCommand(h v1alpha1.Host) string {
+	var b strings.Builder
+	b.WriteString("{ ")
+	if h.HasRole(v1alpha1.RoleEtcd) {
+		fmt.Fprintf(&b, "if [ -d %[1]s ]; then find %[1]s -type f -name '*.crt' ! -name '.*' | sort; fi; ", provision.ShellQuote(remotePKIDir))
+	}
+	if h.HasRole(v1alpha1.RoleControlPlane) {
+		b.WriteString("for f in")
+		for _, f := range kubeCertFiles {
+			b.WriteString(" " + provision.ShellQuote(f))
+		}
+		b.WriteString(`; do if [ -f "$f" ]; then echo "$f"; fi; done; `)
+	}
+	b.WriteString(`} | while read -r f; do printf '%s ' "$f"; base64 -w0 "$f"; echo; done`)
+	return b.String()
+}
 
 // readHostCerts connects to h and reads its certificates with one command.
 func readHostCerts(ctx context.Context, h v1alpha1.Host, d *provision.Dialer, timeout time.Duration, p *ui.Printer) ([]remoteCert, error) {
@@ -231,8 +273,8 @@ func readHostCerts(ctx context.Context, h v1alpha1.Host, d *provision.Dialer, ti
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := cli.Run(sctx, "pki/check", hostCertsCommand)
-	p.Debugf("%s: [pki/check] %s (%s, err=%v)", h.Name, "read certificates under "+remotePKIDir, time.Since(start).Round(time.Millisecond), err)
+	res, err := cli.Run(sctx, "pki/check", hostCertsCommand(h))
+	p.Debugf("%s: [pki/check] read the certificates (%s, err=%v)", h.Name, time.Since(start).Round(time.Millisecond), err)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/pki"
 )
 
@@ -90,7 +91,8 @@ func TestHostCertsCommand(t *testing.T) {
 	os.WriteFile(filepath.Join(host, "server.key"), key, 0o600)
 	os.WriteFile(filepath.Join(host, ".server.crt.hactl-tmp-0011"), crt, 0o600)
 	os.WriteFile(filepath.Join(host, "broken.crt"), []byte("nope"), 0o644)
-	out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand, remotePKIDir, host)).Output()
+	member := v1alpha1.Host{Name: "cp-a", Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}}
+	out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand(member), remotePKIDir, host)).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +105,25 @@ func TestHostCertsCommand(t *testing.T) {
 		t.Fatalf("certs %+v", certs)
 	}
 	// No /etc/etcd/pki at all: no output, no failure.
-	if out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand, remotePKIDir, filepath.Join(host, "none"))).Output(); err != nil || len(out) != 0 {
+	if out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand(member), remotePKIDir, filepath.Join(host, "none"))).Output(); err != nil || len(out) != 0 {
 		t.Errorf("missing dir: %q %v", out, err)
+	}
+
+	// A control-plane host that is also a member: its etcd certificates, then kube-apiserver's
+	// etcd CA and client certificate (not its key); a missing one is simply not listed.
+	kube := filepath.Join(t.TempDir(), "kubernetes")
+	os.MkdirAll(filepath.Join(kube, "pki", "etcd"), 0o755)
+	os.WriteFile(filepath.Join(kube, "pki", "etcd", "ca.crt"), crt, 0o644)
+	os.WriteFile(filepath.Join(kube, "pki", "apiserver-etcd-client.key"), key, 0o600)
+	both := v1alpha1.Host{Name: "cp-a", Roles: []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}}
+	cmd := strings.ReplaceAll(strings.ReplaceAll(hostCertsCommand(both), remotePKIDir, host), "/etc/kubernetes", kube)
+	out, err = exec.Command("/bin/sh", "-c", cmd).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs = parseHostCerts(out)
+	if len(certs) != 3 || certs[2].path != filepath.Join(kube, "pki", "etcd", "ca.crt") || certs[2].cert == nil || strings.Contains(string(out), ".key") {
+		t.Errorf("control-plane host: %+v", certs)
 	}
 }
 

@@ -258,6 +258,28 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 					t.Errorf("%s: credentials %s", h, out)
 				}
 			}
+			// pki check reads them on every control-plane host; a missing one is a problem (exit 3).
+			var rep bootstrap.PKIReport
+			if err := json.Unmarshal([]byte(mustHactl(t, "pki", "check", "-f", spec, "-o", "json").Stdout), &rep); err != nil {
+				t.Fatalf("pki check -o json: %v", err)
+			}
+			for _, hc := range rep.Hosts {
+				var kube []string
+				for _, cc := range hc.Certificates {
+					if strings.HasPrefix(cc.Path, "/etc/kubernetes/pki/") && cc.SignedByCA {
+						kube = append(kube, cc.Path)
+					}
+				}
+				if len(kube) != 2 {
+					t.Errorf("pki check of %s: kube-apiserver's etcd certificates signed by the CA: %v, want the CA and the client certificate", hc.Host, kube)
+				}
+			}
+			execOn(t, "cp-c", "mv", "/etc/kubernetes/pki/apiserver-etcd-client.crt", "/root/moved.crt")
+			r := hactl(t, "pki", "check", "-f", spec)
+			execOn(t, "cp-c", "mv", "/root/moved.crt", "/etc/kubernetes/pki/apiserver-etcd-client.crt")
+			if r.Code != 3 || !strings.Contains(r.Stdout, "cp-c:/etc/kubernetes/pki/apiserver-etcd-client.crt: missing") {
+				t.Errorf("pki check without cp-c's client certificate: exit %d, want 3 naming it", r.Code)
+			}
 			for _, h := range lab.LBHosts {
 				for _, u := range []string{"haproxy", "keepalived"} {
 					if s := strings.TrimSpace(execOn(t, h, "systemctl", "is-enabled", u)); s != "enabled" {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -33,14 +34,16 @@ func newPKICheckCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &pkiCheckOptions{}
 	cmd := &cobra.Command{
 		Use:   "check",
-		Short: "Show every certificate on every etcd host and in the state dir: SANs, expiry, issuer",
-		Long: fmt.Sprintf(`Connects to every etcd host over SSH (one command each) and reads every certificate under
-/etc/etcd/pki (certificates only, never keys), then lists per host and for the local state dir: file,
-subject, SANs, not-after, days left, and whether the state dir's CA issued it (fingerprints compared,
-signatures checked).
+		Short: "Show every certificate on every etcd and control-plane host and in the state dir: SANs, expiry, issuer",
+		Long: fmt.Sprintf(`Connects to every etcd and control-plane host over SSH (one command each) and reads its
+certificates (never keys): every one under /etc/etcd/pki on an etcd member, and kube-apiserver's etcd
+CA and client certificate (%s, %s) on a control-plane host. It lists
+per host and for the local state dir: file, subject, SANs, not-after, days left, and whether the state
+dir's CA issued it (fingerprints compared, signatures checked). A control-plane host without those two
+files is a problem.
 
 Exit code 0 when every certificate is signed by the CA and none expires within %d days; 3 when one
-does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not be read.`, bootstrap.CertWarnDays),
+does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not be read.`, kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, bootstrap.CertWarnDays),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFormat(o.output); err != nil {
