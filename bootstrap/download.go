@@ -273,26 +273,28 @@ func filesTar(files []desiredFile) ([]byte, error) {
 
 // DownloadChecksumError refuses a tarball whose sha256 is not spec.etcd.download.sha256. It is found
 // before anything is extracted or installed: the host is left as it was (the downloaded temp file
-// is removed).
+// is removed). Error starts "host <Host>: " as provision's errors do, so the per-host aggregation
+// (provision.HostError) does not name the host twice.
 type DownloadChecksumError struct {
 	Host, URL, Want, Got string
 }
 
 func (e *DownloadChecksumError) Error() string {
-	return fmt.Sprintf("%s: the etcd tarball %s has sha256 %s, but spec.etcd.download.sha256 is %s: nothing was installed. "+
+	return fmt.Sprintf("host %s: the etcd tarball %s has sha256 %s, but spec.etcd.download.sha256 is %s: nothing was installed. "+
 		"Check the URL (a mirror serving another file?) and the checksum the release publishes", e.Host, e.URL, e.Got, e.Want)
 }
 
 // DownloadError is any other failure of a download install that the install command diagnosed
 // itself (no curl or wget, binaries missing from the tarball, wrong architecture or version). Err is
-// the *provision.CommandError carrying the command's stderr.
+// the *provision.CommandError carrying the command's stderr. Error starts "host <Host>: " (see
+// DownloadChecksumError).
 type DownloadError struct {
 	Host, URL, Reason string
 	Err               error
 }
 
 func (e *DownloadError) Error() string {
-	return fmt.Sprintf("%s: installing etcd from %s: %s; nothing was installed", e.Host, e.URL, e.Reason)
+	return fmt.Sprintf("host %s: installing etcd from %s: %s; nothing was installed", e.Host, e.URL, e.Reason)
 }
 
 func (e *DownloadError) Unwrap() error { return e.Err }

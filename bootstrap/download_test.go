@@ -250,6 +250,10 @@ func TestDownloadFailure(t *testing.T) {
 					t.Errorf("%q lacks %q", err, s)
 				}
 			}
+			// The per-host aggregation names the host once.
+			if msg := (&provision.HostError{Host: "cp-a", Err: err}).Error(); strings.Count(msg, "cp-a") != 1 {
+				t.Errorf("aggregated: %q", msg)
+			}
 		}},
 		{"no downloader", exitNoDownloader, "", "neither curl nor wget is installed on this host", func(t *testing.T, err error) {
 			var de *DownloadError
