@@ -2,6 +2,9 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -136,8 +139,18 @@ func (b *Bootstrapper) knownClientURLs() []string {
 }
 
 // isAuthError reports TLS failures (a certificate the members do not accept, or a CA that does not
-// match theirs), which gRPC surfaces as "authentication handshake failed".
+// match theirs). Typed errors are recognised where they survive (a dial outside gRPC); gRPC
+// flattens the transport's handshake error into its status message ("transport: authentication
+// handshake failed: ..."), so that text is matched as well.
 func isAuthError(err error) bool {
+	var verr *tls.CertificateVerificationError
+	var alert tls.AlertError
+	var uae x509.UnknownAuthorityError
+	var cie x509.CertificateInvalidError
+	var hne x509.HostnameError
+	if errors.As(err, &verr) || errors.As(err, &alert) || errors.As(err, &uae) || errors.As(err, &cie) || errors.As(err, &hne) {
+		return true
+	}
 	s := err.Error()
 	return strings.Contains(s, "authentication handshake failed") || strings.Contains(s, "x509:") ||
 		strings.Contains(s, "bad certificate") || strings.Contains(s, "unknown certificate authority")

@@ -3,6 +3,8 @@ package bootstrap
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -873,6 +875,16 @@ func TestIsAuthError(t *testing.T) {
 	} {
 		if got := isAuthError(errors.New(tc.msg)); got != tc.want {
 			t.Errorf("isAuthError(%q) = %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+	// Typed errors, wrapped, whatever their text.
+	for _, err := range []error{
+		fmt.Errorf("dial: %w", x509.UnknownAuthorityError{}),
+		fmt.Errorf("handshake: %w", tls.AlertError(42)), // bad_certificate
+		fmt.Errorf("verify: %w", &tls.CertificateVerificationError{Err: errors.New("expired")}),
+	} {
+		if !isAuthError(err) {
+			t.Errorf("isAuthError(%T) = false", errors.Unwrap(err))
 		}
 	}
 }
