@@ -308,7 +308,7 @@ type walker struct {
 	lines    map[string]int
 	problems []Problem
 	visited  int
-	zeros    []*field.Path // int fields set to 0 and duration fields set to a zero duration
+	zeros    []zeroField // int fields set to 0 and duration fields set to a zero duration
 }
 
 func (w *walker) problem(line int, path *field.Path, format string, args ...any) {
@@ -364,7 +364,7 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 			return nil
 		}
 		if d == 0 {
-			w.zeros = append(w.zeros, path)
+			w.zeros = append(w.zeros, zeroField{path, n.Value})
 		}
 		return n.Value
 	case t.Kind() == reflect.Struct:
@@ -420,7 +420,7 @@ func (w *walker) value(n *yaml.Node, t reflect.Type, path *field.Path) any {
 			return nil
 		}
 		if i == 0 {
-			w.zeros = append(w.zeros, path)
+			w.zeros = append(w.zeros, zeroField{path, n.Value})
 		}
 		return i
 	}

@@ -38,7 +38,7 @@ type Cluster struct {
 	lines map[string]int
 	// explicitZeros are the fields the document set to 0 (or a zero duration), which defaulting
 	// cannot tell from absent ones.
-	explicitZeros []*field.Path
+	explicitZeros []zeroField
 }
 
 // ValidationError wraps errs, found by a check run after Load (e.g. ValidateLocalFiles), in a

@@ -3,7 +3,6 @@ package v1alpha1
 import (
 	"fmt"
 	"regexp"
-	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -25,10 +24,10 @@ var zeroDefaulted = map[string]struct {
 	"spec.hosts[*].port":                     {"a TCP port between 1 and 65535", "that of spec.ssh.port"},
 	"spec.etcd.clientPort":                   {"a TCP port between 1 and 65535", DefaultClientPort},
 	"spec.etcd.peerPort":                     {"a TCP port between 1 and 65535", DefaultPeerPort},
-	"spec.etcd.heartbeatInterval":            {"a positive duration", DefaultHeartbeatInterval},
-	"spec.etcd.electionTimeout":              {"a positive duration", DefaultElectionTimeout},
+	"spec.etcd.heartbeatInterval":            {"a positive duration in whole milliseconds", DefaultHeartbeatInterval},
+	"spec.etcd.electionTimeout":              {"a positive duration in whole milliseconds, at least 5 x heartbeatInterval", DefaultElectionTimeout},
 	"spec.loadBalancer.virtualRouterID":      {fmt.Sprintf("between 1 and %d (VRRP's virtual router ID, RFC 5798 §5.2.3)", MaxVirtualRouterID), DefaultVirtualRouterID},
-	"spec.loadBalancer.advertInterval":       {"a positive whole number of seconds", DefaultAdvertInterval},
+	"spec.loadBalancer.advertInterval":       {"whole seconds from 1s (up to 255s for an IPv4 VIP, 40s for IPv6)", DefaultAdvertInterval},
 	"spec.loadBalancer.frontendPort":         {"a TCP port between 1 and 65535", DefaultFrontendPort},
 	"spec.loadBalancer.apiServerPort":        {"a TCP port between 1 and 65535", DefaultAPIServerPort},
 	"spec.loadBalancer.healthCheck.interval": {"a positive duration", DefaultLBCheckInterval},
@@ -38,21 +37,22 @@ var zeroDefaulted = map[string]struct {
 
 var listIndex = regexp.MustCompile(`\[\d+\]`)
 
-// explicitZeroErrors returns an error for every path in zeros (fields the document set to 0 or a
-// zero duration) that zeroDefaulted lists, naming the accepted values and the default that
-// omitting the field gives.
-func explicitZeroErrors(zeros []*field.Path) field.ErrorList {
+// zeroField is a field the document set to 0 or a zero duration, with the value as written.
+type zeroField struct {
+	path    *field.Path
+	written string
+}
+
+// explicitZeroErrors returns an error for every field in zeros that zeroDefaulted lists, naming
+// the accepted values and the default that omitting the field gives.
+func explicitZeroErrors(zeros []zeroField) field.ErrorList {
 	var errs field.ErrorList
-	for _, p := range zeros {
-		z, ok := zeroDefaulted[listIndex.ReplaceAllString(p.String(), "[*]")]
+	for _, zf := range zeros {
+		z, ok := zeroDefaulted[listIndex.ReplaceAllString(zf.path.String(), "[*]")]
 		if !ok {
 			continue
 		}
-		var v any = 0
-		if _, isDur := z.def.(time.Duration); isDur {
-			v = "0s"
-		}
-		errs = append(errs, field.Invalid(p, v, fmt.Sprintf("must be %s; remove the field for the default (%v)", z.accepts, z.def)))
+		errs = append(errs, field.Invalid(zf.path, zf.written, fmt.Sprintf("must be %s; remove the field for the default (%v)", z.accepts, z.def)))
 	}
 	return errs
 }
