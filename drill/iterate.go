@@ -363,8 +363,9 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 		// acknowledged (an election first, which the catch-up does not wait for). Everything is
 		// back already: Ctrl-C just ends the wait.
 		r.p.Infof("drill/recovery: waiting (at most %s) for the first acknowledged write sent after the put-back", recoveryTimeout)
+		deadline := time.Now().Add(recoveryTimeout)
 		recovered := false
-		for deadline := time.Now().Add(recoveryTimeout); !recovered && time.Now().Before(deadline) && sleepCtx(ctx, PollInterval); {
+		for !recovered && time.Now().Before(deadline) && sleepCtx(ctx, PollInterval) {
 			recovered = !wl.Progress().LastAckSent.Before(putDone)
 		}
 		if !recovered && ctx.Err() == nil {

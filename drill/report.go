@@ -138,8 +138,8 @@ type Iteration struct {
 	VIPBefore  string   `json:"vipBefore,omitempty"`
 	VIPAfter   string   `json:"vipAfter,omitempty"`
 	VIPMovedMs *float64 `json:"vipMovedMs,omitempty"`
-	// ReadyzFailures counts failed readyz requests (lb-failover: those sent during the hold, between
-	// t0 and the put-back's start); FailbackOutageMs the unavailability caused by the VIP moving back
+	// ReadyzFailures counts failed readyz requests (lb-failover: those sent from t0 that ended
+	// before the put-back's start); FailbackOutageMs the unavailability caused by the VIP moving back
 	// once the put-back started (preemption), if any; SettleMs is from the put-back's start until the
 	// VIP was taken by SettledOn.
 	ReadyzFailures   int      `json:"readyzFailures,omitempty"`

@@ -3,6 +3,7 @@
 package drille2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -180,31 +181,17 @@ func noLeftovers(t *testing.T, c *v1alpha1.Cluster) {
 	}
 }
 
-// lockedBuffer collects a command's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // bgDrill is a drill running in the background (startUntilHold).
 type bgDrill struct {
-	cmd    *exec.Cmd
-	stderr *lockedBuffer
-	done   chan struct{}
-	err    error // cmd.Wait's, once done is closed
+	cmd  *exec.Cmd
+	held chan struct{} // closed when stderr shows the hold
+	done chan struct{} // closed once stderr is read to its end and the command has exited
+	out  []string      // stderr's lines: read them only once done is closed
+	err  error         // cmd.Wait's, once done is closed
 }
+
+// stderr is everything the drill wrote to stderr; call it only after it ended (wait).
+func (d *bgDrill) stderr() string { return strings.Join(d.out, "\n") }
 
 // wait returns the drill's exit error once it has ended; a drill still running after within is
 // killed and the test fails (it hangs).
@@ -216,7 +203,7 @@ func (d *bgDrill) wait(t *testing.T, within time.Duration) error {
 	case <-time.After(within):
 		d.cmd.Process.Kill()
 		<-d.done
-		t.Fatalf("the drill did not end within %s:\n%s", within, d.stderr.String())
+		t.Fatalf("the drill did not end within %s:\n%s", within, d.stderr())
 		return nil
 	}
 }
@@ -225,13 +212,27 @@ func (d *bgDrill) wait(t *testing.T, within time.Duration) error {
 // returns once the drill holds its fault. A drill still running when the test ends is killed.
 func startUntilHold(t *testing.T, spec string, args ...string) *bgDrill {
 	t.Helper()
-	d := &bgDrill{stderr: &lockedBuffer{}, done: make(chan struct{})}
+	d := &bgDrill{held: make(chan struct{}), done: make(chan struct{})}
 	d.cmd = exec.Command(suite.Bin, append(append([]string{"drill"}, args...), "-f", spec, "--yes", "--log-file", "")...)
-	d.cmd.Stderr = d.stderr
+	stderr, err := d.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	go func() { // the only writer of d.out and d.err
+		var once sync.Once
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			d.out = append(d.out, sc.Text())
+			if strings.Contains(sc.Text(), "drill/hold") {
+				once.Do(func() { close(d.held) })
+			}
+		}
+		d.err = d.cmd.Wait()
+		close(d.done)
+	}()
 	t.Cleanup(func() {
 		select {
 		case <-d.done:
@@ -240,12 +241,14 @@ func startUntilHold(t *testing.T, spec string, args ...string) *bgDrill {
 			<-d.done
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(d.stderr.String(), "drill/hold") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the drill did not reach its hold:\n%s", d.stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	select {
+	case <-d.held:
+	case <-d.done:
+		t.Fatalf("the drill ended before its hold (%v):\n%s", d.err, d.stderr())
+	case <-time.After(60 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.done
+		t.Fatalf("the drill did not reach its hold:\n%s", d.stderr())
 	}
 	return d
 }
@@ -438,7 +441,7 @@ func TestDrills(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.wait(t, time.Minute)
-		t.Logf("killed hactl during the hold:\n%s", d.stderr.String())
+		t.Logf("killed hactl during the hold:\n%s", d.stderr())
 		if _, err := os.Stat(journal); err != nil {
 			t.Fatalf("no journal after SIGKILL: %v", err)
 		}
@@ -467,9 +470,9 @@ func TestDrills(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := d.wait(t, 2*time.Minute) // a put-back, a catch-up, the read-back: not a 60 s hold
-		t.Logf("interrupted hactl during the hold:\n%s", d.stderr.String())
+		t.Logf("interrupted hactl during the hold:\n%s", d.stderr())
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(d.stderr.String(), "everything was put back") {
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(d.stderr(), "everything was put back") {
 			t.Errorf("exit %v, want 1 saying everything was put back", err)
 		}
 		raw, err := os.ReadFile(rp)
@@ -497,7 +500,7 @@ func TestDrills(t *testing.T) {
 			t.Errorf("second drill: exit %d, want 3 refusing because another drill runs", r.Code)
 		}
 		if err := d.wait(t, 2*time.Minute); err != nil {
-			t.Errorf("the first drill failed (the second must not undo its fault): %v\n%s", err, d.stderr.String())
+			t.Errorf("the first drill failed (the second must not undo its fault): %v\n%s", err, d.stderr())
 		}
 		noLeftovers(t, c3)
 		waitEtcdHealthy(t, spec, time.Minute)
