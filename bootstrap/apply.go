@@ -15,6 +15,7 @@ import (
 
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
 )
 
@@ -110,7 +111,7 @@ func (b *Bootstrapper) start(ctx context.Context) error {
 	for _, m := range b.members {
 		p := b.plans[m.Name]
 		switch {
-		case p.action == ActionJoin:
+		case p.action == report.ActionJoin:
 			joining = append(joining, m)
 		case !p.restart:
 		case b.live == nil:
@@ -136,7 +137,7 @@ func (b *Bootstrapper) start(ctx context.Context) error {
 		b.leaderLast(ctx, rolling)
 		for _, m := range rolling {
 			verb := "restart"
-			if b.plans[m.Name].action == ActionStart {
+			if b.plans[m.Name].action == report.ActionStart {
 				verb = "start"
 			}
 			if err := b.systemctl(ctx, m, verb, true); err != nil {
@@ -324,7 +325,7 @@ func (b *Bootstrapper) memberHealthy(ctx context.Context, m member) error {
 // and records the cluster ID and member IDs in the state dir.
 func (b *Bootstrapper) wait(ctx context.Context) error {
 	err := b.forEach(ctx, func(ctx context.Context, m member) error {
-		return b.waitMember(ctx, m, b.plans[m.Name].action == ActionUnchanged)
+		return b.waitMember(ctx, m, b.plans[m.Name].action == report.ActionUnchanged)
 	})
 	if err != nil {
 		return err
@@ -338,7 +339,7 @@ func (b *Bootstrapper) wait(ctx context.Context) error {
 	defer cancel()
 	changed := false
 	for _, p := range b.plans {
-		changed = changed || p.action != ActionUnchanged
+		changed = changed || p.action != report.ActionUnchanged
 	}
 	if changed { // a no-op re-run writes nothing, not even the check key
 		if err := etcd.CheckQuorum(qctx, cli, "hactl/bootstrap-check"); err != nil {

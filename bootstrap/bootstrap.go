@@ -19,6 +19,7 @@ import (
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
@@ -43,7 +44,7 @@ type Options struct {
 	Printer *ui.Printer
 	// Prompt asks for a key passphrase or the sudo password when the spec names no environment
 	// variable for it (nil: no terminal, nothing is asked).
-	Prompt Prompter
+	Prompt provision.Prompter
 	// Restore, when set, makes the run a restore of the whole cluster from a snapshot (restore.go)
 	// instead of a bootstrap.
 	Restore *RestoreOptions
@@ -52,59 +53,6 @@ type Options struct {
 	// each data dir is seeded with etcdutl snapshot restore before the first start.
 	RestoreFrom *RestoreOptions
 }
-
-// Result summarises a run, for the table and -o json.
-type Result struct {
-	Cluster   string         `json:"cluster"`
-	ClusterID string         `json:"clusterID,omitempty"`
-	DryRun    bool           `json:"dryRun"`
-	Duration  string         `json:"duration"`
-	Members   []MemberResult `json:"members"`
-	// Hosts are the control-plane and LB hosts (kube/* and lb/* phases), in spec order.
-	Hosts []HostResult `json:"hosts,omitempty"`
-	// VIP is the load balancer's virtual IP and VIPHolder the LB host holding it after lb/wait.
-	VIP       string `json:"vip,omitempty"`
-	VIPHolder string `json:"vipHolder,omitempty"`
-	// RestoredRevision is the cluster's revision after a restore (snapshot revision + bump).
-	RestoredRevision int64 `json:"restoredRevision,omitempty"`
-}
-
-// HostResult is one control-plane or LB host's outcome.
-type HostResult struct {
-	Name    string   `json:"name"`
-	Zone    string   `json:"zone"`
-	Address string   `json:"address"`
-	Roles   []string `json:"roles"`
-	// Action is "changed" or "unchanged" (planned, during a dry run).
-	Action string `json:"action"`
-	// Changes are the packages installed, files written and units reloaded or started.
-	Changes  []string `json:"changes,omitempty"`
-	Commands int      `json:"sshCommands"`
-}
-
-// MemberResult is one host's outcome.
-type MemberResult struct {
-	Name     string   `json:"name"`
-	Zone     string   `json:"zone"`
-	Address  string   `json:"address"`
-	ID       string   `json:"id,omitempty"`
-	Action   Action   `json:"action"`
-	Changes  []string `json:"changes,omitempty"`
-	Commands int      `json:"sshCommands"`
-}
-
-// Action is what bootstrap does (or did) to a member.
-type Action string
-
-// Actions, in the plan and the summary.
-const (
-	ActionCreate    Action = "create"    // founding member of a new cluster: install and start
-	ActionResume    Action = "resume"    // founding member of a cluster that has not formed yet (interrupted run)
-	ActionJoin      Action = "join"      // new member of a running cluster: added as learner, then promoted
-	ActionUpdate    Action = "update"    // running member whose files changed: rolling restart
-	ActionStart     Action = "start"     // member with data whose etcd is not running
-	ActionUnchanged Action = "unchanged" // nothing to do
-)
 
 // member is one etcd host: its spec entry and its etcd identity (name, address, URLs).
 type member struct {
@@ -116,7 +64,7 @@ type member struct {
 
 // hostPlan is what will happen on one member.
 type hostPlan struct {
-	action Action
+	action report.Action
 	upload []desiredFile // files whose remote checksum differs
 	// download: the etcd binaries are (re)installed from spec.etcd.download (another or no release
 	// recorded, or a binary missing or changed)
@@ -245,7 +193,7 @@ func (b *Bootstrapper) Phases() []phase.Phase {
 
 // Run executes the phases and returns the summary. The summary is returned (partially filled) even
 // when err is not nil.
-func (b *Bootstrapper) Run(ctx context.Context) (*Result, error) {
+func (b *Bootstrapper) Run(ctx context.Context) (*report.Cluster, error) {
 	b.started = time.Now()
 	defer b.closeClients()
 	r := &phase.Runner{Phases: b.Phases(), Skip: b.opt.SkipPhases, DryRun: b.opt.DryRun, Reporter: b.p}
@@ -342,20 +290,20 @@ func (b *Bootstrapper) anyUploads() bool {
 
 func (b *Bootstrapper) anyStarts() bool {
 	for _, p := range b.plans {
-		if p.restart || p.action == ActionJoin || p.action == ActionCreate || p.action == ActionResume || p.action == ActionStart {
+		if p.restart || p.action == report.ActionJoin || p.action == report.ActionCreate || p.action == report.ActionResume || p.action == report.ActionStart {
 			return true
 		}
 	}
 	return false
 }
 
-func (b *Bootstrapper) result() *Result {
-	r := &Result{Cluster: b.spec.Metadata.Name, DryRun: b.opt.DryRun, Duration: time.Since(b.started).Round(time.Millisecond).String()}
+func (b *Bootstrapper) result() *report.Cluster {
+	r := &report.Cluster{Cluster: b.spec.Metadata.Name, DryRun: b.opt.DryRun, Duration: time.Since(b.started).Round(time.Millisecond).String()}
 	if b.st != nil {
 		r.ClusterID = b.st.ClusterID
 	}
 	for _, m := range b.members {
-		mr := MemberResult{Name: m.Name, Zone: m.host.Zone, Address: m.Address.String()}
+		mr := report.Member{Name: m.Name, Zone: m.host.Zone, Address: m.Address.String()}
 		if p := b.plans[m.Name]; p != nil {
 			mr.Action = p.action
 			for _, f := range p.upload {
@@ -379,7 +327,7 @@ func (b *Bootstrapper) result() *Result {
 		r.VIP, r.VIPHolder = b.lbCfg.VIP.Addr().String(), b.vipHolder
 	}
 	for _, h := range b.fronts {
-		hr := HostResult{Name: h.host.Name, Zone: h.host.Zone, Address: h.addr.String(), Action: "unchanged"}
+		hr := report.Host{Name: h.host.Name, Zone: h.host.Zone, Address: h.addr.String(), Action: "unchanged"}
 		for _, role := range h.host.Roles {
 			hr.Roles = append(hr.Roles, string(role))
 		}

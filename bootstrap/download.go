@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"path"
 	"strings"
 
@@ -93,28 +92,6 @@ func shortSum(s string) string {
 		return s[:12] + "…"
 	}
 	return s
-}
-
-// goArchToUname maps the architecture names of etcd release tarballs (etcd-<v>-linux-<goarch>) to
-// `uname -m`.
-var goArchToUname = map[string]string{
-	"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64",
-}
-
-// urlArch returns the `uname -m` architecture a tarball URL names in its file name
-// ("etcd-v3.6.16-linux-arm64.tar.gz" → "aarch64"), or "" when it names none.
-func urlArch(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return ""
-	}
-	base := path.Base(u.Path)
-	for goarch, uname := range goArchToUname {
-		if strings.Contains(base, "-"+goarch+".") || strings.Contains(base, "-"+goarch+"-") || strings.Contains(base, "_"+goarch+".") {
-			return uname
-		}
-	}
-	return ""
 }
 
 // Exit codes of the download script for the failures it reports itself (anything else is a

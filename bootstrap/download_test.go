@@ -285,7 +285,7 @@ func TestURLArch(t *testing.T) {
 		"http://mirror.internal/etcd.tar.gz":                                                        "",
 		"http://mirror.internal/amd64/etcd.tar.gz":                                                  "",
 	} {
-		if got := urlArch(u); got != want {
+		if got := provision.URLArch(u); got != want {
 			t.Errorf("urlArch(%s) = %q, want %q", u, got, want)
 		}
 	}

@@ -200,7 +200,7 @@ func firstLine(b []byte) string {
 func (b *Bootstrapper) frontPreflight(ctx context.Context) error {
 	return b.forEachFront(ctx, func(ctx context.Context, h frontHost) error {
 		if b.client(h.host.Name) == nil {
-			c, err := b.dialer.Dial(ctx, target(h.host, h.addr.String()))
+			c, err := b.dialer.Dial(ctx, provision.TargetOf(h.host))
 			if err != nil {
 				return err
 			}

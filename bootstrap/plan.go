@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -214,23 +215,23 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 				m.Name, orDash(b.st.ClusterID), strings.Join(b.knownClientURLs(), ",")))
 			continue
 		case b.live == nil && !hasData:
-			p.action = ActionCreate
+			p.action = report.ActionCreate
 			if f.Marker != nil || f.EtcdActive == "active" || f.EtcdActive == "activating" {
-				p.action = ActionResume
+				p.action = report.ActionResume
 			}
 		case b.live == nil: // data present, cluster not answering: start what is stopped
-			p.action = ActionUnchanged
+			p.action = report.ActionUnchanged
 			if f.EtcdActive != "active" {
-				p.action = ActionStart
+				p.action = report.ActionStart
 			}
 		case lm != nil && lm.name != "" && !hasData:
 			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: fmt.Sprintf("%x", lm.id), DataDir: b.spec.Spec.Etcd.DataDir, Running: true})
 			continue
 		case lm != nil && lm.name == "" && !hasData: // added (or founding) but never started
 			p.id = lm.id
-			p.action = ActionResume
+			p.action = report.ActionResume
 			if lm.learner || rec.InitialClusterState == "existing" {
-				p.action = ActionJoin
+				p.action = report.ActionJoin
 				if rec.InitialClusterState != "existing" { // no record of the join (e.g. state dir restored)
 					rec.InitialCluster = strings.Join(joinCluster, ",")
 					rec.InitialClusterState = "existing"
@@ -238,19 +239,19 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 			}
 		case lm != nil:
 			p.id = lm.id
-			p.action = ActionUnchanged
+			p.action = report.ActionUnchanged
 			if f.EtcdActive != "active" {
-				p.action = ActionStart
+				p.action = report.ActionStart
 			}
 			if lm.learner {
-				p.action = ActionJoin // promote still pending
+				p.action = report.ActionJoin // promote still pending
 			}
 		case hasData: // not a member of the running cluster but holds our data: removed earlier
 			errs = multierror.Append(errs, fmt.Errorf("%s: holds data of this cluster but is not a member of the running cluster (removed?): "+
 				"move %s aside (hactl never deletes it), then re-run to add it as a new member", m.Name, b.spec.Spec.Etcd.DataDir))
 			continue
 		default: // a new host for a running cluster
-			p.action = ActionJoin
+			p.action = report.ActionJoin
 			joinCluster = append(joinCluster, m.Name+"="+m.peerURL)
 			rec.InitialCluster = strings.Join(joinCluster, ",")
 			rec.InitialClusterState = "existing"
@@ -282,11 +283,11 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 				restartWorthy = true
 			}
 		}
-		if restartWorthy && p.action == ActionUnchanged {
-			p.action = ActionUpdate
+		if restartWorthy && p.action == report.ActionUnchanged {
+			p.action = report.ActionUpdate
 		}
-		p.restart = p.action != ActionUnchanged && !(p.action == ActionResume && f.EtcdActive == "active" && !restartWorthy)
-		if p.action == ActionJoin && lm != nil && lm.learner && f.EtcdActive == "active" {
+		p.restart = p.action != report.ActionUnchanged && !(p.action == report.ActionResume && f.EtcdActive == "active" && !restartWorthy)
+		if p.action == report.ActionJoin && lm != nil && lm.learner && f.EtcdActive == "active" {
 			p.restart = restartWorthy
 		}
 	}

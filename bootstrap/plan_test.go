@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
@@ -181,7 +182,7 @@ func (f *planFixture) unit(name string) string {
 
 // wantPlan is one member's expected plan.
 type wantPlan struct {
-	action  Action
+	action  report.Action
 	restart bool
 	all     bool     // every managed file is uploaded
 	upload  []string // else exactly these remote paths
@@ -211,8 +212,8 @@ func (f *planFixture) check(name string, w wantPlan) {
 }
 
 var (
-	unchanged = wantPlan{action: ActionUnchanged}
-	created   = wantPlan{action: ActionCreate, restart: true, all: true}
+	unchanged = wantPlan{action: report.ActionUnchanged}
+	created   = wantPlan{action: report.ActionCreate, restart: true, all: true}
 )
 
 // TestPlan is the decision table of plan: one case per situation an earlier phase can report.
@@ -289,7 +290,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged,
-			"cp-b": {action: ActionUpdate, restart: true, upload: []string{remoteUnit}},
+			"cp-b": {action: report.ActionUpdate, restart: true, upload: []string{remoteUnit}},
 			"cp-c": unchanged,
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
@@ -314,7 +315,7 @@ func TestPlan(t *testing.T) {
 		want: map[string]wantPlan{
 			"cp-a": unchanged,
 			"cp-b": unchanged,
-			"cp-c": {action: ActionUpdate, restart: true, upload: []string{filepath.Join(remotePKIDir, "peer.key")}},
+			"cp-c": {action: report.ActionUpdate, restart: true, upload: []string{filepath.Join(remotePKIDir, "peer.key")}},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			df := f.b.plans["cp-c"].upload[0]
@@ -331,7 +332,7 @@ func TestPlan(t *testing.T) {
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: ActionUnchanged, upload: []string{remoteMarker}},
+			"cp-a": {action: report.ActionUnchanged, upload: []string{remoteMarker}},
 			"cp-b": unchanged,
 			"cp-c": unchanged,
 		},
@@ -351,7 +352,7 @@ func TestPlan(t *testing.T) {
 		want: map[string]wantPlan{
 			"cp-a": unchanged,
 			"cp-b": unchanged,
-			"cp-c": {action: ActionStart, restart: true},
+			"cp-c": {action: report.ActionStart, restart: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			if f.b.anyUploads() || !f.b.anyStarts() {
@@ -368,8 +369,8 @@ func TestPlan(t *testing.T) {
 			f.b.facts["cp-b"].EtcdActive = "inactive"
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: ActionStart, restart: true},
-			"cp-b": {action: ActionStart, restart: true},
+			"cp-a": {action: report.ActionStart, restart: true},
+			"cp-b": {action: report.ActionStart, restart: true},
 			"cp-c": unchanged,
 		},
 	}, {
@@ -381,7 +382,7 @@ func TestPlan(t *testing.T) {
 			f.b.facts["cp-a"].Sums[remoteUnit] = "old"
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: ActionUpdate, restart: true, upload: []string{remoteUnit}},
+			"cp-a": {action: report.ActionUpdate, restart: true, upload: []string{remoteUnit}},
 			"cp-b": unchanged,
 			"cp-c": unchanged,
 		},
@@ -395,8 +396,8 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
-			"cp-d": {action: ActionJoin, restart: true, all: true},
-			"cp-e": {action: ActionJoin, restart: true, all: true},
+			"cp-d": {action: report.ActionJoin, restart: true, all: true},
+			"cp-e": {action: report.ActionJoin, restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			for n, ic := range map[string]string{
@@ -534,7 +535,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged,
-			"cp-c": {action: ActionResume, restart: true, all: true},
+			"cp-c": {action: report.ActionResume, restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			if f.b.plans["cp-c"].id != planTestID("cp-c") || f.b.st.Members["cp-c"].ID != planTestHexID("cp-c") {
@@ -555,7 +556,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged,
-			"cp-c": {action: ActionResume},
+			"cp-c": {action: report.ActionResume},
 		},
 	}, {
 		name:  "learner added by an interrupted run, never started: join with its ID, no second add",
@@ -569,7 +570,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
-			"cp-d": {action: ActionJoin, restart: true, all: true},
+			"cp-d": {action: report.ActionJoin, restart: true, all: true},
 			"cp-e": unchanged,
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
@@ -595,7 +596,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged, "cp-d": unchanged,
-			"cp-e": {action: ActionJoin, restart: true, all: true},
+			"cp-e": {action: report.ActionJoin, restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			if f.b.plans["cp-e"].id != planTestID("cp-e") {
@@ -615,7 +616,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged, "cp-d": unchanged,
-			"cp-e": {action: ActionJoin},
+			"cp-e": {action: report.ActionJoin},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			if !f.b.anyStarts() {
@@ -653,7 +654,7 @@ func TestPlan(t *testing.T) {
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged,
 			// Only the unit changes (joining flags); the certificates, binaries and marker are in place.
-			"cp-c": {action: ActionJoin, restart: true, upload: []string{remoteUnit}},
+			"cp-c": {action: report.ActionJoin, restart: true, upload: []string{remoteUnit}},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			ic := f.initialCluster("cp-a", "cp-b", "cp-c")
@@ -672,8 +673,8 @@ func TestPlan(t *testing.T) {
 			f.b.facts["cp-b"].EtcdActive = "activating"
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: ActionResume, restart: true, all: true},
-			"cp-b": {action: ActionResume, restart: true, all: true},
+			"cp-a": {action: report.ActionResume, restart: true, all: true},
+			"cp-b": {action: report.ActionResume, restart: true, all: true},
 			"cp-c": created,
 		},
 	}, {
@@ -687,8 +688,8 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
-			"cp-d": {action: ActionJoin, restart: true, all: true},
-			"cp-e": {action: ActionJoin, restart: true, all: true},
+			"cp-d": {action: report.ActionJoin, restart: true, all: true},
+			"cp-e": {action: report.ActionJoin, restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			ic := f.initialCluster("cp-a", "cp-b", "cp-c", "cp-d", "cp-e")
@@ -705,7 +706,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
-			"cp-d": {action: ActionJoin, restart: true, all: true},
+			"cp-d": {action: report.ActionJoin, restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			ic := f.initialCluster("cp-a", "cp-b", "cp-c", "cp-d")
@@ -837,13 +838,13 @@ func TestAnyUploadsAnyStarts(t *testing.T) {
 		uploads, starts bool
 	}{
 		{"no plans", nil, false, false},
-		{"all unchanged", []hostPlan{{action: ActionUnchanged}, {action: ActionUnchanged}}, false, false},
-		{"upload without restart", []hostPlan{{action: ActionUnchanged, upload: file}, {action: ActionUnchanged}}, true, false},
-		{"update", []hostPlan{{action: ActionUnchanged}, {action: ActionUpdate, upload: file, restart: true}}, true, true},
-		{"start", []hostPlan{{action: ActionStart, restart: true}}, false, true},
-		{"create", []hostPlan{{action: ActionCreate, upload: file, restart: true}}, true, true},
-		{"resume of a running member", []hostPlan{{action: ActionResume}}, false, true},
-		{"join pending promotion", []hostPlan{{action: ActionUnchanged}, {action: ActionJoin}}, false, true},
+		{"all unchanged", []hostPlan{{action: report.ActionUnchanged}, {action: report.ActionUnchanged}}, false, false},
+		{"upload without restart", []hostPlan{{action: report.ActionUnchanged, upload: file}, {action: report.ActionUnchanged}}, true, false},
+		{"update", []hostPlan{{action: report.ActionUnchanged}, {action: report.ActionUpdate, upload: file, restart: true}}, true, true},
+		{"start", []hostPlan{{action: report.ActionStart, restart: true}}, false, true},
+		{"create", []hostPlan{{action: report.ActionCreate, upload: file, restart: true}}, true, true},
+		{"resume of a running member", []hostPlan{{action: report.ActionResume}}, false, true},
+		{"join pending promotion", []hostPlan{{action: report.ActionUnchanged}, {action: report.ActionJoin}}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &Bootstrapper{plans: map[string]*hostPlan{}}
@@ -939,9 +940,9 @@ func TestPlanDownload(t *testing.T) {
 		name:  "fresh cluster: every host downloads, the other files are uploaded",
 		setup: func(f *planFixture) {},
 		want: map[string]wantPlan{
-			"cp-a": {action: ActionCreate, restart: true, upload: nonBinaryPaths()},
-			"cp-b": {action: ActionCreate, restart: true, upload: nonBinaryPaths()},
-			"cp-c": {action: ActionCreate, restart: true, upload: nonBinaryPaths()},
+			"cp-a": {action: report.ActionCreate, restart: true, upload: nonBinaryPaths()},
+			"cp-b": {action: report.ActionCreate, restart: true, upload: nonBinaryPaths()},
+			"cp-c": {action: report.ActionCreate, restart: true, upload: nonBinaryPaths()},
 		},
 		download: map[string]bool{"cp-a": true, "cp-b": true, "cp-c": true},
 	}, {
@@ -967,9 +968,9 @@ func TestPlanDownload(t *testing.T) {
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: ActionUpdate, restart: true},
-			"cp-b": {action: ActionUpdate, restart: true},
-			"cp-c": {action: ActionUpdate, restart: true},
+			"cp-a": {action: report.ActionUpdate, restart: true},
+			"cp-b": {action: report.ActionUpdate, restart: true},
+			"cp-c": {action: report.ActionUpdate, restart: true},
 		},
 		download: map[string]bool{"cp-a": true, "cp-b": true, "cp-c": true},
 	}} {
@@ -1014,15 +1015,4 @@ func nonBinaryPaths() []string {
 		out = append(out, filepath.Join(remotePKIDir, n))
 	}
 	return out
-}
-
-// TestDownloadSkipsLocalBinaryChecks: CheckBinaries has nothing to check for a download install
-// (the host reports its architecture; the URL must fit it).
-func TestDownloadSkipsLocalBinaryChecks(t *testing.T) {
-	c := &v1alpha1.Cluster{}
-	c.Spec.Etcd.Version = "v3.6.16"
-	c.Spec.Etcd.Download = &v1alpha1.EtcdDownload{URL: testDownloadURL, SHA256: strings.Repeat("ab", 32)}
-	if err := CheckBinaries(c); err != nil {
-		t.Fatal(err)
-	}
 }

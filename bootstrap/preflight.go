@@ -2,7 +2,6 @@ package bootstrap
 
 import (
 	"context"
-	"debug/elf"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/provision"
 )
 
 // Preflight check names, for --ignore-preflight-errors.
@@ -46,7 +46,7 @@ func (e *PreflightError) Error() string {
 // preflight connects to every member (one SSH connection each, kept for the whole run) and gathers
 // facts with a single read-only command, then checks them.
 func (b *Bootstrapper) preflight(ctx context.Context) error {
-	d, err := newDialer(b.spec, b.opt.AcceptNewHostKeys, b.opt.Prompt)
+	d, err := provision.FromSpec(b.spec, provision.SpecOptions{AcceptNewHostKeys: b.opt.AcceptNewHostKeys, Prompt: b.opt.Prompt})
 	if err != nil {
 		return fmt.Errorf("ssh: %w", err)
 	}
@@ -54,16 +54,16 @@ func (b *Bootstrapper) preflight(ctx context.Context) error {
 	b.dialer = d
 	b.mu.Unlock()
 	// A download install has no local binary to read the architecture from: the host's architecture
-	// is reported and the tarball URL must name it (checked when it does, see urlArch).
+	// is reported and the tarball URL must name it (checked when it does, see provision.URLArch).
 	wantArch := ""
 	if !b.downloadInstall() {
-		if wantArch, err = binaryArch(b.spec.Spec.Etcd.Binaries.Etcd); err != nil {
+		if wantArch, err = provision.BinaryArch(b.spec.Spec.Etcd.Binaries.Etcd); err != nil {
 			return err
 		}
 	}
 	paths := b.remotePaths()
 	return b.forEach(ctx, func(ctx context.Context, m member) error {
-		c, err := d.Dial(ctx, target(m.host, m.Address.String()))
+		c, err := d.Dial(ctx, provision.TargetOf(m.host))
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func (b *Bootstrapper) check(m member, f *Facts, wantArch string) error {
 		fail(CheckArch, "host is %s but %s is built for %s: use binaries for the host's architecture", f.Arch, b.spec.Spec.Etcd.Binaries.Etcd, wantArch)
 	}
 	if d := b.spec.Spec.Etcd.Download; d != nil {
-		if ua := urlArch(d.URL); ua != "" && f.Arch != ua {
+		if ua := provision.URLArch(d.URL); ua != "" && f.Arch != ua {
 			fail(CheckArch, "host is %s but spec.etcd.download.url names a %s tarball (%s): use the tarball for the host's architecture",
 				f.Arch, ua, d.URL)
 		}
@@ -185,28 +185,6 @@ func (b *Bootstrapper) ignored(check string) bool {
 		}
 	}
 	return false
-}
-
-// binaryArch returns the `uname -m` name of the architecture an ELF binary is built for.
-func binaryArch(path string) (string, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer f.Close()
-	switch f.Machine {
-	case elf.EM_X86_64:
-		return "x86_64", nil
-	case elf.EM_AARCH64:
-		return "aarch64", nil
-	case elf.EM_PPC64:
-		return "ppc64le", nil
-	case elf.EM_S390:
-		return "s390x", nil
-	case elf.EM_RISCV:
-		return "riscv64", nil
-	}
-	return "", nil // unknown machine: let the host decide
 }
 
 // joinErrors formats a host's several errors on one line each without nesting bullets.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
@@ -173,7 +174,7 @@ func TestStateRecovery(t *testing.T) {
 			}
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: ActionUnchanged, upload: []string{filepath.Join(remotePKIDir, "ca.key")}},
+			"cp-a": {action: report.ActionUnchanged, upload: []string{filepath.Join(remotePKIDir, "ca.key")}},
 			"cp-b": unchanged, "cp-c": unchanged,
 		},
 		check: func(t *testing.T, rf *recoveryFixture) {
@@ -191,7 +192,7 @@ func TestStateRecovery(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged,
-			"cp-b": {action: ActionUpdate, restart: true, upload: []string{filepath.Join(remotePKIDir, "server.crt"), filepath.Join(remotePKIDir, "server.key")}},
+			"cp-b": {action: report.ActionUpdate, restart: true, upload: []string{filepath.Join(remotePKIDir, "server.crt"), filepath.Join(remotePKIDir, "server.key")}},
 			"cp-c": unchanged,
 		},
 	}} {
@@ -278,7 +279,7 @@ func TestStateRecoveryDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
-		rf.next.check(n, wantPlan{action: ActionUnchanged})
+		rf.next.check(n, wantPlan{action: report.ActionUnchanged})
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
@@ -44,9 +45,6 @@ type RestoreOptions struct {
 // have seen since the snapshot (etcd's disaster recovery docs and kubeadm use 1e9), so revisions keep
 // increasing for watchers and caches.
 const DefaultBumpRevision = 1_000_000_000
-
-// ActionRestore: the member's data is rebuilt from a snapshot.
-const ActionRestore Action = "restore"
 
 // RestoreRefusedError: the cluster is healthy and --force was not given, or the user declined.
 type RestoreRefusedError struct{ Reason string }
@@ -108,7 +106,7 @@ func (b *Bootstrapper) restorePlan(ctx context.Context) error {
 	var rows [][]string
 	for _, m := range b.members {
 		r.aside[m.Name] = dataDir + ".pre-restore-" + r.stamp
-		b.plans[m.Name] = &hostPlan{action: ActionRestore, restart: true}
+		b.plans[m.Name] = &hostPlan{action: report.ActionRestore, restart: true}
 		rows = append(rows, []string{m.Name, m.host.Zone, dataDir + " → " + r.aside[m.Name], m.peerURL})
 	}
 	var sb strings.Builder

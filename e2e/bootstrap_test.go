@@ -23,8 +23,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/report"
 )
 
 var threeHosts = []string{"cp-a", "cp-b", "cp-c"}
@@ -47,10 +47,10 @@ func status(t *testing.T, spec string) (statusReport, result) {
 	return rep, r
 }
 
-func bootstrapJSON(t *testing.T, spec string, extra ...string) bootstrap.Result {
+func bootstrapJSON(t *testing.T, spec string, extra ...string) report.Cluster {
 	t.Helper()
 	r := mustHactl(t, append([]string{"bootstrap", "-f", spec, "-o", "json"}, extra...)...)
-	var res bootstrap.Result
+	var res report.Cluster
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("bootstrap -o json is not JSON: %v", err)
 	}
@@ -295,7 +295,7 @@ func TestRerunIsNoop(t *testing.T) {
 	res := bootstrapJSON(t, spec)
 	t.Logf("no-op re-run took %s (reported %s)", time.Since(start), res.Duration)
 	for _, m := range res.Members {
-		if m.Action != bootstrap.ActionUnchanged || len(m.Changes) != 0 {
+		if m.Action != report.ActionUnchanged || len(m.Changes) != 0 {
 			t.Errorf("%s: action %s changes %v, want unchanged", m.Name, m.Action, m.Changes)
 		}
 	}
@@ -322,7 +322,7 @@ func TestStateDirRecoveredFromMembers(t *testing.T) {
 	spec := writeSpec(t, c, "cluster.yaml")
 	res := bootstrapJSON(t, spec)
 	for _, m := range res.Members {
-		if m.Action != bootstrap.ActionUnchanged {
+		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s after recovery, want unchanged", m.Name, m.Action)
 		}
 	}
@@ -363,7 +363,7 @@ func TestPortChanges(t *testing.T) {
 	moved := writeSpec(t, c, "cluster.yaml")
 	res := bootstrapJSON(t, moved)
 	for _, m := range res.Members {
-		if m.Action != bootstrap.ActionUpdate {
+		if m.Action != report.ActionUpdate {
 			t.Errorf("%s: %s, want update", m.Name, m.Action)
 		}
 	}
@@ -372,7 +372,7 @@ func TestPortChanges(t *testing.T) {
 	}
 	// And back, so later tests find the lab's spec converged.
 	for _, m := range bootstrapJSON(t, spec).Members {
-		if m.Action != bootstrap.ActionUpdate {
+		if m.Action != report.ActionUpdate {
 			t.Errorf("%s: %s moving back, want update", m.Name, m.Action)
 		}
 	}
@@ -494,7 +494,7 @@ func TestMemberHostKilledClusterServesWrites(t *testing.T) {
 	}
 	// A re-run after the reboot changes nothing.
 	for _, m := range bootstrapJSON(t, spec).Members {
-		if m.Action != bootstrap.ActionUnchanged {
+		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s after host restart, want unchanged", m.Name, m.Action)
 		}
 	}
@@ -546,17 +546,17 @@ func TestScaleOutThreeToFive(t *testing.T) {
 	c.Metadata.Name, c.Spec.StateDir = three.Metadata.Name, three.Spec.StateDir
 	spec := writeSpec(t, c, "cluster.yaml")
 	res := bootstrapJSON(t, spec)
-	actions := map[string]bootstrap.Action{}
+	actions := map[string]report.Action{}
 	for _, m := range res.Members {
 		actions[m.Name] = m.Action
 	}
 	for _, h := range threeHosts {
-		if actions[h] != bootstrap.ActionUnchanged {
+		if actions[h] != report.ActionUnchanged {
 			t.Errorf("%s: %s, want unchanged", h, actions[h])
 		}
 	}
 	for _, h := range []string{"etcd-d", "etcd-e"} {
-		if actions[h] != bootstrap.ActionJoin {
+		if actions[h] != report.ActionJoin {
 			t.Errorf("%s: %s, want join", h, actions[h])
 		}
 	}
@@ -573,7 +573,7 @@ func TestScaleOutThreeToFive(t *testing.T) {
 		}
 	}
 	for _, m := range bootstrapJSON(t, spec).Members {
-		if m.Action != bootstrap.ActionUnchanged {
+		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s on re-run after scale-out", m.Name, m.Action)
 		}
 	}
@@ -648,7 +648,7 @@ func TestInterruptedBootstrapConverges(t *testing.T) {
 				}
 			}
 			for _, m := range bootstrapJSON(t, spec).Members {
-				if m.Action != bootstrap.ActionUnchanged {
+				if m.Action != report.ActionUnchanged {
 					t.Errorf("%s: %s on the third run, want unchanged", m.Name, m.Action)
 				}
 			}
@@ -676,7 +676,7 @@ func TestBootstrapFiveMembers(t *testing.T) {
 		t.Fatalf("members %d per zone %v", len(rep.Etcd.Members), perZone)
 	}
 	for _, m := range bootstrapJSON(t, spec).Members {
-		if m.Action != bootstrap.ActionUnchanged {
+		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s on re-run", m.Name, m.Action)
 		}
 	}

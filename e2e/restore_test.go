@@ -16,6 +16,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/report"
 )
 
 // TestRestoreFromLocalSnapshot restores the 5-member cluster (left by TestBootstrapFiveMembers) from
@@ -71,7 +72,7 @@ func TestRestoreFromLocalSnapshot(t *testing.T) {
 	}
 
 	r := mustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes", "-o", "json")
-	var res bootstrap.Result
+	var res report.Cluster
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("restore -o json: %v", err)
 	}
@@ -115,7 +116,7 @@ func TestRestoreFromLocalSnapshot(t *testing.T) {
 		}
 	}
 	for _, m := range bootstrapJSON(t, spec).Members {
-		if m.Action != bootstrap.ActionUnchanged {
+		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s after the restore, want unchanged", m.Name, m.Action)
 		}
 	}
@@ -220,7 +221,7 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 	}
 	// Idempotent afterwards: a plain re-run changes nothing.
 	for _, m := range bootstrapJSON(t, dr).Members {
-		if m.Action != bootstrap.ActionUnchanged {
+		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s on a re-run, want unchanged", m.Name, m.Action)
 		}
 	}

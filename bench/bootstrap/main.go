@@ -16,8 +16,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/e2e/lab"
+	"github.com/hactl/hactl/report"
 )
 
 func main() {
@@ -45,7 +45,7 @@ func bootstrapOnce(hactl, spec string) (sample, error) {
 		return sample{}, fmt.Errorf("hactl bootstrap -f %s: %w\n%s", spec, err, errb.String())
 	}
 	wall := time.Since(start)
-	var res bootstrap.Result
+	var res report.Cluster
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return sample{}, err
 	}

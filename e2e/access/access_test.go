@@ -24,9 +24,9 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
+	"github.com/hactl/hactl/report"
 )
 
 var suite harness.Suite
@@ -62,10 +62,10 @@ func mustHactl(t *testing.T, env []string, args ...string) result {
 	return r
 }
 
-func bootstrapJSON(t *testing.T, env []string, spec string) bootstrap.Result {
+func bootstrapJSON(t *testing.T, env []string, spec string) report.Cluster {
 	t.Helper()
 	r := mustHactl(t, env, "bootstrap", "-f", spec, "-o", "json")
-	var res bootstrap.Result
+	var res report.Cluster
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("bootstrap -o json: %v", err)
 	}
@@ -141,7 +141,7 @@ func TestNonRootUserWithPasswordlessSudo(t *testing.T) {
 	spec := variantSpec(t, lab.VariantSudo, nil)
 	res := bootstrapJSON(t, nil, spec)
 	for _, m := range res.Members {
-		if m.Action != bootstrap.ActionCreate {
+		if m.Action != report.ActionCreate {
 			t.Errorf("%s: %s", m.Name, m.Action)
 		}
 	}
@@ -152,7 +152,7 @@ func TestNonRootUserWithPasswordlessSudo(t *testing.T) {
 		}
 	}
 	for _, m := range bootstrapJSON(t, nil, spec).Members {
-		if m.Action != bootstrap.ActionUnchanged {
+		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: re-run %s", m.Name, m.Action)
 		}
 	}
@@ -305,7 +305,7 @@ func TestInstallFromURL(t *testing.T) {
 		t.Fatalf("installed etcd: %s", v)
 	}
 	for _, m := range bootstrapJSON(t, nil, good).Members {
-		if m.Action != bootstrap.ActionUnchanged || len(m.Changes) != 0 {
+		if m.Action != report.ActionUnchanged || len(m.Changes) != 0 {
 			t.Errorf("%s: re-run %s %v (downloaded again?)", m.Name, m.Action, m.Changes)
 		}
 	}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/e2e/lab"
+	"github.com/hactl/hactl/report"
 )
 
 // writeKeys writes n keys of about 100 bytes under prefix, 100 puts per transaction, through hactl's
@@ -247,7 +247,7 @@ func TestRestoreLatest(t *testing.T) {
 	wantExit(t, 2, []string{"no complete snapshot"}, "restore", "-f", spec, "--from", "s3://"+o.Bucket+"/"+fake, "--force", "--yes")
 
 	r := mustHactl(t, "restore", "-f", spec, "--from", "latest", "--force", "--yes", "-o", "json")
-	var res bootstrap.Result
+	var res report.Cluster
 	decodeJSON(t, r, &res)
 	if !strings.Contains(r.Stderr, m.Key) {
 		t.Errorf("restore --from latest does not name the snapshot it chose (%s)", m.Key)

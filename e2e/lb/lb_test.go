@@ -17,12 +17,13 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/lb"
+	"github.com/hactl/hactl/pki/check"
+	"github.com/hactl/hactl/report"
 )
 
 // readyzURL is kube-apiserver's readiness endpoint through the VIP (anonymous access is allowed:
@@ -43,10 +44,10 @@ func mustHactl(t *testing.T, args ...string) harness.Result {
 	return r
 }
 
-func bootstrapJSON(t *testing.T, spec string) bootstrap.Result {
+func bootstrapJSON(t *testing.T, spec string) report.Cluster {
 	t.Helper()
 	r := mustHactl(t, "bootstrap", "-f", spec, "-o", "json")
-	var res bootstrap.Result
+	var res report.Cluster
 	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
 		t.Fatalf("bootstrap -o json is not JSON: %v", err)
 	}
@@ -259,7 +260,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				}
 			}
 			// pki check reads them on every control-plane host; a missing one is a problem (exit 3).
-			var rep bootstrap.PKIReport
+			var rep check.Report
 			if err := json.Unmarshal([]byte(mustHactl(t, "pki", "check", "-f", spec, "-o", "json").Stdout), &rep); err != nil {
 				t.Fatalf("pki check -o json: %v", err)
 			}
@@ -479,7 +480,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			}
 			// Back to the spec: lb-a returns to :6443 too.
 			res := bootstrapJSON(t, spec)
-			if !slices.ContainsFunc(res.Hosts, func(h bootstrap.HostResult) bool { return h.Name == "lb-a" && h.Action == "changed" }) {
+			if !slices.ContainsFunc(res.Hosts, func(h report.Host) bool { return h.Name == "lb-a" && h.Action == "changed" }) {
 				t.Errorf("lb-a not changed back: %+v", res.Hosts)
 			}
 			waitReadyzOK(t, "readyz through the VIP after the rollback")

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/pki"
+	"github.com/hactl/hactl/pki/check"
 )
 
 func runCmd(t *testing.T, args ...string) (string, string, int) {
@@ -187,18 +187,18 @@ func TestPKICheckUsage(t *testing.T) {
 
 func TestPrintPKIReport(t *testing.T) {
 	now := time.Now().UTC()
-	cert := func(path, subject string, days int, signed bool, problems ...string) bootstrap.CertCheck {
-		return bootstrap.CertCheck{CertInfo: pki.CertInfo{Path: path, Subject: subject, DNSNames: []string{"cp-a"}, IPAddresses: []string{"10.0.0.1"},
+	cert := func(path, subject string, days int, signed bool, problems ...string) check.CertCheck {
+		return check.CertCheck{CertInfo: pki.CertInfo{Path: path, Subject: subject, DNSNames: []string{"cp-a"}, IPAddresses: []string{"10.0.0.1"},
 			NotAfter: now.Add(time.Duration(days) * 24 * time.Hour)}, DaysLeft: days, SignedByCA: signed, Problems: problems}
 	}
-	rep := &bootstrap.PKIReport{
+	rep := &check.Report{
 		Cluster: "prod", WarnDays: 30,
-		CA: bootstrap.CertCheck{CertInfo: pki.CertInfo{Subject: "CN=etcd-ca", NotAfter: now}, Fingerprint: "SHA256:abcd"},
-		Hosts: []bootstrap.HostCerts{
-			{Host: "cp-a", Certificates: []bootstrap.CertCheck{cert("/etc/etcd/pki/server.crt", "CN=cp-a", 12, true, "expires in 12 days")}},
+		CA: check.CertCheck{CertInfo: pki.CertInfo{Subject: "CN=etcd-ca", NotAfter: now}, Fingerprint: "SHA256:abcd"},
+		Hosts: []check.HostCerts{
+			{Host: "cp-a", Certificates: []check.CertCheck{cert("/etc/etcd/pki/server.crt", "CN=cp-a", 12, true, "expires in 12 days")}},
 			{Host: "cp-b", Error: "host cp-b: connect: connection refused"},
 		},
-		Local:    []bootstrap.CertCheck{cert("ca.crt", "CN=etcd-ca", 3650, true)},
+		Local:    []check.CertCheck{cert("ca.crt", "CN=etcd-ca", 3650, true)},
 		Problems: []string{"cp-a:/etc/etcd/pki/server.crt: expires in 12 days"},
 	}
 	var b bytes.Buffer

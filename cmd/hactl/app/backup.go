@@ -16,9 +16,9 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/pki"
+	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -219,7 +219,7 @@ func takeBackup(ctx context.Context, s Streams, g *globalOptions, o *backupNowOp
 	if err != nil {
 		return env, nil, &UsageError{Err: err}
 	}
-	tunnel, err := bootstrap.Tunnel(c, terminalPrompter(s.In, s.Err))
+	tunnel, err := provision.TunnelFromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
 	if err != nil {
 		return env, nil, err
 	}

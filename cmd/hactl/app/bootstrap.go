@@ -12,6 +12,7 @@ import (
 
 	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/phase"
+	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -167,11 +168,11 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	return runErr
 }
 
-func printSummary(w io.Writer, r *bootstrap.Result, file string) {
+func printSummary(w io.Writer, r *report.Cluster, file string) {
 	if r.DryRun {
 		pending := false
 		for _, m := range r.Members {
-			pending = pending || m.Action != bootstrap.ActionUnchanged
+			pending = pending || m.Action != report.ActionUnchanged
 		}
 		for _, h := range r.Hosts {
 			pending = pending || h.Action != "unchanged"

@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/internal/atomicfile"
+	"github.com/hactl/hactl/provision"
 )
 
 // drillOptions are the flags every drill shares, plus each drill's own.
@@ -207,7 +207,7 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 			return err
 		}
 	}
-	dialer, err := bootstrap.Dialer(c, terminalPrompter(s.In, s.Err))
+	dialer, err := provision.FromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ be put back (named).`,
 					return err
 				}
 			}
-			dialer, err := bootstrap.Dialer(c, terminalPrompter(s.In, s.Err))
+			dialer, err := provision.FromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
 			if err != nil {
 				return err
 			}

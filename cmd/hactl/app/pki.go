@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/kubeadm"
+	"github.com/hactl/hactl/pki/check"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -43,7 +43,7 @@ dir's CA issued it (fingerprints compared, signatures checked). A control-plane 
 files is a problem.
 
 Exit code 0 when every certificate is signed by the CA and none expires within %d days; 3 when one
-does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not be read.`, kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, bootstrap.CertWarnDays),
+does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not be read.`, kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, check.WarnDays),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFormat(o.output); err != nil {
@@ -57,7 +57,7 @@ does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not b
 			if err := checkSSHEnvironment(c, g.file); err != nil {
 				return err
 			}
-			rep, err := bootstrap.CheckPKI(cmd.Context(), bootstrap.PKICheckOptions{
+			rep, err := check.Run(cmd.Context(), check.Options{
 				Cluster: c, AcceptNewHostKeys: o.acceptNewHostKeys, Printer: p, Prompt: terminalPrompter(s.In, s.Err),
 			})
 			if rep != nil {
@@ -80,11 +80,11 @@ does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not b
 	return cmd
 }
 
-func printPKIReport(w io.Writer, rep *bootstrap.PKIReport) {
+func printPKIReport(w io.Writer, rep *check.Report) {
 	fmt.Fprintf(w, "cluster %s  CA %s %s (expires %s)\n\n", rep.Cluster, rep.CA.Subject, rep.CA.Fingerprint,
 		rep.CA.NotAfter.Format("2006-01-02"))
 	var rows [][]string
-	row := func(where string, c bootstrap.CertCheck) {
+	row := func(where string, c check.CertCheck) {
 		if c.Subject == "" { // unreadable file
 			rows = append(rows, []string{where, c.Path, "-", "-", "-", "-", "-", strings.Join(c.Problems, "; ")})
 			return

@@ -10,13 +10,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/provision"
 )
 
 // terminalPrompter returns a Prompter reading secrets from in with echo off, writing the prompt to
 // out, when in is a terminal; nil otherwise (then nothing is ever asked, and a missing secret is
 // an error saying which environment variable to set).
-func terminalPrompter(in io.Reader, out io.Writer) bootstrap.Prompter {
+func terminalPrompter(in io.Reader, out io.Writer) provision.Prompter {
 	f, ok := in.(*os.File)
 	if !ok {
 		return nil

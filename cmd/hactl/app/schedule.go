@@ -15,7 +15,6 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/schedule"
 	"github.com/hactl/hactl/ui"
@@ -148,7 +147,7 @@ func scheduleInputs(s Streams, g *globalOptions, o *backupScheduleOptions, every
 			return nil, nil, "", &UsageError{Err: fmt.Errorf("finding this hactl binary: %w; pass --hactl-binary", err)}
 		}
 	}
-	arch, err := bootstrap.BinaryArch(bin)
+	arch, err := provision.BinaryArch(bin)
 	if err != nil {
 		return nil, nil, "", &UsageError{Err: fmt.Errorf("--hactl-binary %s: not a Linux (ELF) binary: %w; build one with GOOS=linux GOARCH=<the hosts' architecture> go build ./cmd/hactl and pass it with --hactl-binary", bin, err)}
 	}
@@ -252,7 +251,7 @@ func describeChange(ch schedule.Change, dryRun bool) string {
 // bootstrap) and calls fn with its connection, spec.ssh.maxParallel at a time; each member's work is
 // bounded by max(spec.ssh.commandTimeout, 5m) (the binary upload). Errors name the member.
 func forEachMember(ctx context.Context, s Streams, c *v1alpha1.Cluster, fn func(context.Context, v1alpha1.Host, *provision.Client) error) error {
-	d, err := bootstrap.Dialer(c, terminalPrompter(s.In, s.Err))
+	d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -27,7 +27,7 @@ func loadSpec(path string, p *ui.Printer, withFiles bool) (*v1alpha1.Cluster, er
 	if err := c.ValidationError(path, v1alpha1.ValidateLocalFiles(c)); err != nil {
 		return nil, err
 	}
-	if err := bootstrap.CheckBinaries(c); err != nil {
+	if err := etcd.CheckBinaries(c); err != nil {
 		return nil, &UsageError{Err: err}
 	}
 	return c, nil

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/pki"
@@ -87,7 +86,7 @@ readable), 3 when it is degraded, 1 when no member could be reached.`,
 			if o.timeout <= 0 {
 				return &UsageError{Err: fmt.Errorf("--timeout %s: must be a positive duration, e.g. 3s", o.timeout)}
 			}
-			tunnel, err := bootstrap.Tunnel(c, terminalPrompter(s.In, s.Err))
+			tunnel, err := provision.TunnelFromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
 			if err != nil {
 				return err
 			}
@@ -98,7 +97,7 @@ readable), 3 when it is degraded, 1 when no member could be reached.`,
 			}
 			lbDialer := tunnel
 			if c.Spec.LoadBalancer != nil && lbDialer == nil {
-				if lbDialer, err = bootstrap.Dialer(c, terminalPrompter(s.In, s.Err)); err != nil {
+				if lbDialer, err = provision.FromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)}); err != nil {
 					return err
 				}
 				defer lbDialer.Close()

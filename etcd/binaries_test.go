@@ -1,4 +1,4 @@
-package bootstrap
+package etcd
 
 import (
 	"os"
@@ -29,5 +29,16 @@ func TestCheckBinariesRefusesWrongPrograms(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "spec.etcd.binaries.etcd") {
 			t.Errorf("%s: err = %v, want it to name the field and say %q", tc.path, err, tc.want)
 		}
+	}
+}
+
+// TestDownloadSkipsLocalBinaryChecks: CheckBinaries has nothing to check for a download install
+// (the host reports its architecture; the URL must fit it).
+func TestDownloadSkipsLocalBinaryChecks(t *testing.T) {
+	c := &v1alpha1.Cluster{}
+	c.Spec.Etcd.Version = "v3.6.16"
+	c.Spec.Etcd.Download = &v1alpha1.EtcdDownload{URL: "https://example.com/etcd-v3.6.16-linux-amd64.tar.gz", SHA256: strings.Repeat("ab", 32)}
+	if err := CheckBinaries(c); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,15 +1,14 @@
-package bootstrap
+package provision
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 )
 
-// TestSSHConfig: spec.ssh maps onto provision.Config; secrets come from the environment variables the
+// TestConfigFromSpec: spec.ssh maps onto provision.Config; secrets come from the environment variables the
 // spec names, else from the prompt, else nowhere.
-func TestSSHConfig(t *testing.T) {
+func TestConfigFromSpec(t *testing.T) {
 	env := map[string]string{"KEY_PW": "k3y", "SUDO_PW": "sud0"}
 	getenv := func(k string) string { return env[k] }
 	var asked []string
@@ -34,10 +33,13 @@ func TestSSHConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked = nil
-			c := planTestSpec(t, 3, filepath.Join(t.TempDir(), "state"))
+			c := &v1alpha1.Cluster{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}
+			c.Metadata.Name = "lab"
+			c.Spec.Hosts = []v1alpha1.Host{{Name: "cp-a", Address: "10.0.0.1", Zone: "a", Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}}}
+			v1alpha1.SetDefaults(c, "")
 			c.Spec.SSH.User, c.Spec.SSH.Agent, c.Spec.SSH.IdentityFiles = "hactl", "never", []string{"/k2"}
 			tc.mutate(&c.Spec.SSH)
-			cfg := sshConfig(c, true, tc.prompt, getenv)
+			cfg := ConfigFromSpec(c, SpecOptions{AcceptNewHostKeys: true, Prompt: tc.prompt, Getenv: getenv})
 			if cfg.User != "hactl" || cfg.Agent != "never" || len(cfg.IdentityFiles) != 1 || !cfg.AcceptNewHostKeys {
 				t.Errorf("config %+v", cfg)
 			}

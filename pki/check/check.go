@@ -1,4 +1,7 @@
-package bootstrap
+// Package check implements `hactl pki check`: it reads every certificate on the etcd members and
+// control-plane hosts over SSH (certificates only, never keys) and in the local state dir, and judges
+// each against the state dir's CA and an expiry horizon.
+package check
 
 import (
 	"bufio"
@@ -9,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/netip"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,18 +20,19 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
-// CertWarnDays: a certificate expiring within this many days is a problem for `hactl pki check`
+// WarnDays: a certificate expiring within this many days is a problem for `hactl pki check`
 // (kubeadm's certificate check uses 30 days too; pki.RenewBefore re-issues at the same point).
-const CertWarnDays = 30
+const WarnDays = 30
 
-// PKICheckOptions configure CheckPKI.
-type PKICheckOptions struct {
+// Options configure Run.
+type Options struct {
 	// Cluster is the loaded, defaulted and validated spec.
 	Cluster *v1alpha1.Cluster
 	// AcceptNewHostKeys appends unknown SSH host keys to the known_hosts file.
@@ -37,12 +40,12 @@ type PKICheckOptions struct {
 	// Printer receives debug lines (remote commands).
 	Printer *ui.Printer
 	// Prompt asks for a key passphrase or the sudo password (see Options.Prompt).
-	Prompt Prompter
+	Prompt provision.Prompter
 	// Now is the time expiry is judged at (zero: time.Now()).
 	Now time.Time
 }
 
-// CertCheck is one certificate in a PKIReport (JSON field names are part of `pki check -o json`).
+// CertCheck is one certificate in a Report (JSON field names are part of `pki check -o json`).
 type CertCheck struct {
 	pki.CertInfo
 	// Fingerprint is pki.Fingerprint of the certificate.
@@ -51,7 +54,7 @@ type CertCheck struct {
 	DaysLeft int `json:"daysLeft"`
 	// SignedByCA: issued by the state dir's CA (for a CA certificate: it is that CA).
 	SignedByCA bool `json:"signedByCA"`
-	// Problems are why this certificate fails the check (expiring within CertWarnDays, expired,
+	// Problems are why this certificate fails the check (expiring within WarnDays, expired,
 	// not issued by the CA); empty when it passes.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -67,12 +70,12 @@ type HostCerts struct {
 	Certificates []CertCheck `json:"certificates"`
 }
 
-// PKIReport is the result of CheckPKI (`hactl pki check -o json`).
-type PKIReport struct {
+// Report is the result of Run (`hactl pki check -o json`).
+type Report struct {
 	Cluster string `json:"cluster"`
 	// CA is the state dir's CA certificate every other certificate is checked against.
 	CA CertCheck `json:"ca"`
-	// WarnDays is the expiry horizon (CertWarnDays).
+	// WarnDays is the expiry horizon (WarnDays).
 	WarnDays int         `json:"warnDays"`
 	Hosts    []HostCerts `json:"hosts"`
 	// Local are the certificates in the state dir (paths relative to its pki/ dir).
@@ -96,12 +99,12 @@ func (e *NoLocalCAError) Error() string {
 
 func (e *NoLocalCAError) Unwrap() error { return e.Err }
 
-// CheckPKI reads every certificate under /etc/etcd/pki on every etcd host over SSH (certificates
+// Run reads every certificate under /etc/etcd/pki on every etcd host over SSH (certificates
 // only, never keys: one command per host) and every certificate in the state dir, and checks each
-// against the state dir's CA and CertWarnDays. It returns the report and, when some host could not
+// against the state dir's CA and WarnDays. It returns the report and, when some host could not
 // be read, an error naming those hosts (the report then has their Error set). Problems with the
 // certificates themselves are in the report (OK false), not in the error.
-func CheckPKI(ctx context.Context, opt PKICheckOptions) (*PKIReport, error) {
+func Run(ctx context.Context, opt Options) (*Report, error) {
 	c := opt.Cluster
 	now := opt.Now
 	if now.IsZero() {
@@ -115,7 +118,7 @@ func CheckPKI(ctx context.Context, opt PKICheckOptions) (*PKIReport, error) {
 		}
 		return nil, err
 	}
-	rep := &PKIReport{Cluster: c.Metadata.Name, CA: checkCert(pki.CertPath(pkiDir, pki.CABase), ca, ca, now), WarnDays: CertWarnDays}
+	rep := &Report{Cluster: c.Metadata.Name, CA: checkCert(pki.CertPath(pkiDir, pki.CABase), ca, ca, now), WarnDays: WarnDays}
 	local, err := pki.LoadCerts(pkiDir)
 	if err != nil {
 		return nil, err
@@ -131,7 +134,7 @@ func CheckPKI(ctx context.Context, opt PKICheckOptions) (*PKIReport, error) {
 		}
 	}
 	rep.Hosts = make([]HostCerts, len(hosts))
-	d, err := newDialer(c, opt.AcceptNewHostKeys, opt.Prompt)
+	d, err := provision.FromSpec(c, provision.SpecOptions{AcceptNewHostKeys: opt.AcceptNewHostKeys, Prompt: opt.Prompt})
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %w", err)
 	}
@@ -174,8 +177,8 @@ func CheckPKI(ctx context.Context, opt PKICheckOptions) (*PKIReport, error) {
 		has := func(pred func(string) bool) bool {
 			return slices.ContainsFunc(hc.Certificates, func(cc CertCheck) bool { return pred(cc.Path) })
 		}
-		if h.HasRole(v1alpha1.RoleEtcd) && !has(func(p string) bool { return strings.HasPrefix(p, remotePKIDir+"/") }) {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: no certificate under %s (not bootstrapped?)", hc.Host, remotePKIDir))
+		if h.HasRole(v1alpha1.RoleEtcd) && !has(func(p string) bool { return strings.HasPrefix(p, etcd.RemotePKIDir+"/") }) {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: no certificate under %s (not bootstrapped?)", hc.Host, etcd.RemotePKIDir))
 		}
 		if h.HasRole(v1alpha1.RoleControlPlane) {
 			for _, f := range kubeCertFiles {
@@ -205,7 +208,7 @@ func checkCert(path string, cert, ca *x509.Certificate, now time.Time) CertCheck
 	switch {
 	case left <= 0:
 		cc.Problems = append(cc.Problems, fmt.Sprintf("expired on %s", cert.NotAfter.UTC().Format("2006-01-02")))
-	case left < CertWarnDays*24*time.Hour:
+	case left < WarnDays*24*time.Hour:
 		cc.Problems = append(cc.Problems, fmt.Sprintf("expires in %d days (%s); re-run 'hactl bootstrap' to renew it",
 			cc.DaysLeft, cert.NotAfter.UTC().Format("2006-01-02")))
 	}
@@ -240,13 +243,13 @@ type remoteCert struct {
 var kubeCertFiles = []string{kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile}
 
 // hostCertsCommand returns the command that prints "<path> <base64 of the file>" for every
-// certificate of h: each *.crt under remotePKIDir (not hidden: no upload temp files) on an etcd
+// certificate of h: each *.crt under etcd.RemotePKIDir (not hidden: no upload temp files) on an etcd
 // member, and kubeCertFiles that exist on a control-plane host. Key files are never read.
 func hostCertsCommand(h v1alpha1.Host) string {
 	var b strings.Builder
 	b.WriteString("{ ")
 	if h.HasRole(v1alpha1.RoleEtcd) {
-		fmt.Fprintf(&b, "if [ -d %[1]s ]; then find %[1]s -type f -name '*.crt' ! -name '.*' | sort; fi; ", provision.ShellQuote(remotePKIDir))
+		fmt.Fprintf(&b, "if [ -d %[1]s ]; then find %[1]s -type f -name '*.crt' ! -name '.*' | sort; fi; ", provision.ShellQuote(etcd.RemotePKIDir))
 	}
 	if h.HasRole(v1alpha1.RoleControlPlane) {
 		b.WriteString("for f in")
@@ -261,11 +264,7 @@ func hostCertsCommand(h v1alpha1.Host) string {
 
 // readHostCerts connects to h and reads its certificates with one command.
 func readHostCerts(ctx context.Context, h v1alpha1.Host, d *provision.Dialer, timeout time.Duration, p *ui.Printer) ([]remoteCert, error) {
-	addr := h.Address
-	if a, err := netip.ParseAddr(h.Address); err == nil {
-		addr = a.Unmap().String()
-	}
-	cli, err := d.Dial(ctx, target(h, addr))
+	cli, err := d.Dial(ctx, provision.TargetOf(h))
 	if err != nil {
 		return nil, err
 	}

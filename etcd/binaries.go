@@ -1,4 +1,4 @@
-package bootstrap
+package etcd
 
 import (
 	"debug/buildinfo"

@@ -1,4 +1,4 @@
-package bootstrap
+package check
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/pki"
 )
 
@@ -92,7 +94,7 @@ func TestHostCertsCommand(t *testing.T) {
 	os.WriteFile(filepath.Join(host, ".server.crt.hactl-tmp-0011"), crt, 0o600)
 	os.WriteFile(filepath.Join(host, "broken.crt"), []byte("nope"), 0o644)
 	member := v1alpha1.Host{Name: "cp-a", Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}}
-	out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand(member), remotePKIDir, host)).Output()
+	out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand(member), etcd.RemotePKIDir, host)).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestHostCertsCommand(t *testing.T) {
 		t.Fatalf("certs %+v", certs)
 	}
 	// No /etc/etcd/pki at all: no output, no failure.
-	if out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand(member), remotePKIDir, filepath.Join(host, "none"))).Output(); err != nil || len(out) != 0 {
+	if out, err := exec.Command("/bin/sh", "-c", strings.ReplaceAll(hostCertsCommand(member), etcd.RemotePKIDir, filepath.Join(host, "none"))).Output(); err != nil || len(out) != 0 {
 		t.Errorf("missing dir: %q %v", out, err)
 	}
 
@@ -116,7 +118,7 @@ func TestHostCertsCommand(t *testing.T) {
 	os.WriteFile(filepath.Join(kube, "pki", "etcd", "ca.crt"), crt, 0o644)
 	os.WriteFile(filepath.Join(kube, "pki", "apiserver-etcd-client.key"), key, 0o600)
 	both := v1alpha1.Host{Name: "cp-a", Roles: []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}}
-	cmd := strings.ReplaceAll(strings.ReplaceAll(hostCertsCommand(both), remotePKIDir, host), "/etc/kubernetes", kube)
+	cmd := strings.ReplaceAll(strings.ReplaceAll(hostCertsCommand(both), etcd.RemotePKIDir, host), "/etc/kubernetes", kube)
 	out, err = exec.Command("/bin/sh", "-c", cmd).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -130,13 +132,12 @@ func TestHostCertsCommand(t *testing.T) {
 // TestCheckPKIWithoutHosts: no local CA is an error saying what to run; an unreachable host is
 // reported by name while the state dir's certificates are still checked.
 func TestCheckPKIWithoutHosts(t *testing.T) {
-	spec := planTestSpec(t, 3, filepath.Join(t.TempDir(), "state"))
-	if _, err := CheckPKI(context.Background(), PKICheckOptions{Cluster: spec}); !errors.As(err, new(*NoLocalCAError)) ||
+	spec := testSpec(filepath.Join(t.TempDir(), "state"))
+	if _, err := Run(context.Background(), Options{Cluster: spec}); !errors.As(err, new(*NoLocalCAError)) ||
 		!strings.Contains(err.Error(), "run 'hactl bootstrap' first") {
 		t.Fatalf("err = %v, want *NoLocalCAError", err)
 	}
-	f := newPlanFixture(t, 3, false) // creates the state dir's PKI
-	spec = f.b.spec
+	issueStateDirPKI(t, spec) // what bootstrap's pki phase creates
 	for i := range spec.Spec.Hosts {
 		spec.Spec.Hosts[i].Address = "127.0.0.1"
 		spec.Spec.Hosts[i].Port = 1 // nothing listens: connection refused
@@ -151,7 +152,7 @@ func TestCheckPKIWithoutHosts(t *testing.T) {
 	os.WriteFile(spec.Spec.SSH.IdentityFile, pem.EncodeToMemory(blk), 0o600)
 	spec.Spec.SSH.KnownHostsFile = filepath.Join(keyDir, "known_hosts")
 	spec.Spec.SSH.ConnectTimeout.Duration = 2 * time.Second
-	rep, err := CheckPKI(context.Background(), PKICheckOptions{Cluster: spec})
+	rep, err := Run(context.Background(), Options{Cluster: spec})
 	if err == nil || rep == nil {
 		t.Fatalf("rep %v err %v, want a report and an error", rep, err)
 	}
@@ -164,6 +165,42 @@ func TestCheckPKIWithoutHosts(t *testing.T) {
 	for _, c := range rep.Local {
 		if !c.SignedByCA || c.DaysLeft < 300 {
 			t.Errorf("%s: %+v", c.Path, c)
+		}
+	}
+}
+
+// testSpec is a defaulted 3-member spec (cp-a, cp-b, cp-c: etcd and control-plane) with its state
+// dir at stateDir.
+func testSpec(stateDir string) *v1alpha1.Cluster {
+	c := &v1alpha1.Cluster{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}
+	c.Metadata.Name = "lab"
+	c.Spec.StateDir = stateDir
+	for i, z := range []string{"a", "b", "c"} {
+		c.Spec.Hosts = append(c.Spec.Hosts, v1alpha1.Host{Name: "cp-" + z, Address: fmt.Sprintf("10.0.0.%d", i+11), Zone: "az-" + z,
+			Roles: []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}})
+	}
+	c.Spec.Etcd.Version = "v3.6.16"
+	v1alpha1.SetDefaults(c, "")
+	return c
+}
+
+// issueStateDirPKI creates the state dir's CA, every member's server and peer certificates and the
+// two client certificates, as bootstrap's pki phase does.
+func issueStateDirPKI(t *testing.T, c *v1alpha1.Cluster) {
+	t.Helper()
+	dir := filepath.Join(c.Spec.StateDir, "pki")
+	ca, _, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range c.Spec.Hosts {
+		if _, err := ca.EnsureMember(dir, h.Name, []netip.Addr{netip.MustParseAddr(h.Address)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cl := range []struct{ name, cn string }{{"hactl-etcd-client", "hactl"}, {"apiserver-etcd-client", "kube-apiserver-etcd-client"}} {
+		if _, err := ca.EnsureClient(dir, cl.name, cl.cn); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
