@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
@@ -51,7 +52,7 @@ func (b *Bootstrapper) install(ctx context.Context) error {
 		if stale := b.facts[m.Name].Stale; len(stale) > 0 {
 			quoted := make([]string, len(stale))
 			for i, s := range stale {
-				quoted[i] = provision.ShellQuote(s)
+				quoted[i] = shell.Quote(s)
 			}
 			sctx, cancel := b.stepCtx(ctx)
 			_, err := b.run(sctx, m.Name, "etcd/install", "rm -f -- "+strings.Join(quoted, " "))
@@ -169,7 +170,7 @@ func (b *Bootstrapper) start(ctx context.Context) error {
 func (b *Bootstrapper) systemctl(ctx context.Context, m member, verb string, wait bool) error {
 	sctx, cancel := b.stepCtx(ctx)
 	defer cancel()
-	dir := provision.ShellQuote(b.spec.Spec.Etcd.DataDir)
+	dir := shell.Quote(b.spec.Spec.Etcd.DataDir)
 	noBlock := " --no-block"
 	if wait {
 		noBlock = ""

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 )
 
@@ -137,7 +138,7 @@ type downloadParams struct {
 //
 // A trap removes every temp file and dir on every exit.
 func downloadScript(p downloadParams) string {
-	q := provision.ShellQuote
+	q := shell.Quote
 	version := strings.TrimPrefix(p.Version, "v")
 	var b strings.Builder
 	fmt.Fprintf(&b, `set -eu

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // DataState describes an etcd data directory found on a host.
@@ -109,7 +109,7 @@ func factsScript(dataDir string, paths, read []string) string {
 		sorted = append(sorted, d)
 	}
 	sort.Strings(sorted)
-	q := provision.ShellQuote
+	q := shell.Quote
 	var b strings.Builder
 	b.WriteString(`echo "time_ns=$(date +%s%N)"
 echo "uid=$(id -u)"

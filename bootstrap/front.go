@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/pki"
@@ -130,13 +131,13 @@ done
 for b in ` + strings.Join(lbBinaries, " ") + `; do
   if command -v "$b" >/dev/null 2>&1; then echo "bin|$b"; fi
 done
-for f in ` + quoteAll(paths) + `; do
+for f in ` + shell.Join(paths...) + `; do
   if [ -f "$f" ]; then echo "sum|$(sha256sum <"$f" | cut -d' ' -f1)|$f"; fi
 done
 for u in ` + haproxyUnit + ` ` + keepalivedUnit + `; do
   echo "svc|$u|$(systemctl is-active "$u" 2>/dev/null)|$(systemctl is-enabled "$u" 2>/dev/null)"
 done
-for f in ` + quoteAll(stagedPaths()) + `; do
+for f in ` + shell.Join(stagedPaths()...) + `; do
   if [ -e "$f" ]; then echo "stale|$f"; fi
 done
 if command -v ip >/dev/null 2>&1; then echo "addr|$(ip -json addr show | tr -d '\n')"; fi

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/provision"
@@ -154,7 +155,7 @@ func (b *Bootstrapper) lbInstall(ctx context.Context) error {
 		p := b.frontPlans[h.host.Name]
 		if stale := b.frontFacts[h.host.Name].Stale; len(stale) > 0 {
 			sctx, cancel := b.stepCtx(ctx)
-			_, err := b.run(sctx, h.host.Name, "lb/install", "rm -f -- "+quoteAll(stale))
+			_, err := b.run(sctx, h.host.Name, "lb/install", "rm -f -- "+shell.Join(stale...))
 			cancel()
 			if err != nil {
 				return err
@@ -250,13 +251,13 @@ func lbApplyScript(p applyParams) string {
 	w := func(format string, args ...any) { fmt.Fprintf(&sb, format+"\n", args...) }
 	w("set -u")
 	w("LC_ALL=C; export LC_ALL")
-	w("HAP=%s KA=%s NEW=%s PREV=%s", provision.ShellQuote(p.haproxyPath), provision.ShellQuote(p.keepalivedPath),
-		provision.ShellQuote(stagedSuffix), provision.ShellQuote(previousSuffix))
+	w("HAP=%s KA=%s NEW=%s PREV=%s", shell.Quote(p.haproxyPath), shell.Quote(p.keepalivedPath),
+		shell.Quote(stagedSuffix), shell.Quote(previousSuffix))
 	w(`staged="%s"`, strings.Join(p.staged, " "))
 	w(`reload="%s"`, strings.Join(p.reload, " "))
 	w(`start="%s"`, strings.Join(p.start, " "))
 	w(`port=%d`, p.frontendPort)
-	w(`healthz=%s`, provision.ShellQuote(fmt.Sprintf("http://127.0.0.1:%d%s", lb.LocalPort, lb.HealthPath)))
+	w(`healthz=%s`, shell.Quote(fmt.Sprintf("http://127.0.0.1:%d%s", lb.LocalPort, lb.HealthPath)))
 	w(`checks=%d`, p.checkSeconds*5)
 	sb.WriteString(`
 unit_of() { case "$1" in "$HAP") echo haproxy;; "$KA") echo keepalived;; esac; }
@@ -284,7 +285,7 @@ for f in $staged; do
 done
 `)
 	if p.sysctl {
-		w("sysctl -q -p %s >&2 || exit 1", provision.ShellQuote(lb.SysctlPath))
+		w("sysctl -q -p %s >&2 || exit 1", shell.Quote(lb.SysctlPath))
 	}
 	sb.WriteString(`
 # 3. reload or start
@@ -355,14 +356,6 @@ if [ "$broken" = 1 ]; then exit 5; fi
 exit 4
 `)
 	return sb.String()
-}
-
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = provision.ShellQuote(s)
-	}
-	return strings.Join(q, " ")
 }
 
 // vipWait bounds lbWait: keepalived elects a holder within a few advert intervals (3 x advert_int

@@ -16,8 +16,8 @@ import (
 	"strings"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/pki"
-	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/state"
 )
 
@@ -304,10 +304,10 @@ func (b *Bootstrapper) recoverMemberCerts(ctx context.Context, pkiDir string, m 
 func (b *Bootstrapper) readRemotePKI(ctx context.Context, m member, names []string) (map[string][]byte, error) {
 	quoted := make([]string, len(names))
 	for i, n := range names {
-		quoted[i] = provision.ShellQuote(path.Base(n))
+		quoted[i] = shell.Quote(path.Base(n))
 	}
 	cmd := fmt.Sprintf(`cd %s && for f in %s; do if [ -f "$f" ]; then printf '%%s=' "$f"; base64 -w0 "$f"; echo; fi; done`,
-		provision.ShellQuote(remotePKIDir), strings.Join(quoted, " "))
+		shell.Quote(remotePKIDir), strings.Join(quoted, " "))
 	sctx, cancel := b.stepCtx(ctx)
 	defer cancel()
 	res, err := b.run(sctx, m.Name, "pki/recover", cmd)

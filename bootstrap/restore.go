@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
@@ -168,7 +169,7 @@ func (b *Bootstrapper) restoreStop(ctx context.Context) error {
 func (b *Bootstrapper) restoreScript(m member) string {
 	r := b.rs
 	dataDir := b.spec.Spec.Etcd.DataDir
-	q := provision.ShellQuote
+	q := shell.Quote
 	return strings.Join([]string{
 		"set -eu",
 		fmt.Sprintf("if [ -e %s ]; then mv %s %s; fi", q(dataDir), q(dataDir), q(r.aside[m.Name])),
@@ -232,7 +233,7 @@ func (b *Bootstrapper) restoreData(ctx context.Context) error {
 func (b *Bootstrapper) restoreRollback(ctx context.Context) error {
 	r := b.rs
 	dataDir := b.spec.Spec.Etcd.DataDir
-	q := provision.ShellQuote
+	q := shell.Quote
 	return b.forEach(ctx, func(ctx context.Context, m member) error {
 		failed := dataDir + ".failed-restore-" + r.stamp
 		cmd := strings.Join([]string{
@@ -320,7 +321,7 @@ func (b *Bootstrapper) seedCheck(ctx context.Context) error {
 func (b *Bootstrapper) seedData(ctx context.Context) error {
 	r := b.rs
 	dataDir := b.spec.Spec.Etcd.DataDir
-	q := provision.ShellQuote
+	q := shell.Quote
 	return b.forEach(ctx, func(ctx context.Context, m member) error {
 		cmd := strings.Join([]string{
 			"set -eu",

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // What `hactl status` reads on an LB host: StatusScript gathers it with one command (run as root),
@@ -73,7 +75,7 @@ var defaultProbe = probePaths{
 var StatusScript = statusScript(defaultProbe)
 
 func statusScript(p probePaths) string {
-	q := shellQuote
+	q := shell.Quote
 	var dataFiles []string
 	for _, f := range p.DataFiles {
 		dataFiles = append(dataFiles, q(f))
@@ -116,10 +118,6 @@ vrrp 2>&1; end %[8]s
 `, q(statusMarker), sectionIPAddr, sectionHAProxy, sectionKeepalived, sectionStats, q(p.StatsSocket), q(p.StatsURL),
 		sectionVRRP, q(p.PIDFile), strings.Join(dataFiles, " "), strings.Join(p.DataFiles, " or "))
 }
-
-// shellQuote quotes s as one POSIX shell word (like provision.ShellQuote; lb does no I/O and does
-// not import provision).
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ActiveState values of `systemctl is-active`: "active", "inactive", "failed", "activating",
 // "deactivating", "reloading"; "unknown" for a unit systemd does not know.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // Privilege is how a [Client] runs commands as root, detected when it
@@ -79,7 +81,7 @@ var sftpServerPaths = []string{
 // credentials, so sudo always consumes that line instead of leaving it to the
 // command.
 func commandLine(p Privilege, command string) string {
-	inner := "env LC_ALL=C /bin/sh -c " + ShellQuote(command)
+	inner := "env LC_ALL=C /bin/sh -c " + shell.Quote(command)
 	switch p {
 	case PrivilegeSudo:
 		return "sudo -n -- " + inner

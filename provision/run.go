@@ -126,32 +126,6 @@ func (e *CommandError) detail() string {
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
-// ShellQuote quotes s as one word for a POSIX shell. Strings made only of
-// safe characters ([A-Za-z0-9_@%+=:,./-], not empty) are returned unchanged;
-// anything else is wrapped in single quotes, an embedded single quote being
-// closed, backslash-escaped and reopened:
-//
-//	ShellQuote("/etc/etcd")  == "/etc/etcd"
-//	ShellQuote("a b")        == "'a b'"
-//	ShellQuote("it's")       == `'it'\''s'`
-//	ShellQuote("")           == "''"
-func ShellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // Run runs command on the host with /bin/sh and LC_ALL=C, as root (through
 // sudo for a non-root user, see [Client.Privilege]), and returns its output
 // and exit status. step names the caller's step for errors and logs. The sudo

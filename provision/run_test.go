@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 )
 
@@ -172,7 +173,8 @@ func TestRunContextAlreadyDone(t *testing.T) {
 	}
 }
 
-func TestShellQuote(t *testing.T) {
+// TestShellQuoteOverSSH: words quoted with shell.Quote reach the host's shell unchanged through Run.
+func TestShellQuoteOverSSH(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"", "''"},
 		{"/etc/etcd/pki", "/etc/etcd/pki"},
@@ -183,14 +185,14 @@ func TestShellQuote(t *testing.T) {
 		{"a\nb", "'a\nb'"},
 	}
 	for _, tt := range tests {
-		if got := provision.ShellQuote(tt.in); got != tt.want {
-			t.Errorf("ShellQuote(%q) = %s, want %s", tt.in, got, tt.want)
+		if got := shell.Quote(tt.in); got != tt.want {
+			t.Errorf("shell.Quote(%q) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 	// Round trip through a real shell.
 	c := newEnv(t).dial()
 	for _, tt := range tests {
-		res, err := c.Run(ctxTimeout(t, 5*time.Second), "quote", "printf %s "+provision.ShellQuote(tt.in))
+		res, err := c.Run(ctxTimeout(t, 5*time.Second), "quote", "printf %s "+shell.Quote(tt.in))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // cleanupTimeout bounds the removal of temporary files after a failed or
@@ -168,8 +170,8 @@ func (c *Client) Upload(ctx context.Context, step string, files []File) (err err
 	script.WriteString("set -e\n")
 	tmps := make([]string, len(batch))
 	for i, p := range batch {
-		q := ShellQuote(p.tmp)
-		fmt.Fprintf(&script, "chown -- %s %s\nchmod -- %04o %s\n", ShellQuote(p.f.Owner+":"+p.f.Group), q, p.mode, q)
+		q := shell.Quote(p.tmp)
+		fmt.Fprintf(&script, "chown -- %s %s\nchmod -- %04o %s\n", shell.Quote(p.f.Owner+":"+p.f.Group), q, p.mode, q)
 		tmps[i] = q
 	}
 	script.WriteString("sha256sum -- " + strings.Join(tmps, " ") + "\n")
@@ -195,7 +197,7 @@ func (c *Client) Upload(ctx context.Context, step string, files []File) (err err
 		var mv strings.Builder
 		mv.WriteString("set -e\n")
 		for _, p := range batch {
-			fmt.Fprintf(&mv, "mv -f -- %s %s\n", ShellQuote(p.tmp), ShellQuote(p.f.Path))
+			fmt.Fprintf(&mv, "mv -f -- %s %s\n", shell.Quote(p.tmp), shell.Quote(p.f.Path))
 		}
 		if _, err := c.Run(ctx, step, mv.String()); err != nil {
 			return uerr(allPaths, err)
@@ -438,7 +440,7 @@ func (c *Client) startSFTPServer() (*ssh.Session, *sftp.Client, error) {
 	}
 	var stderr lockedBuffer
 	sess.Stderr = &stderr
-	line, prefix := c.remoteCommand("exec " + ShellQuote(c.sftpServer))
+	line, prefix := c.remoteCommand("exec " + shell.Quote(c.sftpServer))
 	c.commands.Add(1)
 	if err := sess.Start(line); err != nil {
 		return fail(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 )
 
@@ -42,7 +43,7 @@ echo "kernel $(uname -s)"
 if command -v systemctl >/dev/null 2>&1; then echo "systemd yes"; fi
 for f in`)
 	for _, p := range ManagedPaths() {
-		b.WriteString(" " + provision.ShellQuote(p))
+		b.WriteString(" " + shell.Quote(p))
 	}
 	fmt.Fprintf(&b, `; do
   if [ -f "$f" ]; then echo "file $f $(sha256sum <"$f" | cut -d' ' -f1) $(stat -c '%%a %%U %%G' "$f")"; fi
@@ -170,7 +171,7 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 	}
 	// ConfigDir is root-only before anything secret goes into it (Upload creates missing parents 0755).
 	dirs := fmt.Sprintf("set -e\nmkdir -p %[1]s %[2]s %[3]s\nchmod 0700 %[1]s\nchmod 0755 %[3]s\n",
-		provision.ShellQuote(ConfigDir), provision.ShellQuote(PKIDir), provision.ShellQuote(textfileDir))
+		shell.Quote(ConfigDir), shell.Quote(PKIDir), shell.Quote(textfileDir))
 	if _, err := h.Run(ctx, "schedule/dirs", dirs); err != nil {
 		return c, err
 	}
@@ -196,7 +197,7 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 	var script strings.Builder
 	script.WriteString("set -e\n")
 	for _, p := range c.Removed {
-		fmt.Fprintf(&script, "rm -f %s\n", provision.ShellQuote(p))
+		fmt.Fprintf(&script, "rm -f %s\n", shell.Quote(p))
 	}
 	if c.Reload {
 		script.WriteString("systemctl daemon-reload\n")
@@ -216,10 +217,10 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 // without a schedule (it is idempotent).
 func Disable(ctx context.Context, h Host) ([]string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "set -e\ntf=$(sed -n 's/.*\"textfile\": *\"\\([^\"]*\\)\".*/\\1/p' %s 2>/dev/null || true)\n", provision.ShellQuote(ConfigPath))
+	fmt.Fprintf(&b, "set -e\ntf=$(sed -n 's/.*\"textfile\": *\"\\([^\"]*\\)\".*/\\1/p' %s 2>/dev/null || true)\n", shell.Quote(ConfigPath))
 	b.WriteString("for f in")
 	for _, p := range append(ManagedPaths(), ConfigDir) {
-		b.WriteString(" " + provision.ShellQuote(p))
+		b.WriteString(" " + shell.Quote(p))
 	}
 	fmt.Fprintf(&b, ` $tf; do if [ -e "$f" ]; then echo "$f"; fi; done
 if command -v systemctl >/dev/null 2>&1; then systemctl disable --now %[1]s >/dev/null 2>&1 || true; fi
@@ -227,8 +228,8 @@ rm -f %[2]s %[3]s %[4]s
 if [ -n "$tf" ]; then rm -f "$tf"; fi
 rm -rf %[5]s
 if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload; systemctl reset-failed %[1]s %[6]s >/dev/null 2>&1 || true; fi
-`, TimerName, provision.ShellQuote(TimerPath), provision.ShellQuote(ServicePath), provision.ShellQuote(BinaryPath),
-		provision.ShellQuote(ConfigDir), ServiceName)
+`, TimerName, shell.Quote(TimerPath), shell.Quote(ServicePath), shell.Quote(BinaryPath),
+		shell.Quote(ConfigDir), ServiceName)
 	r, err := h.Run(ctx, "schedule/disable", b.String())
 	if err != nil {
 		return nil, err
@@ -277,7 +278,7 @@ cat %[3]s 2>/dev/null || true
 tf=$(sed -n 's/.*"textfile": *"\([^"]*\)".*/\1/p' %[3]s 2>/dev/null || true)
 echo '==textfile=='
 if [ -n "$tf" ]; then cat "$tf" 2>/dev/null || true; fi
-`, TimerName, ServiceName, provision.ShellQuote(ConfigPath))
+`, TimerName, ServiceName, shell.Quote(ConfigPath))
 }
 
 // Status reads one member's schedule (one read-only command).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // restoreEOF delimits the restore script inside the apply script (a quoted here-document).
@@ -45,7 +45,7 @@ func applyScript(f Fault, p paths) (string, error) {
 	if err := f.Validate(); err != nil {
 		return "", err
 	}
-	q := provision.ShellQuote
+	q := shell.Quote
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	b.WriteString(prelude(p, "apply: checks, then the marker and the deadman, then the fault"))

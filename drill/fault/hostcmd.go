@@ -10,7 +10,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // HostData is what a host command template sees of a host.
@@ -59,11 +59,11 @@ func ParseHostCommand(flag, text string) (*HostCommand, error) {
 }
 
 // Render returns the command for host d. Every field is inserted shell-quoted
-// (provision.ShellQuote: unchanged when made of [A-Za-z0-9_@%+=:,./-], else in single quotes),
+// (shell.Quote: unchanged when made of [A-Za-z0-9_@%+=:,./-], else in single quotes),
 // so a value is always one word, also next to other text (hactl-lab-{{.Host}}): templates must
 // not quote fields themselves.
 func (c *HostCommand) Render(d HostData) (string, error) {
-	q := HostData{Host: provision.ShellQuote(d.Host), Address: provision.ShellQuote(d.Address), Zone: provision.ShellQuote(d.Zone)}
+	q := HostData{Host: shell.Quote(d.Host), Address: shell.Quote(d.Address), Zone: shell.Quote(d.Zone)}
 	var b strings.Builder
 	if err := c.tmpl.Execute(&b, q); err != nil {
 		return "", fmt.Errorf("%s %q: %w; the fields are %s", c.Flag, c.Text, err, hostFields)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // InspectScript returns a read-only script that reports what a previous drill left on the
@@ -61,7 +61,7 @@ if have systemctl; then
   say "deadman service $(systemctl is-active "$unit.service" 2>/dev/null)"
   for u in`)
 	for _, u := range units {
-		b.WriteString(" " + provision.ShellQuote(u))
+		b.WriteString(" " + shell.Quote(u))
 	}
 	b.WriteString(`; do
     a=$(systemctl is-active "$u" 2>/dev/null)

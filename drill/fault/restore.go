@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // prelude starts every script: PATH with sbin, the on-host names, and small helpers.
@@ -25,7 +25,7 @@ unit=%s
 have() { command -v "$1" >/dev/null 2>&1; }
 say() { printf '%%s\n' "$*"; }
 oneline() { printf '%%s' "$1" | tr '\n' ' ' | cut -c 1-300; }
-`, provision.ShellQuote(p.dir), provision.ShellQuote(p.lock), Chain, DeadmanUnit)
+`, shell.Quote(p.dir), shell.Quote(p.lock), Chain, DeadmanUnit)
 	return b.String()
 }
 

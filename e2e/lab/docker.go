@@ -8,6 +8,8 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // LogFunc receives one formatted log line (printf style), e.g. testing.T.Logf or log.Printf.
@@ -28,7 +30,7 @@ type CommandError struct {
 }
 
 func (e *CommandError) Error() string {
-	msg := fmt.Sprintf("%s: %v", shellJoin(e.Args), e.Err)
+	msg := fmt.Sprintf("%s: %v", shell.Join(e.Args...), e.Err)
 	if s := strings.TrimSpace(e.Stderr); s != "" {
 		msg += ": " + s
 	}
@@ -51,7 +53,7 @@ func (d docker) run(ctx context.Context, stdin io.Reader, args ...string) (strin
 // runCmd runs name args... and returns its standard output; failures are *CommandError.
 func runCmd(ctx context.Context, debugf LogFunc, stdin io.Reader, name string, args ...string) (string, error) {
 	full := append([]string{name}, args...)
-	debugf.printf("$ %s", shellJoin(full))
+	debugf.printf("$ %s", shell.Join(full...))
 	cmd := exec.CommandContext(ctx, name, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin = stdin
@@ -64,30 +66,4 @@ func runCmd(ctx context.Context, debugf LogFunc, stdin io.Reader, name string, a
 		return stdout.String(), &CommandError{Args: full, Stderr: stderr.String(), Err: err}
 	}
 	return stdout.String(), nil
-}
-
-// shellJoin quotes args for a POSIX shell so a logged command can be pasted back.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = shellQuote(a)
-	}
-	return strings.Join(out, " ")
-}
-
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // Host image recipe. Anything that changes the image's content must change ImageTag's input:
@@ -228,7 +230,7 @@ func addUsers(ctx context.Context, debugf LogFunc, rootfs string) error {
 
 // importRootfs streams `tar -C rootfs -c .` into `docker import - ref` with importChanges.
 func importRootfs(ctx context.Context, d docker, rootfs, ref string) error {
-	d.debugf.printf("$ tar -C %s --numeric-owner -c . | (next command)", shellQuote(rootfs))
+	d.debugf.printf("$ tar -C %s --numeric-owner -c . | (next command)", shell.Quote(rootfs))
 	tar := exec.CommandContext(ctx, "tar", "-C", rootfs, "--numeric-owner", "-c", ".")
 	var tarErr strings.Builder
 	tar.Stderr = &tarErr

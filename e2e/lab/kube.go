@@ -18,6 +18,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubeadm"
 )
 
@@ -363,7 +364,7 @@ put() {
 units=$( {
 `)
 	heredoc := func(path, word, content string) {
-		fmt.Fprintf(&b, "put %s %s <<'HACTL_LAB_EOF'\n%sHACTL_LAB_EOF\n", shellQuote(path), word, content)
+		fmt.Fprintf(&b, "put %s %s <<'HACTL_LAB_EOF'\n%sHACTL_LAB_EOF\n", shell.Quote(path), word, content)
 	}
 	heredoc("/etc/systemd/system/kubelet.service", "kubelet.service", kubeletUnit)
 	heredoc("/etc/systemd/system/kubelet.service.d/10-kubeadm.conf", "10-kubeadm.conf", kubeadmDropIn)
@@ -377,12 +378,12 @@ systemctl start ` + kubeBootUnit + `
 `)
 	fmt.Fprintf(&b, "containerd config default | sed")
 	for _, e := range containerdEdits(pause) {
-		fmt.Fprintf(&b, " -e %s", shellQuote(e))
+		fmt.Fprintf(&b, " -e %s", shell.Quote(e))
 	}
 	b.WriteString(" > /etc/containerd/config.toml.hactl-lab-gen\n")
 	for _, c := range containerdChecks(pause) {
 		fmt.Fprintf(&b, "grep -qF %s /etc/containerd/config.toml.hactl-lab-gen || { echo 'containerd config default: cannot set %s' >&2; exit 1; }\n",
-			shellQuote(c), strings.ReplaceAll(c, "'", ""))
+			shell.Quote(c), strings.ReplaceAll(c, "'", ""))
 	}
 	b.WriteString(`ctd=$(put /etc/containerd/config.toml config.toml < /etc/containerd/config.toml.hactl-lab-gen)
 rm -f /etc/containerd/config.toml.hactl-lab-gen
@@ -663,7 +664,7 @@ func (l *Lab) kubeadmJoin(ctx context.Context, first Host, others []Host, cfg Ku
 				"--apiserver-advertise-address", h.Address, "--ignore-preflight-errors", "all", "--cri-socket", criSocket}
 		}
 		// The token and certificate key are secrets: logged as placeholders, run unlogged.
-		l.opts.Debugf.printf("$ docker %s", shellJoin(args("<token>", "<certificate-key>")))
+		l.opts.Debugf.printf("$ docker %s", shell.Join(args("<token>", "<certificate-key>")...))
 		if _, err := (docker{}).run(ctx, nil, args(token, certKey)...); err != nil {
 			return fmt.Errorf("kubeadm join on %s: %w%s", h.Name, redact(err, token, certKey), l.kubeletTail(ctx, h))
 		}

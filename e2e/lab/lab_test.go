@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 func TestFindMirror(t *testing.T) {
@@ -230,9 +231,9 @@ func TestLoadOrCreateKey(t *testing.T) {
 }
 
 func TestShellJoin(t *testing.T) {
-	got := shellJoin([]string{"docker", "exec", "hactl-lab-cp-a", "sh", "-c", "echo 'hi' && true", ""})
+	got := shell.Join("docker", "exec", "hactl-lab-cp-a", "sh", "-c", "echo 'hi' && true", "")
 	want := `docker exec hactl-lab-cp-a sh -c 'echo '\''hi'\'' && true' ''`
 	if got != want {
-		t.Errorf("shellJoin = %s, want %s", got, want)
+		t.Errorf("shell.Join = %s, want %s", got, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // Files of the mirror in the lab directory and on the mirror host.
@@ -246,7 +247,7 @@ mkdir -p %[1]s
 printf '%%s' %[2]s > %[1]s/SHA256SUMS
 cat > /etc/systemd/system/%[3]s <<'EOF'
 %[4]sEOF
-`, mirrorRoot, shellQuote(sums), mirrorUnit, mirrorUnitText())
+`, mirrorRoot, shell.Quote(sums), mirrorUnit, mirrorUnitText())
 	if _, err := l.d.run(ctx, nil, "exec", h.Container, "sh", "-c", script); err != nil {
 		return fmt.Errorf("mirror: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // The object store (Options.ObjectStore): a real MinIO server (bin/minio, hack/build-minio.sh) in
@@ -208,7 +209,7 @@ func rootEnv(user, password string) string {
 }
 
 // parseEnvFile reads NAME=value lines (an optional "export " prefix, values optionally
-// single-quoted as shellQuote writes them); blank lines and # comments are skipped.
+// single-quoted as shell.Quote writes them); blank lines and # comments are skipped.
 func parseEnvFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -242,7 +243,7 @@ func envFileText(o ObjectStore) string {
 		o.Endpoint, o.Bucket, o.EnvFile)
 	for _, kv := range o.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
+		fmt.Fprintf(&b, "export %s=%s\n", k, shell.Quote(v))
 	}
 	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/backup/s3test"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 func TestObjectStoreHostShape(t *testing.T) {
@@ -125,7 +126,7 @@ func TestObjectStoreEnvFileRoundTrip(t *testing.T) {
 	}
 	// A shell reads the same values.
 	if _, err := os.Stat("/bin/sh"); err == nil {
-		out, err := runCmd(context.Background(), nil, nil, "sh", "-c", ". "+shellQuote(o.EnvFile)+` && printf '%s|%s' "$`+SecretAccessKeyEnv+`" "$`+SessionTokenEnv+`"`)
+		out, err := runCmd(context.Background(), nil, nil, "sh", "-c", ". "+shell.Quote(o.EnvFile)+` && printf '%s|%s' "$`+SecretAccessKeyEnv+`" "$`+SessionTokenEnv+`"`)
 		if err != nil || out != o.SecretAccessKey+"|"+o.SessionToken {
 			t.Errorf("sh reads %q (%v), want %q", out, err, o.SecretAccessKey+"|"+o.SessionToken)
 		}

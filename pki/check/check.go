@@ -21,6 +21,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
@@ -249,12 +250,12 @@ func hostCertsCommand(h v1alpha1.Host) string {
 	var b strings.Builder
 	b.WriteString("{ ")
 	if h.HasRole(v1alpha1.RoleEtcd) {
-		fmt.Fprintf(&b, "if [ -d %[1]s ]; then find %[1]s -type f -name '*.crt' ! -name '.*' | sort; fi; ", provision.ShellQuote(etcd.RemotePKIDir))
+		fmt.Fprintf(&b, "if [ -d %[1]s ]; then find %[1]s -type f -name '*.crt' ! -name '.*' | sort; fi; ", shell.Quote(etcd.RemotePKIDir))
 	}
 	if h.HasRole(v1alpha1.RoleControlPlane) {
 		b.WriteString("for f in")
 		for _, f := range kubeCertFiles {
-			b.WriteString(" " + provision.ShellQuote(f))
+			b.WriteString(" " + shell.Quote(f))
 		}
 		b.WriteString(`; do if [ -f "$f" ]; then echo "$f"; fi; done; `)
 	}
