@@ -22,6 +22,7 @@ type Client struct {
 	// Set by the probe at connect time, read-only afterwards.
 	priv       Privilege
 	sftpServer string // absolute path of the host's sftp-server, "" if none found
+	host       HostInfo
 	password   []byte // sudo password (PrivilegeSudoPassword), shared with the Dialer
 
 	commands atomic.Int64
@@ -102,6 +103,10 @@ func (c *Client) Target() Target { return c.target }
 // Commands returns the number of remote commands (exec sessions) started on
 // this client so far, including those run by Upload.
 func (c *Client) Commands() int { return int(c.commands.Load()) }
+
+// Host returns what the connect-time probe found about the host: kernel, architecture,
+// os-release, systemd, package manager (one command with the privilege probe, no extra round trip).
+func (c *Client) Host() HostInfo { return c.host }
 
 // Privilege returns how the client runs commands as root, as detected when it
 // connected: PrivilegeRoot, PrivilegeSudo or PrivilegeSudoPassword.

@@ -115,9 +115,11 @@ func (c *Client) scrub(b []byte) []byte {
 // probeScript prints "uid=<uid>", "sftp=<path or empty>", and for a non-root
 // user "sudo=missing|nopasswd|password"; for "password" it then verifies the
 // password the client writes on stdin and prints "auth=ok|failed". The sudo
-// command lines are the very ones commandLine builds.
+// command lines are the very ones commandLine builds. Then it prints the HostInfo facts
+// (hostInfoScript): what callers know of every host without another command.
 func probeScript() string {
-	return `u=$(id -u) || exit 1
+	return factPrelude + `priv() {
+u=$(id -u) || exit 1
 echo "uid=$u"
 s=
 for p in ` + strings.Join(sftpServerPaths, " ") + `; do
@@ -125,12 +127,14 @@ for p in ` + strings.Join(sftpServerPaths, " ") + `; do
 done
 if [ -z "$s" ]; then s=$(command -v sftp-server 2>/dev/null) || s=; fi
 echo "sftp=$s"
-if [ "$u" = 0 ]; then exit 0; fi
-if ! command -v sudo >/dev/null 2>&1; then echo sudo=missing; exit 0; fi
-if ` + commandLine(PrivilegeSudo, "true") + ` >/dev/null 2>&1 </dev/null; then echo sudo=nopasswd; exit 0; fi
+if [ "$u" = 0 ]; then return 0; fi
+if ! command -v sudo >/dev/null 2>&1; then echo sudo=missing; return 0; fi
+if ` + commandLine(PrivilegeSudo, "true") + ` >/dev/null 2>&1 </dev/null; then echo sudo=nopasswd; return 0; fi
 echo sudo=password
 if ` + commandLine(PrivilegeSudoPassword, "true") + ` >/dev/null; then echo auth=ok; else echo auth=failed; fi
-`
+}
+priv
+` + hostInfoScript
 }
 
 // probeStep names the probe in errors.
@@ -183,6 +187,7 @@ func (c *Client) probe(ctx context.Context, timeout time.Duration, password func
 	defer stop()
 
 	facts := map[string]string{}
+	all := map[string][]string{}
 	var early error // decided before the script ended
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
@@ -191,6 +196,7 @@ func (c *Client) probe(ctx context.Context, timeout time.Duration, password func
 			continue
 		}
 		facts[k] = v
+		all[k] = append(all[k], v)
 		if k != "sudo" || v != "password" {
 			continue
 		}
@@ -236,6 +242,7 @@ func (c *Client) probe(ctx context.Context, timeout time.Duration, password func
 	}
 
 	c.sftpServer = facts["sftp"]
+	c.host = hostInfo(all)
 	switch {
 	case facts["uid"] == "":
 		return cmdErr(0, errors.New("the probe printed no uid"))
