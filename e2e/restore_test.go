@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/report"
 )
 
@@ -76,8 +76,8 @@ func TestRestoreFromLocalSnapshot(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("restore -o json: %v", err)
 	}
-	if res.RestoredRevision < snapRev+bootstrap.DefaultBumpRevision {
-		t.Errorf("restored revision %d, want >= %d + %d", res.RestoredRevision, snapRev, bootstrap.DefaultBumpRevision)
+	if res.RestoredRevision < snapRev+restore.DefaultBumpRevision {
+		t.Errorf("restored revision %d, want >= %d + %d", res.RestoredRevision, snapRev, restore.DefaultBumpRevision)
 	}
 	cli2 := client(t, stateDir, eps...)
 	get := func(k string) int64 {
@@ -99,7 +99,7 @@ func TestRestoreFromLocalSnapshot(t *testing.T) {
 	}
 	// Revisions keep increasing for watchers: a new write lands past the bump.
 	put, err := cli2.Put(ctx, "e2e/restore/new", "x")
-	if err != nil || put.Header.Revision <= snapRev+bootstrap.DefaultBumpRevision {
+	if err != nil || put.Header.Revision <= snapRev+restore.DefaultBumpRevision {
 		t.Errorf("write after restore: %v at revision %v", err, put)
 	}
 	// A watch from an old revision is refused as compacted, not silently served.
@@ -195,8 +195,8 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 	}
 
 	res := bootstrapJSON(t, dr, "--restore-from", snap)
-	if res.ClusterID == "" || res.RestoredRevision < snapRev+bootstrap.DefaultBumpRevision {
-		t.Errorf("cluster ID %q, revision %d; want a cluster and revision >= %d + %d", res.ClusterID, res.RestoredRevision, snapRev, bootstrap.DefaultBumpRevision)
+	if res.ClusterID == "" || res.RestoredRevision < snapRev+restore.DefaultBumpRevision {
+		t.Errorf("cluster ID %q, revision %d; want a cluster and revision >= %d + %d", res.ClusterID, res.RestoredRevision, snapRev, restore.DefaultBumpRevision)
 	}
 	var eps []string
 	for _, h := range fresh {

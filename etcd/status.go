@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"sync"
@@ -316,32 +315,12 @@ func probeEndpoint(ctx context.Context, ep string, cfg *tls.Config, dialTimeout,
 // serverCertNotAfter does a TLS handshake with ep, verifying its certificate against cfg's CA, and
 // returns the certificate's NotAfter, or an error text.
 func serverCertNotAfter(ctx context.Context, ep string, cfg *tls.Config, timeout time.Duration, opts ...Option) (time.Time, string) {
-	hostPort, host, err := endpointHost(ep)
-	if err != nil {
+	if _, _, err := endpointHost(ep); err != nil {
 		return time.Time{}, err.Error()
 	}
-	c := cfg.Clone()
-	c.ServerName = host
-	var conn *tls.Conn
-	if dial := collect(opts).dial; dial != nil {
-		dctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		raw, err := dial(dctx, hostPort)
-		if err != nil {
-			return time.Time{}, fmt.Sprintf("TLS handshake: %v", err)
-		}
-		conn = tls.Client(raw, c)
-		if err := conn.HandshakeContext(dctx); err != nil {
-			raw.Close()
-			return time.Time{}, fmt.Sprintf("TLS handshake: %v", err)
-		}
-	} else {
-		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: c}
-		nc, err := d.DialContext(ctx, "tcp", hostPort)
-		if err != nil {
-			return time.Time{}, fmt.Sprintf("TLS handshake: %v", err)
-		}
-		conn = nc.(*tls.Conn)
+	conn, err := dialTLS(ctx, ep, cfg, timeout, opts...)
+	if err != nil {
+		return time.Time{}, fmt.Sprintf("TLS handshake: %v", err)
 	}
 	defer conn.Close()
 	certs := conn.ConnectionState().PeerCertificates

@@ -92,3 +92,43 @@ func TestRunnerCancelled(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestList: phases are inserted and replaced by title; the original list is never modified; an
+// unknown title is an *UnknownPhaseError naming the list.
+func TestList(t *testing.T) {
+	f := func(name string) Phase { return Func{Name: name, Fn: func(context.Context) error { return nil }} }
+	l := List{f("preflight"), f("etcd/install"), f("etcd/start"), f("etcd/wait")}
+	got, err := l.InsertBefore("etcd/install", f("restore/check"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = got.InsertBefore("etcd/start", f("restore/ship"), f("restore/seed")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = got.InsertAfter("etcd/wait", f("restore/verify")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = got.Replace("preflight", f("connect")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"connect", "restore/check", "etcd/install", "restore/ship", "restore/seed", "etcd/start", "etcd/wait", "restore/verify"}
+	if !reflect.DeepEqual(Titles(got), want) {
+		t.Errorf("titles %v, want %v", Titles(got), want)
+	}
+	if !reflect.DeepEqual(Titles(l), []string{"preflight", "etcd/install", "etcd/start", "etcd/wait"}) {
+		t.Errorf("the original list changed: %v", Titles(l))
+	}
+	if l.Index("etcd/start") != 2 || l.Index("nope") != -1 {
+		t.Errorf("Index: %d %d", l.Index("etcd/start"), l.Index("nope"))
+	}
+	for _, op := range []func() (List, error){
+		func() (List, error) { return l.InsertBefore("nope", f("x")) },
+		func() (List, error) { return l.InsertAfter("nope", f("x")) },
+		func() (List, error) { return l.Replace("nope", f("x")) },
+	} {
+		var ue *UnknownPhaseError
+		if _, err := op(); !errors.As(err, &ue) || ue.Title != "nope" || len(ue.Have) != 4 {
+			t.Errorf("err = %v, want *UnknownPhaseError for nope", err)
+		}
+	}
+}

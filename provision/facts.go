@@ -293,7 +293,7 @@ func ParseFacts(r FactsRequest, out []byte, sent, received time.Time) (*Facts, e
 	}
 	f.values = v
 	for _, s := range v["sum"] {
-		if sum, p, ok := strings.Cut(s, " "); ok && isHexSHA256(sum) {
+		if sum, p, ok := strings.Cut(s, " "); ok && IsSHA256(sum) {
 			f.Sums[p] = sum
 		}
 	}
@@ -474,7 +474,8 @@ func GatherFacts(ctx context.Context, run Runner, step string, r FactsRequest) (
 
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
-func isHexSHA256(s string) bool {
+// IsSHA256 reports whether s is a sha256 in lower-case hex, as sha256sum prints it.
+func IsSHA256(s string) bool {
 	if len(s) != 64 {
 		return false
 	}

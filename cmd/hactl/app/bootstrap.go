@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/ui"
@@ -127,14 +128,14 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if err != nil {
 		return err
 	}
-	var seed *bootstrap.RestoreOptions
+	var seed *restore.Options
 	if o.restoreFrom != "" {
 		snap, err := resolveSnapshot(cmd.Context(), c, g.file, "--restore-from", src, true, o.identityFile, "", p)
 		if err != nil {
 			return err
 		}
 		defer snap.cleanup()
-		seed = &bootstrap.RestoreOptions{Snapshot: snap.path, SHA256: snap.sha256, Revision: snap.revision}
+		seed = &restore.Options{Snapshot: snap.path, SHA256: snap.sha256, Revision: snap.revision}
 	}
 	b, err := bootstrap.New(bootstrap.Options{
 		RestoreFrom:           seed,

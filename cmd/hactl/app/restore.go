@@ -15,7 +15,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
-	"github.com/hactl/hactl/bootstrap"
+	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -217,16 +217,15 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 		return err
 	}
 	defer snap.cleanup()
-	b, err := bootstrap.New(bootstrap.Options{
+	res, runErr := restore.Run(cmd.Context(), restore.Config{
 		Prompt:  terminalPrompter(s.In, s.Err),
 		Cluster: c,
 		Printer: p,
-		Restore: &bootstrap.RestoreOptions{Snapshot: snap.path, SHA256: snap.sha256, Revision: snap.revision, Force: o.force, Confirm: confirm},
+		Options: restore.Options{Snapshot: snap.path, SHA256: snap.sha256, Revision: snap.revision, Force: o.force, Confirm: confirm},
 	})
-	if err != nil {
-		return err
+	if res == nil {
+		return runErr
 	}
-	res, runErr := b.Run(cmd.Context())
 	if runErr != nil && logPath != "" {
 		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
 	}

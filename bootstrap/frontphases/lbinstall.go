@@ -1,4 +1,4 @@
-package bootstrap
+package frontphases
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/hactl/hactl/bootstrap/etcdphases"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/lb"
@@ -45,33 +48,25 @@ func (e *LBApplyError) Error() string {
 
 func (e *LBApplyError) Unwrap() error { return e.Err }
 
-// etcdCerts installs the etcd CA and kube-apiserver's etcd client certificate at kubeadm's paths
+// EtcdCerts installs the etcd CA and kube-apiserver's etcd client certificate at kubeadm's paths
 // (kubeadm.EtcdCAFile, EtcdClientCertFile, EtcdClientKeyFile) on every control-plane host whose
 // copies differ. Atomic uploads; nothing restarts (kube-apiserver reads them when it starts).
-func (b *Bootstrapper) etcdCerts(ctx context.Context) error {
-	return b.forEachFront(ctx, func(ctx context.Context, h frontHost) error {
-		var files []provision.File
-		for _, df := range b.frontPlans[h.host.Name].upload {
-			if df.Note == "kube-apiserver's etcd credentials" {
-				files = append(files, provision.File{Path: df.Path, Mode: df.Mode, Content: df.Data, SHA256: df.Sum})
-			}
-		}
-		if len(files) == 0 {
-			return nil
-		}
-		sctx, cancel := b.stepCtx(ctx)
-		defer cancel()
-		if err := b.client(h.host.Name).Upload(sctx, "kube/etcd-certs", files); err != nil {
-			return err
-		}
-		b.p.Hostf(h.host.Name, "installed kube-apiserver's etcd credentials (%s, %s, %s)", kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, kubeadm.EtcdClientKeyFile)
-		return nil
-	})
-}
+type EtcdCerts struct{ g *Group }
 
-func (b *Bootstrapper) anyCertUploads() bool {
-	for _, h := range b.fronts {
-		for _, df := range b.frontPlans[h.host.Name].upload {
+// Title is PhaseEtcdCerts.
+func (*EtcdCerts) Title() string { return PhaseEtcdCerts }
+
+// Mutates: the phase changes hosts.
+func (*EtcdCerts) Mutates() bool { return true }
+
+// ShouldRun: some control-plane host's credentials differ.
+func (ph *EtcdCerts) ShouldRun() bool {
+	for _, h := range ph.g.fronts {
+		p := ph.g.plans[h.host.Name]
+		if p == nil {
+			continue
+		}
+		for _, df := range p.upload {
 			if slices.Contains([]string{kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, kubeadm.EtcdClientKeyFile}, df.Path) {
 				return true
 			}
@@ -80,26 +75,30 @@ func (b *Bootstrapper) anyCertUploads() bool {
 	return false
 }
 
-func (b *Bootstrapper) anyPackages() bool {
-	for _, p := range b.frontPlans {
-		if len(p.packages) > 0 {
-			return true
+// Run does the phase's work.
+func (ph *EtcdCerts) Run(ctx context.Context) error {
+	b := ph.g
+	return b.forEach(ctx, func(ctx context.Context, h frontHost) error {
+		var files []provision.File
+		for _, df := range b.plans[h.host.Name].upload {
+			if df.Note == "kube-apiserver's etcd credentials" {
+				files = append(files, provision.File{Path: df.Path, Mode: df.Mode, Content: df.Data, SHA256: df.Sum})
+			}
 		}
-	}
-	return false
+		if len(files) == 0 {
+			return nil
+		}
+		sctx, cancel := b.run.StepCtx(ctx)
+		defer cancel()
+		if err := b.run.Upload(sctx, h.host.Name, PhaseEtcdCerts, files); err != nil {
+			return err
+		}
+		b.run.Printer.Hostf(h.host.Name, "installed kube-apiserver's etcd credentials (%s, %s, %s)", kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, kubeadm.EtcdClientKeyFile)
+		return nil
+	})
 }
 
-func (b *Bootstrapper) anyLBChanges() bool {
-	for _, h := range b.fronts {
-		p := b.frontPlans[h.host.Name]
-		if h.lb && (len(p.reload)+len(p.start) > 0 || slices.ContainsFunc(p.upload, isLBFile) || len(b.frontFacts[h.host.Name].Stale) > 0) {
-			return true
-		}
-	}
-	return false
-}
-
-func isLBFile(df desiredFile) bool { return df.Note == "load balancer" }
+func isLBFile(df etcdphases.DesiredFile) bool { return df.Note == "load balancer" }
 
 // packageTimeout bounds a package installation (index refresh + download + install).
 const packageTimeout = 10 * time.Minute
@@ -119,43 +118,86 @@ func installCommand(pm string, pkgs []string) (string, error) {
 	}
 }
 
-// lbPackages installs the missing LB packages (lbBinaries) with the host's package manager.
-func (b *Bootstrapper) lbPackages(ctx context.Context) error {
-	return b.forEachFront(ctx, func(ctx context.Context, h frontHost) error {
-		p := b.frontPlans[h.host.Name]
+// Packages installs the missing LB packages (lbBinaries) with the host's package manager.
+type Packages struct{ g *Group }
+
+// Title is PhasePackages.
+func (*Packages) Title() string { return PhasePackages }
+
+// Mutates: the phase changes hosts.
+func (*Packages) Mutates() bool { return true }
+
+// ShouldRun: some LB host lacks a package.
+func (ph *Packages) ShouldRun() bool {
+	for _, p := range ph.g.plans {
+		if len(p.packages) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Run does the phase's work.
+func (ph *Packages) Run(ctx context.Context) error {
+	b := ph.g
+	return b.forEach(ctx, func(ctx context.Context, h frontHost) error {
+		p := b.plans[h.host.Name]
 		if len(p.packages) == 0 {
 			return nil
 		}
-		cmd, err := installCommand(b.frontFacts[h.host.Name].PkgManager, p.packages)
+		cmd, err := installCommand(b.facts[h.host.Name].PkgManager, p.packages)
 		if err != nil {
-			return fmt.Errorf("lb/packages: %w", err)
+			return fmt.Errorf("%s: %w", PhasePackages, err)
 		}
 		sctx, cancel := context.WithTimeout(ctx, packageTimeout)
 		defer cancel()
 		start := time.Now()
-		if _, err := b.run(sctx, h.host.Name, "lb/packages", cmd); err != nil {
+		if _, err := b.run.Exec(sctx, h.host.Name, PhasePackages, cmd); err != nil {
 			return err
 		}
-		b.p.Hostf(h.host.Name, "installed %s (%s)", strings.Join(p.packages, " "), time.Since(start).Round(time.Second))
+		b.run.Printer.Hostf(h.host.Name, "installed %s (%s)", strings.Join(p.packages, " "), time.Since(start).Round(time.Second))
 		return nil
 	})
 }
 
-// lbInstall applies the load balancer on every LB host with changes: stale staged files left by an
+// Install applies the load balancer on every LB host with changes: stale staged files left by an
 // interrupted run are removed; the CA bundle and sysctl file are uploaded in place (atomically);
 // haproxy.cfg and keepalived.conf are uploaded next to the live files (*.hactl-new) and then
 // lbApplyScript validates them with haproxy -c and keepalived --config-test, swaps them in keeping
 // the previous files (*.prev), reloads (or enables and starts) the units, checks they work, and
 // rolls back on failure. Errors are *LBApplyError.
-func (b *Bootstrapper) lbInstall(ctx context.Context) error {
-	return b.forEachFront(ctx, func(ctx context.Context, h frontHost) error {
+type Install struct{ g *Group }
+
+// Title is PhaseInstall.
+func (*Install) Title() string { return PhaseInstall }
+
+// Mutates: the phase changes hosts.
+func (*Install) Mutates() bool { return true }
+
+// ShouldRun: some LB host has a configuration to write, a unit to reload or start, or staged
+// leftovers.
+func (ph *Install) ShouldRun() bool {
+	b := ph.g
+	for _, h := range b.fronts {
+		p := b.plans[h.host.Name]
+		if h.lb && p != nil && (len(p.reload)+len(p.start) > 0 || slices.ContainsFunc(p.upload, isLBFile) || len(b.facts[h.host.Name].Stale) > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run does the phase's work.
+func (ph *Install) Run(ctx context.Context) error {
+	b := ph.g
+	return b.forEach(ctx, func(ctx context.Context, h frontHost) error {
 		if !h.lb {
 			return nil
 		}
-		p := b.frontPlans[h.host.Name]
-		if stale := b.frontFacts[h.host.Name].Stale; len(stale) > 0 {
-			sctx, cancel := b.stepCtx(ctx)
-			_, err := b.run(sctx, h.host.Name, "lb/install", "rm -f -- "+shell.Join(stale...))
+		p := b.plans[h.host.Name]
+		if stale := b.facts[h.host.Name].Stale; len(stale) > 0 {
+			sctx, cancel := b.run.StepCtx(ctx)
+			_, err := b.run.Exec(sctx, h.host.Name, PhaseInstall, "rm -f -- "+shell.Join(stale...))
 			cancel()
 			if err != nil {
 				return err
@@ -181,10 +223,10 @@ func (b *Bootstrapper) lbInstall(ctx context.Context) error {
 		if len(files) == 0 && len(p.reload)+len(p.start) == 0 {
 			return nil
 		}
-		sctx, cancel := b.stepCtx(ctx)
+		sctx, cancel := b.run.StepCtx(ctx)
 		defer cancel()
 		if len(files) > 0 {
-			if err := b.client(h.host.Name).Upload(sctx, "lb/install", files); err != nil {
+			if err := b.run.Upload(sctx, h.host.Name, PhaseInstall, files); err != nil {
 				return err
 			}
 		}
@@ -194,9 +236,9 @@ func (b *Bootstrapper) lbInstall(ctx context.Context) error {
 			frontendPort: b.lbCfg.FrontendPort,
 		})
 		// Validation, reload and the checks after it take a few seconds; a rollback as long again.
-		actx, acancel := context.WithTimeout(ctx, b.spec.Spec.SSH.CommandTimeout.Duration+2*applyCheckSeconds*time.Second)
+		actx, acancel := context.WithTimeout(ctx, b.run.Spec.Spec.SSH.CommandTimeout.Duration+2*applyCheckSeconds*time.Second)
 		defer acancel()
-		res, err := b.run(actx, h.host.Name, "lb/install", script)
+		res, err := b.run.Exec(actx, h.host.Name, PhaseInstall, script)
 		if err != nil {
 			var ce *provision.CommandError
 			if errors.As(err, &ce) {
@@ -212,7 +254,10 @@ func (b *Bootstrapper) lbInstall(ctx context.Context) error {
 			}
 			return err
 		}
-		b.p.Hostf(h.host.Name, "%s", strings.TrimSpace(string(res.Stdout)))
+		b.mu.Lock()
+		b.installed = true
+		b.mu.Unlock()
+		b.run.Printer.Hostf(h.host.Name, "%s", strings.TrimSpace(string(res.Stdout)))
 		return nil
 	})
 }
@@ -362,55 +407,91 @@ exit 4
 // + skew with preemption, RFC 5798 §6.4.2), plus the check script's rise time.
 const vipWait = 60 * time.Second
 
-// lbWait waits until exactly one LB host holds the VIP, and reports it. The backends may still be
+// Wait waits until exactly one LB host holds the VIP, and reports it. The backends may still be
 // DOWN (no apiserver yet before kubeadm init): that is for hactl status to show.
-func (b *Bootstrapper) lbWait(ctx context.Context) error {
+type Wait struct{ g *Group }
+
+// Title is PhaseWait.
+func (*Wait) Title() string { return PhaseWait }
+
+// Mutates: the phase waits for what lb/install changed (a dry run stops before it).
+func (*Wait) Mutates() bool { return true }
+
+// ShouldRun: the load balancer was planned.
+func (ph *Wait) ShouldRun() bool { return ph.g.lbCfg != nil }
+
+// Run does the phase's work. Errors: no holder or several holders after vipWait.
+func (ph *Wait) Run(ctx context.Context) error {
+	b := ph.g
 	var lbHosts []frontHost
 	for _, h := range b.fronts {
 		if h.lb {
 			lbHosts = append(lbHosts, h)
 		}
 	}
-	deadline := time.Now().Add(vipWait)
 	vip := b.lbCfg.VIP.Addr()
-	for {
-		holders, err := b.vipHolders(ctx, lbHosts, vip)
-		if err != nil {
-			return err
+	// Nothing changed on the LB hosts: the addresses preflight gathered still say who holds the VIP
+	// (no command needed when exactly one does).
+	holders, known := b.holdersFromFacts(lbHosts, vip)
+	if known && len(holders) == 1 && !b.installed {
+		b.vipHolder = holders[0]
+		b.run.Printer.Infof("  VIP %s is on %s", vip, holders[0])
+		return nil
+	}
+	var pollErr error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, vipWait, true, func(ctx context.Context) (bool, error) {
+		var h []string
+		h, pollErr = b.vipHolders(ctx, lbHosts, vip)
+		if pollErr != nil {
+			return false, pollErr
 		}
-		if len(holders) == 1 {
-			b.vipHolder = holders[0]
-			b.p.Infof("  VIP %s is on %s", vip, holders[0])
-			return nil
+		holders = h
+		return len(holders) == 1, nil
+	})
+	switch {
+	case err == nil:
+		b.vipHolder = holders[0]
+		b.run.Printer.Infof("  VIP %s is on %s", vip, holders[0])
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case pollErr != nil && !errors.Is(pollErr, context.DeadlineExceeded):
+		return pollErr
+	case len(holders) == 0:
+		return fmt.Errorf("%s: no LB host took the VIP %s within %s: check `journalctl -u keepalived` on %s", PhaseWait, vip, vipWait, hostNames(lbHosts))
+	}
+	return fmt.Errorf("%s: the VIP %s is on several hosts (%s) after %s: VRRP advertisements don't pass between them (firewall, virtual_router_id clash?)", PhaseWait, vip, strings.Join(holders, ", "), vipWait)
+}
+
+// holdersFromFacts returns the LB hosts whose addresses, as preflight gathered them, carry vip;
+// known is false when some host's addresses are not known.
+func (b *Group) holdersFromFacts(hosts []frontHost, vip netip.Addr) (holders []string, known bool) {
+	for _, h := range hosts {
+		f := b.facts[h.host.Name]
+		if f == nil || f.Addrs == nil {
+			return nil, false
 		}
-		if time.Now().After(deadline) {
-			if len(holders) == 0 {
-				return fmt.Errorf("lb/wait: no LB host took the VIP %s within %s: check `journalctl -u keepalived` on %s", vip, vipWait, hostNames(lbHosts))
-			}
-			return fmt.Errorf("lb/wait: the VIP %s is on several hosts (%s) after %s: VRRP advertisements don't pass between them (firewall, virtual_router_id clash?)", vip, strings.Join(holders, ", "), vipWait)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		if slices.ContainsFunc(f.Addrs, func(a lb.IfAddr) bool { return a.Prefix.Addr() == vip }) {
+			holders = append(holders, h.host.Name)
 		}
 	}
+	return holders, true
 }
 
 // vipHolders returns the LB hosts whose interfaces carry vip now.
-func (b *Bootstrapper) vipHolders(ctx context.Context, hosts []frontHost, vip netip.Addr) ([]string, error) {
+func (b *Group) vipHolders(ctx context.Context, hosts []frontHost, vip netip.Addr) ([]string, error) {
 	held := make([]bool, len(hosts))
-	err := provision.ForEach(ctx, hosts, b.spec.Spec.SSH.MaxParallel, func(h frontHost) string { return h.host.Name },
+	err := provision.ForEach(ctx, hosts, b.run.Spec.Spec.SSH.MaxParallel, func(h frontHost) string { return h.host.Name },
 		func(ctx context.Context, h frontHost) error {
-			sctx, cancel := b.stepCtx(ctx)
+			sctx, cancel := b.run.StepCtx(ctx)
 			defer cancel()
-			res, err := b.run(sctx, h.host.Name, "lb/wait", "ip -json addr show")
+			res, err := b.run.Exec(sctx, h.host.Name, PhaseWait, "ip -json addr show")
 			if err != nil {
 				return err
 			}
 			addrs, err := lb.ParseIPAddrJSON(res.Stdout)
 			if err != nil {
-				return fmt.Errorf("lb/wait: %w", err)
+				return fmt.Errorf("%s: %w", PhaseWait, err)
 			}
 			for _, a := range addrs {
 				if a.Prefix.Addr() == vip {

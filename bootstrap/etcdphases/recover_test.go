@@ -1,4 +1,4 @@
-package bootstrap
+package etcdphases
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
@@ -80,12 +81,12 @@ func newRecoveryFixture(t *testing.T, n int, dryRun bool, setup func(orig *planF
 		t.Fatal(err)
 	}
 
-	spec := *orig.b.spec
+	spec := *orig.b.run.Spec
 	spec.Spec.StateDir = filepath.Join(t.TempDir(), "state")
 	out, log := &bytes.Buffer{}, &bytes.Buffer{}
 	p := ui.New(out, false, false)
 	p.SetLog(log)
-	b, err := New(Options{Cluster: &spec, DryRun: dryRun, Printer: p})
+	b, err := New(runctx.New(&spec, p, dryRun, provision.SpecOptions{}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func newRecoveryFixture(t *testing.T, n int, dryRun bool, setup func(orig *planF
 		}
 		b.facts[m.Name] = &f
 		rf.hosts[m.Name] = &fakeHost{name: m.Name, pkiDir: dir}
-		b.clients[m.Name] = rf.hosts[m.Name]
+		b.run.SetClient(m.Name, rf.hosts[m.Name])
 	}
 	return rf
 }
@@ -174,7 +175,7 @@ func TestStateRecovery(t *testing.T) {
 			}
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: report.ActionUnchanged, upload: []string{filepath.Join(remotePKIDir, "ca.key")}},
+			"cp-a": {Action: report.ActionUnchanged, upload: []string{filepath.Join(remotePKIDir, "ca.key")}},
 			"cp-b": unchanged, "cp-c": unchanged,
 		},
 		check: func(t *testing.T, rf *recoveryFixture) {
@@ -192,14 +193,14 @@ func TestStateRecovery(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged,
-			"cp-b": {action: report.ActionUpdate, restart: true, upload: []string{filepath.Join(remotePKIDir, "server.crt"), filepath.Join(remotePKIDir, "server.key")}},
+			"cp-b": {Action: report.ActionUpdate, Restart: true, upload: []string{filepath.Join(remotePKIDir, "server.crt"), filepath.Join(remotePKIDir, "server.key")}},
 			"cp-c": unchanged,
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rf := newRecoveryFixture(t, 3, false, tc.setup, tc.tweak)
 			b := rf.next.b
-			if err := b.pki(context.Background()); err != nil {
+			if err := (&PKI{b}).Run(context.Background()); err != nil {
 				t.Fatalf("pki: %v", err)
 			}
 			origCA := readTestFile(t, pki.CertPath(filepath.Join(rf.orig.stateDir, "pki"), "ca"))
@@ -231,7 +232,7 @@ func TestStateRecovery(t *testing.T) {
 					t.Errorf("%s: %v, want mode 0600", f, err)
 				}
 			}
-			if !b.creds.ready() {
+			if !b.creds.Ready() {
 				t.Error("no client certificate for hactl status")
 			}
 			// No key material in the output or the debug log.
@@ -243,7 +244,7 @@ func TestStateRecovery(t *testing.T) {
 			}
 			// detect would find the running cluster; the plan must change nothing but what was lost.
 			rf.next.live(rf.next.started("cp-a"), rf.next.started("cp-b"), rf.next.started("cp-c"))
-			if err := b.plan(context.Background()); err != nil {
+			if err := (&Plan{b}).Run(context.Background()); err != nil {
 				t.Fatalf("plan: %v", err)
 			}
 			for name, w := range tc.want {
@@ -261,7 +262,7 @@ func TestStateRecovery(t *testing.T) {
 func TestStateRecoveryDryRun(t *testing.T) {
 	rf := newRecoveryFixture(t, 3, true, nil, nil)
 	b := rf.next.b
-	if err := b.pki(context.Background()); err != nil {
+	if err := (&PKI{b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(rf.next.out.String(), "bootstrap will recover it from cp-a (CA fingerprint SHA256:") {
@@ -275,11 +276,11 @@ func TestStateRecoveryDryRun(t *testing.T) {
 	if _, err := os.Stat(rf.next.stateDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a dry run wrote the state dir: %v", err)
 	}
-	if err := b.plan(context.Background()); err != nil {
+	if err := (&Plan{b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
-		rf.next.check(n, wantPlan{action: report.ActionUnchanged})
+		rf.next.check(n, wantPlan{Action: report.ActionUnchanged})
 	}
 }
 
@@ -372,7 +373,7 @@ func TestStateRecoveryRefusals(t *testing.T) {
 				tc.local(t, pkiDir)
 				before = readTestFile(t, pki.CertPath(pkiDir, "ca"))
 			}
-			err := rf.next.b.pki(context.Background())
+			err := (&PKI{rf.next.b}).Run(context.Background())
 			var missing *StateMissingError
 			if !errors.As(err, &missing) {
 				t.Fatalf("err = %v, want *StateMissingError", err)
@@ -400,7 +401,7 @@ func TestStateRecoveryRefusals(t *testing.T) {
 // keys from that member, one command per member.
 func TestStateRecoveryReadsKeysOnce(t *testing.T) {
 	rf := newRecoveryFixture(t, 3, false, nil, nil)
-	if err := rf.next.b.pki(context.Background()); err != nil {
+	if err := (&PKI{rf.next.b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for name, h := range rf.hosts {

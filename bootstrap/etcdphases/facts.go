@@ -1,8 +1,6 @@
-package bootstrap
+package etcdphases
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/internal/shell"
+	"github.com/hactl/hactl/provision"
 )
 
 // DataState describes an etcd data directory found on a host.
@@ -35,7 +34,7 @@ type Marker struct {
 	Member  string `json:"member"`
 }
 
-// Facts is what one gathering command reports about a host (see factsScript).
+// Facts is the etcd group's view of what preflight gathered on a member (factsFrom).
 type Facts struct {
 	UID         int
 	Kernel      string // uname -s
@@ -94,12 +93,16 @@ type FsyncProbe struct {
 	Err      string        // why no measurement was made ("" when Samples > 0)
 }
 
-// factsScript returns the one shell script run on each host by preflight. It changes nothing on the
-// host except a probe file it creates and removes (see FsyncProbe). Its output is "key=value" lines;
-// "sum=<sha256>  <path>" lines for the files of paths that exist; "file=<path> <base64>" lines with
-// the content of the files of read that exist (public files only: never keys); "listen=<hexport>"
-// lines.
-func factsScript(dataDir string, paths, read []string) string {
+// factsRequest is what preflight gathers on every member (one command with the other groups'
+// requests, runctx.Run.Connect): the managed files' checksums and stale upload temps, the public
+// files read back (unit, certificates: recovery), etcd's and the time sync services' units,
+// listening ports, the clock, and the etcd probe (etcdProbeScript).
+func (g *Group) factsRequest() provision.FactsRequest {
+	return factsRequestFor(g.run.Spec.Spec.Etcd.DataDir, g.files.remotePaths(), readPaths)
+}
+
+// factsRequestFor is factsRequest for a data dir, the managed paths and the public files to read.
+func factsRequestFor(dataDir string, paths, read []string) provision.FactsRequest {
 	dirs := map[string]bool{}
 	for _, p := range paths {
 		dirs[path.Dir(p)] = true
@@ -109,29 +112,26 @@ func factsScript(dataDir string, paths, read []string) string {
 		sorted = append(sorted, d)
 	}
 	sort.Strings(sorted)
+	return provision.FactsRequest{
+		Files:     paths,
+		Read:      read,
+		Units:     append([]string{unitName}, TimeSyncServices...),
+		StaleDirs: sorted,
+		Listen:    true,
+		Clock:     true,
+		Probes:    []provision.Probe{{Name: "etcd", Script: etcdProbeScript(dataDir)}},
+	}
+}
+
+// etcdProbeScript reports what the generic facts do not: whether an etcd process runs (whatever
+// systemd says), NTP synchronisation, the data dir's state and free space, hactl's marker and
+// release record, and the fsync probe (fsyncProbeScript). Keys: etcd.running, etcd.ntp, etcd.data,
+// etcd.disk_avail_kb, etcd.marker (base64), etcd.release (lines), etcd.fsync_*.
+func etcdProbeScript(dataDir string) string {
 	q := shell.Quote
 	var b strings.Builder
-	b.WriteString(`echo "time_ns=$(date +%s%N)"
-echo "uid=$(id -u)"
-echo "kernel=$(uname -s)"
-echo "arch=$(uname -m)"
-if [ -r /etc/os-release ]; then . /etc/os-release; fi
-echo "os_id=${ID:-unknown}"
-echo "os_pretty=${PRETTY_NAME:-unknown}"
-if [ -d /run/systemd/system ]; then echo systemd=yes; else echo systemd=no; fi
-if command -v systemctl >/dev/null 2>&1; then
-  echo "etcd_active=$(systemctl is-active etcd.service 2>/dev/null)"
-  echo "etcd_pid=$(systemctl show -p MainPID --value etcd.service 2>/dev/null)"
-  echo "etcd_started=$(systemctl show -p ExecMainStartTimestamp --value etcd.service 2>/dev/null)"
-  set --`)
-	for _, u := range TimeSyncServices {
-		b.WriteString(" " + u)
-	}
-	b.WriteString(`
-  systemctl is-active "$@" 2>/dev/null | while read -r st; do echo "timesync_$1=$st"; shift; done
-fi
-if command -v timedatectl >/dev/null 2>&1; then echo "ntp_sync=$(timedatectl show -p NTPSynchronized --value 2>/dev/null)"; fi
-if pgrep -x etcd >/dev/null 2>&1; then echo etcd_running=yes; fi
+	b.WriteString(`if command -v timedatectl >/dev/null 2>&1; then fact etcd.ntp "$(timedatectl show -p NTPSynchronized --value 2>/dev/null)"; fi
+if pgrep -x etcd >/dev/null 2>&1; then fact etcd.running yes; fi
 `)
 	fmt.Fprintf(&b, "D=%s\n", q(dataDir))
 	b.WriteString(`if [ -d "$D/member" ]; then data=member
@@ -139,38 +139,13 @@ elif [ -d "$D" ] && [ -n "$(ls -A "$D" 2>/dev/null | grep -vx lost+found | grep 
 elif [ -d "$D" ]; then data=empty
 elif [ -e "$D" ]; then data=foreign
 else data=absent; fi
-echo "data=$data"
+fact etcd.data "$data"
 p="$D"; while [ ! -e "$p" ]; do p=$(dirname "$p"); done
-echo "disk_avail_kb=$(df -Pk "$p" | awk 'NR==2{print $4}')"
-if [ -r /etc/hactl/etcd-member.json ]; then echo "marker=$(base64 -w0 /etc/hactl/etcd-member.json)"; fi
+fact etcd.disk_avail_kb "$(df -Pk "$p" | awk 'NR==2{print $4}')"
 `)
-	fmt.Fprintf(&b, "if [ -r %s ]; then sed 's/^/release=/' %s; fi\n", q(remoteRelease), q(remoteRelease))
-	b.WriteString(`cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4=="0A"{split($2,a,":"); print "listen=" a[2]}'
-`)
-	// Temp files of uploads interrupted by a killed hactl (provision names them .<base>.hactl-tmp-*).
-	b.WriteString("for d in")
-	for _, d := range sorted {
-		b.WriteString(" " + q(d))
-	}
-	b.WriteString(`; do for f in "$d"/.*.hactl-tmp-*; do if [ -f "$f" ]; then echo "stale=$f"; fi; done; done
-`)
-	b.WriteString("for f in")
-	for _, p := range paths {
-		b.WriteString(" " + q(p))
-	}
-	b.WriteString(`; do if [ -f "$f" ]; then echo "sum=$(sha256sum "$f")"; fi; done
-`)
-	if len(read) > 0 {
-		b.WriteString("for f in")
-		for _, p := range read {
-			b.WriteString(" " + q(p))
-		}
-		b.WriteString(`; do if [ -f "$f" ]; then echo "file=$f $(base64 -w0 "$f")"; fi; done
-`)
-	}
+	fmt.Fprintf(&b, "if [ -r %[1]s ]; then fact etcd.marker \"$(base64 -w0 %[1]s)\"; fi\n", q(RemoteMarker))
+	fmt.Fprintf(&b, "if [ -r %[1]s ]; then while IFS= read -r l; do fact etcd.release \"$l\"; done <%[1]s; fi\n", q(remoteRelease))
 	b.WriteString(fsyncProbeScript)
-	b.WriteString(`echo "time_end_ns=$(date +%s%N)"
-`)
 	return b.String()
 }
 
@@ -178,166 +153,77 @@ if [ -r /etc/hactl/etcd-member.json ]; then echo "marker=$(base64 -w0 /etc/hactl
 // POSIX shell and coreutils: fsyncSamples appends of fsyncBlockSize bytes with dd oflag=dsync (O_DSYNC:
 // every write is followed by the equivalent of fdatasync, as etcd's WAL does), each timed with
 // date +%s%N; the same loop writing to /dev/null gives the cost of starting dd and date, whose
-// median is subtracted from every sample by parseFacts. A host whose data dir already holds etcd data
+// median is subtracted from every sample by factsFrom. A host whose data dir already holds etcd data
 // is not probed: the probe matters before installing, and a re-run must not write into a live
 // member's data dir (nor pay ~0.5 s per host). The probe file (.hactl-fsync-probe.<pid>) is
 // written in the data dir when it exists and is not foreign, else in its nearest existing parent,
 // and removed (also on failure); the data dir check above ignores such files. It runs in a subshell
 // so a failure (no %N in date, no oflag=dsync in dd, a read-only filesystem) only reports fsync_err.
 var fsyncProbeScript = fmt.Sprintf(`if [ "$data" = member ]; then
-  echo "fsync_err=skipped: etcd already keeps its data here (its wal_fsync_duration_seconds metric is the measure now)"
+  echo "etcd.fsync_err=skipped: etcd already keeps its data here (its wal_fsync_duration_seconds metric is the measure now)"
 else
 pd="$D"
 if [ ! -d "$pd" ] || [ "$data" = foreign ]; then pd=$(dirname "$D"); fi
 while [ ! -d "$pd" ]; do pd=$(dirname "$pd"); done
-echo "fsync_dir=$pd"
+echo "etcd.fsync_dir=$pd"
 (
-  case "$(date +%%s%%N)" in *[!0-9]*) echo "fsync_err=date +%%s%%N does not report nanoseconds"; exit 0;; esac
+  case "$(date +%%s%%N)" in *[!0-9]*) echo "etcd.fsync_err=date +%%s%%N does not report nanoseconds"; exit 0;; esac
   f="$pd/.hactl-fsync-probe.$$"
   rm -f "$pd"/.hactl-fsync-probe.* 2>/dev/null
   trap 'rm -f "$f"' EXIT
   s=""; i=0; t=$(date +%%s%%N)
   while [ $i -lt %[1]d ]; do
-    e=$(dd if=/dev/zero of=/dev/null bs=%[3]d count=1 2>&1) || { echo "fsync_err=dd: $(echo "$e" | head -n1)"; exit 0; }
+    e=$(dd if=/dev/zero of=/dev/null bs=%[3]d count=1 2>&1) || { echo "etcd.fsync_err=dd: $(echo "$e" | head -n1)"; exit 0; }
     n=$(date +%%s%%N); s="$s $((n-t))"; t=$n; i=$((i+1))
   done
-  echo "fsync_base=$s"
+  echo "etcd.fsync_base=$s"
   s=""; i=0; t=$(date +%%s%%N)
   while [ $i -lt %[2]d ]; do
-    e=$(dd if=/dev/zero of="$f" bs=%[3]d count=1 seek=$i conv=notrunc oflag=dsync 2>&1) || { echo "fsync_err=dd: $(echo "$e" | head -n1)"; exit 0; }
+    e=$(dd if=/dev/zero of="$f" bs=%[3]d count=1 seek=$i conv=notrunc oflag=dsync 2>&1) || { echo "etcd.fsync_err=dd: $(echo "$e" | head -n1)"; exit 0; }
     n=$(date +%%s%%N); s="$s $((n-t))"; t=$n; i=$((i+1))
   done
-  echo "fsync_ns=$s"
+  echo "etcd.fsync_ns=$s"
 ) 2>/dev/null
 fi
 `, fsyncBaseline, fsyncSamples, fsyncBlockSize)
 
-// parseFacts reads factsScript's output. sent and received bracket the command on the local clock.
-func parseFacts(out []byte, sent, received time.Time) (*Facts, error) {
-	f := &Facts{Sums: map[string]string{}, ListenPorts: map[int]bool{}, Files: map[string][]byte{}, UID: -1}
-	var fsyncBase, fsyncNS []int64
-	var release []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	seen := map[string]bool{}
-	var startNS, endNS int64
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "=")
-		if !ok {
-			continue
-		}
-		seen[k] = true
-		switch k {
-		case "time_ns", "time_end_ns":
-			ns, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("facts: remote time %q: %w", v, err)
-			}
-			if k == "time_ns" {
-				startNS = ns
-			} else {
-				endNS = ns
-			}
-		case "uid":
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, fmt.Errorf("facts: uid %q: %w", v, err)
-			}
-			f.UID = n
-		case "kernel":
-			f.Kernel = v
-		case "arch":
-			f.Arch = v
-		case "os_id":
-			f.OSID = v
-		case "os_pretty":
-			f.OSPretty = v
-		case "systemd":
-			f.Systemd = v == "yes"
-		case "etcd_active":
-			f.EtcdActive = v
-		case "etcd_running":
-			f.EtcdRunning = v == "yes"
-		case "etcd_pid":
-			f.EtcdPID, _ = strconv.Atoi(v)
-		case "etcd_started":
-			f.EtcdStarted = v
-		case "data":
-			f.Data = DataState(v)
-		case "disk_avail_kb":
-			kb, err := strconv.ParseInt(v, 10, 64)
-			if err == nil {
-				f.DiskAvail = kb * 1024
-			}
-		case "marker":
-			raw, err := base64.StdEncoding.DecodeString(v)
-			if err != nil {
-				continue
-			}
-			var m Marker
-			if json.Unmarshal(raw, &m) == nil {
-				f.Marker = &m
-			}
-		case "listen":
-			port, err := strconv.ParseInt(v, 16, 32)
-			if err == nil {
-				f.ListenPorts[int(port)] = true
-			}
-		case "stale":
-			if base := path.Base(v); strings.HasPrefix(base, ".") && strings.Contains(base, ".hactl-tmp-") {
-				f.Stale = append(f.Stale, v)
-			}
-		case "sum":
-			sum, path, ok := strings.Cut(v, "  ")
-			if ok {
-				f.Sums[path] = sum
-			}
-		case "file":
-			path, b64, _ := strings.Cut(v, " ")
-			if raw, err := base64.StdEncoding.DecodeString(b64); err == nil {
-				f.Files[path] = raw
-			}
-		case "release":
-			release = append(release, v)
-		case "ntp_sync":
-			f.NTPSynchronized = v
-		case "fsync_dir":
-			f.Fsync.Dir = v
-		case "fsync_err":
-			f.Fsync.Err = v
-		case "fsync_base":
-			fsyncBase = parseInts(v)
-		case "fsync_ns":
-			fsyncNS = parseInts(v)
-		default:
-			if unit, ok := strings.CutPrefix(k, "timesync_"); ok && v == "active" && f.TimeSync == "" {
-				f.TimeSync = unit
-			}
+// factsFrom reads the etcd group's view of a member from the gathered facts.
+func factsFrom(pf *provision.Facts) *Facts {
+	h := pf.Host
+	f := &Facts{UID: h.UID, Kernel: h.Kernel, Arch: h.Arch, OSID: h.OSID, OSPretty: h.OSPretty, Systemd: h.Systemd,
+		ClockOffset: pf.ClockOffset, ClockError: pf.ClockError, RTT: pf.RTT,
+		Sums: pf.Sums, Stale: pf.Stale, ListenPorts: pf.Listen, Files: pf.Files,
+		NTPSynchronized: pf.Value("etcd.ntp"), EtcdRunning: pf.Value("etcd.running") == "yes", Data: DataState(pf.Value("etcd.data"))}
+	if f.OSID == "" {
+		f.OSID = "unknown"
+	}
+	if f.OSPretty == "" {
+		f.OSPretty = "unknown"
+	}
+	if u, ok := pf.Units[unitName]; ok {
+		f.EtcdActive, f.EtcdPID, f.EtcdStarted = u.Active, u.MainPID, u.Started
+	}
+	for _, u := range TimeSyncServices {
+		if pf.Units[u].Active == "active" {
+			f.TimeSync = u
+			break
 		}
 	}
-	if len(release) > 0 {
-		f.Release = parseRelease(release)
+	if kb, err := strconv.ParseInt(pf.Value("etcd.disk_avail_kb"), 10, 64); err == nil {
+		f.DiskAvail = kb * 1024
 	}
-	f.Fsync.fill(fsyncBase, fsyncNS)
-	for _, k := range []string{"time_ns", "uid", "arch", "data"} {
-		if !seen[k] {
-			return nil, fmt.Errorf("facts: the host did not report %q (is /bin/sh a POSIX shell?)", k)
+	if raw, err := base64.StdEncoding.DecodeString(pf.Value("etcd.marker")); err == nil && len(raw) > 0 {
+		var m Marker
+		if json.Unmarshal(raw, &m) == nil {
+			f.Marker = &m
 		}
 	}
-	// The script's own run time (hashing binaries) is not network delay: compare the script's
-	// midpoint with the round trip's midpoint; the error is half of what remains.
-	if endNS < startNS {
-		endNS = startNS
+	if rel := pf.Values("etcd.release"); len(rel) > 0 {
+		f.Release = parseRelease(rel)
 	}
-	f.RTT = received.Sub(sent)
-	ran := time.Duration(endNS - startNS)
-	if ran > f.RTT {
-		ran = f.RTT
-	}
-	remoteMid := time.Unix(0, startNS+(endNS-startNS)/2)
-	f.ClockOffset = remoteMid.Sub(sent.Add(f.RTT / 2))
-	f.ClockError = (f.RTT - ran) / 2
-	return f, nil
+	f.Fsync.Dir, f.Fsync.Err = pf.Value("etcd.fsync_dir"), pf.Value("etcd.fsync_err")
+	f.Fsync.fill(parseInts(pf.Value("etcd.fsync_base")), parseInts(pf.Value("etcd.fsync_ns")))
+	return f
 }
 
 // parseInts reads space-separated integers, skipping anything else.

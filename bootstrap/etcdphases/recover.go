@@ -1,4 +1,4 @@
-package bootstrap
+package etcdphases
 
 import (
 	"bufio"
@@ -59,7 +59,7 @@ type TokenMismatchError struct {
 }
 
 func (e *TokenMismatchError) Error() string {
-	return "the members' markers (" + remoteMarker + ") name different cluster tokens (" + describeGroups(e.ByToken) + ")"
+	return "the members' markers (" + RemoteMarker + ") name different cluster tokens (" + describeGroups(e.ByToken) + ")"
 }
 
 func describeGroups(m map[string][]string) string {
@@ -91,9 +91,9 @@ type recovery struct {
 var readPaths = []string{remoteUnit, etcd.RemoteCACert, etcd.RemoteServerCert, etcd.RemotePeerCert}
 
 // carriesCluster returns the first member whose marker names this cluster ("" when none does).
-func (b *Bootstrapper) carriesCluster() string {
+func (b *Group) carriesCluster() string {
 	for _, m := range b.members {
-		if f := b.facts[m.Name]; f != nil && f.Marker != nil && f.Marker.Cluster == b.spec.Metadata.Name {
+		if f := b.facts[m.Name]; f != nil && f.Marker != nil && f.Marker.Cluster == b.run.Spec.Metadata.Name {
 			return m.Name
 		}
 	}
@@ -116,9 +116,13 @@ func (b *Bootstrapper) carriesCluster() string {
 //
 // A dry run reads no key and writes nothing: it only reports what would be recovered. Every refusal
 // is a *StateMissingError; a second CA is never generated.
-func (b *Bootstrapper) recoverState(ctx context.Context) error {
-	name, stateDir := b.spec.Metadata.Name, b.spec.Spec.StateDir
-	var ours []member
+// recoverer rebuilds a missing state dir from the members (recoverState).
+type recoverer struct{ g *Group }
+
+func (r *recoverer) recoverState(ctx context.Context) error {
+	b := r.g
+	name, stateDir := b.run.Spec.Metadata.Name, b.run.Spec.Spec.StateDir
+	var ours []Member
 	tokens := map[string][]string{}
 	for _, m := range b.members {
 		f := b.facts[m.Name]
@@ -143,7 +147,7 @@ func (b *Bootstrapper) recoverState(ctx context.Context) error {
 
 	byFP := map[string][]string{}
 	rec := &recovery{}
-	var candidates []member // members holding the CA certificate, in spec order
+	var candidates []Member // members holding the CA certificate, in spec order
 	for _, m := range ours {
 		raw := b.facts[m.Name].Files[etcd.RemoteCACert]
 		if raw == nil {
@@ -194,21 +198,21 @@ func (b *Bootstrapper) recoverState(ctx context.Context) error {
 	b.st = st
 	b.recovery = rec
 	rec.source = candidates[0].Name
-	if b.opt.DryRun {
-		b.p.Infof("  the state dir %s has no cluster.json: bootstrap will recover it from %s (CA fingerprint %s, token %s); nothing read or written now",
+	if b.run.DryRun {
+		b.run.Printer.Infof("  the state dir %s has no cluster.json: bootstrap will recover it from %s (CA fingerprint %s, token %s); nothing read or written now",
 			stateDir, rec.source, rec.fingerprint, token)
 		return nil
 	}
-	ca, err := b.recoverCA(ctx, pkiDir, candidates, rec)
+	ca, err := r.recoverCA(ctx, pkiDir, candidates, rec)
 	if err != nil {
 		return refuse(err.Error(), err)
 	}
 	for _, m := range ours {
-		if err := b.recoverMemberCerts(ctx, pkiDir, m, ca); err != nil {
+		if err := r.recoverMemberCerts(ctx, pkiDir, m, ca); err != nil {
 			return err
 		}
 	}
-	b.p.Infof("  recovered state dir from %s (CA fingerprint %s)", rec.source, rec.fingerprint)
+	b.run.Printer.Infof("  recovered state dir from %s (CA fingerprint %s)", rec.source, rec.fingerprint)
 	return nil
 }
 
@@ -240,14 +244,14 @@ func recordFromUnit(unit []byte) (*state.Member, error) {
 // recoverCA loads the CA into the state dir: it is kept when the state dir already holds it (checked
 // by recoverState), else its key is read from the first candidate that has one and written with the
 // certificate (pki.RestoreCA: key matches, never over another CA).
-func (b *Bootstrapper) recoverCA(ctx context.Context, pkiDir string, candidates []member, rec *recovery) (*pki.CA, error) {
+func (r *recoverer) recoverCA(ctx context.Context, pkiDir string, candidates []Member, rec *recovery) (*pki.CA, error) {
 	if _, err := os.Stat(pki.KeyPath(pkiDir, pki.CABase)); err == nil {
 		ca, _, err := pki.LoadOrCreateCA(pkiDir)
 		return ca, err
 	}
 	var errs []error
 	for _, m := range candidates {
-		files, err := b.readRemotePKI(ctx, m, []string{"ca.key"})
+		files, err := r.readRemotePKI(ctx, m, []string{"ca.key"})
 		if err != nil {
 			return nil, err
 		}
@@ -269,7 +273,8 @@ func (b *Bootstrapper) recoverCA(ctx context.Context, pkiDir string, candidates 
 // recoverMemberCerts reads m's server and peer certificates and keys back into the state dir when
 // the state dir lacks them. A pair that is not usable (not this CA's, key mismatch) is left out with
 // a warning: pki issues a new one, which the plan shows and etcd/start rolls out.
-func (b *Bootstrapper) recoverMemberCerts(ctx context.Context, pkiDir string, m member, ca *pki.CA) error {
+func (r *recoverer) recoverMemberCerts(ctx context.Context, pkiDir string, m Member, ca *pki.CA) error {
+	b := r.g
 	dir := pki.MemberDir(pkiDir, m.Name)
 	var want []string
 	for _, base := range []string{pki.ServerBase, pki.PeerBase} {
@@ -283,7 +288,7 @@ func (b *Bootstrapper) recoverMemberCerts(ctx context.Context, pkiDir string, m 
 	if len(want) == 0 {
 		return nil
 	}
-	files, err := b.readRemotePKI(ctx, m, want)
+	files, err := r.readRemotePKI(ctx, m, want)
 	if err != nil {
 		return err
 	}
@@ -293,7 +298,7 @@ func (b *Bootstrapper) recoverMemberCerts(ctx context.Context, pkiDir string, m 
 			continue
 		}
 		if _, err := ca.RestoreLeaf(dir, base, crt, key); err != nil {
-			b.p.Warnf("%s: the %s certificate on the host is not usable (%v): a new one will be issued and rolled out", m.Name, base, err)
+			b.run.Printer.Warnf("%s: the %s certificate on the host is not usable (%v): a new one will be issued and rolled out", m.Name, base, err)
 		}
 	}
 	return nil
@@ -301,16 +306,17 @@ func (b *Bootstrapper) recoverMemberCerts(ctx context.Context, pkiDir string, m 
 
 // readRemotePKI reads files (names in remotePKIDir, keys included) from m with one command. The
 // content is never logged: only the command (names) is.
-func (b *Bootstrapper) readRemotePKI(ctx context.Context, m member, names []string) (map[string][]byte, error) {
+func (r *recoverer) readRemotePKI(ctx context.Context, m Member, names []string) (map[string][]byte, error) {
+	b := r.g
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = shell.Quote(path.Base(n))
 	}
 	cmd := fmt.Sprintf(`cd %s && for f in %s; do if [ -f "$f" ]; then printf '%%s=' "$f"; base64 -w0 "$f"; echo; fi; done`,
 		shell.Quote(remotePKIDir), strings.Join(quoted, " "))
-	sctx, cancel := b.stepCtx(ctx)
+	sctx, cancel := b.run.StepCtx(ctx)
 	defer cancel()
-	res, err := b.run(sctx, m.Name, "pki/recover", cmd)
+	res, err := b.run.Exec(sctx, m.Name, "pki/recover", cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +340,8 @@ func (b *Bootstrapper) readRemotePKI(ctx context.Context, m member, names []stri
 // recoveredFile is, during a dry run of a recovery (the state dir's files do not exist yet), what a
 // member's PKI file will be once recovered: the host's own checksum when bootstrap will read it back
 // unchanged, or a note when it will be re-issued.
-func (b *Bootstrapper) recoveredFile(m member, remoteName string) (sha, note string) {
+func (r *recoverer) recoveredFile(m Member, remoteName string) (sha, note string) {
+	b := r.g
 	f := b.facts[m.Name]
 	remote := filepath.Join(remotePKIDir, remoteName)
 	if b.recovery == nil || f == nil || f.Sums[remote] == "" {
@@ -344,7 +351,7 @@ func (b *Bootstrapper) recoveredFile(m member, remoteName string) (sha, note str
 	switch base {
 	case pki.CABase:
 		if remoteName == "ca.crt" {
-			return sum(b.recovery.caPEM), ""
+			return Sum(b.recovery.caPEM), ""
 		}
 		return f.Sums[remote], ""
 	case pki.ServerBase, pki.PeerBase:

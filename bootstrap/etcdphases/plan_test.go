@@ -1,10 +1,8 @@
-package bootstrap
+package etcdphases
 
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bootstrap/runctx"
+	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
@@ -63,7 +63,7 @@ func planTestSpec(t *testing.T, n int, stateDir string) *v1alpha1.Cluster {
 // etcd and no files until a case says otherwise; no cluster is live.
 type planFixture struct {
 	t        *testing.T
-	b        *Bootstrapper
+	b        *Group
 	out      *bytes.Buffer
 	stateDir string
 }
@@ -72,13 +72,13 @@ func newPlanFixture(t *testing.T, n int, dryRun bool) *planFixture {
 	t.Helper()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	out := &bytes.Buffer{}
-	b, err := New(Options{Cluster: planTestSpec(t, n, stateDir), DryRun: dryRun, Printer: ui.New(out, false, false)})
+	b, err := New(runctx.New(planTestSpec(t, n, stateDir), ui.New(out, false, false), dryRun, provision.SpecOptions{}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// pki loads or creates cluster.json (b.st with a fresh token), sets b.creds and, unless this is a
 	// dry run, creates the CA and every certificate so desiredFiles can read them.
-	if err := b.pki(context.Background()); err != nil {
+	if err := (&PKI{b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if b.st == nil || b.creds == nil || !strings.HasPrefix(b.st.Token, planTestCluster+"-") {
@@ -90,7 +90,7 @@ func newPlanFixture(t *testing.T, n int, dryRun bool) *planFixture {
 	return &planFixture{t: t, b: b, out: out, stateDir: stateDir}
 }
 
-func (f *planFixture) member(name string) member {
+func (f *planFixture) member(name string) Member {
 	f.t.Helper()
 	for _, m := range f.b.members {
 		if m.Name == name {
@@ -98,10 +98,10 @@ func (f *planFixture) member(name string) member {
 		}
 	}
 	f.t.Fatalf("no member %s", name)
-	return member{}
+	return Member{}
 }
 
-func (f *planFixture) peerURL(name string) string { return f.member(name).peerURL }
+func (f *planFixture) peerURL(name string) string { return f.member(name).PeerURL }
 
 // ourMarker is the marker hactl installs on name.
 func (f *planFixture) ourMarker(name string) *Marker {
@@ -166,13 +166,13 @@ func (f *planFixture) unstarted(name string, learner bool) liveMember {
 }
 
 func (f *planFixture) live(members ...liveMember) {
-	f.b.live = &liveCluster{clusterID: 0xc1a55, members: members}
+	f.b.live = &LiveCluster{clusterID: 0xc1a55, members: members}
 	f.b.st.ClusterID = "c1a55"
 }
 
 // unit returns the etcd unit planned for upload to name ("" when it is not uploaded).
 func (f *planFixture) unit(name string) string {
-	for _, df := range f.b.plans[name].upload {
+	for _, df := range f.b.plans[name].Upload {
 		if df.Path == remoteUnit {
 			return string(df.Data)
 		}
@@ -182,8 +182,8 @@ func (f *planFixture) unit(name string) string {
 
 // wantPlan is one member's expected plan.
 type wantPlan struct {
-	action  report.Action
-	restart bool
+	Action  report.Action
+	Restart bool
 	all     bool     // every managed file is uploaded
 	upload  []string // else exactly these remote paths
 }
@@ -196,24 +196,24 @@ func (f *planFixture) check(name string, w wantPlan) {
 		return
 	}
 	var got []string
-	for _, df := range p.upload {
+	for _, df := range p.Upload {
 		got = append(got, df.Path)
 	}
 	slices.Sort(got)
 	want := slices.Clone(w.upload)
 	if w.all {
-		want = f.b.remotePaths()
+		want = f.b.files.remotePaths()
 	}
 	slices.Sort(want)
-	if p.action != w.action || p.restart != w.restart || !slices.Equal(got, want) {
+	if p.Action != w.Action || p.Restart != w.Restart || !slices.Equal(got, want) {
 		f.t.Errorf("%s: action %q restart %v upload %v; want action %q restart %v upload %v",
-			name, p.action, p.restart, got, w.action, w.restart, want)
+			name, p.Action, p.Restart, got, w.Action, w.Restart, want)
 	}
 }
 
 var (
-	unchanged = wantPlan{action: report.ActionUnchanged}
-	created   = wantPlan{action: report.ActionCreate, restart: true, all: true}
+	unchanged = wantPlan{Action: report.ActionUnchanged}
+	created   = wantPlan{Action: report.ActionCreate, Restart: true, all: true}
 )
 
 // TestPlan is the decision table of plan: one case per situation an earlier phase can report.
@@ -246,14 +246,14 @@ func TestPlan(t *testing.T) {
 				if rec := f.b.st.Members[n]; rec == nil || rec.InitialClusterState != "new" || rec.InitialCluster != founding || rec.ID != "" {
 					t.Errorf("%s: state record %+v", n, rec)
 				}
-				for _, df := range f.b.plans[n].upload {
+				for _, df := range f.b.plans[n].Upload {
 					if df.Note != "new" || df.Sum == "" {
 						t.Errorf("%s: %s note %q sum %q, want note new and a checksum", n, df.Path, df.Note, df.Sum)
 					}
 				}
 			}
-			if !f.b.anyUploads() || !f.b.anyStarts() {
-				t.Errorf("anyUploads %v anyStarts %v, want both", f.b.anyUploads(), f.b.anyStarts())
+			if !(&Install{f.b}).ShouldRun() || !(&Start{G: f.b, Name: PhaseStart}).ShouldRun() {
+				t.Errorf("anyUploads %v anyStarts %v, want both", (&Install{f.b}).ShouldRun(), (&Start{G: f.b, Name: PhaseStart}).ShouldRun())
 			}
 			if !strings.Contains(f.out.String(), "create") {
 				t.Errorf("printed plan lacks the action:\n%s", f.out)
@@ -269,12 +269,12 @@ func TestPlan(t *testing.T) {
 		want: map[string]wantPlan{"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
-				if f.b.plans[n].id != planTestID(n) || f.b.st.Members[n].ID != planTestHexID(n) {
-					t.Errorf("%s: plan id %x, record ID %s; want %x", n, f.b.plans[n].id, f.b.st.Members[n].ID, planTestID(n))
+				if f.b.plans[n].ID != planTestID(n) || f.b.st.Members[n].ID != planTestHexID(n) {
+					t.Errorf("%s: plan id %x, record ID %s; want %x", n, f.b.plans[n].ID, f.b.st.Members[n].ID, planTestID(n))
 				}
 			}
-			if f.b.anyUploads() || f.b.anyStarts() {
-				t.Errorf("anyUploads %v anyStarts %v, want neither", f.b.anyUploads(), f.b.anyStarts())
+			if (&Install{f.b}).ShouldRun() || (&Start{G: f.b, Name: PhaseStart}).ShouldRun() {
+				t.Errorf("anyUploads %v anyStarts %v, want neither", (&Install{f.b}).ShouldRun(), (&Start{G: f.b, Name: PhaseStart}).ShouldRun())
 			}
 			if strings.Contains(f.out.String(), "WARNING") {
 				t.Errorf("unexpected warning:\n%s", f.out)
@@ -290,15 +290,15 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged,
-			"cp-b": {action: report.ActionUpdate, restart: true, upload: []string{remoteUnit}},
+			"cp-b": {Action: report.ActionUpdate, Restart: true, upload: []string{remoteUnit}},
 			"cp-c": unchanged,
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if n := f.b.plans["cp-b"].upload[0].Note; n != "changed" {
+			if n := f.b.plans["cp-b"].Upload[0].Note; n != "changed" {
 				t.Errorf("note %q, want changed", n)
 			}
-			if !f.b.anyUploads() || !f.b.anyStarts() {
-				t.Errorf("anyUploads %v anyStarts %v, want both", f.b.anyUploads(), f.b.anyStarts())
+			if !(&Install{f.b}).ShouldRun() || !(&Start{G: f.b, Name: PhaseStart}).ShouldRun() {
+				t.Errorf("anyUploads %v anyStarts %v, want both", (&Install{f.b}).ShouldRun(), (&Start{G: f.b, Name: PhaseStart}).ShouldRun())
 			}
 			if !strings.Contains(f.out.String(), "changed: etcd.service") {
 				t.Errorf("printed plan does not name the changed unit:\n%s", f.out)
@@ -315,10 +315,10 @@ func TestPlan(t *testing.T) {
 		want: map[string]wantPlan{
 			"cp-a": unchanged,
 			"cp-b": unchanged,
-			"cp-c": {action: report.ActionUpdate, restart: true, upload: []string{filepath.Join(remotePKIDir, "peer.key")}},
+			"cp-c": {Action: report.ActionUpdate, Restart: true, upload: []string{filepath.Join(remotePKIDir, "peer.key")}},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			df := f.b.plans["cp-c"].upload[0]
+			df := f.b.plans["cp-c"].Upload[0]
 			if df.Note != "new" || df.Mode != 0o600 {
 				t.Errorf("peer.key note %q mode %v, want new 0600", df.Note, df.Mode)
 			}
@@ -328,17 +328,17 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-a"].Sums[remoteMarker] = strings.Repeat("1", 64)
+			f.b.facts["cp-a"].Sums[RemoteMarker] = strings.Repeat("1", 64)
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: report.ActionUnchanged, upload: []string{remoteMarker}},
+			"cp-a": {Action: report.ActionUnchanged, upload: []string{RemoteMarker}},
 			"cp-b": unchanged,
 			"cp-c": unchanged,
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if !f.b.anyUploads() || f.b.anyStarts() {
-				t.Errorf("anyUploads %v anyStarts %v, want uploads only", f.b.anyUploads(), f.b.anyStarts())
+			if !(&Install{f.b}).ShouldRun() || (&Start{G: f.b, Name: PhaseStart}).ShouldRun() {
+				t.Errorf("anyUploads %v anyStarts %v, want uploads only", (&Install{f.b}).ShouldRun(), (&Start{G: f.b, Name: PhaseStart}).ShouldRun())
 			}
 		},
 	}, {
@@ -352,11 +352,11 @@ func TestPlan(t *testing.T) {
 		want: map[string]wantPlan{
 			"cp-a": unchanged,
 			"cp-b": unchanged,
-			"cp-c": {action: report.ActionStart, restart: true},
+			"cp-c": {Action: report.ActionStart, Restart: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if f.b.anyUploads() || !f.b.anyStarts() {
-				t.Errorf("anyUploads %v anyStarts %v, want starts only", f.b.anyUploads(), f.b.anyStarts())
+			if (&Install{f.b}).ShouldRun() || !(&Start{G: f.b, Name: PhaseStart}).ShouldRun() {
+				t.Errorf("anyUploads %v anyStarts %v, want starts only", (&Install{f.b}).ShouldRun(), (&Start{G: f.b, Name: PhaseStart}).ShouldRun())
 			}
 		},
 	}, {
@@ -369,8 +369,8 @@ func TestPlan(t *testing.T) {
 			f.b.facts["cp-b"].EtcdActive = "inactive"
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: report.ActionStart, restart: true},
-			"cp-b": {action: report.ActionStart, restart: true},
+			"cp-a": {Action: report.ActionStart, Restart: true},
+			"cp-b": {Action: report.ActionStart, Restart: true},
 			"cp-c": unchanged,
 		},
 	}, {
@@ -382,7 +382,7 @@ func TestPlan(t *testing.T) {
 			f.b.facts["cp-a"].Sums[remoteUnit] = "old"
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: report.ActionUpdate, restart: true, upload: []string{remoteUnit}},
+			"cp-a": {Action: report.ActionUpdate, Restart: true, upload: []string{remoteUnit}},
 			"cp-b": unchanged,
 			"cp-c": unchanged,
 		},
@@ -396,8 +396,8 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
-			"cp-d": {action: report.ActionJoin, restart: true, all: true},
-			"cp-e": {action: report.ActionJoin, restart: true, all: true},
+			"cp-d": {Action: report.ActionJoin, Restart: true, all: true},
+			"cp-e": {Action: report.ActionJoin, Restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			for n, ic := range map[string]string{
@@ -408,8 +408,8 @@ func TestPlan(t *testing.T) {
 				if rec == nil || rec.InitialCluster != ic || rec.InitialClusterState != "existing" || rec.ID != "" {
 					t.Errorf("%s: state record %+v, want initial cluster %s, state existing, no ID", n, rec, ic)
 				}
-				if f.b.plans[n].id != 0 {
-					t.Errorf("%s: plan id %x before it was added", n, f.b.plans[n].id)
+				if f.b.plans[n].ID != 0 {
+					t.Errorf("%s: plan id %x before it was added", n, f.b.plans[n].ID)
 				}
 				u := f.unit(n)
 				if !strings.Contains(u, "--initial-cluster="+ic+" ") || !strings.Contains(u, "--initial-cluster-state=existing") {
@@ -452,7 +452,7 @@ func TestPlan(t *testing.T) {
 			if *lost != want {
 				t.Errorf("error %+v, want %+v", *lost, want)
 			}
-			if p := f.b.plans["cp-b"]; p.action != "" || len(p.upload) != 0 || p.restart {
+			if p := f.b.plans["cp-b"]; p.Action != "" || len(p.Upload) != 0 || p.Restart {
 				t.Errorf("cp-b planned %+v", p)
 			}
 		},
@@ -499,7 +499,7 @@ func TestPlan(t *testing.T) {
 				t.Errorf("foreign data reported as a lost member: %v", lost)
 			}
 			for _, n := range []string{"cp-a", "cp-b"} {
-				if p := f.b.plans[n]; p.action != "" || len(p.upload) != 0 || p.restart {
+				if p := f.b.plans[n]; p.Action != "" || len(p.Upload) != 0 || p.Restart {
 					t.Errorf("%s: foreign data dir planned %+v", n, p)
 				}
 			}
@@ -535,11 +535,11 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged,
-			"cp-c": {action: report.ActionResume, restart: true, all: true},
+			"cp-c": {Action: report.ActionResume, Restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if f.b.plans["cp-c"].id != planTestID("cp-c") || f.b.st.Members["cp-c"].ID != planTestHexID("cp-c") {
-				t.Errorf("cp-c: plan id %x record %+v", f.b.plans["cp-c"].id, f.b.st.Members["cp-c"])
+			if f.b.plans["cp-c"].ID != planTestID("cp-c") || f.b.st.Members["cp-c"].ID != planTestHexID("cp-c") {
+				t.Errorf("cp-c: plan id %x record %+v", f.b.plans["cp-c"].ID, f.b.st.Members["cp-c"])
 			}
 			if u := f.unit("cp-c"); !strings.Contains(u, "--initial-cluster-state=new") ||
 				!strings.Contains(u, "--initial-cluster="+f.initialCluster("cp-a", "cp-b", "cp-c")+" ") {
@@ -556,7 +556,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged,
-			"cp-c": {action: report.ActionResume},
+			"cp-c": {Action: report.ActionResume},
 		},
 	}, {
 		name:  "learner added by an interrupted run, never started: join with its ID, no second add",
@@ -570,12 +570,12 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
-			"cp-d": {action: report.ActionJoin, restart: true, all: true},
+			"cp-d": {Action: report.ActionJoin, Restart: true, all: true},
 			"cp-e": unchanged,
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if f.b.plans["cp-d"].id != planTestID("cp-d") {
-				t.Errorf("cp-d: plan id %x, want the learner's %x (join must not add it again)", f.b.plans["cp-d"].id, planTestID("cp-d"))
+			if f.b.plans["cp-d"].ID != planTestID("cp-d") {
+				t.Errorf("cp-d: plan id %x, want the learner's %x (join must not add it again)", f.b.plans["cp-d"].ID, planTestID("cp-d"))
 			}
 			ic := f.initialCluster("cp-a", "cp-b", "cp-c", "cp-e", "cp-d")
 			if rec := f.b.st.Members["cp-d"]; rec.InitialCluster != ic || rec.InitialClusterState != "existing" {
@@ -596,11 +596,11 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged, "cp-d": unchanged,
-			"cp-e": {action: report.ActionJoin, restart: true, all: true},
+			"cp-e": {Action: report.ActionJoin, Restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if f.b.plans["cp-e"].id != planTestID("cp-e") {
-				t.Errorf("cp-e: plan id %x, want %x", f.b.plans["cp-e"].id, planTestID("cp-e"))
+			if f.b.plans["cp-e"].ID != planTestID("cp-e") {
+				t.Errorf("cp-e: plan id %x, want %x", f.b.plans["cp-e"].ID, planTestID("cp-e"))
 			}
 		},
 	}, {
@@ -616,10 +616,10 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged, "cp-d": unchanged,
-			"cp-e": {action: report.ActionJoin},
+			"cp-e": {Action: report.ActionJoin},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if !f.b.anyStarts() {
+			if !(&Start{G: f.b, Name: PhaseStart}).ShouldRun() {
 				t.Error("anyStarts is false: the pending promotion would be skipped")
 			}
 		},
@@ -637,7 +637,7 @@ func TestPlan(t *testing.T) {
 			if errors.As(err, &lost) {
 				t.Errorf("removed member reported as a lost one: %v", lost)
 			}
-			if p := f.b.plans["cp-c"]; len(p.upload) != 0 || p.restart {
+			if p := f.b.plans["cp-c"]; len(p.Upload) != 0 || p.Restart {
 				t.Errorf("cp-c planned %+v", p)
 			}
 		},
@@ -654,15 +654,15 @@ func TestPlan(t *testing.T) {
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged,
 			// Only the unit changes (joining flags); the certificates, binaries and marker are in place.
-			"cp-c": {action: report.ActionJoin, restart: true, upload: []string{remoteUnit}},
+			"cp-c": {Action: report.ActionJoin, Restart: true, upload: []string{remoteUnit}},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			ic := f.initialCluster("cp-a", "cp-b", "cp-c")
 			if rec := f.b.st.Members["cp-c"]; rec.InitialCluster != ic || rec.InitialClusterState != "existing" {
 				t.Errorf("cp-c: record %+v, want %s existing", rec, ic)
 			}
-			if f.b.plans["cp-c"].id != 0 {
-				t.Errorf("cp-c: plan id %x: the removed ID must not be reused", f.b.plans["cp-c"].id)
+			if f.b.plans["cp-c"].ID != 0 {
+				t.Errorf("cp-c: plan id %x: the removed ID must not be reused", f.b.plans["cp-c"].ID)
 			}
 		},
 	}, {
@@ -673,8 +673,8 @@ func TestPlan(t *testing.T) {
 			f.b.facts["cp-b"].EtcdActive = "activating"
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: report.ActionResume, restart: true, all: true},
-			"cp-b": {action: report.ActionResume, restart: true, all: true},
+			"cp-a": {Action: report.ActionResume, Restart: true, all: true},
+			"cp-b": {Action: report.ActionResume, Restart: true, all: true},
 			"cp-c": created,
 		},
 	}, {
@@ -688,8 +688,8 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
-			"cp-d": {action: report.ActionJoin, restart: true, all: true},
-			"cp-e": {action: report.ActionJoin, restart: true, all: true},
+			"cp-d": {Action: report.ActionJoin, Restart: true, all: true},
+			"cp-e": {Action: report.ActionJoin, Restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			ic := f.initialCluster("cp-a", "cp-b", "cp-c", "cp-d", "cp-e")
@@ -706,7 +706,7 @@ func TestPlan(t *testing.T) {
 		},
 		want: map[string]wantPlan{
 			"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged,
-			"cp-d": {action: report.ActionJoin, restart: true, all: true},
+			"cp-d": {Action: report.ActionJoin, Restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			ic := f.initialCluster("cp-a", "cp-b", "cp-c", "cp-d")
@@ -753,7 +753,7 @@ func TestPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPlanFixture(t, tc.hosts, false)
 			tc.setup(f)
-			err := f.b.plan(context.Background())
+			err := (&Plan{f.b}).Run(context.Background())
 			switch {
 			case len(tc.errs) == 0 && err != nil:
 				t.Fatalf("plan: %v", err)
@@ -779,12 +779,12 @@ func TestPlan(t *testing.T) {
 // certificates that do not exist yet "to be created", and writes nothing to the state dir.
 func TestPlanDryRunWithoutPKI(t *testing.T) {
 	f := newPlanFixture(t, 3, true)
-	if err := f.b.plan(context.Background()); err != nil {
+	if err := (&Plan{f.b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
 		f.check(n, created)
-		for _, df := range f.b.plans[n].upload {
+		for _, df := range f.b.plans[n].Upload {
 			isCert := filepath.Dir(df.Path) == remotePKIDir
 			switch {
 			case isCert && (df.Note != "to be created" || df.Sum != "" || df.Data != nil):
@@ -809,11 +809,11 @@ func TestPlanDryRunWithoutPKI(t *testing.T) {
 // cluster shows nothing to do.
 func TestPlanDryRunWithPKI(t *testing.T) {
 	real := newPlanFixture(t, 3, false)
-	dry, err := New(Options{Cluster: real.b.spec, DryRun: true, Printer: ui.New(&bytes.Buffer{}, false, false)})
+	dry, err := New(runctx.New(real.b.run.Spec, ui.New(&bytes.Buffer{}, false, false), true, provision.SpecOptions{}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dry.pki(context.Background()); err != nil {
+	if err := (&PKI{dry}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if dry.st.Token != real.b.st.Token {
@@ -822,7 +822,7 @@ func TestPlanDryRunWithPKI(t *testing.T) {
 	f := &planFixture{t: t, b: dry, out: &bytes.Buffer{}, stateDir: real.stateDir}
 	f.installed("cp-a", "cp-b", "cp-c")
 	f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
-	if err := dry.plan(context.Background()); err != nil {
+	if err := (&Plan{dry}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
@@ -831,30 +831,30 @@ func TestPlanDryRunWithPKI(t *testing.T) {
 }
 
 func TestAnyUploadsAnyStarts(t *testing.T) {
-	file := []desiredFile{{Path: remoteMarker}}
+	file := []DesiredFile{{Path: RemoteMarker}}
 	for _, tc := range []struct {
 		name            string
-		plans           []hostPlan
+		plans           []HostPlan
 		uploads, starts bool
 	}{
 		{"no plans", nil, false, false},
-		{"all unchanged", []hostPlan{{action: report.ActionUnchanged}, {action: report.ActionUnchanged}}, false, false},
-		{"upload without restart", []hostPlan{{action: report.ActionUnchanged, upload: file}, {action: report.ActionUnchanged}}, true, false},
-		{"update", []hostPlan{{action: report.ActionUnchanged}, {action: report.ActionUpdate, upload: file, restart: true}}, true, true},
-		{"start", []hostPlan{{action: report.ActionStart, restart: true}}, false, true},
-		{"create", []hostPlan{{action: report.ActionCreate, upload: file, restart: true}}, true, true},
-		{"resume of a running member", []hostPlan{{action: report.ActionResume}}, false, true},
-		{"join pending promotion", []hostPlan{{action: report.ActionUnchanged}, {action: report.ActionJoin}}, false, true},
+		{"all unchanged", []HostPlan{{Action: report.ActionUnchanged}, {Action: report.ActionUnchanged}}, false, false},
+		{"upload without restart", []HostPlan{{Action: report.ActionUnchanged, Upload: file}, {Action: report.ActionUnchanged}}, true, false},
+		{"update", []HostPlan{{Action: report.ActionUnchanged}, {Action: report.ActionUpdate, Upload: file, Restart: true}}, true, true},
+		{"start", []HostPlan{{Action: report.ActionStart, Restart: true}}, false, true},
+		{"create", []HostPlan{{Action: report.ActionCreate, Upload: file, Restart: true}}, true, true},
+		{"resume of a running member", []HostPlan{{Action: report.ActionResume}}, false, true},
+		{"join pending promotion", []HostPlan{{Action: report.ActionUnchanged}, {Action: report.ActionJoin}}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &Bootstrapper{plans: map[string]*hostPlan{}}
+			b := &Group{plans: map[string]*HostPlan{}}
 			for i := range tc.plans {
 				b.plans[fmt.Sprint("h", i)] = &tc.plans[i]
 			}
-			if got := b.anyUploads(); got != tc.uploads {
+			if got := (&Install{b}).ShouldRun(); got != tc.uploads {
 				t.Errorf("anyUploads = %v, want %v", got, tc.uploads)
 			}
-			if got := b.anyStarts(); got != tc.starts {
+			if got := (&Start{G: b, Name: PhaseStart}).ShouldRun(); got != tc.starts {
 				t.Errorf("anyStarts = %v, want %v", got, tc.starts)
 			}
 		})
@@ -863,32 +863,6 @@ func TestAnyUploadsAnyStarts(t *testing.T) {
 
 // The refusal to create a second CA when the hosts carry the cluster and the state dir is gone is
 // now a recovery: see TestStateRecovery and TestStateRecoveryRefusals (recover_test.go).
-
-func TestIsAuthError(t *testing.T) {
-	for _, tc := range []struct {
-		msg  string
-		want bool
-	}{
-		{`rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"`, true},
-		{"remote error: tls: bad certificate", true},
-		{"context deadline exceeded", false},
-		{"dial tcp 10.0.0.1:2379: connect: connection refused", false},
-	} {
-		if got := isAuthError(errors.New(tc.msg)); got != tc.want {
-			t.Errorf("isAuthError(%q) = %v, want %v", tc.msg, got, tc.want)
-		}
-	}
-	// Typed errors, wrapped, whatever their text.
-	for _, err := range []error{
-		fmt.Errorf("dial: %w", x509.UnknownAuthorityError{}),
-		fmt.Errorf("handshake: %w", tls.AlertError(42)), // bad_certificate
-		fmt.Errorf("verify: %w", &tls.CertificateVerificationError{Err: errors.New("expired")}),
-	} {
-		if !isAuthError(err) {
-			t.Errorf("isAuthError(%T) = false", errors.Unwrap(err))
-		}
-	}
-}
 
 const testDownloadURL = "http://mirror.internal/etcd/etcd-v3.6.16-linux-amd64.tar.gz"
 
@@ -900,11 +874,11 @@ func downloadFixture(t *testing.T, n int, dryRun bool) *planFixture {
 	spec.Spec.Etcd.Binaries = v1alpha1.EtcdBinaries{}
 	spec.Spec.Etcd.Download = &v1alpha1.EtcdDownload{URL: testDownloadURL, SHA256: strings.Repeat("AB", 32)}
 	out := &bytes.Buffer{}
-	b, err := New(Options{Cluster: spec, DryRun: dryRun, Printer: ui.New(out, false, false)})
+	b, err := New(runctx.New(spec, ui.New(out, false, false), dryRun, provision.SpecOptions{}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.pki(context.Background()); err != nil {
+	if err := (&PKI{b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range b.members {
@@ -917,7 +891,7 @@ func downloadFixture(t *testing.T, n int, dryRun bool) *planFixture {
 // recorded and present).
 func (f *planFixture) released(name, tarball string) {
 	r := &Release{Tarball: tarball, Binaries: map[string]string{}}
-	for i, bin := range f.b.remoteBinaries() {
+	for i, bin := range f.b.files.remoteBinaries() {
 		s := fmt.Sprintf("%064x", i+1)
 		r.Binaries[bin] = s
 		f.b.facts[name].Sums[bin] = s
@@ -940,9 +914,9 @@ func TestPlanDownload(t *testing.T) {
 		name:  "fresh cluster: every host downloads, the other files are uploaded",
 		setup: func(f *planFixture) {},
 		want: map[string]wantPlan{
-			"cp-a": {action: report.ActionCreate, restart: true, upload: nonBinaryPaths()},
-			"cp-b": {action: report.ActionCreate, restart: true, upload: nonBinaryPaths()},
-			"cp-c": {action: report.ActionCreate, restart: true, upload: nonBinaryPaths()},
+			"cp-a": {Action: report.ActionCreate, Restart: true, upload: nonBinaryPaths()},
+			"cp-b": {Action: report.ActionCreate, Restart: true, upload: nonBinaryPaths()},
+			"cp-c": {Action: report.ActionCreate, Restart: true, upload: nonBinaryPaths()},
 		},
 		download: map[string]bool{"cp-a": true, "cp-b": true, "cp-c": true},
 	}, {
@@ -968,24 +942,24 @@ func TestPlanDownload(t *testing.T) {
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
-			"cp-a": {action: report.ActionUpdate, restart: true},
-			"cp-b": {action: report.ActionUpdate, restart: true},
-			"cp-c": {action: report.ActionUpdate, restart: true},
+			"cp-a": {Action: report.ActionUpdate, Restart: true},
+			"cp-b": {Action: report.ActionUpdate, Restart: true},
+			"cp-c": {Action: report.ActionUpdate, Restart: true},
 		},
 		download: map[string]bool{"cp-a": true, "cp-b": true, "cp-c": true},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := downloadFixture(t, 3, false)
 			tc.setup(f)
-			if err := f.b.plan(context.Background()); err != nil {
+			if err := (&Plan{f.b}).Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			for name, w := range tc.want {
 				f.check(name, w)
-				if got := f.b.plans[name].download; got != tc.download[name] {
+				if got := f.b.plans[name].Download; got != tc.download[name] {
 					t.Errorf("%s: download %v, want %v", name, got, tc.download[name])
 				}
-				for _, df := range f.b.plans[name].upload {
+				for _, df := range f.b.plans[name].Upload {
 					if df.Local != "" || filepath.Dir(df.Path) == "/usr/local/bin" {
 						t.Errorf("%s: a binary is uploaded: %s", name, df.Path)
 					}
@@ -995,11 +969,10 @@ func TestPlanDownload(t *testing.T) {
 			if got := strings.Contains(f.out.String(), want); got != (len(tc.download) > 0) {
 				t.Errorf("printed plan (want %q: %v):\n%s", want, len(tc.download) > 0, f.out)
 			}
-			if len(tc.download) > 0 && !f.b.anyUploads() {
+			if len(tc.download) > 0 && !(&Install{f.b}).ShouldRun() {
 				t.Error("anyUploads is false: etcd/install would be skipped")
 			}
-			res := f.b.result()
-			for _, m := range res.Members {
+			for _, m := range f.b.Report() {
 				if tc.download[m.Name] && !slices.Contains(m.Changes, bin("etcd")) {
 					t.Errorf("%s: result changes %v lack the binaries", m.Name, m.Changes)
 				}
@@ -1010,7 +983,7 @@ func TestPlanDownload(t *testing.T) {
 
 // nonBinaryPaths are the files uploaded to a new member of a download install.
 func nonBinaryPaths() []string {
-	out := []string{remoteUnit, remoteMarker}
+	out := []string{remoteUnit, RemoteMarker}
 	for _, n := range []string{"ca.crt", "ca.key", "server.crt", "server.key", "peer.crt", "peer.key"} {
 		out = append(out, filepath.Join(remotePKIDir, n))
 	}

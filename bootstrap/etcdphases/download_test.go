@@ -1,4 +1,4 @@
-package bootstrap
+package etcdphases
 
 import (
 	"archive/tar"
@@ -135,7 +135,7 @@ func TestDownloadScript(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			// The other files of the host, sent on stdin.
-			files := []desiredFile{
+			files := []DesiredFile{
 				{Path: filepath.Join(root, "etc/etcd/pki/ca.crt"), Mode: 0o644, Data: []byte("CERT\n")},
 				{Path: filepath.Join(root, "etc/etcd/pki/server.key"), Mode: 0o600, Data: []byte("KEY\n")},
 				{Path: filepath.Join(root, "etc/systemd/system/etcd.service"), Mode: 0o644, Data: []byte("[Unit]\n")},
@@ -324,15 +324,15 @@ func TestInstallDownloadIsOneCommand(t *testing.T) {
 	f.released("cp-c", strings.Repeat("ab", 32))
 	f.b.facts["cp-c"].Sums[remoteUnit] = "old" // cp-c: the unit only
 	f.b.facts["cp-a"].Stale = []string{"/etc/etcd/pki/.ca.crt.hactl-tmp-0011"}
-	if err := f.b.plan(context.Background()); err != nil {
+	if err := (&Plan{f.b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	hosts := map[string]*recordingHost{}
 	for _, m := range f.b.members {
 		hosts[m.Name] = &recordingHost{}
-		f.b.clients[m.Name] = hosts[m.Name]
+		f.b.run.SetClient(m.Name, hosts[m.Name])
 	}
-	if err := f.b.install(context.Background()); err != nil {
+	if err := (&Install{f.b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"cp-a", "cp-b"} {

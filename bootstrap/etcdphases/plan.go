@@ -1,10 +1,7 @@
-package bootstrap
+package etcdphases
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -17,12 +14,15 @@ import (
 	"github.com/hactl/hactl/ui"
 )
 
-// liveCluster is a running cluster as seen through the TLS client (MemberList is linearizable, so
+// LiveCluster is a running cluster as seen through the TLS client (MemberList is linearizable, so
 // an answer proves quorum).
-type liveCluster struct {
+type LiveCluster struct {
 	clusterID uint64
 	members   []liveMember
 }
+
+// ClusterID is the running cluster's ID.
+func (l *LiveCluster) ClusterID() uint64 { return l.clusterID }
 
 type liveMember struct {
 	id       uint64
@@ -32,7 +32,7 @@ type liveMember struct {
 }
 
 // byPeerURL finds the live member advertising peerURL.
-func (l *liveCluster) byPeerURL(peerURL string) *liveMember {
+func (l *LiveCluster) byPeerURL(peerURL string) *liveMember {
 	if l == nil {
 		return nil
 	}
@@ -67,27 +67,35 @@ func (e *MemberDataLostError) Error() string {
 		"or restore the cluster from a snapshot", e.Host, e.Host, e.ID, e.DataDir)
 }
 
-// detect asks the members' client URLs whether a cluster is already running.
-func (b *Bootstrapper) detect(ctx context.Context) error {
+// Detect asks the members' client URLs whether a cluster is already running.
+type Detect struct{ g *Group }
+
+// Title is PhaseDetect.
+func (*Detect) Title() string { return PhaseDetect }
+
+// Run does the phase's work. Errors: the members refuse hactl's client certificate (another
+// cluster's state dir?), or answer as another cluster than the state dir records.
+func (ph *Detect) Run(ctx context.Context) error {
+	b := ph.g
 	formedBefore := b.st.ClusterID != ""
 	anyData := false
 	for _, f := range b.facts {
 		anyData = anyData || f.Data == DataMember
 	}
-	if !b.creds.ready() && b.recovery != nil {
-		b.p.Infof("  not asked: the client certificate is created when bootstrap recovers the state dir (the plan assumes the members with data keep running)")
+	if !b.creds.Ready() && b.recovery != nil {
+		b.run.Printer.Infof("  not asked: the client certificate is created when bootstrap recovers the state dir (the plan assumes the members with data keep running)")
 		return nil
 	}
-	if !b.creds.ready() || (!formedBefore && !anyData) {
-		b.p.Infof("  no running cluster: nothing has etcd data yet")
+	if !b.creds.Ready() || (!formedBefore && !anyData) {
+		b.run.Printer.Infof("  no running cluster: nothing has etcd data yet")
 		return nil
 	}
-	endpoints := b.knownClientURLs()
+	endpoints := b.KnownClientURLs()
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cli, err := etcd.NewClient(dctx, endpoints, b.creds.tls, 3*time.Second, b.etcdDial())
+	cli, err := etcd.NewClient(dctx, endpoints, b.creds.TLS, 3*time.Second, b.run.EtcdDial())
 	if err != nil {
-		b.p.Infof("  no running cluster reachable: %v", err)
+		b.run.Printer.Infof("  no running cluster reachable: %v", err)
 		return nil
 	}
 	defer cli.Close()
@@ -96,20 +104,20 @@ func (b *Bootstrapper) detect(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if isAuthError(err) {
+		if rej := b.tlsRejection(ctx, endpoints); rej != nil {
 			return fmt.Errorf("detect: the members at %s refuse hactl's client certificate (%s): is spec.stateDir "+
-				"this cluster's state dir? hactl will not go on without knowing whether the cluster is running: %w",
-				strings.Join(endpoints, ","), b.creds.tls.Cert, err)
+				"this cluster's state dir? hactl will not go on without knowing whether the cluster is running: %w (TLS handshake: %w)",
+				strings.Join(endpoints, ","), b.creds.TLS.Cert, err, rej)
 		}
-		b.p.Infof("  no quorum reachable through %s: %v", strings.Join(endpoints, ","), err)
+		b.run.Printer.Infof("  no quorum reachable through %s: %v", strings.Join(endpoints, ","), err)
 		return nil
 	}
-	l := &liveCluster{clusterID: resp.Header.ClusterId}
+	l := &LiveCluster{clusterID: resp.Header.ClusterId}
 	for _, m := range resp.Members {
 		l.members = append(l.members, liveMember{id: m.ID, name: m.Name, peerURLs: m.PeerURLs, learner: m.IsLearner})
 	}
 	b.live = l
-	b.p.Infof("  running cluster %x with %d members", l.clusterID, len(l.members))
+	b.run.Printer.Infof("  running cluster %x with %d members", l.clusterID, len(l.members))
 	if b.st.ClusterID != "" && b.st.ClusterID != fmt.Sprintf("%x", l.clusterID) {
 		return fmt.Errorf("the members answer as etcd cluster %x but the state dir recorded cluster %s: the hosts were "+
 			"re-bootstrapped or restored outside this state dir; refusing to continue", l.clusterID, b.st.ClusterID)
@@ -117,44 +125,17 @@ func (b *Bootstrapper) detect(ctx context.Context) error {
 	return nil
 }
 
-// knownClientURLs lists the spec's client URLs and those recorded in the state dir (they differ
-// after spec.etcd.clientPort changed), without duplicates.
-func (b *Bootstrapper) knownClientURLs() []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(u string) {
-		if u != "" && !seen[u] {
-			seen[u] = true
-			out = append(out, u)
+// tlsRejection returns the first endpoint's refusal of hactl's TLS credentials (etcd.Handshake:
+// typed errors, not gRPC's flattened message), or nil when none refuses them (they are down or
+// without quorum).
+func (b *Group) tlsRejection(ctx context.Context, endpoints []string) error {
+	for _, ep := range endpoints {
+		err := etcd.Handshake(ctx, ep, b.creds.TLS, 2*time.Second, b.run.EtcdDial())
+		if err != nil && etcd.IsTLSRejection(err) {
+			return fmt.Errorf("%s: %w", ep, err)
 		}
 	}
-	for _, m := range b.members {
-		add(m.clientURL)
-	}
-	for _, m := range b.members {
-		if rec := b.st.Members[m.Name]; rec != nil {
-			add(rec.ClientURL)
-		}
-	}
-	return out
-}
-
-// isAuthError reports TLS failures (a certificate the members do not accept, or a CA that does not
-// match theirs). Typed errors are recognised where they survive (a dial outside gRPC); gRPC
-// flattens the transport's handshake error into its status message ("transport: authentication
-// handshake failed: ..."), so that text is matched as well.
-func isAuthError(err error) bool {
-	var verr *tls.CertificateVerificationError
-	var alert tls.AlertError
-	var uae x509.UnknownAuthorityError
-	var cie x509.CertificateInvalidError
-	var hne x509.HostnameError
-	if errors.As(err, &verr) || errors.As(err, &alert) || errors.As(err, &uae) || errors.As(err, &cie) || errors.As(err, &hne) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, "authentication handshake failed") || strings.Contains(s, "x509:") ||
-		strings.Contains(s, "bad certificate") || strings.Contains(s, "unknown certificate authority")
+	return nil
 }
 
 // PeerURLChangedError refuses to restart a member of a formed cluster under a different peer URL:
@@ -170,14 +151,22 @@ func (e *PeerURLChangedError) Error() string {
 		e.Host, e.Old, e.New, e.ID, e.New)
 }
 
-// plan decides, per member, what to do, and prints it. It refuses unsafe situations (lost data dirs,
-// another cluster's data) with errors naming the host and what to do.
-func (b *Bootstrapper) plan(ctx context.Context) error {
+// Plan decides, per member, what to do, and prints it. It refuses unsafe situations (lost data dirs,
+// another cluster's data) with errors naming the host and what to do: *MemberDataLostError,
+// *PeerURLChangedError, or an error naming the host.
+type Plan struct{ g *Group }
+
+// Title is PhasePlan.
+func (*Plan) Title() string { return PhasePlan }
+
+// Run does the phase's work.
+func (ph *Plan) Run(ctx context.Context) error {
+	b := ph.g
 	var errs *multierror.Error
 	joinCluster := b.liveInitialCluster()
 	for _, m := range b.members {
 		f := b.facts[m.Name]
-		p := &hostPlan{}
+		p := &HostPlan{}
 		b.plans[m.Name] = p
 		hasData := f.Data == DataMember
 		if hasData && (f.Marker == nil || f.Marker.Token != b.st.Token) {
@@ -187,77 +176,77 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 			}
 			errs = multierror.Append(errs, fmt.Errorf("%s: data dir %s holds etcd data that is not this cluster's (%s; this cluster's token is %s): "+
 				"hactl never overwrites it; move it aside (e.g. mv %s %s.old) if it is not needed",
-				m.Name, b.spec.Spec.Etcd.DataDir, other, b.st.Token, b.spec.Spec.Etcd.DataDir, b.spec.Spec.Etcd.DataDir))
+				m.Name, b.run.Spec.Spec.Etcd.DataDir, other, b.st.Token, b.run.Spec.Spec.Etcd.DataDir, b.run.Spec.Spec.Etcd.DataDir))
 			continue
 		}
 		known := b.st.Members[m.Name] != nil && b.st.Members[m.Name].ID != "" // a member before this run
 		rec := b.memberRecord(m)
-		if rec.PeerURL != m.peerURL {
+		if rec.PeerURL != m.PeerURL {
 			if b.formed() || b.live != nil {
-				errs = multierror.Append(errs, &PeerURLChangedError{Host: m.Name, ID: orDash(rec.ID), Old: rec.PeerURL, New: m.peerURL})
+				errs = multierror.Append(errs, &PeerURLChangedError{Host: m.Name, ID: orDash(rec.ID), Old: rec.PeerURL, New: m.PeerURL})
 				continue
 			}
-			rec.PeerURL, rec.ClientURL = m.peerURL, m.clientURL
+			rec.PeerURL, rec.ClientURL = m.PeerURL, m.ClientURL
 		}
 		if !b.formed() && b.live == nil && rec.InitialClusterState == "new" {
 			// The cluster never formed: the founding flags follow the spec (hosts or ports may have
 			// been corrected since an earlier, failed run).
-			rec.InitialCluster = b.foundingCluster()
+			rec.InitialCluster = b.FoundingCluster()
 		}
-		lm := b.live.byPeerURL(m.peerURL)
+		lm := b.live.byPeerURL(m.PeerURL)
 		switch {
 		case b.live == nil && b.formed() && !hasData && known:
-			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: orDash(rec.ID), DataDir: b.spec.Spec.Etcd.DataDir})
+			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: orDash(rec.ID), DataDir: b.run.Spec.Spec.Etcd.DataDir})
 			continue
 		case b.live == nil && b.formed() && !hasData:
 			errs = multierror.Append(errs, fmt.Errorf("%s: is a new member for cluster %s, but no quorum answers at %s: a member can only "+
 				"join a running cluster; bring the existing members back first (hactl status), then re-run",
-				m.Name, orDash(b.st.ClusterID), strings.Join(b.knownClientURLs(), ",")))
+				m.Name, orDash(b.st.ClusterID), strings.Join(b.KnownClientURLs(), ",")))
 			continue
 		case b.live == nil && !hasData:
-			p.action = report.ActionCreate
+			p.Action = report.ActionCreate
 			if f.Marker != nil || f.EtcdActive == "active" || f.EtcdActive == "activating" {
-				p.action = report.ActionResume
+				p.Action = report.ActionResume
 			}
 		case b.live == nil: // data present, cluster not answering: start what is stopped
-			p.action = report.ActionUnchanged
+			p.Action = report.ActionUnchanged
 			if f.EtcdActive != "active" {
-				p.action = report.ActionStart
+				p.Action = report.ActionStart
 			}
 		case lm != nil && lm.name != "" && !hasData:
-			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: fmt.Sprintf("%x", lm.id), DataDir: b.spec.Spec.Etcd.DataDir, Running: true})
+			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: fmt.Sprintf("%x", lm.id), DataDir: b.run.Spec.Spec.Etcd.DataDir, Running: true})
 			continue
 		case lm != nil && lm.name == "" && !hasData: // added (or founding) but never started
-			p.id = lm.id
-			p.action = report.ActionResume
+			p.ID = lm.id
+			p.Action = report.ActionResume
 			if lm.learner || rec.InitialClusterState == "existing" {
-				p.action = report.ActionJoin
+				p.Action = report.ActionJoin
 				if rec.InitialClusterState != "existing" { // no record of the join (e.g. state dir restored)
 					rec.InitialCluster = strings.Join(joinCluster, ",")
 					rec.InitialClusterState = "existing"
 				}
 			}
 		case lm != nil:
-			p.id = lm.id
-			p.action = report.ActionUnchanged
+			p.ID = lm.id
+			p.Action = report.ActionUnchanged
 			if f.EtcdActive != "active" {
-				p.action = report.ActionStart
+				p.Action = report.ActionStart
 			}
 			if lm.learner {
-				p.action = report.ActionJoin // promote still pending
+				p.Action = report.ActionJoin // promote still pending
 			}
 		case hasData: // not a member of the running cluster but holds our data: removed earlier
 			errs = multierror.Append(errs, fmt.Errorf("%s: holds data of this cluster but is not a member of the running cluster (removed?): "+
-				"move %s aside (hactl never deletes it), then re-run to add it as a new member", m.Name, b.spec.Spec.Etcd.DataDir))
+				"move %s aside (hactl never deletes it), then re-run to add it as a new member", m.Name, b.run.Spec.Spec.Etcd.DataDir))
 			continue
 		default: // a new host for a running cluster
-			p.action = report.ActionJoin
-			joinCluster = append(joinCluster, m.Name+"="+m.peerURL)
+			p.Action = report.ActionJoin
+			joinCluster = append(joinCluster, m.Name+"="+m.PeerURL)
 			rec.InitialCluster = strings.Join(joinCluster, ",")
 			rec.InitialClusterState = "existing"
 		}
-		if p.id != 0 {
-			rec.ID = fmt.Sprintf("%x", p.id)
+		if p.ID != 0 {
+			rec.ID = fmt.Sprintf("%x", p.ID)
 		}
 		files, err := b.desiredFiles(m, rec)
 		if err != nil {
@@ -272,29 +261,29 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 						df.Note = "new"
 					}
 				}
-				p.upload = append(p.upload, df)
+				p.Upload = append(p.Upload, df)
 			}
 		}
-		p.download = b.needsDownload(f)
-		restartWorthy := p.download
-		for _, df := range p.upload {
+		p.Download = b.files.needsDownload(f)
+		restartWorthy := p.Download
+		for _, df := range p.Upload {
 			// etcd reads neither the marker nor the CA key (kept on members for recovery only).
-			if df.Path != remoteMarker && df.Path != filepath.Join(remotePKIDir, "ca.key") {
+			if df.Path != RemoteMarker && df.Path != filepath.Join(remotePKIDir, "ca.key") {
 				restartWorthy = true
 			}
 		}
-		if restartWorthy && p.action == report.ActionUnchanged {
-			p.action = report.ActionUpdate
+		if restartWorthy && p.Action == report.ActionUnchanged {
+			p.Action = report.ActionUpdate
 		}
-		p.restart = p.action != report.ActionUnchanged && !(p.action == report.ActionResume && f.EtcdActive == "active" && !restartWorthy)
-		if p.action == report.ActionJoin && lm != nil && lm.learner && f.EtcdActive == "active" {
-			p.restart = restartWorthy
+		p.Restart = p.Action != report.ActionUnchanged && !(p.Action == report.ActionResume && f.EtcdActive == "active" && !restartWorthy)
+		if p.Action == report.ActionJoin && lm != nil && lm.learner && f.EtcdActive == "active" {
+			p.Restart = restartWorthy
 		}
 	}
 	if b.live != nil {
 		for _, lm := range b.live.members {
 			if !b.inSpec(lm) {
-				b.p.Warnf("etcd member %s (ID %x, %s) is in the cluster but not in the spec; hactl leaves it alone (remove it with etcdctl member remove if it is gone)",
+				b.run.Printer.Warnf("etcd member %s (ID %x, %s) is in the cluster but not in the spec; hactl leaves it alone (remove it with etcdctl member remove if it is gone)",
 					orDash(lm.name), lm.id, strings.Join(lm.peerURLs, ","))
 			}
 		}
@@ -306,10 +295,10 @@ func (b *Bootstrapper) plan(ctx context.Context) error {
 	return nil
 }
 
-func (b *Bootstrapper) inSpec(lm liveMember) bool {
+func (b *Group) inSpec(lm liveMember) bool {
 	for _, m := range b.members {
 		for _, u := range lm.peerURLs {
-			if u == m.peerURL {
+			if u == m.PeerURL {
 				return true
 			}
 		}
@@ -321,7 +310,7 @@ func (b *Bootstrapper) inSpec(lm liveMember) bool {
 // joining member's --initial-cluster. etcd checks a joiner's list against the membership by peer URL
 // (member count included), so members added but not started yet are listed too, under their spec
 // name (or with an empty name, as etcdctl member add prints them).
-func (b *Bootstrapper) liveInitialCluster() []string {
+func (b *Group) liveInitialCluster() []string {
 	if b.live == nil {
 		return nil
 	}
@@ -330,7 +319,7 @@ func (b *Bootstrapper) liveInitialCluster() []string {
 		for _, u := range lm.peerURLs {
 			name := lm.name
 			for _, m := range b.members {
-				if m.peerURL == u {
+				if m.PeerURL == u {
 					name = m.Name
 				}
 			}
@@ -340,20 +329,20 @@ func (b *Bootstrapper) liveInitialCluster() []string {
 	return out
 }
 
-func (b *Bootstrapper) printPlan() {
+func (b *Group) printPlan() {
 	var rows [][]string
 	for _, m := range b.members {
 		p := b.plans[m.Name]
 		what := "-"
 		var parts []string
-		if p.download {
-			d := b.spec.Spec.Etcd.Download
-			parts = append(parts, fmt.Sprintf("download %s (sha256 %s)", d.URL, shortSum(strings.ToLower(d.SHA256))))
+		if p.Download {
+			d := b.run.Spec.Spec.Etcd.Download
+			parts = append(parts, fmt.Sprintf("download %s (sha256 %s)", d.URL, ShortSum(strings.ToLower(d.SHA256))))
 		}
-		if len(p.upload) > 0 {
+		if len(p.Upload) > 0 {
 			byNote := map[string][]string{}
 			var notes []string
-			for _, f := range p.upload {
+			for _, f := range p.Upload {
 				if byNote[f.Note] == nil {
 					notes = append(notes, f.Note)
 				}
@@ -367,14 +356,14 @@ func (b *Bootstrapper) printPlan() {
 			what = strings.Join(parts, "; ")
 		}
 		restart := "no"
-		if p.restart {
+		if p.Restart {
 			restart = "yes"
 		}
-		rows = append(rows, []string{m.Name, m.host.Zone, string(p.action), restart, what})
+		rows = append(rows, []string{m.Name, m.Host.Zone, string(p.Action), restart, what})
 	}
 	var sb strings.Builder
 	ui.Table(&sb, []string{"HOST", "ZONE", "ACTION", "START/RESTART", "FILES"}, rows)
 	for _, line := range strings.Split(strings.TrimRight(sb.String(), "\n"), "\n") {
-		b.p.Infof("  %s", line)
+		b.run.Printer.Infof("  %s", line)
 	}
 }

@@ -1,4 +1,4 @@
-package bootstrap
+package etcdphases
 
 import (
 	"archive/tar"
@@ -41,7 +41,7 @@ func parseRelease(lines []string) *Release {
 	r := &Release{Binaries: map[string]string{}}
 	for i, l := range lines {
 		sum, name, ok := strings.Cut(l, "  ")
-		if !ok || !isSHA256(sum) {
+		if !ok || !provision.IsSHA256(sum) {
 			continue
 		}
 		if i == 0 {
@@ -53,25 +53,11 @@ func parseRelease(lines []string) *Release {
 	return r
 }
 
-func isSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// downloadInstall reports whether the etcd binaries come from spec.etcd.download.
-func (b *Bootstrapper) downloadInstall() bool { return b.spec.Spec.Etcd.Download != nil }
 
 // needsDownload reports whether host facts f lack the spec's release: another (or no) tarball
 // recorded, or an installed binary missing or different from what the tarball installed.
-func (b *Bootstrapper) needsDownload(f *Facts) bool {
-	d := b.spec.Spec.Etcd.Download
+func (fs *fileSet) needsDownload(f *Facts) bool {
+	d := fs.spec.Spec.Etcd.Download
 	if d == nil {
 		return false
 	}
@@ -87,8 +73,8 @@ func (b *Bootstrapper) needsDownload(f *Facts) bool {
 	return false
 }
 
-// shortSum is the first 12 hex digits of a sha256, for the plan.
-func shortSum(s string) string {
+// ShortSum is the first 12 hex digits of a sha256, for the plan.
+func ShortSum(s string) string {
 	if len(s) > 12 {
 		return s[:12] + "…"
 	}
@@ -114,7 +100,7 @@ type downloadParams struct {
 	// Files are the other files the host gets in the same command (certificates, keys, unit,
 	// marker: the plan's uploads), sent as a tar archive on the command's standard input (see
 	// filesTar), never on its command line. Each must have Sum set.
-	Files []desiredFile
+	Files []DesiredFile
 	// Stale are temp files of interrupted earlier runs to remove.
 	Stale []string
 }
@@ -229,7 +215,7 @@ echo "installed=$have"
 }
 
 // filesTar is the tar archive of files (paths relative to /) sent on the download command's stdin.
-func filesTar(files []desiredFile) ([]byte, error) {
+func filesTar(files []DesiredFile) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
@@ -279,26 +265,27 @@ func (e *DownloadError) Unwrap() error { return e.Err }
 
 // download installs the release on m with downloadScript, together with the plan's other files for
 // m and the removal of stale temp files: one command. It maps failures to typed errors.
-func (b *Bootstrapper) download(ctx context.Context, m member) error {
-	d := b.spec.Spec.Etcd.Download
-	p := b.plans[m.Name]
-	files, err := filesTar(p.upload)
+func (g *Group) download(ctx context.Context, m Member) error {
+	spec := g.run.Spec
+	d := spec.Spec.Etcd.Download
+	p := g.plans[m.Name]
+	files, err := filesTar(p.Upload)
 	if err != nil {
-		return fmt.Errorf("etcd/install: %w", err)
+		return fmt.Errorf("%s: %w", PhaseInstall, err)
 	}
-	sctx, cancel := b.stepCtx(ctx)
+	sctx, cancel := g.run.StepCtx(ctx)
 	defer cancel()
 	script := downloadScript(downloadParams{
-		URL: d.URL, SHA256: d.SHA256, Version: b.spec.Spec.Etcd.Version,
+		URL: d.URL, SHA256: d.SHA256, Version: spec.Spec.Etcd.Version,
 		CacheDir: remoteCacheDir, BinDir: etcd.RemoteBinDir, ReleaseFile: remoteRelease,
-		Files: p.upload, Stale: b.facts[m.Name].Stale,
+		Files: p.Upload, Stale: g.facts[m.Name].Stale,
 	})
-	res, err := b.run(sctx, m.Name, "etcd/install", script, provision.WithStdin(bytes.NewReader(files)))
+	res, err := g.run.Exec(sctx, m.Name, PhaseInstall, script, provision.WithStdin(bytes.NewReader(files)))
 	if err != nil {
 		return downloadFailure(m.Name, d.URL, d.SHA256, res, err)
 	}
-	b.p.Hostf(m.Name, "installed etcd %s from %s (sha256 %s verified) and %d file(s)", b.spec.Spec.Etcd.Version, d.URL,
-		shortSum(strings.ToLower(d.SHA256)), len(p.upload))
+	g.run.Printer.Hostf(m.Name, "installed etcd %s from %s (sha256 %s verified) and %d file(s)", spec.Spec.Etcd.Version, d.URL,
+		ShortSum(strings.ToLower(d.SHA256)), len(p.Upload))
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package bootstrap
+package etcdphases
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bootstrap/runctx"
+	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -48,7 +50,7 @@ func TestPreflightChecksAndWarnings(t *testing.T) {
 				spec.Spec.Etcd.Download = &v1alpha1.EtcdDownload{URL: tc.download, SHA256: strings.Repeat("ab", 32)}
 			}
 			var out bytes.Buffer
-			b, err := New(Options{Cluster: spec, Printer: ui.New(&out, false, false)})
+			b, err := New(runctx.New(spec, ui.New(&out, false, false), false, provision.SpecOptions{}), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

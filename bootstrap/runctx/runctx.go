@@ -1,0 +1,237 @@
+// Package runctx is the small context the phase groups of one bootstrap or restore run share: the
+// spec, the printer, the dry-run flag, and the SSH side — one connection per host, opened once,
+// and one facts command per host that gathers what every group asked for (provision.FactsRequest).
+// It holds no decisions: those live in the groups (etcdphases, frontphases, restore).
+package runctx
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/ui"
+)
+
+// Remote is what phases use of a host's SSH connection (a *provision.Client; tests use fakes).
+type Remote interface {
+	Run(ctx context.Context, step, command string, opts ...provision.RunOption) (provision.Result, error)
+	Upload(ctx context.Context, step string, files []provision.File) error
+	Commands() int
+	Close() error
+}
+
+var _ Remote = (*provision.Client)(nil)
+
+// Run is one run's shared context. It is not reused across runs. Build it with New; Close it at
+// the end (the connections close).
+type Run struct {
+	Spec    *v1alpha1.Cluster
+	Printer *ui.Printer
+	// DryRun: nothing on any host and nothing in the state dir changes.
+	DryRun bool
+	// SSH says how hosts are reached (host keys, prompt for secrets).
+	SSH provision.SpecOptions
+
+	mu      sync.Mutex
+	dialer  *provision.Dialer
+	clients map[string]Remote
+	facts   map[string]*provision.Facts
+	needs   []need // in the order groups asked
+}
+
+type need struct {
+	host v1alpha1.Host
+	req  provision.FactsRequest
+}
+
+// New returns the context of a run over spec. It contacts nothing.
+func New(spec *v1alpha1.Cluster, p *ui.Printer, dryRun bool, ssh provision.SpecOptions) *Run {
+	return &Run{Spec: spec, Printer: p, DryRun: dryRun, SSH: ssh, clients: map[string]Remote{}, facts: map[string]*provision.Facts{}}
+}
+
+// Need registers that a group needs the facts req from host h. Connect gathers every host's
+// requests merged, in one command per host.
+func (r *Run) Need(h v1alpha1.Host, req provision.FactsRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.needs = append(r.needs, need{host: h, req: req})
+}
+
+// FactsStep names the facts command in errors and logs.
+const FactsStep = "preflight/facts"
+
+// Connect opens the SSH connection of every host a group needs (Need), with the spec's concurrency
+// cap, gathers each host's facts with one command, then calls then(ctx, host) for that host (nil:
+// nothing more). Hosts already connected (SetClient) are not dialled again; hosts whose facts are
+// already known (SetFacts) are not asked again. Errors (the connection's, the command's, then's)
+// are aggregated per host (provision.ForEach); the facts of the hosts that answered are kept.
+func (r *Run) Connect(ctx context.Context, then func(ctx context.Context, host string) error) error {
+	r.mu.Lock()
+	var hosts []v1alpha1.Host
+	reqs := map[string]provision.FactsRequest{}
+	for _, n := range r.needs {
+		if _, ok := reqs[n.host.Name]; !ok {
+			hosts = append(hosts, n.host)
+		}
+		reqs[n.host.Name] = reqs[n.host.Name].Merge(n.req)
+	}
+	dial := false
+	for _, h := range hosts {
+		dial = dial || r.clients[h.Name] == nil
+	}
+	r.mu.Unlock()
+	if dial {
+		if err := r.ensureDialer(); err != nil {
+			return err
+		}
+	}
+	return provision.ForEach(ctx, hosts, r.Spec.Spec.SSH.MaxParallel, func(h v1alpha1.Host) string { return h.Name },
+		func(ctx context.Context, h v1alpha1.Host) error {
+			c, err := r.dial(ctx, h)
+			if err != nil {
+				return err
+			}
+			if r.Facts(h.Name) == nil {
+				sctx, cancel := r.StepCtx(ctx)
+				start := time.Now()
+				f, err := provision.GatherFacts(sctx, c, FactsStep, reqs[h.Name])
+				cancel()
+				r.Printer.Debugf("%s: [%s] gathered facts (%s, err=%v)", h.Name, FactsStep, time.Since(start).Round(time.Millisecond), err)
+				if err != nil {
+					return err
+				}
+				r.SetFacts(h.Name, f)
+			}
+			if then == nil {
+				return nil
+			}
+			return then(ctx, h.Name)
+		})
+}
+
+func (r *Run) ensureDialer() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dialer != nil {
+		return nil
+	}
+	d, err := provision.FromSpec(r.Spec, r.SSH)
+	if err != nil {
+		return fmt.Errorf("ssh: %w", err)
+	}
+	r.dialer = d
+	return nil
+}
+
+// dial returns h's connection, opening it when there is none.
+func (r *Run) dial(ctx context.Context, h v1alpha1.Host) (Remote, error) {
+	if c := r.Client(h.Name); c != nil {
+		return c, nil
+	}
+	r.mu.Lock()
+	d := r.dialer
+	r.mu.Unlock()
+	c, err := d.Dial(ctx, provision.TargetOf(h))
+	if err != nil {
+		return nil, err
+	}
+	r.SetClient(h.Name, c)
+	return c, nil
+}
+
+// Client returns host's connection (nil before Connect, or when it failed).
+func (r *Run) Client(host string) Remote {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clients[host]
+}
+
+// SetClient sets host's connection (tests set fakes).
+func (r *Run) SetClient(host string, c Remote) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clients[host] = c
+}
+
+// Facts returns host's gathered facts (nil before Connect, or when it failed).
+func (r *Run) Facts(host string) *provision.Facts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.facts[host]
+}
+
+// SetFacts sets host's facts (Connect; tests).
+func (r *Run) SetFacts(host string, f *provision.Facts) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.facts[host] = f
+}
+
+// Commands returns the number of SSH commands sent to host so far (0 without a connection).
+func (r *Run) Commands(host string) int {
+	if c := r.Client(host); c != nil {
+		return c.Commands()
+	}
+	return 0
+}
+
+// StepCtx bounds one remote step by spec.ssh.commandTimeout.
+func (r *Run) StepCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.Spec.Spec.SSH.CommandTimeout.Duration)
+}
+
+// Exec runs one remote command on host and logs it (first line, duration, error) in the debug log.
+// The caller bounds ctx (StepCtx). Errors: the connection's (*provision.CommandError), or an error
+// naming the host when it has no connection.
+func (r *Run) Exec(ctx context.Context, host, step, cmd string, opts ...provision.RunOption) (provision.Result, error) {
+	c := r.Client(host)
+	if c == nil {
+		return provision.Result{}, fmt.Errorf("host %s: step %s: not connected", host, step)
+	}
+	start := time.Now()
+	res, err := c.Run(ctx, step, cmd, opts...)
+	first, _, _ := strings.Cut(cmd, "\n")
+	if len(first) > 120 {
+		first = first[:120] + "..."
+	}
+	r.Printer.Debugf("%s: [%s] %s (%s, err=%v)", host, step, first, time.Since(start).Round(time.Millisecond), err)
+	return res, err
+}
+
+// Upload uploads files to host atomically (provision.Client.Upload). Errors as Exec's.
+func (r *Run) Upload(ctx context.Context, host, step string, files []provision.File) error {
+	c := r.Client(host)
+	if c == nil {
+		return fmt.Errorf("host %s: step %s: not connected", host, step)
+	}
+	return c.Upload(ctx, step, files)
+}
+
+// EtcdDial routes etcd clients through the bastion when the spec has one (members may only be
+// reachable from it; TLS with the members stays end to end); nil otherwise.
+func (r *Run) EtcdDial() etcd.Option {
+	r.mu.Lock()
+	d := r.dialer
+	r.mu.Unlock()
+	if d == nil || !d.HasBastion() {
+		return nil
+	}
+	return etcd.WithDialer(d.DialTCP)
+}
+
+// Close closes every connection and the dialer.
+func (r *Run) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.clients {
+		c.Close()
+	}
+	if r.dialer != nil {
+		r.dialer.Close()
+	}
+}
