@@ -359,33 +359,31 @@ func TestClientsWithoutCertificateRefused(t *testing.T) {
 	} else {
 		t.Logf("plain HTTP refused: %v", err)
 	}
-	// A plaintext gRPC client cannot read.
-	plain, err := clientv3.New(clientv3.Config{Endpoints: []string{strings.Replace(ep, "https://", "http://", 1)}, DialTimeout: 3 * time.Second})
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = plain.Get(ctx, "x")
-		cancel()
-		plain.Close()
-		if err == nil {
-			t.Fatalf("plaintext client read from etcd")
+	// refused fails the test if a client with cfg reads from etcd, and returns why it could not.
+	refused := func(who string, cfg clientv3.Config) error {
+		t.Helper()
+		cli, err := clientv3.New(cfg)
+		if err != nil {
+			return err
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err = cli.Get(ctx, "x")
+		cancel()
+		cli.Close()
+		if err == nil {
+			t.Fatalf("%s read from etcd", who)
+		}
+		return err
 	}
+	// A plaintext gRPC client cannot read.
+	refused("plaintext client", clientv3.Config{Endpoints: []string{strings.Replace(ep, "https://", "http://", 1)}, DialTimeout: 3 * time.Second})
 	// TLS that trusts the CA but presents no client certificate: refused.
 	caFiles := etcd.TLSFiles{CA: filepath.Join(suite.Lab.Dir(), "state-3", "pki", "ca.crt")}
 	cfg, err := caFiles.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	nocert, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: cfg, DialTimeout: 3 * time.Second})
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = nocert.Get(ctx, "x")
-		cancel()
-		nocert.Close()
-		if err == nil {
-			t.Fatalf("client without a certificate read from etcd")
-		}
-	}
+	err = refused("client without a certificate", clientv3.Config{Endpoints: []string{ep}, TLS: cfg, DialTimeout: 3 * time.Second})
 	t.Logf("client without certificate: %v", err)
 	// A raw TLS handshake without a client certificate fails at the server.
 	conn, err := tls.Dial("tcp", strings.TrimPrefix(ep, "https://"), cfg)

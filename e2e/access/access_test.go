@@ -72,6 +72,20 @@ func variantSpec(t *testing.T, v lab.Variant, mutate func(c *v1alpha1.Cluster)) 
 	return harness.WriteSpec(t, c, "cluster.yaml")
 }
 
+// labKey returns the lab's private SSH key, parsed.
+func labKey(t *testing.T) any {
+	t.Helper()
+	keyPEM, err := os.ReadFile(suite.Lab.IdentityFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ssh.ParseRawPrivateKey(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 var cpHosts = []string{"cp-a", "cp-b", "cp-c"}
 
 func freshCP(t *testing.T) {
@@ -133,14 +147,7 @@ func TestSudoWithPasswordFromEnvironment(t *testing.T) {
 // from the spec: hactl authenticates through SSH_AUTH_SOCK only.
 func TestAgentAuthentication(t *testing.T) {
 	freshCP(t)
-	keyPEM, err := os.ReadFile(filepath.Join(suite.Lab.Dir(), "id_ed25519"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ssh.ParseRawPrivateKey(keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := labKey(t)
 	kr := agent.NewKeyring()
 	if err := kr.Add(agent.AddedKey{PrivateKey: key, Comment: "lab"}); err != nil {
 		t.Fatal(err)
@@ -256,14 +263,7 @@ func TestInstallFromURL(t *testing.T) {
 // the environment variable the spec names (never the spec, never argv).
 func TestPassphraseProtectedKey(t *testing.T) {
 	freshCP(t)
-	keyPEM, err := os.ReadFile(filepath.Join(suite.Lab.Dir(), "id_ed25519"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ssh.ParseRawPrivateKey(keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := labKey(t)
 	const passphrase = "correct horse battery staple"
 	block, err := ssh.MarshalPrivateKeyWithPassphrase(key, "lab", []byte(passphrase))
 	if err != nil {
