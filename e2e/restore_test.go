@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,9 +72,7 @@ func TestRestoreFromLocalSnapshot(t *testing.T) {
 
 	r := suite.MustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes", "-o", "json")
 	var res report.Cluster
-	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
-		t.Fatalf("restore -o json: %v", err)
-	}
+	harness.DecodeJSON(t, r, &res)
 	if res.RestoredRevision < snapRev+bootstrap.DefaultBumpRevision {
 		t.Errorf("restored revision %d, want >= %d + %d", res.RestoredRevision, snapRev, bootstrap.DefaultBumpRevision)
 	}

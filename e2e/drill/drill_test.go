@@ -427,11 +427,8 @@ func TestDrills(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(d.stderr(), "everything was put back") {
 			t.Errorf("exit %v, want 1 saying everything was put back", err)
 		}
-		raw, err := os.ReadFile(rp)
 		var rep drill.Report
-		if err == nil {
-			err = json.Unmarshal(raw, &rep)
-		}
+		err = harness.ReadJSON(rp, &rep)
 		if err != nil || rep.Verdict != "error" || len(rep.Iterations) != 1 || rep.LostWrites != 0 {
 			t.Errorf("report after Ctrl-C (%v): verdict %q, %d iterations, %d lost; want error, 1, 0", err, rep.Verdict, len(rep.Iterations), rep.LostWrites)
 		}

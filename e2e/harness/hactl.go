@@ -95,6 +95,17 @@ func DecodeJSON(t *testing.T, r Result, v any) {
 	}
 }
 
+// ReadJSON decodes the JSON file at path (a --report hactl wrote) into v. It returns the error of
+// reading or decoding instead of failing the test: what a missing or broken report means is the
+// caller's assertion.
+func ReadJSON(path string, v any) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, v)
+}
+
 func (s *Suite) run(t *testing.T, args []string) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)

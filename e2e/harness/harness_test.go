@@ -79,6 +79,26 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
+func TestReadJSON(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "report.json")
+	var v struct{ Verdict string }
+	if err := ReadJSON(p, &v); !os.IsNotExist(err) {
+		t.Errorf("missing file: %v", err)
+	}
+	if err := os.WriteFile(p, []byte(`{"verdict": "pass"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadJSON(p, &v); err != nil || v.Verdict != "pass" {
+		t.Errorf("%+v %v", v, err)
+	}
+	if err := os.WriteFile(p, []byte(`{`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadJSON(p, &v); err == nil {
+		t.Error("broken JSON accepted")
+	}
+}
+
 func TestWriteSpec(t *testing.T) {
 	c, err := lab.BuildSpec(3, t.TempDir(), t.TempDir())
 	if err != nil {

@@ -5,7 +5,6 @@ package lbe2e
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -335,10 +334,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				rp := filepath.Join(t.TempDir(), "drill.json")
 				r := suite.Hactl(t, "drill", "lb-failover", "-f", spec, "--component", component, "--ca-file", kubeCA, "--hold", "8s", "--yes", "--report", rp)
 				var rep drill.Report
-				raw, err := os.ReadFile(rp)
-				if err == nil {
-					err = json.Unmarshal(raw, &rep)
-				}
+				err := harness.ReadJSON(rp, &rep)
 				if r.Code != 0 || err != nil || len(rep.Iterations) != 1 {
 					t.Fatalf("%s: exit %d, report %v: want 0 and one iteration", component, r.Code, err)
 				}
@@ -369,10 +365,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			rp := filepath.Join(t.TempDir(), "drill.json")
 			suite.MustHactl(t, "drill", "kill-leader", "-f", spec, "--hold", "3s", "--yes", "--report", rp)
 			var rep drill.Report
-			raw, err := os.ReadFile(rp)
-			if err == nil {
-				err = json.Unmarshal(raw, &rep)
-			}
+			err := harness.ReadJSON(rp, &rep)
 			if err != nil || rep.LostWrites != 0 || len(rep.Iterations) != 1 || rep.Iterations[0].ElectionMs == nil {
 				t.Fatalf("report %v: %+v", err, rep)
 			}
