@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/report"
 )
@@ -37,62 +37,26 @@ type statusReport struct {
 	Etcd     etcd.ClusterStatus `json:"etcd"`
 }
 
-func status(t *testing.T, spec string) (statusReport, result) {
+func status(t *testing.T, spec string) (statusReport, harness.Result) {
 	t.Helper()
-	r := hactl(t, "status", "-f", spec, "-o", "json")
+	r := suite.Hactl(t, "status", "-f", spec, "-o", "json")
 	var rep statusReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("status -o json is not JSON: %v", err)
-	}
+	harness.DecodeJSON(t, r, &rep)
 	return rep, r
 }
 
-func bootstrapJSON(t *testing.T, spec string, extra ...string) report.Cluster {
-	t.Helper()
-	r := mustHactl(t, append([]string{"bootstrap", "-f", spec, "-o", "json"}, extra...)...)
-	var res report.Cluster
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
-		t.Fatalf("bootstrap -o json is not JSON: %v", err)
-	}
-	return res
-}
-
-// waitHealthy polls hactl status until the cluster is healthy.
+// waitHealthy polls hactl status until the cluster is healthy and returns that status.
 func waitHealthy(t *testing.T, spec string, within time.Duration) statusReport {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		rep, r := status(t, spec)
-		if r.code == 0 && rep.Healthy {
-			return rep
+	var rep statusReport
+	harness.WaitFor(t, "cluster healthy", within, 2*time.Second, func() string {
+		var r harness.Result
+		if rep, r = status(t, spec); r.Code == 0 && rep.Healthy {
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster not healthy within %s: %v", within, rep.Problems)
-		}
-		time.Sleep(2 * time.Second)
-	}
-}
-
-// client returns an etcd client with hactl's client certificate from the spec's state dir.
-func client(t *testing.T, stateDir string, endpoints ...string) *clientv3.Client {
-	t.Helper()
-	pkiDir := filepath.Join(stateDir, "pki")
-	cli, err := etcd.NewClient(context.Background(), endpoints, etcd.TLSFiles{
-		CA: filepath.Join(pkiDir, "ca.crt"), Cert: filepath.Join(pkiDir, "hactl-etcd-client.crt"), Key: filepath.Join(pkiDir, "hactl-etcd-client.key"),
-	}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
-
-func endpoint(host string) string {
-	h, err := suite.Lab.Host(host)
-	if err != nil {
-		panic(err)
-	}
-	return "https://" + h.Address + ":2379"
+		return fmt.Sprintf("exit %d, problems %v", r.Code, rep.Problems)
+	})
+	return rep
 }
 
 // unitStarts returns each host's etcd MainPID and start timestamp: unchanged values prove etcd was
@@ -101,7 +65,7 @@ func unitStarts(t *testing.T, hosts []string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, h := range hosts {
-		out[h] = strings.TrimSpace(execOn(t, h, "systemctl", "show", "-p", "MainPID", "-p", "ExecMainStartTimestampMonotonic", "etcd.service"))
+		out[h] = strings.TrimSpace(suite.ExecOn(t, h, "systemctl", "show", "-p", "MainPID", "-p", "ExecMainStartTimestampMonotonic", "etcd.service"))
 	}
 	return out
 }
@@ -111,7 +75,7 @@ func unitStarts(t *testing.T, hosts []string) map[string]string {
 func ensureThree(t *testing.T) string {
 	t.Helper()
 	spec := specPath(t, 3)
-	mustHactl(t, "bootstrap", "-f", spec)
+	suite.MustHactl(t, "bootstrap", "-f", spec)
 	return spec
 }
 
@@ -131,16 +95,16 @@ func TestBadSpecsExitTwoBeforeContactingHosts(t *testing.T) {
 	}
 	check := func(t *testing.T, spec string, want []string) {
 		t.Helper()
-		r := hactl(t, "bootstrap", "-f", spec)
-		if r.code != 2 {
-			t.Fatalf("exit %d, want 2", r.code)
+		r := suite.Hactl(t, "bootstrap", "-f", spec)
+		if r.Code != 2 {
+			t.Fatalf("exit %d, want 2", r.Code)
 		}
 		for _, w := range want {
-			if !strings.Contains(r.stderr, w) {
+			if !strings.Contains(r.Stderr, w) {
 				t.Errorf("stderr does not mention %q", w)
 			}
 		}
-		if strings.Contains(r.stdout, "[preflight]") {
+		if strings.Contains(r.Stdout, "[preflight]") {
 			t.Errorf("hosts were contacted for an invalid spec")
 		}
 	}
@@ -148,7 +112,7 @@ func TestBadSpecsExitTwoBeforeContactingHosts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := labSpec(t, 3)
 			tc.mutate(c)
-			check(t, writeSpec(t, c, "cluster.yaml"), tc.want)
+			check(t, harness.WriteSpec(t, c, "cluster.yaml"), tc.want)
 		})
 	}
 	t.Run("unknown field", func(t *testing.T) {
@@ -170,8 +134,8 @@ func TestBadSpecsExitTwoBeforeContactingHosts(t *testing.T) {
 		loose := filepath.Join(t.TempDir(), "id")
 		os.WriteFile(loose, key, 0o644)
 		c.Spec.SSH.IdentityFile = loose
-		r := hactl(t, "plan", "-f", writeSpec(t, c, "cluster.yaml"))
-		if r.code != 2 || !strings.Contains(r.stderr, "spec.ssh.identityFile") || !strings.Contains(r.stderr, "chmod 600") {
+		r := suite.Hactl(t, "plan", "-f", harness.WriteSpec(t, c, "cluster.yaml"))
+		if r.Code != 2 || !strings.Contains(r.Stderr, "spec.ssh.identityFile") || !strings.Contains(r.Stderr, "chmod 600") {
 			t.Fatalf("want exit 2 naming spec.ssh.identityFile and chmod 600")
 		}
 	})
@@ -182,21 +146,21 @@ func TestHostKeysAreVerified(t *testing.T) {
 	dir := t.TempDir()
 	c.Spec.StateDir = filepath.Join(dir, "state")
 	c.Spec.SSH.KnownHostsFile = filepath.Join(dir, "known_hosts")
-	spec := writeSpec(t, c, "cluster.yaml")
+	spec := harness.WriteSpec(t, c, "cluster.yaml")
 
-	r := hactl(t, "plan", "-f", spec)
-	if r.code != 1 || !strings.Contains(r.stderr, "--accept-new-host-keys") || !strings.Contains(r.stderr, "SHA256:") {
+	r := suite.Hactl(t, "plan", "-f", spec)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "--accept-new-host-keys") || !strings.Contains(r.Stderr, "SHA256:") {
 		t.Fatalf("unknown host keys: want exit 1 with the fingerprint and how to trust it")
 	}
 	if _, err := os.Stat(c.Spec.SSH.KnownHostsFile); err == nil {
 		t.Fatalf("known_hosts was written without --accept-new-host-keys")
 	}
-	mustHactl(t, "plan", "-f", spec, "--accept-new-host-keys")
+	suite.MustHactl(t, "plan", "-f", spec, "--accept-new-host-keys")
 	kh, _ := os.ReadFile(c.Spec.SSH.KnownHostsFile)
 	if n := len(strings.Split(strings.TrimSpace(string(kh)), "\n")); n != 3 {
 		t.Fatalf("known_hosts has %d lines after accepting, want 3:\n%s", n, kh)
 	}
-	mustHactl(t, "plan", "-f", spec) // now trusted without the flag
+	suite.MustHactl(t, "plan", "-f", spec) // now trusted without the flag
 
 	// A changed key (cp-a's entry replaced by cp-b's key) is refused even with the flag, and the file
 	// is left alone.
@@ -217,8 +181,8 @@ func TestHostKeysAreVerified(t *testing.T) {
 	lines[aIdx] = "172.28.0.11 " + bKey
 	tampered := strings.Join(lines, "\n") + "\n"
 	os.WriteFile(c.Spec.SSH.KnownHostsFile, []byte(tampered), 0o600)
-	r = hactl(t, "plan", "-f", spec, "--accept-new-host-keys")
-	if r.code != 1 || !strings.Contains(strings.ToLower(r.stderr), "changed") || !strings.Contains(r.stderr, "cp-a") {
+	r = suite.Hactl(t, "plan", "-f", spec, "--accept-new-host-keys")
+	if r.Code != 1 || !strings.Contains(strings.ToLower(r.Stderr), "changed") || !strings.Contains(r.Stderr, "cp-a") {
 		t.Fatalf("changed host key: want exit 1 naming cp-a and the changed key")
 	}
 	if after, _ := os.ReadFile(c.Spec.SSH.KnownHostsFile); string(after) != tampered {
@@ -228,11 +192,11 @@ func TestHostKeysAreVerified(t *testing.T) {
 
 func TestBootstrapThreeMembers(t *testing.T) {
 	spec := specPath(t, 3)
-	plan := hactl(t, "plan", "-f", spec)
-	if plan.code != 0 {
+	plan := suite.Hactl(t, "plan", "-f", spec)
+	if plan.Code != 0 {
 		t.Fatalf("plan failed")
 	}
-	res := bootstrapJSON(t, spec)
+	res := suite.BootstrapJSON(t, spec)
 	if len(res.Members) != 3 || res.ClusterID == "" {
 		t.Fatalf("result %+v", res)
 	}
@@ -243,7 +207,7 @@ func TestBootstrapThreeMembers(t *testing.T) {
 		t.Logf("%s: %s, %d SSH commands", m.Name, m.Action, m.Commands)
 	}
 	rep, r := status(t, spec)
-	if r.code != 0 || !rep.Healthy {
+	if r.Code != 0 || !rep.Healthy {
 		t.Fatalf("status not healthy: %v", rep.Problems)
 	}
 	if len(rep.Etcd.Members) != 3 || rep.Etcd.LeaderName == "" || !rep.Etcd.QuorumReachable {
@@ -260,20 +224,20 @@ func TestBootstrapThreeMembers(t *testing.T) {
 		t.Errorf("members span zones %v, want 3 zones", zones)
 	}
 	// The table output names the leader and every member.
-	table := mustHactl(t, "status", "-f", spec)
+	table := suite.MustHactl(t, "status", "-f", spec)
 	for _, h := range threeHosts {
-		if !strings.Contains(table.stdout, h) {
+		if !strings.Contains(table.Stdout, h) {
 			t.Errorf("status table does not list %s", h)
 		}
 	}
 	// On the hosts: the unit passes systemd's own checks, keys are 0600, the unit holds only flags.
-	execOn(t, "cp-a", "systemd-analyze", "verify", "/etc/systemd/system/etcd.service")
+	suite.ExecOn(t, "cp-a", "systemd-analyze", "verify", "/etc/systemd/system/etcd.service")
 	for _, f := range []string{"ca.key", "server.key", "peer.key"} {
-		if mode := strings.TrimSpace(execOn(t, "cp-b", "stat", "-c", "%a %U", "/etc/etcd/pki/"+f)); mode != "600 root" {
+		if mode := strings.TrimSpace(suite.ExecOn(t, "cp-b", "stat", "-c", "%a %U", "/etc/etcd/pki/"+f)); mode != "600 root" {
 			t.Errorf("cp-b %s: mode %q, want 600 root", f, mode)
 		}
 	}
-	unit := execOn(t, "cp-c", "cat", "/etc/systemd/system/etcd.service")
+	unit := suite.ExecOn(t, "cp-c", "cat", "/etc/systemd/system/etcd.service")
 	if strings.Contains(unit, "ETCD_") || strings.Contains(unit, "--config-file") {
 		t.Errorf("unit mixes flags with a config file or ETCD_ variables:\n%s", unit)
 	}
@@ -282,7 +246,7 @@ func TestBootstrapThreeMembers(t *testing.T) {
 func TestRerunIsNoop(t *testing.T) {
 	spec := ensureThree(t)
 	before := unitStarts(t, threeHosts)
-	cli := client(t, filepath.Join(suite.Lab.Dir(), "state-3"), endpoint("cp-a"))
+	cli := harness.EtcdClient(t, filepath.Join(suite.Lab.Dir(), "state-3"), suite.Endpoint(t, "cp-a"))
 	rev := func() int64 {
 		resp, err := cli.Get(context.Background(), "hactl/none")
 		if err != nil {
@@ -292,7 +256,7 @@ func TestRerunIsNoop(t *testing.T) {
 	}
 	revBefore := rev()
 	start := time.Now()
-	res := bootstrapJSON(t, spec)
+	res := suite.BootstrapJSON(t, spec)
 	t.Logf("no-op re-run took %s (reported %s)", time.Since(start), res.Duration)
 	for _, m := range res.Members {
 		if m.Action != report.ActionUnchanged || len(m.Changes) != 0 {
@@ -319,8 +283,8 @@ func TestStateDirRecoveredFromMembers(t *testing.T) {
 	}
 	c := labSpec(t, 3)
 	c.Spec.StateDir = filepath.Join(t.TempDir(), "lost-state")
-	spec := writeSpec(t, c, "cluster.yaml")
-	res := bootstrapJSON(t, spec)
+	spec := harness.WriteSpec(t, c, "cluster.yaml")
+	res := suite.BootstrapJSON(t, spec)
 	for _, m := range res.Members {
 		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s after recovery, want unchanged", m.Name, m.Action)
@@ -337,8 +301,8 @@ func TestStateDirRecoveredFromMembers(t *testing.T) {
 		t.Errorf("recovery restarted etcd:\nbefore %v\nafter  %v", before, after)
 	}
 	waitHealthy(t, spec, 30*time.Second)
-	if r := hactl(t, "pki", "check", "-f", spec); r.code != 0 || !strings.Contains(r.stdout, "server.crt") {
-		t.Fatalf("pki check after recovery: exit %d", r.code)
+	if r := suite.Hactl(t, "pki", "check", "-f", spec); r.Code != 0 || !strings.Contains(r.Stdout, "server.crt") {
+		t.Fatalf("pki check after recovery: exit %d", r.Code)
 	}
 }
 
@@ -350,8 +314,8 @@ func TestPortChanges(t *testing.T) {
 	before := unitStarts(t, threeHosts)
 	c := labSpec(t, 3)
 	c.Spec.Etcd.PeerPort = 2390
-	r := hactl(t, "bootstrap", "-f", writeSpec(t, c, "cluster.yaml"))
-	if r.code != 1 || !strings.Contains(r.stderr, "peer URL changed") || !strings.Contains(r.stderr, "member update") {
+	r := suite.Hactl(t, "bootstrap", "-f", harness.WriteSpec(t, c, "cluster.yaml"))
+	if r.Code != 1 || !strings.Contains(r.Stderr, "peer URL changed") || !strings.Contains(r.Stderr, "member update") {
 		t.Fatalf("peer port change: want exit 1 explaining member update")
 	}
 	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -360,8 +324,8 @@ func TestPortChanges(t *testing.T) {
 
 	c = labSpec(t, 3)
 	c.Spec.Etcd.ClientPort = 2479
-	moved := writeSpec(t, c, "cluster.yaml")
-	res := bootstrapJSON(t, moved)
+	moved := harness.WriteSpec(t, c, "cluster.yaml")
+	res := suite.BootstrapJSON(t, moved)
 	for _, m := range res.Members {
 		if m.Action != report.ActionUpdate {
 			t.Errorf("%s: %s, want update", m.Name, m.Action)
@@ -371,7 +335,7 @@ func TestPortChanges(t *testing.T) {
 		t.Fatalf("members %d", len(rep.Etcd.Members))
 	}
 	// And back, so later tests find the lab's spec converged.
-	for _, m := range bootstrapJSON(t, spec).Members {
+	for _, m := range suite.BootstrapJSON(t, spec).Members {
 		if m.Action != report.ActionUpdate {
 			t.Errorf("%s: %s moving back, want update", m.Name, m.Action)
 		}
@@ -382,7 +346,7 @@ func TestPortChanges(t *testing.T) {
 func TestClientsWithoutCertificateRefused(t *testing.T) {
 	spec := ensureThree(t)
 	_ = spec
-	ep := endpoint("cp-a")
+	ep := suite.Endpoint(t, "cp-a")
 	// Plain HTTP to the client port: refused (the port speaks TLS only).
 	hc := &http.Client{Timeout: 3 * time.Second}
 	if resp, err := hc.Get(strings.Replace(ep, "https://", "http://", 1) + "/health"); err == nil {
@@ -395,33 +359,31 @@ func TestClientsWithoutCertificateRefused(t *testing.T) {
 	} else {
 		t.Logf("plain HTTP refused: %v", err)
 	}
-	// A plaintext gRPC client cannot read.
-	plain, err := clientv3.New(clientv3.Config{Endpoints: []string{strings.Replace(ep, "https://", "http://", 1)}, DialTimeout: 3 * time.Second})
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = plain.Get(ctx, "x")
-		cancel()
-		plain.Close()
-		if err == nil {
-			t.Fatalf("plaintext client read from etcd")
+	// refused fails the test if a client with cfg reads from etcd, and returns why it could not.
+	refused := func(who string, cfg clientv3.Config) error {
+		t.Helper()
+		cli, err := clientv3.New(cfg)
+		if err != nil {
+			return err
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err = cli.Get(ctx, "x")
+		cancel()
+		cli.Close()
+		if err == nil {
+			t.Fatalf("%s read from etcd", who)
+		}
+		return err
 	}
+	// A plaintext gRPC client cannot read.
+	refused("plaintext client", clientv3.Config{Endpoints: []string{strings.Replace(ep, "https://", "http://", 1)}, DialTimeout: 3 * time.Second})
 	// TLS that trusts the CA but presents no client certificate: refused.
 	caFiles := etcd.TLSFiles{CA: filepath.Join(suite.Lab.Dir(), "state-3", "pki", "ca.crt")}
 	cfg, err := caFiles.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	nocert, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: cfg, DialTimeout: 3 * time.Second})
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = nocert.Get(ctx, "x")
-		cancel()
-		nocert.Close()
-		if err == nil {
-			t.Fatalf("client without a certificate read from etcd")
-		}
-	}
+	err = refused("client without a certificate", clientv3.Config{Endpoints: []string{ep}, TLS: cfg, DialTimeout: 3 * time.Second})
 	t.Logf("client without certificate: %v", err)
 	// A raw TLS handshake without a client certificate fails at the server.
 	conn, err := tls.Dial("tcp", strings.TrimPrefix(ep, "https://"), cfg)
@@ -434,7 +396,7 @@ func TestClientsWithoutCertificateRefused(t *testing.T) {
 		t.Fatalf("TLS handshake without client certificate accepted")
 	}
 	// Control: with hactl's client certificate it works.
-	cli := client(t, filepath.Join(suite.Lab.Dir(), "state-3"), ep)
+	cli := harness.EtcdClient(t, filepath.Join(suite.Lab.Dir(), "state-3"), ep)
 	if _, err := cli.Get(context.Background(), "x"); err != nil {
 		t.Fatalf("client with certificate: %v", err)
 	}
@@ -452,7 +414,7 @@ func TestMemberHostKilledClusterServesWrites(t *testing.T) {
 			suite.Lab.Start(ctx, "cp-b")
 		}
 	}()
-	cli := client(t, filepath.Join(suite.Lab.Dir(), "state-3"), endpoint("cp-a"), endpoint("cp-c"))
+	cli := harness.EtcdClient(t, filepath.Join(suite.Lab.Dir(), "state-3"), suite.Endpoint(t, "cp-a"), suite.Endpoint(t, "cp-c"))
 	// If cp-b was the leader, the survivors first elect a new one (election timeout 1s); writes in
 	// that window may fail, so the first write is retried for up to 15 s, and every later one must
 	// succeed first time.
@@ -475,8 +437,8 @@ func TestMemberHostKilledClusterServesWrites(t *testing.T) {
 		}
 	}
 	rep, r := status(t, spec)
-	if r.code != 3 || rep.Healthy || !rep.Etcd.QuorumReachable {
-		t.Fatalf("status with one host down: exit %d healthy %v quorum %v; want exit 3, degraded, quorum held", r.code, rep.Healthy, rep.Etcd.QuorumReachable)
+	if r.Code != 3 || rep.Healthy || !rep.Etcd.QuorumReachable {
+		t.Fatalf("status with one host down: exit %d healthy %v quorum %v; want exit 3, degraded, quorum held", r.Code, rep.Healthy, rep.Etcd.QuorumReachable)
 	}
 	if !strings.Contains(strings.Join(rep.Problems, ";"), "172.28.0.12") {
 		t.Errorf("problems %v do not name cp-b's endpoint", rep.Problems)
@@ -487,13 +449,13 @@ func TestMemberHostKilledClusterServesWrites(t *testing.T) {
 	restarted = true
 	waitHealthy(t, spec, 90*time.Second)
 	// cp-b caught up: a linearizable read through it sees every write.
-	b := client(t, filepath.Join(suite.Lab.Dir(), "state-3"), endpoint("cp-b"))
+	b := harness.EtcdClient(t, filepath.Join(suite.Lab.Dir(), "state-3"), suite.Endpoint(t, "cp-b"))
 	resp, err := b.Get(ctx, "e2e/killed/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 50 {
 		t.Fatalf("cp-b sees %v keys (err %v), want 50", resp, err)
 	}
 	// A re-run after the reboot changes nothing.
-	for _, m := range bootstrapJSON(t, spec).Members {
+	for _, m := range suite.BootstrapJSON(t, spec).Members {
 		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s after host restart, want unchanged", m.Name, m.Action)
 		}
@@ -513,21 +475,21 @@ func TestLostDataDirIsNotRebootstrapped(t *testing.T) {
 		t.Fatalf("cp-c not in member list")
 	}
 	// Simulate a lost disk on cp-c (kept aside by the test so it can be put back).
-	execOn(t, "cp-c", "sh", "-c", "systemctl stop etcd && mv /var/lib/etcd /var/lib/etcd.e2e-lost")
+	suite.ExecOn(t, "cp-c", "sh", "-c", "systemctl stop etcd && mv /var/lib/etcd /var/lib/etcd.e2e-lost")
 	defer func() {
-		execOn(t, "cp-c", "sh", "-c", "rm -rf /var/lib/etcd; mv /var/lib/etcd.e2e-lost /var/lib/etcd && systemctl start etcd")
+		suite.ExecOn(t, "cp-c", "sh", "-c", "rm -rf /var/lib/etcd; mv /var/lib/etcd.e2e-lost /var/lib/etcd && systemctl start etcd")
 		waitHealthy(t, spec, 90*time.Second)
 	}()
-	r := hactl(t, "bootstrap", "-f", spec)
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1", r.code)
+	r := suite.Hactl(t, "bootstrap", "-f", spec)
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1", r.Code)
 	}
 	for _, w := range []string{"cp-c", id, "member remove"} {
-		if !strings.Contains(r.stderr, w) {
+		if !strings.Contains(r.Stderr, w) {
 			t.Errorf("error does not mention %q", w)
 		}
 	}
-	if out := execOn(t, "cp-c", "sh", "-c", "systemctl is-active etcd || true"); strings.TrimSpace(out) == "active" {
+	if out := suite.ExecOn(t, "cp-c", "sh", "-c", "systemctl is-active etcd || true"); strings.TrimSpace(out) == "active" {
 		t.Errorf("etcd was started on cp-c with an empty data dir")
 	}
 }
@@ -544,8 +506,8 @@ func TestScaleOutThreeToFive(t *testing.T) {
 	c := labSpec(t, 5)
 	three := labSpec(t, 3)
 	c.Metadata.Name, c.Spec.StateDir = three.Metadata.Name, three.Spec.StateDir
-	spec := writeSpec(t, c, "cluster.yaml")
-	res := bootstrapJSON(t, spec)
+	spec := harness.WriteSpec(t, c, "cluster.yaml")
+	res := suite.BootstrapJSON(t, spec)
 	actions := map[string]report.Action{}
 	for _, m := range res.Members {
 		actions[m.Name] = m.Action
@@ -572,7 +534,7 @@ func TestScaleOutThreeToFive(t *testing.T) {
 			t.Errorf("%s is still a learner", m.Name)
 		}
 	}
-	for _, m := range bootstrapJSON(t, spec).Members {
+	for _, m := range suite.BootstrapJSON(t, spec).Members {
 		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s on re-run after scale-out", m.Name, m.Action)
 		}
@@ -599,10 +561,10 @@ func TestInterruptedBootstrapConverges(t *testing.T) {
 			c := labSpec(t, 3)
 			c.Metadata.Name = "interrupted"
 			c.Spec.StateDir = filepath.Join(t.TempDir(), "state")
-			spec := writeSpec(t, c, "cluster.yaml")
+			spec := harness.WriteSpec(t, c, "cluster.yaml")
 
-			t.Logf("$ %s bootstrap -f %s   (%s after the first %q line)", suite.Bin, spec, tc.sig, tc.killAt)
-			cmd := exec.Command(suite.Bin, "bootstrap", "-f", spec)
+			cmd := suite.Command(t, "bootstrap", "-f", spec)
+			t.Logf("(%s after the first %q line)", tc.sig, tc.killAt)
 			stdout, _ := cmd.StdoutPipe()
 			cmd.Stderr = cmd.Stdout
 			if err := cmd.Start(); err != nil {
@@ -636,18 +598,18 @@ func TestInterruptedBootstrapConverges(t *testing.T) {
 					t.Fatalf("after SIGINT: %v, want a clean stop with exit 1 (not killed by the watchdog)", err)
 				}
 			}
-			res := bootstrapJSON(t, spec)
+			res := suite.BootstrapJSON(t, spec)
 			t.Logf("re-run after the kill: %+v", res.Members)
 			rep := waitHealthy(t, spec, 60*time.Second)
 			if len(rep.Etcd.Members) != 3 {
 				t.Fatalf("%d members after convergence", len(rep.Etcd.Members))
 			}
 			for _, h := range threeHosts {
-				if left := execOn(t, h, "sh", "-c", "ls -a /usr/local/bin /etc/etcd/pki /etc/systemd/system /etc/hactl | grep -c hactl-tmp || true"); strings.TrimSpace(left) != "0" {
+				if left := suite.ExecOn(t, h, "sh", "-c", "ls -a /usr/local/bin /etc/etcd/pki /etc/systemd/system /etc/hactl | grep -c hactl-tmp || true"); strings.TrimSpace(left) != "0" {
 					t.Errorf("%s: %s upload temp files left after convergence", h, strings.TrimSpace(left))
 				}
 			}
-			for _, m := range bootstrapJSON(t, spec).Members {
+			for _, m := range suite.BootstrapJSON(t, spec).Members {
 				if m.Action != report.ActionUnchanged {
 					t.Errorf("%s: %s on the third run, want unchanged", m.Name, m.Action)
 				}
@@ -663,7 +625,7 @@ func TestBootstrapFiveMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := specPath(t, 5)
-	res := bootstrapJSON(t, spec)
+	res := suite.BootstrapJSON(t, spec)
 	if len(res.Members) != 5 {
 		t.Fatalf("%d members", len(res.Members))
 	}
@@ -675,7 +637,7 @@ func TestBootstrapFiveMembers(t *testing.T) {
 	if len(rep.Etcd.Members) != 5 || perZone["az-a"] != 2 || perZone["az-b"] != 2 || perZone["az-c"] != 1 {
 		t.Fatalf("members %d per zone %v", len(rep.Etcd.Members), perZone)
 	}
-	for _, m := range bootstrapJSON(t, spec).Members {
+	for _, m := range suite.BootstrapJSON(t, spec).Members {
 		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s on re-run", m.Name, m.Action)
 		}

@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/restore"
+	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/report"
 )
 
@@ -27,14 +26,14 @@ import (
 func TestRestoreFromLocalSnapshot(t *testing.T) {
 	ctx := context.Background()
 	spec := specPath(t, 5)
-	mustHactl(t, "bootstrap", "-f", spec)
-	stateDir := filepath.Join(labDir, "state-5")
+	suite.MustHactl(t, "bootstrap", "-f", spec)
+	stateDir := filepath.Join(suite.Lab.Dir(), "state-5")
 	hosts := []string{"cp-a", "cp-b", "cp-c", "etcd-d", "etcd-e"}
 	var eps []string
 	for _, h := range hosts {
-		eps = append(eps, endpoint(h))
+		eps = append(eps, suite.Endpoint(t, h))
 	}
-	cli := client(t, stateDir, eps...)
+	cli := harness.EtcdClient(t, stateDir, eps...)
 	if _, err := cli.Put(ctx, "e2e/restore/before", "kept"); err != nil {
 		t.Fatal(err)
 	}
@@ -62,24 +61,22 @@ func TestRestoreFromLocalSnapshot(t *testing.T) {
 		{[]string{"--from", snap, "--yes"}, 1, "every member of cluster"},                                      // healthy, no --force
 		{[]string{"--from", corrupt(t, snap), "--yes", "--force"}, 3, "refused before any member was touched"}, // etcd's trailer or integrity check
 	} {
-		r := hactl(t, append([]string{"restore", "-f", spec}, tc.args...)...)
-		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("restore %v: exit %d; want %d saying %q:\n%s", tc.args, r.code, tc.code, tc.want, r.stderr)
+		r := suite.Hactl(t, append([]string{"restore", "-f", spec}, tc.args...)...)
+		if r.Code != tc.code || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("restore %v: exit %d; want %d saying %q:\n%s", tc.args, r.Code, tc.code, tc.want, r.Stderr)
 		}
 	}
 	if r, err := cli.Get(ctx, "e2e/restore/after"); err != nil || r.Count != 1 {
 		t.Fatalf("a refused restore changed the cluster: %v %v", r, err)
 	}
 
-	r := mustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes", "-o", "json")
+	r := suite.MustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes", "-o", "json")
 	var res report.Cluster
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
-		t.Fatalf("restore -o json: %v", err)
-	}
+	harness.DecodeJSON(t, r, &res)
 	if res.RestoredRevision < snapRev+restore.DefaultBumpRevision {
 		t.Errorf("restored revision %d, want >= %d + %d", res.RestoredRevision, snapRev, restore.DefaultBumpRevision)
 	}
-	cli2 := client(t, stateDir, eps...)
+	cli2 := harness.EtcdClient(t, stateDir, eps...)
 	get := func(k string) int64 {
 		r, err := cli2.Get(ctx, k)
 		if err != nil {
@@ -110,12 +107,12 @@ func TestRestoreFromLocalSnapshot(t *testing.T) {
 		t.Errorf("watch from the snapshot's revision %d was not refused as compacted: %+v", snapRev, wr)
 	}
 	for _, h := range hosts {
-		out := execOn(t, h, "sh", "-c", "ls -d /var/lib/etcd.pre-restore-*")
+		out := suite.ExecOn(t, h, "sh", "-c", "ls -d /var/lib/etcd.pre-restore-*")
 		if !strings.Contains(out, "/var/lib/etcd.pre-restore-") {
 			t.Errorf("%s: the old data dir was not kept: %q", h, out)
 		}
 	}
-	for _, m := range bootstrapJSON(t, spec).Members {
+	for _, m := range suite.BootstrapJSON(t, spec).Members {
 		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s after the restore, want unchanged", m.Name, m.Action)
 		}
@@ -147,8 +144,8 @@ func corrupt(t *testing.T, path string) string {
 func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 	ctx := context.Background()
 	src := specPath(t, 5)
-	mustHactl(t, "bootstrap", "-f", src)
-	cli := client(t, filepath.Join(labDir, "state-5"), endpoint("cp-a"), endpoint("cp-b"), endpoint("cp-c"))
+	suite.MustHactl(t, "bootstrap", "-f", src)
+	cli := harness.EtcdClient(t, filepath.Join(suite.Lab.Dir(), "state-5"), suite.Endpoint(t, "cp-a"), suite.Endpoint(t, "cp-b"), suite.Endpoint(t, "cp-c"))
 	if _, err := cli.Put(ctx, "e2e/dr/sentinel", "from the old cluster"); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +158,7 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 	}
 	c := labSpec(t, 5)
 	c.Metadata.Name = "dr"
-	c.Spec.StateDir = filepath.Join(labDir, "state-dr")
+	c.Spec.StateDir = filepath.Join(suite.Lab.Dir(), "state-dr")
 	c.Spec.Etcd.AcceptZoneQuorumLoss = true // the lab has no third zone left among free hosts
 	var hosts []v1alpha1.Host
 	for _, h := range c.Spec.Hosts {
@@ -175,7 +172,7 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 	}
 	hosts = append(hosts, v1alpha1.Host{Name: "lb-a", Address: lbA.Address, Zone: lbA.Zone, Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}})
 	c.Spec.Hosts = hosts
-	dr := writeSpec(t, c, "dr.yaml")
+	dr := harness.WriteSpec(t, c, "dr.yaml")
 
 	// A host that is not new (cp-a carries the old cluster's data) is refused, nothing changes.
 	bad := *c
@@ -184,17 +181,17 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 	bad.Spec.Hosts[2] = v1alpha1.Host{Name: "cp-a", Address: cpA.Address, Zone: cpA.Zone, Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}}
 	bad.Spec.StateDir = filepath.Join(t.TempDir(), "state")
 	before := unitStarts(t, []string{"cp-a"})
-	if r := hactl(t, "bootstrap", "-f", writeSpec(t, &bad, "dr-bad.yaml"), "--restore-from", snap); r.code != 1 || !strings.Contains(r.stderr, "cp-a") {
-		t.Errorf("restore-from onto a host with another cluster's data: exit %d; want 1 naming cp-a\n%s", r.code, r.stderr)
+	if r := suite.Hactl(t, "bootstrap", "-f", harness.WriteSpec(t, &bad, "dr-bad.yaml"), "--restore-from", snap); r.Code != 1 || !strings.Contains(r.Stderr, "cp-a") {
+		t.Errorf("restore-from onto a host with another cluster's data: exit %d; want 1 naming cp-a\n%s", r.Code, r.Stderr)
 	}
 	if after := unitStarts(t, []string{"cp-a"}); after["cp-a"] != before["cp-a"] {
 		t.Errorf("cp-a's etcd was restarted by a refused --restore-from: %v → %v", before, after)
 	}
-	if out := execOn(t, "etcd-d", "sh", "-c", "ls -A /var/lib/etcd 2>/dev/null | wc -l"); strings.TrimSpace(out) != "0" {
+	if out := suite.ExecOn(t, "etcd-d", "sh", "-c", "ls -A /var/lib/etcd 2>/dev/null | wc -l"); strings.TrimSpace(out) != "0" {
 		t.Errorf("etcd-d got data from a refused --restore-from: %s", out)
 	}
 
-	res := bootstrapJSON(t, dr, "--restore-from", snap)
+	res := suite.BootstrapJSON(t, dr, "--restore-from", snap)
 	if res.ClusterID == "" || res.RestoredRevision < snapRev+restore.DefaultBumpRevision {
 		t.Errorf("cluster ID %q, revision %d; want a cluster and revision >= %d + %d", res.ClusterID, res.RestoredRevision, snapRev, restore.DefaultBumpRevision)
 	}
@@ -203,7 +200,7 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 		hh, _ := suite.Lab.Host(h)
 		eps = append(eps, "https://"+hh.Address+":2379")
 	}
-	drc := client(t, c.Spec.StateDir, eps...)
+	drc := harness.EtcdClient(t, c.Spec.StateDir, eps...)
 	r, err := drc.Get(ctx, "e2e/dr/sentinel")
 	if err != nil || r.Count != 1 || string(r.Kvs[0].Value) != "from the old cluster" {
 		t.Fatalf("the new cluster lacks the snapshot's data: %v %v", r, err)
@@ -220,7 +217,7 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 		}
 	}
 	// Idempotent afterwards: a plain re-run changes nothing.
-	for _, m := range bootstrapJSON(t, dr).Members {
+	for _, m := range suite.BootstrapJSON(t, dr).Members {
 		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s on a re-run, want unchanged", m.Name, m.Action)
 		}
@@ -231,24 +228,9 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 // its path and the revision it holds (nothing is written between the two while the test runs).
 func saveSnapshot(t *testing.T, cli *clientv3.Client, name string) (string, int64) {
 	t.Helper()
-	ctx := context.Background()
-	r, err := cli.Get(ctx, "e2e/none")
+	r, err := cli.Get(context.Background(), "e2e/none")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), name)
-	rc, err := cli.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, rc); err != nil {
-		t.Fatal(err)
-	}
-	return p, r.Header.Revision
+	return harness.SaveSnapshot(t, cli, name), r.Header.Revision
 }

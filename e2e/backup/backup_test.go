@@ -19,6 +19,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/report"
 )
@@ -62,12 +63,12 @@ func TestBackupVerifyList(t *testing.T) {
 	}
 
 	var res backup.VerifyResult
-	decodeJSON(t, mustHactl(t, "backup", "verify", "-f", spec, "-o", "json"), &res)
+	harness.DecodeJSON(t, suite.MustHactl(t, "backup", "verify", "-f", spec, "-o", "json"), &res)
 	if res.Key != m.Key || res.TotalKeys < 10_000 || res.Revision < m.Revision || res.Marker == "" {
 		t.Errorf("verify latest: %+v; want %s with >= 10000 keys at revision >= %d, marker written", res, m.Key, m.Revision)
 	}
 
-	r := mustHactl(t, "backup", "list", "-f", spec)
+	r := suite.MustHactl(t, "backup", "list", "-f", spec)
 	stem := strings.TrimSuffix(filepath.Base(m.Key), ".db.zst")
 	for _, want := range []string{"REVISION", "VERIFIED", stem, fmt.Sprint(m.Revision), "zstd"} {
 		if !strings.Contains(r.Stdout, want) {
@@ -104,7 +105,7 @@ func TestBackupEncrypted(t *testing.T) {
 	c := labSpec(t, "age")
 	c.Spec.Backup.Compression = "zstd"
 	c.Spec.Backup.Encryption = &v1alpha1.BackupEncryption{Recipients: []string{recipient}}
-	spec := writeSpec(t, c, "age.yaml")
+	spec := harness.WriteSpec(t, c, "age.yaml")
 	cli := client(t)
 	put(t, cli, "e2e/backup/age/secret", "only for the identity")
 
@@ -128,11 +129,11 @@ func TestBackupEncrypted(t *testing.T) {
 	wantExit(t, 2, []string{"identit"}, "backup", "verify", "-f", spec)
 	wantExit(t, 2, []string{"identit"}, "backup", "verify", "-f", spec, "--identity-file", wrongFile)
 	var res backup.VerifyResult
-	decodeJSON(t, mustHactl(t, "backup", "verify", "-f", spec, "--identity-file", idFile, "-o", "json"), &res)
+	harness.DecodeJSON(t, suite.MustHactl(t, "backup", "verify", "-f", spec, "--identity-file", idFile, "-o", "json"), &res)
 	if res.Key != m.Key || res.Revision < m.Revision {
 		t.Errorf("verify with the identity: %+v", res)
 	}
-	if r := mustHactl(t, "backup", "list", "-f", spec); !strings.Contains(r.Stdout, "age") {
+	if r := suite.MustHactl(t, "backup", "list", "-f", spec); !strings.Contains(r.Stdout, "age") {
 		t.Errorf("backup list does not show the encryption:\n%s", r.Stdout)
 	}
 
@@ -174,7 +175,7 @@ func TestTamperedSnapshotIsRefused(t *testing.T) {
 	cli := client(t)
 	put(t, cli, "e2e/backup/tamper/before", "x")
 	m := backupNow(t, spec)
-	mustHactl(t, "backup", "verify", "-f", spec, "--no-record")
+	suite.MustHactl(t, "backup", "verify", "-f", spec, "--no-record")
 	id := clusterID(t, cli)
 	src := "s3://" + lab.ObjectStoreBucket + "/" + m.Key
 
@@ -199,7 +200,7 @@ func TestTamperedSnapshotIsRefused(t *testing.T) {
 		})
 	}
 	// Put back, it verifies again.
-	mustHactl(t, "backup", "verify", "-f", spec, "--no-record")
+	suite.MustHactl(t, "backup", "verify", "-f", spec, "--no-record")
 }
 
 // tamperKeep is tamper returning the original bytes.
@@ -240,15 +241,15 @@ func TestRestoreLatest(t *testing.T) {
 		t.Fatalf("listing with an upload without metadata: latest %+v, orphans %+v; want %s latest and %s an orphan", latest, l.Orphans, m.Key, fake)
 	}
 	var vr backup.VerifyResult
-	decodeJSON(t, mustHactl(t, "backup", "verify", "latest", "-f", spec, "-o", "json"), &vr)
+	harness.DecodeJSON(t, suite.MustHactl(t, "backup", "verify", "latest", "-f", spec, "-o", "json"), &vr)
 	if vr.Key != m.Key {
 		t.Errorf("verify latest checked %s, want %s", vr.Key, m.Key)
 	}
 	wantExit(t, 2, []string{"no complete snapshot"}, "restore", "-f", spec, "--from", "s3://"+o.Bucket+"/"+fake, "--force", "--yes")
 
-	r := mustHactl(t, "restore", "-f", spec, "--from", "latest", "--force", "--yes", "-o", "json")
+	r := suite.MustHactl(t, "restore", "-f", spec, "--from", "latest", "--force", "--yes", "-o", "json")
 	var res report.Cluster
-	decodeJSON(t, r, &res)
+	harness.DecodeJSON(t, r, &res)
 	if !strings.Contains(r.Stderr, m.Key) {
 		t.Errorf("restore --from latest does not name the snapshot it chose (%s)", m.Key)
 	}
@@ -296,18 +297,18 @@ func TestPrune(t *testing.T) {
 	}
 
 	// The oldest is the newest verified: kept beside the newest two.
-	mustHactl(t, "backup", "verify", ms[0].Key, "-f", spec)
-	mustHactl(t, "backup", "prune", "-f", spec, "--keep-last", "2", "--dry-run")
+	suite.MustHactl(t, "backup", "verify", ms[0].Key, "-f", spec)
+	suite.MustHactl(t, "backup", "prune", "-f", spec, "--keep-last", "2", "--dry-run")
 	if got := stems(); len(got) != 4 {
 		t.Errorf("--dry-run deleted something: %v", got)
 	}
-	mustHactl(t, "backup", "prune", "-f", spec, "--keep-last", "2", "--yes")
+	suite.MustHactl(t, "backup", "prune", "-f", spec, "--keep-last", "2", "--yes")
 	if got, want := strings.Join(stems(), " "), strings.Join([]string{ms[0].Key, ms[2].Key, ms[3].Key}, " "); got != want {
 		t.Errorf("after prune --keep-last 2 with the oldest verified:\n got %s\nwant %s", got, want)
 	}
 	// Once the newest is verified, exactly N remain.
-	mustHactl(t, "backup", "verify", "latest", "-f", spec)
-	mustHactl(t, "backup", "prune", "-f", spec, "--keep-last", "2", "--yes")
+	suite.MustHactl(t, "backup", "verify", "latest", "-f", spec)
+	suite.MustHactl(t, "backup", "prune", "-f", spec, "--keep-last", "2", "--yes")
 	if got, want := strings.Join(stems(), " "), strings.Join([]string{ms[2].Key, ms[3].Key}, " "); got != want {
 		t.Errorf("after prune --keep-last 2 with the newest verified:\n got %s\nwant %s", got, want)
 	}
@@ -329,28 +330,25 @@ func TestBadInputs(t *testing.T) {
 
 	// Missing credentials: the variable is named, never its value.
 	for _, v := range []string{lab.AccessKeyIDEnv, lab.SecretAccessKeyEnv} {
-		r := hactlEnv(t, []string{v + "="}, "backup", "now", "-f", spec)
+		r := suite.WithEnv(v+"=").Hactl(t, "backup", "now", "-f", spec)
 		checkExit(t, r, 2, []string{v}, []string{"backup", "now", "(" + v + " unset)"})
 	}
 	// A bucket that can't be used: endpoint, region and lookup style named.
 	c := labSpec(t, "")
 	c.Spec.Backup.ObjectStore.Bucket = "no-such-bucket"
-	wrong := writeSpec(t, c, "wrong-bucket.yaml")
+	wrong := harness.WriteSpec(t, c, "wrong-bucket.yaml")
 	wantExit(t, 1, []string{lab.ObjectStoreEndpoint(), lab.ObjectStoreRegion, "path", "no-such-bucket"}, "backup", "list", "-f", wrong)
 	wantExit(t, 1, []string{lab.ObjectStoreEndpoint()}, "backup", "now", "-f", wrong)
 	// A key that doesn't exist.
 	wantExit(t, 2, []string{"nonexistent"}, "restore", "-f", spec, "--from", "s3://"+lab.ObjectStoreBucket+"/nonexistent", "--force", "--yes")
 	// A spec with another member count than the snapshot's cluster (same cluster name and state
 	// dir, five etcd hosts): refused without --force before any host is contacted.
-	five, err := lab.BuildSpec(5, labDir, filepath.Join(suite.RepoRoot, "bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	five := suite.Spec(t, 5)
 	lab.WithoutLoadBalancer(five)
 	lab.WithBackup(five)
 	five.Metadata.Name = "lab3"
-	five.Spec.StateDir = filepath.Join(labDir, "state-3")
-	wantExit(t, 2, []string{"3-member", "--force"}, "restore", "-f", writeSpec(t, five, "five.yaml"), "--from", "latest", "--yes")
+	five.Spec.StateDir = filepath.Join(suite.Lab.Dir(), "state-3")
+	wantExit(t, 2, []string{"3-member", "--force"}, "restore", "-f", harness.WriteSpec(t, five, "five.yaml"), "--from", "latest", "--yes")
 	// Retention that keeps nothing.
 	wantExit(t, 2, nil, "backup", "prune", "-f", spec, "--yes")
 

@@ -13,14 +13,11 @@ package backupe2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -29,22 +26,12 @@ import (
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
-	"github.com/hactl/hactl/etcd"
 )
 
-var (
-	suite  harness.Suite
-	labDir string
-)
+var suite harness.Suite
 
 func TestMain(m *testing.M) {
-	root, err := lab.FindRepoRoot(".")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e/backup:", err)
-		os.Exit(1)
-	}
-	labDir = filepath.Join(root, ".lab-e2e-backup")
-	os.Exit(harness.Main(m, "e2e/backup", lab.Options{Members: 3, Dir: labDir, ObjectStore: true}, &suite))
+	os.Exit(harness.Main(m, "e2e/backup", lab.Options{Members: 3, Dir: ".lab-e2e-backup", ObjectStore: true}, &suite))
 }
 
 // members are the etcd hosts of the suite's cluster.
@@ -78,28 +65,11 @@ func objectStore(t *testing.T) lab.ObjectStore {
 // prefix (the lab's object store, access key from the environment).
 func labSpec(t *testing.T, prefix string) *v1alpha1.Cluster {
 	t.Helper()
-	c, err := lab.BuildSpec(3, labDir, filepath.Join(suite.RepoRoot, "bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := suite.Spec(t, 3)
 	lab.WithoutLoadBalancer(c)
 	lab.WithBackup(c)
 	c.Spec.Backup.ObjectStore.Prefix = prefix
 	return c
-}
-
-// writeSpec marshals c into the test's temp dir and returns its path.
-func writeSpec(t *testing.T, c *v1alpha1.Cluster, name string) string {
-	t.Helper()
-	raw, err := lab.MarshalSpec(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // cluster makes sure the suite's cluster runs (hactl bootstrap is idempotent: the first test
@@ -108,39 +78,16 @@ func writeSpec(t *testing.T, c *v1alpha1.Cluster, name string) string {
 func cluster(t *testing.T, prefix string) string {
 	t.Helper()
 	objectStore(t)
-	spec := writeSpec(t, labSpec(t, prefix), "cluster.yaml")
-	mustHactl(t, "bootstrap", "-f", spec)
+	spec := harness.WriteSpec(t, labSpec(t, prefix), "cluster.yaml")
+	suite.MustHactl(t, "bootstrap", "-f", spec)
 	return spec
-}
-
-// hactl runs the real binary with the command line and output logged (harness.Run).
-func hactl(t *testing.T, args ...string) harness.Result {
-	t.Helper()
-	return harness.Run(t, suite.Bin, nil, args...)
-}
-
-// hactlEnv is hactl with extra environment entries ("NAME=" clears a variable). Never pass a secret:
-// harness.Run logs them.
-func hactlEnv(t *testing.T, env []string, args ...string) harness.Result {
-	t.Helper()
-	return harness.Run(t, suite.Bin, env, args...)
-}
-
-// mustHactl runs hactl and fails the test unless it exits 0.
-func mustHactl(t *testing.T, args ...string) harness.Result {
-	t.Helper()
-	r := hactl(t, args...)
-	if r.Code != 0 {
-		t.Fatalf("hactl %s: exit %d, want 0", strings.Join(args, " "), r.Code)
-	}
-	return r
 }
 
 // wantExit runs hactl and fails the test unless it exits code with every one of wants in its
 // standard error.
 func wantExit(t *testing.T, code int, wants []string, args ...string) harness.Result {
 	t.Helper()
-	r := hactl(t, args...)
+	r := suite.Hactl(t, args...)
 	checkExit(t, r, code, wants, args)
 	return r
 }
@@ -157,21 +104,13 @@ func checkExit(t *testing.T, r harness.Result, code int, wants []string, args []
 	}
 }
 
-// decodeJSON decodes a command's -o json output into v.
-func decodeJSON(t *testing.T, r harness.Result, v any) {
-	t.Helper()
-	if err := json.Unmarshal([]byte(r.Stdout), v); err != nil {
-		t.Fatalf("-o json output is not JSON: %v\n%s", err, r.Stdout)
-	}
-}
-
 // backupNow runs `hactl backup now -o json` and returns the new snapshot's metadata.
 func backupNow(t *testing.T, spec string, extra ...string) *backup.Metadata {
 	t.Helper()
 	var rep struct {
 		Snapshot *backup.Metadata `json:"snapshot"`
 	}
-	decodeJSON(t, mustHactl(t, append([]string{"backup", "now", "-f", spec, "-o", "json"}, extra...)...), &rep)
+	harness.DecodeJSON(t, suite.MustHactl(t, append([]string{"backup", "now", "-f", spec, "-o", "json"}, extra...)...), &rep)
 	if rep.Snapshot == nil {
 		t.Fatal("backup now -o json reported no snapshot")
 	}
@@ -182,36 +121,19 @@ func backupNow(t *testing.T, spec string, extra ...string) *backup.Metadata {
 func list(t *testing.T, spec string) backup.Listing {
 	t.Helper()
 	var l backup.Listing
-	decodeJSON(t, mustHactl(t, "backup", "list", "-f", spec, "-o", "json"), &l)
+	harness.DecodeJSON(t, suite.MustHactl(t, "backup", "list", "-f", spec, "-o", "json"), &l)
 	return l
-}
-
-// endpoint is a member's client URL.
-func endpoint(host string) string {
-	h, err := suite.Lab.Host(host)
-	if err != nil {
-		panic(err)
-	}
-	return "https://" + h.Address + ":2379"
 }
 
 // client returns an etcd client of the suite's cluster with hactl's client certificate from the
 // state dir (read again on every call: bootstrap may have recovered or rewritten it).
 func client(t *testing.T) *clientv3.Client {
 	t.Helper()
-	pkiDir := filepath.Join(labDir, "state-3", "pki")
 	var eps []string
 	for _, h := range members {
-		eps = append(eps, endpoint(h))
+		eps = append(eps, suite.Endpoint(t, h))
 	}
-	cli, err := etcd.NewClient(context.Background(), eps, etcd.TLSFiles{
-		CA: filepath.Join(pkiDir, "ca.crt"), Cert: filepath.Join(pkiDir, "hactl-etcd-client.crt"), Key: filepath.Join(pkiDir, "hactl-etcd-client.key"),
-	}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	return harness.EtcdClient(t, filepath.Join(suite.Lab.Dir(), "state-3"), eps...)
 }
 
 // clusterID returns the etcd cluster ID the members report.

@@ -31,7 +31,7 @@ func TestSchedule(t *testing.T) {
 	spec := cluster(t, "schedule")
 	cli := client(t)
 	install := func(keep int) harness.Result {
-		return mustHactl(t, "backup", "schedule", "-f", spec, "--every", scheduleEvery.String(), "--allow-short-interval",
+		return suite.MustHactl(t, "backup", "schedule", "-f", spec, "--every", scheduleEvery.String(), "--allow-short-interval",
 			"--keep-last", fmt.Sprint(keep), "--yes")
 	}
 
@@ -42,12 +42,12 @@ func TestSchedule(t *testing.T) {
 	install(100)
 	for _, h := range members {
 		for _, p := range []string{schedule.BinaryPath, schedule.CredentialsPath, schedule.SpecPath, schedule.ServicePath, schedule.TimerPath} {
-			execOn(t, h, "test", "-f", p)
+			suite.ExecOn(t, h, "test", "-f", p)
 		}
-		if mode := strings.TrimSpace(execOn(t, h, "stat", "-c", "%a %U", schedule.CredentialsPath)); mode != "600 root" {
+		if mode := strings.TrimSpace(suite.ExecOn(t, h, "stat", "-c", "%a %U", schedule.CredentialsPath)); mode != "600 root" {
 			t.Errorf("%s: %s is %s, want 600 root", h, schedule.CredentialsPath, mode)
 		}
-		if args := execOn(t, h, "systemctl", "show", "-p", "ExecStart", schedule.ServiceName); strings.Contains(args, objectStore(t).SecretAccessKey) {
+		if args := suite.ExecOn(t, h, "systemctl", "show", "-p", "ExecStart", schedule.ServiceName); strings.Contains(args, objectStore(t).SecretAccessKey) {
 			t.Errorf("%s: the secret key is on the service's command line", h)
 		}
 	}
@@ -123,8 +123,8 @@ func TestSchedule(t *testing.T) {
 		Every   string                `json:"every"`
 		Hosts   []schedule.HostStatus `json:"hosts"`
 	}
-	r := mustHactl(t, "backup", "schedule", "-f", spec, "--status", "-o", "json")
-	decodeJSON(t, r, &st)
+	r := suite.MustHactl(t, "backup", "schedule", "-f", spec, "--status", "-o", "json")
+	harness.DecodeJSON(t, r, &st)
 	if !st.Healthy || st.Every != "10s" || len(st.Hosts) != 3 {
 		t.Errorf("--status: %+v", st)
 	}
@@ -133,7 +133,7 @@ func TestSchedule(t *testing.T) {
 			t.Errorf("--status of %s: timer %s, next %s, last run %+v", h.Host, h.TimerActive, h.NextElapse, h.LastRun)
 		}
 	}
-	mustHactl(t, "backup", "schedule", "-f", spec, "--status")
+	suite.MustHactl(t, "backup", "schedule", "-f", spec, "--status")
 
 	// Retention: the runs prune to exactly N.
 	const keep = 3
@@ -149,14 +149,14 @@ func TestSchedule(t *testing.T) {
 	// Disable: everything gone, timers too; again: nothing to do. A run in progress is left to
 	// finish, so disable between runs: after it, the listing must not change.
 	betweenRuns()
-	mustHactl(t, "backup", "schedule", "-f", spec, "--disable")
+	suite.MustHactl(t, "backup", "schedule", "-f", spec, "--disable")
 	for _, h := range members {
 		out, _ := suite.Lab.Exec(ctx, h, "sh", "-c", "systemctl is-active "+schedule.TimerName+"; ls "+schedule.ConfigDir+" "+schedule.TimerPath+" "+schedule.ServicePath+" "+schedule.BinaryPath+" 2>&1 | grep -v 'No such file' || true")
 		if strings.TrimSpace(out) != "inactive" {
 			t.Errorf("%s after --disable: %q, want the timer inactive and no file left", h, out)
 		}
 	}
-	if r := mustHactl(t, "backup", "schedule", "-f", spec, "--disable"); strings.Count(r.Stderr, "no schedule") != len(members) {
+	if r := suite.MustHactl(t, "backup", "schedule", "-f", spec, "--disable"); strings.Count(r.Stderr, "no schedule") != len(members) {
 		t.Errorf("second --disable: want every member without a schedule:\n%s", r.Stderr)
 	}
 	wantExit(t, 3, []string{"no member has a backup schedule"}, "backup", "schedule", "-f", spec, "--status")
@@ -220,65 +220,51 @@ func stems(l backup.Listing) []string {
 // leaderName returns the name of the member that leads now.
 func leaderName(t *testing.T, cli *clientv3.Client) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var leader string
+	harness.WaitFor(t, "a leader", 30*time.Second, time.Second, func() string {
 		ml, err := cli.MemberList(context.Background())
-		if err == nil {
-			for _, m := range ml.Members {
-				if len(m.ClientURLs) == 0 {
-					continue
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				st, err := cli.Status(ctx, m.ClientURLs[0])
-				cancel()
-				if err == nil && st.Leader != 0 {
-					for _, x := range ml.Members {
-						if x.ID == st.Leader {
-							return x.Name
-						}
+		if err != nil {
+			return err.Error()
+		}
+		for _, m := range ml.Members {
+			if len(m.ClientURLs) == 0 {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			st, err := cli.Status(ctx, m.ClientURLs[0])
+			cancel()
+			if err == nil && st.Leader != 0 {
+				for _, x := range ml.Members {
+					if x.ID == st.Leader {
+						leader = x.Name
+						return ""
 					}
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no leader within 30 s: %v", err)
-		}
-		time.Sleep(time.Second)
-	}
+		return "no member names a leader"
+	})
+	return leader
 }
 
 // waitHealthy waits until host's etcd answers a status request.
 func waitHealthy(t *testing.T, cli *clientv3.Client, host string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	harness.WaitFor(t, host+"'s etcd back", 60*time.Second, time.Second, func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := cli.Status(ctx, endpoint(host))
+		_, err := cli.Status(ctx, suite.Endpoint(t, host))
 		cancel()
-		if err == nil {
-			return
+		if err != nil {
+			return err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's etcd not back within 60 s: %v", host, err)
-		}
-		time.Sleep(time.Second)
-	}
-}
-
-// execOn runs a command on a lab host and fails the test if it fails.
-func execOn(t *testing.T, host string, args ...string) string {
-	t.Helper()
-	out, err := suite.Lab.Exec(context.Background(), host, args...)
-	if err != nil {
-		t.Fatalf("on %s: %v\n%s", host, err, out)
-	}
-	return out
+		return ""
+	})
 }
 
 // textfile reads a member's Prometheus textfile.
 func textfile(t *testing.T, host string) schedule.Metrics {
 	t.Helper()
-	m, err := schedule.Parse([]byte(execOn(t, host, "cat", schedule.TextfilePath(schedule.DefaultTextfileDir))))
+	m, err := schedule.Parse([]byte(suite.ExecOn(t, host, "cat", schedule.TextfilePath(schedule.DefaultTextfileDir))))
 	if err != nil {
 		t.Fatalf("%s's textfile: %v", host, err)
 	}

@@ -22,49 +22,11 @@ import (
 	"github.com/hactl/hactl/e2e/lab"
 )
 
-func hactl(t *testing.T, args ...string) harness.Result {
-	t.Helper()
-	return suite.Hactl(t, args...)
-}
-
-func mustHactl(t *testing.T, args ...string) harness.Result {
-	t.Helper()
-	return suite.MustHactl(t, args...)
-}
-
-func execOn(t *testing.T, host string, args ...string) string {
-	t.Helper()
-	return suite.ExecOn(t, host, args...)
-}
-
-// labSpec is a fresh copy of the lab's spec for members members (with the load balancer).
-func labSpec(t *testing.T, members int) *v1alpha1.Cluster {
-	t.Helper()
-	c, err := lab.BuildSpec(members, suite.Lab.Dir(), filepath.Join(suite.RepoRoot, "bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func writeSpec(t *testing.T, c *v1alpha1.Cluster) string {
-	t.Helper()
-	raw, err := lab.MarshalSpec(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "cluster.yaml")
-	if err := os.WriteFile(p, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // etcdHealthy reports why the etcd part of `hactl status` is not healthy ("" when it is). The lab
 // has no kube-apiservers here, so HAProxy's backends are DOWN and status exits 3 for that alone.
 func etcdHealthy(t *testing.T, spec string) string {
 	t.Helper()
-	r := harness.RunQuiet(t, suite.Bin, nil, "status", "-f", spec, "-o", "json")
+	r := suite.HactlQuiet(t, "status", "-f", spec, "-o", "json")
 	var rep struct {
 		Problems []string `json:"problems"`
 	}
@@ -82,24 +44,14 @@ func etcdHealthy(t *testing.T, spec string) string {
 
 func waitEtcdHealthy(t *testing.T, spec string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		why := etcdHealthy(t, spec)
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster not healthy within %s: %s", within, why)
-		}
-		time.Sleep(2 * time.Second)
-	}
+	harness.WaitFor(t, "cluster healthy", within, 2*time.Second, func() string { return etcdHealthy(t, spec) })
 }
 
 // runDrill runs a drill with --yes and --report and returns the report and the result.
 func runDrill(t *testing.T, spec string, args ...string) (*drill.Report, harness.Result) {
 	t.Helper()
 	rp := filepath.Join(t.TempDir(), "drill.json")
-	r := hactl(t, append(append([]string{"drill"}, args...), "-f", spec, "--yes", "--report", rp)...)
+	r := suite.Hactl(t, append(append([]string{"drill"}, args...), "-f", spec, "--yes", "--report", rp)...)
 	raw, err := os.ReadFile(rp)
 	if err != nil {
 		return nil, r
@@ -213,7 +165,7 @@ func (d *bgDrill) wait(t *testing.T, within time.Duration) error {
 func startUntilHold(t *testing.T, spec string, args ...string) *bgDrill {
 	t.Helper()
 	d := &bgDrill{held: make(chan struct{}), done: make(chan struct{})}
-	d.cmd = exec.Command(suite.Bin, append(append([]string{"drill"}, args...), "-f", spec, "--yes", "--log-file", "")...)
+	d.cmd = suite.Command(t, append(append([]string{"drill"}, args...), "-f", spec, "--yes", "--log-file", "")...)
 	stderr, err := d.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -254,8 +206,8 @@ func startUntilHold(t *testing.T, spec string, args ...string) *bgDrill {
 }
 
 func TestDrills(t *testing.T) {
-	c3 := labSpec(t, 3)
-	spec := writeSpec(t, c3)
+	c3 := suite.Spec(t, 3)
+	spec := harness.WriteSpec(t, c3, "cluster.yaml")
 	step := func(name string, fn func(t *testing.T)) {
 		if !t.Run(name, fn) {
 			t.FailNow()
@@ -264,10 +216,10 @@ func TestDrills(t *testing.T) {
 
 	step("bad input exits 2 before any host is contacted", func(t *testing.T) {
 		// Every host's SSH port is closed (1): contacting any would fail with exit 1.
-		c := labSpec(t, 3)
+		c := suite.Spec(t, 3)
 		c.Spec.SSH.Port = 1
-		closed := writeSpec(t, c)
-		odd := labSpec(t, 3) // lb-b alone in az-d; cp-a and cp-b both in az-a (accepted by the spec)
+		closed := harness.WriteSpec(t, c, "cluster.yaml")
+		odd := suite.Spec(t, 3) // lb-b alone in az-d; cp-a and cp-b both in az-a (accepted by the spec)
 		odd.Spec.SSH.Port = 1
 		odd.Spec.Etcd.AcceptZoneQuorumLoss = true
 		for i := range odd.Spec.Hosts {
@@ -278,7 +230,7 @@ func TestDrills(t *testing.T) {
 				odd.Spec.Hosts[i].Zone = "az-a"
 			}
 		}
-		oddSpec := writeSpec(t, odd)
+		oddSpec := harness.WriteSpec(t, odd, "cluster.yaml")
 		cases := []struct {
 			spec string
 			args []string
@@ -301,38 +253,38 @@ func TestDrills(t *testing.T) {
 			{closed, []string{"kill-leader", "--report", "/nonexistent/dir/r.json"}, "its directory does not exist"},
 		}
 		for _, tc := range cases {
-			r := hactl(t, append(append([]string{"drill"}, tc.args...), "-f", tc.spec, "--yes")...)
+			r := suite.Hactl(t, append(append([]string{"drill"}, tc.args...), "-f", tc.spec, "--yes")...)
 			if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
 				t.Errorf("drill %v: exit %d, want 2 with %q in:\n%s", tc.args, r.Code, tc.want, r.Stderr)
 			}
 		}
 		// Without --yes and without a terminal: exit 2, nothing done.
-		if r := hactl(t, "drill", "kill-leader", "-f", closed); r.Code != 2 || !strings.Contains(r.Stderr, "--yes") {
+		if r := suite.Hactl(t, "drill", "kill-leader", "-f", closed); r.Code != 2 || !strings.Contains(r.Stderr, "--yes") {
 			t.Errorf("drill without --yes: exit %d, want 2 asking for --yes", r.Code)
 		}
 	})
 
 	step("bootstrap the 3-member cluster with its load balancer", func(t *testing.T) {
-		mustHactl(t, "bootstrap", "-f", spec)
+		suite.MustHactl(t, "bootstrap", "-f", spec)
 		waitEtcdHealthy(t, spec, time.Minute)
 	})
 
 	step("a drill on an unhealthy cluster is refused", func(t *testing.T) {
-		execOn(t, "cp-c", "systemctl", "stop", "etcd")
-		defer execOn(t, "cp-c", "systemctl", "start", "etcd")
-		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes")
+		suite.ExecOn(t, "cp-c", "systemctl", "stop", "etcd")
+		defer suite.ExecOn(t, "cp-c", "systemctl", "start", "etcd")
+		r := suite.Hactl(t, "drill", "kill-leader", "-f", spec, "--yes")
 		if r.Code != 3 || !strings.Contains(r.Stderr, "refused") || !strings.Contains(r.Stderr, "cp-c") {
 			t.Errorf("drill with cp-c stopped: exit %d, want 3 refusing and naming cp-c", r.Code)
 		}
-		if out := execOn(t, "cp-a", "systemctl", "is-active", "etcd"); strings.TrimSpace(out) != "active" {
+		if out := suite.ExecOn(t, "cp-a", "systemctl", "is-active", "etcd"); strings.TrimSpace(out) != "active" {
 			t.Errorf("a refused drill touched cp-a: etcd %s", out)
 		}
-		execOn(t, "cp-c", "systemctl", "start", "etcd")
+		suite.ExecOn(t, "cp-c", "systemctl", "start", "etcd")
 		waitEtcdHealthy(t, spec, time.Minute)
 	})
 
 	step("dry run prints the plan and touches nothing", func(t *testing.T) {
-		r := mustHactl(t, "drill", "kill-leader", "-f", spec, "--dry-run")
+		r := suite.MustHactl(t, "drill", "kill-leader", "-f", spec, "--dry-run")
 		if !strings.Contains(r.Stderr, "SIGKILL of etcd.service") || !strings.Contains(r.Stdout, "dry run") {
 			t.Errorf("dry run does not show the plan")
 		}
@@ -410,14 +362,14 @@ func TestDrills(t *testing.T) {
 
 	step("az-outage of a zone holding 2 of 3 members with --expect-outage: nothing acknowledged while it is down, recovery from its return", func(t *testing.T) {
 		// The same cluster described with cp-b in az-a: losing az-a (cp-a, cp-b, lb-a) loses quorum.
-		odd := labSpec(t, 3)
+		odd := suite.Spec(t, 3)
 		odd.Spec.Etcd.AcceptZoneQuorumLoss = true
 		for i := range odd.Spec.Hosts {
 			if odd.Spec.Hosts[i].Name == "cp-b" {
 				odd.Spec.Hosts[i].Zone = "az-a"
 			}
 		}
-		oddSpec := writeSpec(t, odd)
+		oddSpec := harness.WriteSpec(t, odd, "cluster.yaml")
 		rep, r := runDrill(t, oddSpec, "az-outage", "--zone", "az-a", "--expect-outage", "--hold", "5s")
 		checkEtcdDrill(t, rep, r, 1)
 		if p := rep.Prediction; p == nil || p.QuorumHolds || p.Survivors != 1 || p.Total != 3 {
@@ -445,14 +397,14 @@ func TestDrills(t *testing.T) {
 		if _, err := os.Stat(journal); err != nil {
 			t.Fatalf("no journal after SIGKILL: %v", err)
 		}
-		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes")
+		r := suite.Hactl(t, "drill", "kill-leader", "-f", spec, "--yes")
 		if r.Code != 3 || !strings.Contains(r.Stderr, "hactl drill cleanup") || !strings.Contains(r.Stderr, "HACTL-DRILL") {
 			t.Errorf("drill over leftovers: exit %d, want 3 naming the iptables chain and `hactl drill cleanup`", r.Code)
 		}
-		mustHactl(t, "drill", "cleanup", "-f", spec, "--yes")
+		suite.MustHactl(t, "drill", "cleanup", "-f", spec, "--yes")
 		noLeftovers(t, c3)
 		waitEtcdHealthy(t, spec, time.Minute)
-		if r := mustHactl(t, "drill", "cleanup", "-f", spec, "--yes"); !strings.Contains(r.Stdout, "nothing to clean up") {
+		if r := suite.MustHactl(t, "drill", "cleanup", "-f", spec, "--yes"); !strings.Contains(r.Stdout, "nothing to clean up") {
 			t.Errorf("a second cleanup found something")
 		}
 	})
@@ -475,11 +427,8 @@ func TestDrills(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(d.stderr(), "everything was put back") {
 			t.Errorf("exit %v, want 1 saying everything was put back", err)
 		}
-		raw, err := os.ReadFile(rp)
 		var rep drill.Report
-		if err == nil {
-			err = json.Unmarshal(raw, &rep)
-		}
+		err = harness.ReadJSON(rp, &rep)
 		if err != nil || rep.Verdict != "error" || len(rep.Iterations) != 1 || rep.LostWrites != 0 {
 			t.Errorf("report after Ctrl-C (%v): verdict %q, %d iterations, %d lost; want error, 1, 0", err, rep.Verdict, len(rep.Iterations), rep.LostWrites)
 		}
@@ -495,7 +444,7 @@ func TestDrills(t *testing.T) {
 
 	step("two drills at once: the second is refused and touches nothing", func(t *testing.T) {
 		d := startUntilHold(t, spec, "kill-leader", "--hold", "8s")
-		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes", "--method", "network")
+		r := suite.Hactl(t, "drill", "kill-leader", "-f", spec, "--yes", "--method", "network")
 		if r.Code != 3 || !strings.Contains(r.Stderr, "another drill") {
 			t.Errorf("second drill: exit %d, want 3 refusing because another drill runs", r.Code)
 		}
@@ -507,7 +456,7 @@ func TestDrills(t *testing.T) {
 	})
 
 	step("an --up-command that fails: what is left broken is named; after a manual start cleanup finishes", func(t *testing.T) {
-		r := hactl(t, "drill", "kill-leader", "-f", spec, "--yes", "--method", "host", "--hold", "3s",
+		r := suite.Hactl(t, "drill", "kill-leader", "-f", spec, "--yes", "--method", "host", "--hold", "3s",
 			"--down-command", "docker kill "+lab.Prefix+"-{{.Host}}", "--up-command", "false {{.Host}}")
 		if r.Code != 1 || !strings.Contains(r.Stderr, "NOT PUT BACK") || !strings.Contains(r.Stderr, "may still be down") {
 			t.Fatalf("exit %d, want 1 naming the host left down", r.Code)
@@ -527,7 +476,7 @@ func TestDrills(t *testing.T) {
 		if err := suite.Lab.Start(context.Background(), down); err != nil {
 			t.Fatal(err)
 		}
-		r = mustHactl(t, "drill", "cleanup", "-f", spec, "--yes")
+		r = suite.MustHactl(t, "drill", "cleanup", "-f", spec, "--yes")
 		if strings.Contains(r.Stderr, "false "+down) && strings.Contains(r.Stderr, "running here") {
 			t.Errorf("cleanup ran the failing --up-command although %s is back", down)
 		}
@@ -540,9 +489,9 @@ func TestDrills(t *testing.T) {
 		if err := suite.Lab.Recreate(ctx, "cp-a", "cp-b", "cp-c", "etcd-d", "etcd-e", "lb-a", "lb-b"); err != nil {
 			t.Fatal(err)
 		}
-		c5 := labSpec(t, 5)
-		spec5 := writeSpec(t, c5)
-		mustHactl(t, "bootstrap", "-f", spec5)
+		c5 := suite.Spec(t, 5)
+		spec5 := harness.WriteSpec(t, c5, "cluster.yaml")
+		suite.MustHactl(t, "bootstrap", "-f", spec5)
 		waitEtcdHealthy(t, spec5, time.Minute)
 		rep, r := runDrill(t, spec5, "kill-leader", "--hold", "4s")
 		checkKillLeader(t, rep, r, 1)

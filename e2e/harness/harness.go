@@ -1,27 +1,28 @@
 // Package harness is what every e2e suite shares: TestMain's lab lifecycle (one lab per package,
-// always torn down, also on SIGINT/SIGTERM; a machine that cannot run the lab fails the suite loudly)
-// and running the real hactl binary with its command line and output logged so a failure can be
-// replayed by hand.
+// always torn down, also on SIGINT/SIGTERM; a machine that cannot run the lab fails the suite loudly),
+// running the real hactl binary with its command line and output logged so a failure can be
+// replayed by hand, and the assertions' helpers every suite needs (commands on lab hosts, specs,
+// -o json reports, etcd clients, polling).
+//
+// Helpers that take a *testing.T report failures with t.Fatalf (the test stops); none of them
+// skips.
 package harness
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hactl/hactl/e2e/lab"
 )
 
-// Suite is one e2e package's shared state, set by Main before any test runs.
+// Suite is one e2e package's shared state, set by Main before any test runs. Tests run hactl
+// through its methods.
 type Suite struct {
 	// Lab is the package's lab.
 	Lab *lab.Lab
@@ -29,12 +30,22 @@ type Suite struct {
 	Bin string
 	// RepoRoot is the repository root.
 	RepoRoot string
+
+	env []envVar // added to hactl's environment (WithEnv, WithSecretEnv)
 }
 
-// Main brings up the lab described by opts (RepoRoot and Logf are filled in; a relative opts.Dir is
-// taken from the repository root), stores the suite in
-// *s, runs the tests and tears the lab down. It returns the exit code for os.Exit. name prefixes
-// its own messages (e.g. "e2e/access").
+// envVar is one NAME=value entry for hactl's environment; a secret one is logged as NAME=***.
+type envVar struct {
+	kv     string
+	secret bool
+}
+
+// Main is a package's TestMain: it brings up the lab described by opts (RepoRoot and Logf are
+// filled in; a relative opts.Dir is taken from the repository root), stores the suite in *s, runs
+// the tests and tears the lab down — also when a test fails and on SIGINT/SIGTERM. It returns the
+// exit code for os.Exit: 1 with the reason on stderr when the repository, the hactl build or the lab
+// fails (a machine that cannot run the lab fails the suite, it never skips), else m.Run's code (1 if
+// the teardown fails). name prefixes its own messages (e.g. "e2e/access").
 func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
 	ctx := context.Background()
 	root, err := lab.FindRepoRoot(".")
@@ -90,86 +101,24 @@ func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
 	return code
 }
 
-// Hactl runs the suite's hactl binary with args (see Run).
-func (s *Suite) Hactl(t *testing.T, args ...string) Result {
-	t.Helper()
-	return Run(t, s.Bin, nil, args...)
+// WithEnv returns a copy of s whose hactl runs (Hactl, MustHactl, HactlQuiet, BootstrapJSON,
+// Command) add env ("NAME=value"; "NAME=" clears a variable) to this process's environment. The
+// entries are logged with the command line: pass secrets with WithSecretEnv.
+func (s *Suite) WithEnv(env ...string) *Suite {
+	return s.withEnv(env, false)
 }
 
-// MustHactl is Hactl failing the test unless hactl exits 0.
-func (s *Suite) MustHactl(t *testing.T, args ...string) Result {
-	t.Helper()
-	r := Run(t, s.Bin, nil, args...)
-	if r.Code != 0 {
-		t.Fatalf("hactl %s: exit %d, want 0", strings.Join(args, " "), r.Code)
+// WithSecretEnv is WithEnv for values that must stay out of the test log: they are logged as
+// NAME=***.
+func (s *Suite) WithSecretEnv(env ...string) *Suite {
+	return s.withEnv(env, true)
+}
+
+func (s *Suite) withEnv(env []string, secret bool) *Suite {
+	c := *s
+	c.env = append([]envVar(nil), s.env...)
+	for _, kv := range env {
+		c.env = append(c.env, envVar{kv: kv, secret: secret})
 	}
-	return r
-}
-
-// ExecOn runs args inside the lab host (docker exec, for assertions) and fails the test when it
-// fails.
-func (s *Suite) ExecOn(t *testing.T, host string, args ...string) string {
-	t.Helper()
-	out, err := s.Lab.Exec(context.Background(), host, args...)
-	if err != nil {
-		t.Fatalf("on %s: %v\n%s", host, err, out)
-	}
-	return out
-}
-
-// Result is one hactl invocation.
-type Result struct {
-	Stdout, Stderr string
-	Code           int
-}
-
-func (r Result) String() string {
-	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.Code, r.Stdout, r.Stderr)
-}
-
-// Run runs bin with args and extra environment variables (env values are logged: never pass a
-// secret you don't want in the test log; pass "NAME=" to unset a variable), bounded by 5 minutes,
-// with its debug log in a temp dir. It logs the command line and the output.
-func Run(t *testing.T, bin string, env []string, args ...string) Result {
-	t.Helper()
-	r := run(t, bin, env, args...)
-	t.Logf("%s", r)
-	return r
-}
-
-// RunQuiet is Run for polling loops: it logs the command line and the exit code only (the caller
-// logs the output when it is what fails the test).
-func RunQuiet(t *testing.T, bin string, env []string, args ...string) Result {
-	t.Helper()
-	r := run(t, bin, env, args...)
-	t.Logf("exit %d", r.Code)
-	return r
-}
-
-func run(t *testing.T, bin string, env []string, args ...string) Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	t.Logf("$ %s%s %s", envPrefix(env), bin, strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, bin, append(args, "--log-file", filepath.Join(t.TempDir(), "hactl.log"))...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := Result{Stdout: out.String(), Stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.Code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("running hactl: %v", err)
-	}
-	return r
-}
-
-func envPrefix(env []string) string {
-	if len(env) == 0 {
-		return ""
-	}
-	return strings.Join(env, " ") + " "
+	return &c
 }

@@ -209,8 +209,9 @@ func WithoutLoadBalancer(c *v1alpha1.Cluster) {
 	c.Spec.Hosts = slices.DeleteFunc(c.Spec.Hosts, func(h v1alpha1.Host) bool { return h.HasRole(v1alpha1.RoleLB) })
 }
 
-// writeSpec marshals c to dir/name atomically and returns the path.
-func writeSpec(c *v1alpha1.Cluster, dir, name string) (string, error) {
+// WriteSpec marshals c (see MarshalSpec) to dir/name, replacing any file there atomically, and
+// returns the path.
+func WriteSpec(c *v1alpha1.Cluster, dir, name string) (string, error) {
 	b, err := MarshalSpec(c)
 	if err != nil {
 		return "", err
@@ -249,7 +250,7 @@ func writeVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDown
 	if backup {
 		WithBackup(c)
 	}
-	return writeSpec(c, dir, variantFileName(v))
+	return WriteSpec(c, dir, variantFileName(v))
 }
 
 // writeSpecs writes cluster-3.yaml, cluster-5.yaml and the given variants (not VariantDownload),
@@ -264,7 +265,7 @@ func writeSpecs(dir, binDir string, backup bool, variants ...Variant) ([]string,
 		if backup {
 			WithBackup(c)
 		}
-		p, err := writeSpec(c, dir, specFileName(n))
+		p, err := WriteSpec(c, dir, specFileName(n))
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,6 @@ package lbe2e
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,7 +19,6 @@ import (
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
-	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/pki/check"
 	"github.com/hactl/hactl/report"
@@ -30,61 +28,18 @@ import (
 // system:public-info-viewer).
 var readyzURL = "https://" + lab.VIP + ":6443/readyz"
 
-func hactl(t *testing.T, args ...string) harness.Result {
-	t.Helper()
-	return harness.Run(t, suite.Bin, nil, args...)
-}
-
-func mustHactl(t *testing.T, args ...string) harness.Result {
-	t.Helper()
-	r := hactl(t, args...)
-	if r.Code != 0 {
-		t.Fatalf("hactl %s: exit %d, want 0", strings.Join(args, " "), r.Code)
-	}
-	return r
-}
-
-func bootstrapJSON(t *testing.T, spec string) report.Cluster {
-	t.Helper()
-	r := mustHactl(t, "bootstrap", "-f", spec, "-o", "json")
-	var res report.Cluster
-	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
-		t.Fatalf("bootstrap -o json is not JSON: %v", err)
-	}
-	return res
-}
-
 // lbStatus runs `hactl status -o json` and returns its load balancer section and exit code.
 func lbStatus(t *testing.T, spec string) (*lb.Status, int) {
 	t.Helper()
-	r := harness.RunQuiet(t, suite.Bin, nil, "status", "-f", spec, "-o", "json")
+	r := suite.HactlQuiet(t, "status", "-f", spec, "-o", "json")
 	var rep struct {
 		LoadBalancer *lb.Status `json:"loadBalancer"`
 	}
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		t.Fatalf("status -o json is not JSON: %v\n%s", err, r)
-	}
+	harness.DecodeJSON(t, r, &rep)
 	if rep.LoadBalancer == nil {
 		t.Fatalf("status -o json has no loadBalancer section")
 	}
 	return rep.LoadBalancer, r.Code
-}
-
-// waitFor polls cond every second until it returns "" or the deadline passes (then the last
-// reason fails the test). Deadlines are generous: the timings belong to `make bench`.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s: %s", what, timeout, why)
-		}
-		time.Sleep(time.Second)
-	}
 }
 
 // backendState returns each LB host's view of backend ("lb-a=UP lb-b=DOWN").
@@ -103,7 +58,7 @@ func backendState(st *lb.Status, backend string) map[string]string {
 // waitBackend waits until every LB host sees backend in state want (UP or DOWN).
 func waitBackend(t *testing.T, spec, backend, want string) {
 	t.Helper()
-	waitFor(t, "backend "+backend+" "+want+" on every LB host", 90*time.Second, func() string {
+	harness.WaitFor(t, "backend "+backend+" "+want+" on every LB host", 90*time.Second, time.Second, func() string {
 		st, _ := lbStatus(t, spec)
 		states := backendState(st, backend)
 		if len(states) != len(lab.LBHosts) {
@@ -120,7 +75,7 @@ func waitBackend(t *testing.T, spec, backend, want string) {
 
 func waitHolder(t *testing.T, spec, want string) {
 	t.Helper()
-	waitFor(t, "VIP on "+want, 60*time.Second, func() string {
+	harness.WaitFor(t, "VIP on "+want, 60*time.Second, time.Second, func() string {
 		st, _ := lbStatus(t, spec)
 		if !slices.Equal(st.Holders, []string{want}) {
 			return fmt.Sprintf("holders %v", st.Holders)
@@ -159,7 +114,7 @@ func readyzBurst(n int) []string {
 // waitReadyzOK waits until 20 consecutive requests through the VIP succeed.
 func waitReadyzOK(t *testing.T, what string) {
 	t.Helper()
-	waitFor(t, what, 90*time.Second, func() string {
+	harness.WaitFor(t, what, 90*time.Second, time.Second, func() string {
 		if f := readyzBurst(20); len(f) > 0 {
 			return fmt.Sprintf("%d of 20 requests failed, e.g. %s", len(f), f[0])
 		}
@@ -167,46 +122,10 @@ func waitReadyzOK(t *testing.T, what string) {
 	})
 }
 
-func execOn(t *testing.T, host string, args ...string) string {
-	t.Helper()
-	out, err := suite.Lab.Exec(context.Background(), host, args...)
-	if err != nil {
-		t.Fatalf("on %s: %v\n%s", host, err, out)
-	}
-	return out
-}
-
 // mainPID returns a unit's MainPID on host.
 func mainPID(t *testing.T, host, unit string) string {
 	t.Helper()
-	return strings.TrimSpace(execOn(t, host, "systemctl", "show", "-p", "MainPID", "--value", unit))
-}
-
-func labSpec(t *testing.T) *v1alpha1.Cluster {
-	t.Helper()
-	c, err := lab.BuildSpec(3, labDir, filepath.Join(suite.RepoRoot, "bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func writeSpec(t *testing.T, c *v1alpha1.Cluster, name string) string {
-	t.Helper()
-	return writeSpecIn(t, t.TempDir(), c, name)
-}
-
-func writeSpecIn(t *testing.T, dir string, c *v1alpha1.Cluster, name string) string {
-	t.Helper()
-	raw, err := lab.MarshalSpec(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return strings.TrimSpace(suite.ExecOn(t, host, "systemctl", "show", "-p", "MainPID", "--value", unit))
 }
 
 // TestLoadBalancerAndKubeadm is one story, in order (each step needs the previous one): hactl
@@ -230,21 +149,21 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				{func(l *v1alpha1.LoadBalancer) { l.VirtualRouterID = 256 }, "spec.loadBalancer.virtualRouterID"},
 				{func(l *v1alpha1.LoadBalancer) { l.Auth = &v1alpha1.VRRPAuth{Env: "HACTL_E2E_UNSET_SECRET"} }, "spec.loadBalancer.auth"},
 			} {
-				c := labSpec(t)
+				c := suite.Spec(t, 3)
 				tc.edit(c.Spec.LoadBalancer)
-				p := writeSpec(t, c, "bad.yaml")
-				before := execOn(t, "lb-a", "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat")
-				r := hactl(t, "bootstrap", "-f", p)
+				p := harness.WriteSpec(t, c, "bad.yaml")
+				before := suite.ExecOn(t, "lb-a", "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat")
+				r := suite.Hactl(t, "bootstrap", "-f", p)
 				if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
 					t.Errorf("exit %d; want 2 naming %s:\n%s", r.Code, tc.want, r.Stderr)
 				}
-				if after := execOn(t, "lb-a", "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat"); after != before {
+				if after := suite.ExecOn(t, "lb-a", "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat"); after != before {
 					t.Errorf("lb-a's sshd saw a connection for an invalid spec:\n%s", strings.TrimPrefix(after, before))
 				}
 			}
 		}},
 		{"bootstrap installs etcd, the load balancer and kube-apiserver's etcd credentials", func(t *testing.T) {
-			res := bootstrapJSON(t, spec)
+			res := suite.BootstrapJSON(t, spec)
 			if res.VIP != lab.VIP || res.VIPHolder != "lb-a" {
 				t.Errorf("VIP %s on %q; want %s on lb-a (highest priority)", res.VIP, res.VIPHolder, lab.VIP)
 			}
@@ -254,16 +173,14 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				}
 			}
 			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
-				out := execOn(t, h, "stat", "-c", "%n %a", "/etc/kubernetes/pki/etcd/ca.crt", "/etc/kubernetes/pki/apiserver-etcd-client.crt", "/etc/kubernetes/pki/apiserver-etcd-client.key")
+				out := suite.ExecOn(t, h, "stat", "-c", "%n %a", "/etc/kubernetes/pki/etcd/ca.crt", "/etc/kubernetes/pki/apiserver-etcd-client.crt", "/etc/kubernetes/pki/apiserver-etcd-client.key")
 				if !strings.Contains(out, "apiserver-etcd-client.key 600") || !strings.Contains(out, "etcd/ca.crt 644") {
 					t.Errorf("%s: credentials %s", h, out)
 				}
 			}
 			// pki check reads them on every control-plane host; a missing one is a problem (exit 3).
 			var rep check.Report
-			if err := json.Unmarshal([]byte(mustHactl(t, "pki", "check", "-f", spec, "-o", "json").Stdout), &rep); err != nil {
-				t.Fatalf("pki check -o json: %v", err)
-			}
+			harness.DecodeJSON(t, suite.MustHactl(t, "pki", "check", "-f", spec, "-o", "json"), &rep)
 			for _, hc := range rep.Hosts {
 				var kube []string
 				for _, cc := range hc.Certificates {
@@ -275,15 +192,15 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 					t.Errorf("pki check of %s: kube-apiserver's etcd certificates signed by the CA: %v, want the CA and the client certificate", hc.Host, kube)
 				}
 			}
-			execOn(t, "cp-c", "mv", "/etc/kubernetes/pki/apiserver-etcd-client.crt", "/root/moved.crt")
-			r := hactl(t, "pki", "check", "-f", spec)
-			execOn(t, "cp-c", "mv", "/root/moved.crt", "/etc/kubernetes/pki/apiserver-etcd-client.crt")
+			suite.ExecOn(t, "cp-c", "mv", "/etc/kubernetes/pki/apiserver-etcd-client.crt", "/root/moved.crt")
+			r := suite.Hactl(t, "pki", "check", "-f", spec)
+			suite.ExecOn(t, "cp-c", "mv", "/root/moved.crt", "/etc/kubernetes/pki/apiserver-etcd-client.crt")
 			if r.Code != 3 || !strings.Contains(r.Stdout, "cp-c:/etc/kubernetes/pki/apiserver-etcd-client.crt: missing") {
 				t.Errorf("pki check without cp-c's client certificate: exit %d, want 3 naming it", r.Code)
 			}
 			for _, h := range lab.LBHosts {
 				for _, u := range []string{"haproxy", "keepalived"} {
-					if s := strings.TrimSpace(execOn(t, h, "systemctl", "is-enabled", u)); s != "enabled" {
+					if s := strings.TrimSpace(suite.ExecOn(t, h, "systemctl", "is-enabled", u)); s != "enabled" {
 						t.Errorf("%s: %s is %s, want enabled", h, u, s)
 					}
 				}
@@ -292,16 +209,16 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 		{"re-run changes nothing and reloads nothing", func(t *testing.T) {
 			before := map[string]string{}
 			for _, h := range lab.LBHosts {
-				before[h] = mainPID(t, h, "haproxy") + "/" + mainPID(t, h, "keepalived") + "/" + execOn(t, h, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath)
+				before[h] = mainPID(t, h, "haproxy") + "/" + mainPID(t, h, "keepalived") + "/" + suite.ExecOn(t, h, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath)
 			}
-			res := bootstrapJSON(t, spec)
+			res := suite.BootstrapJSON(t, spec)
 			for _, h := range res.Hosts {
 				if h.Action != "unchanged" {
 					t.Errorf("%s: %s %v on a re-run", h.Name, h.Action, h.Changes)
 				}
 			}
 			for _, h := range lab.LBHosts {
-				if now := mainPID(t, h, "haproxy") + "/" + mainPID(t, h, "keepalived") + "/" + execOn(t, h, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath); now != before[h] {
+				if now := mainPID(t, h, "haproxy") + "/" + mainPID(t, h, "keepalived") + "/" + suite.ExecOn(t, h, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath); now != before[h] {
 					t.Errorf("%s: PIDs/mtimes %q became %q on a no-op re-run", h, before[h], now)
 				}
 			}
@@ -321,7 +238,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				}
 			}
 			// kube-apiserver's etcd is hactl's: the apiservers wrote Kubernetes objects into it.
-			keys := execOn(t, "cp-a", "sh", "-c", "ETCDCTL_API=3 /usr/local/bin/etcdctl --endpoints https://172.28.0.11:2379 "+
+			keys := suite.ExecOn(t, "cp-a", "sh", "-c", "ETCDCTL_API=3 /usr/local/bin/etcdctl --endpoints https://172.28.0.11:2379 "+
 				"--cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/apiserver-etcd-client.crt "+
 				"--key /etc/kubernetes/pki/apiserver-etcd-client.key get /registry/minions --prefix --keys-only")
 			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
@@ -342,11 +259,11 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 		}},
 		{"HAProxy verifies the apiservers with kubeadm's CA", func(t *testing.T) {
 			// In the lab dir, not t.TempDir(): the later steps keep using the spec and the CA file.
-			kubeCA := filepath.Join(labDir, "kubernetes-ca.crt")
-			if err := os.WriteFile(kubeCA, []byte(execOn(t, "cp-a", "cat", "/etc/kubernetes/pki/ca.crt")), 0o644); err != nil {
+			kubeCA := filepath.Join(suite.Lab.Dir(), "kubernetes-ca.crt")
+			if err := os.WriteFile(kubeCA, []byte(suite.ExecOn(t, "cp-a", "cat", "/etc/kubernetes/pki/ca.crt")), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			wrongCA := filepath.Join(labDir, "state-3", "pki", "ca.crt") // hactl's etcd CA: signed nothing the apiservers serve
+			wrongCA := filepath.Join(suite.Lab.Dir(), "state-3", "pki", "ca.crt") // hactl's etcd CA: signed nothing the apiservers serve
 			pids := map[string]string{}
 			for _, h := range lab.LBHosts {
 				pids[h] = mainPID(t, h, "haproxy")
@@ -354,10 +271,10 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			for _, tc := range []struct {
 				ca, want string
 			}{{wrongCA, "DOWN"}, {kubeCA, "UP"}} {
-				c := labSpec(t)
+				c := suite.Spec(t, 3)
 				c.Spec.LoadBalancer.HealthCheck.CAFile = tc.ca
-				caSpec := writeSpecIn(t, labDir, c, "cluster-ca.yaml")
-				res := bootstrapJSON(t, caSpec)
+				caSpec := harness.WriteSpecIn(t, suite.Lab.Dir(), c, "cluster-ca.yaml")
+				res := suite.BootstrapJSON(t, caSpec)
 				for _, h := range res.Hosts {
 					if slices.Contains(h.Roles, "lb") && !slices.Contains(h.Changes, "reload haproxy") {
 						t.Errorf("%s: changes %v; want a reload of haproxy", h.Name, h.Changes)
@@ -370,16 +287,16 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				if now := mainPID(t, h, "haproxy"); now != pids[h] {
 					t.Errorf("%s: haproxy MainPID %s became %s: restarted, not reloaded", h, pids[h], now)
 				}
-				if !strings.Contains(execOn(t, h, "cat", lb.HAProxyConfigPath), "verify required ca-file "+lb.RemoteCAFile) {
+				if !strings.Contains(suite.ExecOn(t, h, "cat", lb.HAProxyConfigPath), "verify required ca-file "+lb.RemoteCAFile) {
 					t.Errorf("%s: haproxy.cfg does not verify with %s", h, lb.RemoteCAFile)
 				}
 			}
 			waitReadyzOK(t, "readyz through the VIP with verified backends")
 		}},
 		{"an apiserver whose static pod is gone is marked DOWN; the VIP keeps serving", func(t *testing.T) {
-			execOn(t, "cp-b", "mv", "/etc/kubernetes/manifests/kube-apiserver.yaml", "/root/kube-apiserver.yaml")
+			suite.ExecOn(t, "cp-b", "mv", "/etc/kubernetes/manifests/kube-apiserver.yaml", "/root/kube-apiserver.yaml")
 			defer func() {
-				execOn(t, "cp-b", "mv", "/root/kube-apiserver.yaml", "/etc/kubernetes/manifests/kube-apiserver.yaml")
+				suite.ExecOn(t, "cp-b", "mv", "/root/kube-apiserver.yaml", "/etc/kubernetes/manifests/kube-apiserver.yaml")
 				waitBackend(t, spec, "cp-b", "UP")
 			}()
 			waitBackend(t, spec, "cp-b", "DOWN")
@@ -388,9 +305,9 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			}
 		}},
 		{"a hung apiserver (SIGSTOP) is marked DOWN; the VIP keeps serving", func(t *testing.T) {
-			execOn(t, "cp-c", "pkill", "-STOP", "-x", "kube-apiserver")
+			suite.ExecOn(t, "cp-c", "pkill", "-STOP", "-x", "kube-apiserver")
 			defer func() {
-				execOn(t, "cp-c", "pkill", "-CONT", "-x", "kube-apiserver")
+				suite.ExecOn(t, "cp-c", "pkill", "-CONT", "-x", "kube-apiserver")
 				waitBackend(t, spec, "cp-c", "UP")
 			}()
 			waitBackend(t, spec, "cp-c", "DOWN")
@@ -400,27 +317,24 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 		}},
 		{"HAProxy stopped on the VIP holder: the VIP moves and requests succeed", func(t *testing.T) {
 			waitHolder(t, spec, "lb-a")
-			execOn(t, "lb-a", "systemctl", "stop", "haproxy")
+			suite.ExecOn(t, "lb-a", "systemctl", "stop", "haproxy")
 			waitHolder(t, spec, "lb-b")
 			waitReadyzOK(t, "readyz through the VIP on lb-b")
 			st, code := lbStatus(t, spec)
 			if code != 3 || !strings.Contains(strings.Join(st.Problems, "\n"), "lb-a") {
 				t.Errorf("status exit %d problems %v; want 3 naming lb-a's stopped HAProxy", code, st.Problems)
 			}
-			execOn(t, "lb-a", "systemctl", "start", "haproxy")
+			suite.ExecOn(t, "lb-a", "systemctl", "start", "haproxy")
 			waitHolder(t, spec, "lb-a") // preemption: the higher priority takes it back
 			waitReadyzOK(t, "readyz through the VIP back on lb-a")
 		}},
 		{"drill lb-failover: HAProxy, then Keepalived, stopped on the VIP holder; measured and put back", func(t *testing.T) {
-			kubeCA := filepath.Join(labDir, "kubernetes-ca.crt") // written by the CA step
+			kubeCA := filepath.Join(suite.Lab.Dir(), "kubernetes-ca.crt") // written by the CA step
 			for _, component := range []string{"haproxy", "keepalived"} {
 				rp := filepath.Join(t.TempDir(), "drill.json")
-				r := hactl(t, "drill", "lb-failover", "-f", spec, "--component", component, "--ca-file", kubeCA, "--hold", "8s", "--yes", "--report", rp)
+				r := suite.Hactl(t, "drill", "lb-failover", "-f", spec, "--component", component, "--ca-file", kubeCA, "--hold", "8s", "--yes", "--report", rp)
 				var rep drill.Report
-				raw, err := os.ReadFile(rp)
-				if err == nil {
-					err = json.Unmarshal(raw, &rep)
-				}
+				err := harness.ReadJSON(rp, &rep)
 				if r.Code != 0 || err != nil || len(rep.Iterations) != 1 {
 					t.Fatalf("%s: exit %d, report %v: want 0 and one iteration", component, r.Code, err)
 				}
@@ -439,7 +353,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 					t.Errorf("settings %+v: want the advert and check intervals", rep.Settings)
 				}
 				for _, h := range []string{"lb-a", "lb-b"} {
-					if out := execOn(t, h, "systemctl", "is-active", "haproxy", "keepalived"); strings.Count(out, "active") != 2 || strings.Contains(out, "inactive") {
+					if out := suite.ExecOn(t, h, "systemctl", "is-active", "haproxy", "keepalived"); strings.Count(out, "active") != 2 || strings.Contains(out, "inactive") {
 						t.Errorf("%s after the drill: %q", h, out)
 					}
 				}
@@ -449,12 +363,9 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 		}},
 		{"drill kill-leader under the running control plane: nothing lost", func(t *testing.T) {
 			rp := filepath.Join(t.TempDir(), "drill.json")
-			mustHactl(t, "drill", "kill-leader", "-f", spec, "--hold", "3s", "--yes", "--report", rp)
+			suite.MustHactl(t, "drill", "kill-leader", "-f", spec, "--hold", "3s", "--yes", "--report", rp)
 			var rep drill.Report
-			raw, err := os.ReadFile(rp)
-			if err == nil {
-				err = json.Unmarshal(raw, &rep)
-			}
+			err := harness.ReadJSON(rp, &rep)
 			if err != nil || rep.LostWrites != 0 || len(rep.Iterations) != 1 || rep.Iterations[0].ElectionMs == nil {
 				t.Fatalf("report %v: %+v", err, rep)
 			}
@@ -463,23 +374,23 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 		{"a reload that fails is rolled back", func(t *testing.T) {
 			// Something else holds port 7443 on lb-b: HAProxy's new workers can't bind it, so the master
 			// keeps the old ones (systemctl reload still succeeds) and only the port shows it.
-			execOn(t, "lb-b", "systemd-run", "--unit", "hactl-e2e-squatter", "socat", "TCP-LISTEN:7443,reuseaddr,fork", "EXEC:/bin/true")
-			defer execOn(t, "lb-b", "systemctl", "stop", "hactl-e2e-squatter")
-			before := execOn(t, "lb-b", "sha256sum", lb.HAProxyConfigPath)
-			c := labSpec(t)
+			suite.ExecOn(t, "lb-b", "systemd-run", "--unit", "hactl-e2e-squatter", "socat", "TCP-LISTEN:7443,reuseaddr,fork", "EXEC:/bin/true")
+			defer suite.ExecOn(t, "lb-b", "systemctl", "stop", "hactl-e2e-squatter")
+			before := suite.ExecOn(t, "lb-b", "sha256sum", lb.HAProxyConfigPath)
+			c := suite.Spec(t, 3)
 			c.Spec.LoadBalancer.FrontendPort = 7443
-			r := hactl(t, "bootstrap", "-f", writeSpec(t, c, "cluster-7443.yaml"))
+			r := suite.Hactl(t, "bootstrap", "-f", harness.WriteSpec(t, c, "cluster-7443.yaml"))
 			if r.Code != 1 || !strings.Contains(r.Stderr, "lb-b") || !strings.Contains(r.Stderr, "rolled back to the previous configuration") {
 				t.Fatalf("exit %d; want 1 with lb-b's rollback:\n%s", r.Code, r.Stderr)
 			}
-			if after := execOn(t, "lb-b", "sha256sum", lb.HAProxyConfigPath); after != before {
+			if after := suite.ExecOn(t, "lb-b", "sha256sum", lb.HAProxyConfigPath); after != before {
 				t.Errorf("lb-b haproxy.cfg after the rollback: %s, before: %s", after, before)
 			}
-			if out := execOn(t, "lb-b", "ss", "-Hltnp", "sport = :6443"); !strings.Contains(out, "haproxy") {
+			if out := suite.ExecOn(t, "lb-b", "ss", "-Hltnp", "sport = :6443"); !strings.Contains(out, "haproxy") {
 				t.Errorf("lb-b: HAProxy no longer serves :6443 after the rollback: %q", out)
 			}
 			// Back to the spec: lb-a returns to :6443 too.
-			res := bootstrapJSON(t, spec)
+			res := suite.BootstrapJSON(t, spec)
 			if !slices.ContainsFunc(res.Hosts, func(h report.Host) bool { return h.Name == "lb-a" && h.Action == "changed" }) {
 				t.Errorf("lb-a not changed back: %+v", res.Hosts)
 			}
@@ -494,13 +405,13 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			if out, err := kubectl("create", "configmap", "e2e-after-snapshot", "-n", "default"); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			mustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes")
+			suite.MustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes")
 			// The apiservers' watch caches predate the restore: restart them (kubelet restarts a
 			// killed static pod container at once), as hactl restore says to.
 			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
-				execOn(t, h, "pkill", "-x", "kube-apiserver")
+				suite.ExecOn(t, h, "pkill", "-x", "kube-apiserver")
 			}
-			waitFor(t, "the snapshot's ConfigMap through the VIP", 3*time.Minute, func() string {
+			harness.WaitFor(t, "the snapshot's ConfigMap through the VIP", 3*time.Minute, time.Second, func() string {
 				if out, err := kubectl("get", "configmap", "e2e-before-snapshot", "-n", "default"); err != nil {
 					return fmt.Sprintf("%v: %s", err, out)
 				}
@@ -517,7 +428,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			}
 		}},
 		{"everything converged: a re-run is a no-op", func(t *testing.T) {
-			res := bootstrapJSON(t, spec)
+			res := suite.BootstrapJSON(t, spec)
 			for _, h := range res.Hosts {
 				if h.Action != "unchanged" {
 					t.Errorf("%s: %s %v", h.Name, h.Action, h.Changes)
@@ -539,26 +450,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 // dir) into a temp file and returns its path.
 func saveSnapshot(t *testing.T) string {
 	t.Helper()
-	pkiDir := filepath.Join(labDir, "state-3", "pki")
-	cli, err := etcd.NewClient(context.Background(), []string{"https://172.28.0.11:2379", "https://172.28.0.12:2379", "https://172.28.0.13:2379"},
-		etcd.TLSFiles{CA: filepath.Join(pkiDir, "ca.crt"), Cert: filepath.Join(pkiDir, "hactl-etcd-client.crt"), Key: filepath.Join(pkiDir, "hactl-etcd-client.key")}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cli := harness.EtcdClient(t, filepath.Join(suite.Lab.Dir(), "state-3"), suite.Endpoint(t, "cp-a"), suite.Endpoint(t, "cp-b"), suite.Endpoint(t, "cp-c"))
 	defer cli.Close()
-	rc, err := cli.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	p := filepath.Join(t.TempDir(), "snapshot.db")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, rc); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return harness.SaveSnapshot(t, cli, "snapshot.db")
 }

@@ -7,26 +7,15 @@
 package lbe2e
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
 )
 
-var (
-	suite  harness.Suite
-	labDir string
-)
+var suite harness.Suite
 
 func TestMain(m *testing.M) {
-	root, err := lab.FindRepoRoot(".")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e/lb:", err)
-		os.Exit(1)
-	}
-	labDir = filepath.Join(root, ".lab-e2e-lb")
-	os.Exit(harness.Main(m, "e2e/lb", lab.Options{Members: 3, Dir: labDir}, &suite))
+	os.Exit(harness.Main(m, "e2e/lb", lab.Options{Members: 3, Dir: ".lab-e2e-lb"}, &suite))
 }
