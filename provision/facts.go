@@ -96,6 +96,9 @@ type FactsRequest struct {
 	// Units are systemd units whose load, active and enablement state, main PID and start time
 	// are reported (Facts.Units); a unit name without a suffix means ".service".
 	Units []string
+	// UnitProperties are more systemctl show properties reported for every unit
+	// (UnitState.Properties), e.g. "NextElapseUSecRealtime".
+	UnitProperties []string
 	// StaleDirs are directories searched for temp files of interrupted uploads
 	// (".<name>.hactl-tmp-*", see Upload; Facts.Stale).
 	StaleDirs []string
@@ -125,6 +128,7 @@ func (r FactsRequest) Merge(o FactsRequest) FactsRequest {
 	}
 	m := FactsRequest{
 		Files: union(r.Files, o.Files), Read: union(r.Read, o.Read), Units: union(r.Units, o.Units),
+		UnitProperties: union(r.UnitProperties, o.UnitProperties),
 		StaleDirs: union(r.StaleDirs, o.StaleDirs), Commands: union(r.Commands, o.Commands),
 		Listen: r.Listen || o.Listen, Addrs: r.Addrs || o.Addrs, Clock: r.Clock || o.Clock,
 		Probes: slices.Clone(r.Probes),
@@ -150,9 +154,13 @@ type UnitState struct {
 	// "static", ...; "" for a unit without a unit file).
 	Load, Active, Enabled string
 	// MainPID is the main process (0 when none); Started is ExecMainStartTimestamp as systemctl
-	// prints it ("" when the unit never ran).
+	// prints it: "@<unix seconds>" where systemd has --timestamp=unix (v248+), else its default
+	// "Mon 2026-11-30 06:00:00 UTC"; "" when the unit never ran.
 	MainPID int
 	Started string
+	// Properties holds every property systemctl printed, FactsRequest.UnitProperties included
+	// (timestamps as for Started).
+	Properties map[string]string
 }
 
 // Facts is what a facts command reported about a host.
@@ -221,10 +229,11 @@ fi
 `, shell.Join(r.Read...), maxReadBytes)
 	}
 	if len(r.Units) > 0 {
+		props := strings.Join(append([]string{"Id", "LoadState", "ActiveState", "UnitFileState", "MainPID", "ExecMainStartTimestamp"}, r.UnitProperties...), ",")
 		fmt.Fprintf(&b, `if command -v systemctl >/dev/null 2>&1; then
-  systemctl show -p Id,LoadState,ActiveState,UnitFileState,MainPID,ExecMainStartTimestamp -- %s 2>/dev/null | while IFS= read -r l; do fact unit "$l"; done
+  { systemctl show --timestamp=unix -p %[1]s -- %[2]s 2>/dev/null || systemctl show -p %[1]s -- %[2]s 2>/dev/null; } | while IFS= read -r l; do fact unit "$l"; done
 fi
-`, shell.Join(unitNames(r.Units)...))
+`, shell.Quote(props), shell.Join(unitNames(r.Units)...))
 	}
 	if len(r.StaleDirs) > 0 {
 		fmt.Fprintf(&b, `for d in %s; do for f in "$d"/.*.hactl-tmp-*; do if [ -f "$f" ]; then fact stale "$f"; fi; done; done
@@ -363,12 +372,12 @@ func parseLines(out []byte) (map[string][]string, error) {
 func parseUnits(asked []string, lines []string) map[string]UnitState {
 	byID := map[string]UnitState{}
 	var id string
-	var st UnitState
+	st := UnitState{Properties: map[string]string{}}
 	flush := func() {
 		if id != "" {
 			byID[id] = st
 		}
-		id, st = "", UnitState{}
+		id, st = "", UnitState{Properties: map[string]string{}}
 	}
 	for _, l := range lines {
 		k, val, ok := strings.Cut(l, "=")
@@ -376,6 +385,7 @@ func parseUnits(asked []string, lines []string) map[string]UnitState {
 			flush()
 			continue
 		}
+		st.Properties[k] = val
 		switch k {
 		case "Id":
 			id = val

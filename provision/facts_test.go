@@ -123,8 +123,9 @@ func TestParseFacts(t *testing.T) {
 	if string(f.Files["/etc/etcd/pki/ca.crt"]) != "hello" {
 		t.Errorf("files %q", f.Files)
 	}
-	want := provision.UnitState{Load: "loaded", Active: "active", Enabled: "enabled", MainPID: 1234, Started: "Mon 2026-11-30 06:00:00 UTC"}
-	if f.Units["etcd"] != want || f.Units["chrony.service"].Load != "not-found" || f.Units["chrony.service"].Active != "inactive" {
+	got := f.Units["etcd"]
+	if got.Load != "loaded" || got.Active != "active" || got.Enabled != "enabled" || got.MainPID != 1234 || got.Started != "Mon 2026-11-30 06:00:00 UTC" ||
+		got.Properties["ActiveState"] != "active" || len(got.Properties) != 6 || f.Units["chrony.service"].Load != "not-found" || f.Units["chrony.service"].Active != "inactive" {
 		t.Errorf("units %+v", f.Units)
 	}
 	if _, ok := f.Units["keepalived"]; ok {

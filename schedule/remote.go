@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,60 +30,45 @@ type Facts struct {
 	Arch, Kernel string
 	// Files maps each managed path present to "<sha256> <mode> <owner> <group>".
 	Files map[string]string
-	// TimerEnabled and TimerActive are `systemctl is-enabled` / `is-active` of the timer.
+	// TimerEnabled and TimerActive are the timer's UnitFileState ("absent" without a unit file) and
+	// ActiveState ("unknown" when systemd did not say).
 	TimerEnabled, TimerActive string
-	// Systemd reports whether systemctl exists.
+	// Systemd reports whether systemd runs as init.
 	Systemd bool
 }
 
-// probeScript prints the facts, one "key value..." line each. It changes nothing.
-func probeScript() string {
-	var b strings.Builder
-	b.WriteString(`echo "arch $(uname -m)"
-echo "kernel $(uname -s)"
-if command -v systemctl >/dev/null 2>&1; then echo "systemd yes"; fi
-for f in`)
-	for _, p := range ManagedPaths() {
-		b.WriteString(" " + shell.Quote(p))
-	}
-	fmt.Fprintf(&b, `; do
-  if [ -f "$f" ]; then echo "file $f $(sha256sum <"$f" | cut -d' ' -f1) $(stat -c '%%a %%U %%G' "$f")"; fi
-done
-e=$(systemctl is-enabled %[1]s 2>/dev/null); a=$(systemctl is-active %[1]s 2>/dev/null)
-echo "timer ${e:-absent} ${a:-unknown}"
-`, TimerName)
-	return b.String()
+// probeRequest is what Probe gathers: the managed files and the timer.
+func probeRequest() provision.FactsRequest {
+	return provision.FactsRequest{Files: ManagedPaths(), Units: []string{TimerName}}
 }
 
-func parseFacts(out string) Facts {
-	f := Facts{Files: map[string]string{}}
-	for _, line := range strings.Split(out, "\n") {
-		k, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
-		switch k {
-		case "arch":
-			f.Arch = rest
-		case "kernel":
-			f.Kernel = rest
-		case "systemd":
-			f.Systemd = true
-		case "file":
-			if p, v, ok := strings.Cut(rest, " "); ok {
-				f.Files[p] = v
-			}
-		case "timer":
-			f.TimerEnabled, f.TimerActive, _ = strings.Cut(rest, " ")
+// factsFrom reads the schedule's view of a member from the gathered facts.
+func factsFrom(pf *provision.Facts) Facts {
+	f := Facts{Arch: pf.Host.Arch, Kernel: pf.Host.Kernel, Systemd: pf.Host.Systemd, Files: map[string]string{},
+		TimerEnabled: "absent", TimerActive: "unknown"}
+	for p, sum := range pf.Sums {
+		m := pf.Modes[p]
+		f.Files[p] = fmt.Sprintf("%s %o %s %s", sum, m.Perm, m.Owner, m.Group)
+	}
+	if u, ok := pf.Units[TimerName]; ok {
+		if u.Enabled != "" {
+			f.TimerEnabled = u.Enabled
+		}
+		if u.Active != "" {
+			f.TimerActive = u.Active
 		}
 	}
 	return f
 }
 
-// Probe reads a member's facts (one read-only command).
+// Probe reads a member's facts (one read-only command, provision's facts probe; the kernel,
+// architecture and systemd come with the connection).
 func Probe(ctx context.Context, h Host) (Facts, error) {
-	r, err := h.Run(ctx, "schedule/probe", probeScript())
+	pf, err := provision.GatherFacts(ctx, h, "schedule/probe", probeRequest())
 	if err != nil {
 		return Facts{}, err
 	}
-	return parseFacts(string(r.Stdout)), nil
+	return factsFrom(pf), nil
 }
 
 // Change is what Install did (or, with a dry run, would do) on one member.
@@ -155,7 +141,7 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 	case f.Kernel != "Linux":
 		return Change{}, fmt.Errorf("host %s: kernel %q: scheduled backups need Linux with systemd", name, f.Kernel)
 	case !f.Systemd:
-		return Change{}, fmt.Errorf("host %s: no systemctl: scheduled backups run from a systemd timer", name)
+		return Change{}, fmt.Errorf("host %s: systemd is not running as init: scheduled backups run from a systemd timer", name)
 	case binArch != "" && f.Arch != binArch:
 		bin := ""
 		for _, d := range files {
@@ -265,57 +251,36 @@ type HostStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
-// statusScript prints the timer's and the service's properties, the schedule and the textfile
-// between marker lines. It changes nothing.
-func statusScript() string {
-	return fmt.Sprintf(`show() { systemctl show "$@" --timestamp=unix 2>/dev/null || systemctl show "$@"; }
-echo '==timer=='
-show %[1]s -p ActiveState -p UnitFileState -p NextElapseUSecRealtime -p LastTriggerUSec
-echo '==service=='
-show %[2]s -p ActiveState -p Result
-echo '==schedule=='
-cat %[3]s 2>/dev/null || true
-tf=$(sed -n 's/.*"textfile": *"\([^"]*\)".*/\1/p' %[3]s 2>/dev/null || true)
-echo '==textfile=='
-if [ -n "$tf" ]; then cat "$tf" 2>/dev/null || true; fi
-`, TimerName, ServiceName, shell.Quote(ConfigPath))
+// statusRequest is what Status gathers (one read-only command, provision's facts probe): the
+// timer's and the service's states, the schedule, and the textfile the schedule names.
+func statusRequest() provision.FactsRequest {
+	return provision.FactsRequest{
+		Units:          []string{TimerName, ServiceName},
+		UnitProperties: []string{"NextElapseUSecRealtime", "LastTriggerUSec", "Result"},
+		Read:           []string{ConfigPath},
+		Probes: []provision.Probe{{Name: "schedule", Script: fmt.Sprintf(`tf=$(sed -n 's/.*"textfile": *"\([^"]*\)".*/\1/p' %s 2>/dev/null || true)
+if [ -n "$tf" ] && [ -f "$tf" ]; then fact schedule.textfile "$(base64 -w0 "$tf")"; fi`, shell.Quote(ConfigPath))}},
+	}
 }
 
 // Status reads one member's schedule (one read-only command).
 func Status(ctx context.Context, h Host, name string) HostStatus {
-	r, err := h.Run(ctx, "schedule/status", statusScript())
+	pf, err := provision.GatherFacts(ctx, h, "schedule/status", statusRequest())
 	if err != nil {
 		return HostStatus{Host: name, Error: err.Error()}
 	}
-	return parseStatus(name, string(r.Stdout))
+	return statusFrom(name, pf)
 }
 
-func parseStatus(name, out string) HostStatus {
+// statusFrom reads a member's schedule from its gathered facts.
+func statusFrom(name string, pf *provision.Facts) HostStatus {
 	st := HostStatus{Host: name}
-	sections := map[string]string{}
-	cur := ""
-	for _, line := range strings.SplitAfter(out, "\n") {
-		if t := strings.TrimSpace(line); strings.HasPrefix(t, "==") && strings.HasSuffix(t, "==") && len(t) > 4 {
-			cur = strings.Trim(t, "=")
-			continue
-		}
-		sections[cur] += line
-	}
-	props := func(s string) map[string]string {
-		m := map[string]string{}
-		for _, l := range strings.Split(s, "\n") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok {
-				m[k] = v
-			}
-		}
-		return m
-	}
-	t := props(sections["timer"])
+	t := pf.Units[TimerName].Properties
 	st.TimerActive, st.TimerEnabled = t["ActiveState"], t["UnitFileState"]
 	st.NextElapse, st.LastTrigger = parseTimestamp(t["NextElapseUSecRealtime"]), parseTimestamp(t["LastTriggerUSec"])
-	s := props(sections["service"])
+	s := pf.Units[ServiceName].Properties
 	st.ServiceState, st.ServiceResult = s["ActiveState"], s["Result"]
-	if js := strings.TrimSpace(sections["schedule"]); js != "" {
+	if js := strings.TrimSpace(string(pf.Files[ConfigPath])); js != "" {
 		var c Config
 		if err := json.Unmarshal([]byte(js), &c); err != nil {
 			st.Error = fmt.Sprintf("%s: %v", ConfigPath, err)
@@ -323,9 +288,11 @@ func parseStatus(name, out string) HostStatus {
 			st.Installed, st.Config = true, &c
 		}
 	}
-	if tf := strings.TrimSpace(sections["textfile"]); tf != "" {
-		if m, err := Parse([]byte(tf)); err == nil {
-			st.LastRun = &m
+	if b64 := pf.Value("schedule.textfile"); b64 != "" {
+		if raw, err := base64.StdEncoding.DecodeString(b64); err == nil {
+			if m, err := Parse(raw); err == nil {
+				st.LastRun = &m
+			}
 		}
 	}
 	return st

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/provision"
 )
 
 func TestOnCalendar(t *testing.T) {
@@ -312,19 +314,23 @@ func cloneFacts(f Facts) Facts {
 	return g
 }
 
+// statusFacts parses a facts command's output as Status gathers it.
+func statusFacts(t *testing.T, out string) *provision.Facts {
+	t.Helper()
+	pf, err := provision.ParseFacts(statusRequest(), []byte(out+"end=ok\n"), time.Now(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf
+}
+
 func TestParseStatus(t *testing.T) {
-	out := `==timer==
-ActiveState=active
-UnitFileState=enabled
-NextElapseUSecRealtime=@1764558310
-LastTriggerUSec=@1764558300
-==service==
-ActiveState=inactive
-Result=success
-==schedule==
-` + string(testConfig().Marshal()) + `==textfile==
-` + string(Format(Metrics{Cluster: "lab", Member: "cp-a", Result: ResultSkipped, RunTime: time.Unix(1764558301, 0)})) + "\n"
-	st := parseStatus("cp-a", out)
+	textfile := base64.StdEncoding.EncodeToString(Format(Metrics{Cluster: "lab", Member: "cp-a", Result: ResultSkipped, RunTime: time.Unix(1764558301, 0)}))
+	out := "unit=Id=" + TimerName + "\nunit=ActiveState=active\nunit=UnitFileState=enabled\nunit=NextElapseUSecRealtime=@1764558310\nunit=LastTriggerUSec=@1764558300\nunit=\n" +
+		"unit=Id=" + ServiceName + "\nunit=ActiveState=inactive\nunit=Result=success\nunit=\n" +
+		"file=" + base64.StdEncoding.EncodeToString(testConfig().Marshal()) + " " + ConfigPath + "\n" +
+		"schedule.textfile=" + textfile + "\n"
+	st := statusFrom("cp-a", statusFacts(t, out))
 	switch {
 	case !st.Installed || st.Config == nil || st.Config.Every != "5m0s":
 		t.Errorf("schedule not read: %+v", st)
@@ -333,11 +339,32 @@ Result=success
 	case st.ServiceResult != "success" || st.LastRun == nil || st.LastRun.Result != ResultSkipped:
 		t.Errorf("last run not read: %+v", st)
 	}
-	none := parseStatus("cp-b", "==timer==\nActiveState=inactive\nUnitFileState=\nNextElapseUSecRealtime=\nLastTriggerUSec=n/a\n==service==\nActiveState=inactive\nResult=success\n==schedule==\n==textfile==\n")
+	none := statusFrom("cp-b", statusFacts(t, "unit=Id="+TimerName+"\nunit=ActiveState=inactive\nunit=UnitFileState=\nunit=NextElapseUSecRealtime=\nunit=LastTriggerUSec=n/a\nunit=\n"+
+		"unit=Id="+ServiceName+"\nunit=ActiveState=inactive\nunit=Result=success\nunit=\n"))
 	if none.Installed || !none.NextElapse.IsZero() || !none.LastTrigger.IsZero() || none.LastRun != nil {
 		t.Errorf("member without a schedule: %+v", none)
 	}
 	if ts := parseTimestamp("Tue 2026-12-01 03:05:00 UTC"); ts.Unix() != 1796094300 {
 		t.Errorf("default timestamp format: %s", ts)
+	}
+}
+
+// TestFactsFrom: the probe's facts in Plan's terms — "<sha256> <mode> <owner> <group>" per managed
+// file, a timer without a unit file "absent"; kernel, architecture and systemd from the connection.
+func TestFactsFrom(t *testing.T) {
+	sha := strings.Repeat("ab", 32)
+	pf, err := provision.ParseFacts(probeRequest(), []byte("sum="+sha+" "+SpecPath+"\nmode=600 root root "+SpecPath+"\n"+
+		"unit=Id="+TimerName+"\nunit=ActiveState=inactive\nunit=UnitFileState=\nunit=\nend=ok\n"), time.Now(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf.Host = provision.HostInfo{Kernel: "Linux", Arch: "aarch64", Systemd: true}
+	f := factsFrom(pf)
+	if f.Files[SpecPath] != sha+" 600 root root" || len(f.Files) != 1 || f.TimerEnabled != "absent" || f.TimerActive != "inactive" ||
+		f.Arch != "aarch64" || f.Kernel != "Linux" || !f.Systemd {
+		t.Errorf("facts %+v", f)
+	}
+	if r := probeRequest(); len(r.Files) != len(ManagedPaths()) || len(r.Units) != 1 {
+		t.Errorf("request %+v", r)
 	}
 }

@@ -59,7 +59,7 @@ func (ph *Install) Run(ctx context.Context) error {
 			if !g.plans[m.Name].Download {
 				return nil
 			}
-			return g.download(ctx, m)
+			return ph.download(ctx, m)
 		})
 		if err != nil {
 			return err
@@ -180,20 +180,20 @@ func (s *Start) Run(ctx context.Context) error {
 				if g.facts[m.Name].EtcdActive == "active" {
 					verb = "restart"
 				}
-				return g.systemctl(ctx, m, verb, false)
+				return s.systemctl(ctx, m, verb, false)
 			})
 		if err != nil {
 			return err
 		}
 	}
 	if len(rolling) > 0 {
-		g.leaderLast(ctx, rolling)
+		s.leaderLast(ctx, rolling)
 		for _, m := range rolling {
 			verb := "restart"
 			if g.plans[m.Name].Action == report.ActionStart {
 				verb = "start"
 			}
-			if err := g.systemctl(ctx, m, verb, true); err != nil {
+			if err := s.systemctl(ctx, m, verb, true); err != nil {
 				return &provision.HostError{Host: m.Name, Err: err}
 			}
 			if err := g.WaitMember(ctx, m, false); err != nil {
@@ -207,7 +207,7 @@ func (s *Start) Run(ctx context.Context) error {
 		return g.plans[joining[i].Name].ID != 0 && g.plans[joining[j].Name].ID == 0
 	})
 	for _, m := range joining {
-		if err := g.join(ctx, m); err != nil {
+		if err := s.join(ctx, m); err != nil {
 			return &provision.HostError{Host: m.Name, Err: err}
 		}
 	}
@@ -219,7 +219,8 @@ func (s *Start) Run(ctx context.Context) error {
 // through the client afterwards). A member of a running cluster is restarted with waiting
 // (Type=notify: systemctl returns once etcd has rejoined), so a rolling restart never checks the
 // health of the old process and never has two members down at once.
-func (g *Group) systemctl(ctx context.Context, m Member, verb string, wait bool) error {
+func (s *Start) systemctl(ctx context.Context, m Member, verb string, wait bool) error {
+	g := s.G
 	sctx, cancel := g.run.StepCtx(ctx)
 	defer cancel()
 	dir := shell.Quote(g.run.Spec.Spec.Etcd.DataDir)
@@ -239,7 +240,8 @@ func (g *Group) systemctl(ctx context.Context, m Member, verb string, wait bool)
 
 // leaderLast orders ms so that the current leader, if among them, restarts last (one election
 // instead of two).
-func (g *Group) leaderLast(ctx context.Context, ms []Member) {
+func (s *Start) leaderLast(ctx context.Context, ms []Member) {
+	g := s.G
 	cli, err := g.Client(ctx)
 	if err != nil {
 		return
@@ -290,7 +292,8 @@ var errTimeout = errors.New("timed out")
 // join adds m to the running cluster as a learner (unless that already happened), starts it, waits
 // for it to catch up and promotes it to a voting member (etcd docs: "runtime reconfiguration",
 // learner).
-func (g *Group) join(ctx context.Context, m Member) error {
+func (s *Start) join(ctx context.Context, m Member) error {
+	g := s.G
 	cli, err := g.Client(ctx)
 	if err != nil {
 		return err
@@ -330,7 +333,7 @@ func (g *Group) join(ctx context.Context, m Member) error {
 		g.run.Printer.Hostf(m.Name, "added as learner %x", p.ID)
 	}
 	if p.Restart || g.facts[m.Name].EtcdActive != "active" {
-		if err := g.systemctl(ctx, m, "start", false); err != nil {
+		if err := s.systemctl(ctx, m, "start", false); err != nil {
 			return err
 		}
 	}

@@ -265,7 +265,8 @@ func (e *DownloadError) Unwrap() error { return e.Err }
 
 // download installs the release on m with downloadScript, together with the plan's other files for
 // m and the removal of stale temp files: one command. It maps failures to typed errors.
-func (g *Group) download(ctx context.Context, m Member) error {
+func (ph *Install) download(ctx context.Context, m Member) error {
+	g := ph.g
 	spec := g.run.Spec
 	d := spec.Spec.Etcd.Download
 	p := g.plans[m.Name]

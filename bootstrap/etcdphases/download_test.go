@@ -8,16 +8,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/report"
+	"github.com/hactl/hactl/ui"
 )
 
 // releaseTarball builds an etcd release tarball whose binaries are shell scripts; etcd reports
@@ -350,4 +356,130 @@ func TestInstallDownloadIsOneCommand(t *testing.T) {
 	if h := hosts["cp-c"]; len(h.cmds) != 0 || h.ups != 1 {
 		t.Errorf("cp-c: %d commands, %d uploads; want one upload", len(h.cmds), h.ups)
 	}
+}
+
+const testDownloadURL = "http://mirror.internal/etcd/etcd-v3.6.16-linux-amd64.tar.gz"
+
+// downloadFixture is newPlanFixture for a spec installing etcd from spec.etcd.download.
+func downloadFixture(t *testing.T, n int, dryRun bool) *planFixture {
+	t.Helper()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	spec := planTestSpec(t, n, stateDir)
+	spec.Spec.Etcd.Binaries = v1alpha1.EtcdBinaries{}
+	spec.Spec.Etcd.Download = &v1alpha1.EtcdDownload{URL: testDownloadURL, SHA256: strings.Repeat("AB", 32)}
+	out := &bytes.Buffer{}
+	b, err := New(runctx.New(spec, ui.New(out, false, false), dryRun, provision.SpecOptions{}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&PKI{b}).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range b.members {
+		b.facts[m.Name] = &Facts{Data: DataAbsent, Sums: map[string]string{}}
+	}
+	return &planFixture{t: t, b: b, out: out, stateDir: stateDir}
+}
+
+// released makes name a host where the release with tarball sum tarball was installed (binaries
+// recorded and present).
+func (f *planFixture) released(name, tarball string) {
+	r := &Release{Tarball: tarball, Binaries: map[string]string{}}
+	for i, bin := range f.b.files.remoteBinaries() {
+		s := fmt.Sprintf("%064x", i+1)
+		r.Binaries[bin] = s
+		f.b.facts[name].Sums[bin] = s
+	}
+	f.b.facts[name].Release = r
+}
+
+// TestPlanDownload: with spec.etcd.download the binaries are never uploaded; a host without the
+// spec's release (another tarball, a binary missing or changed) downloads it, and on a live
+// cluster that is a rolling update.
+func TestPlanDownload(t *testing.T) {
+	sha := strings.Repeat("ab", 32)
+	bin := func(n string) string { return filepath.Join("/usr/local/bin", n) }
+	for _, tc := range []struct {
+		name     string
+		setup    func(f *planFixture)
+		want     map[string]wantPlan
+		download map[string]bool
+	}{{
+		name:  "fresh cluster: every host downloads, the other files are uploaded",
+		setup: func(f *planFixture) {},
+		want: map[string]wantPlan{
+			"cp-a": {Action: report.ActionCreate, Restart: true, upload: nonBinaryPaths()},
+			"cp-b": {Action: report.ActionCreate, Restart: true, upload: nonBinaryPaths()},
+			"cp-c": {Action: report.ActionCreate, Restart: true, upload: nonBinaryPaths()},
+		},
+		download: map[string]bool{"cp-a": true, "cp-b": true, "cp-c": true},
+	}, {
+		name: "same release installed everywhere: unchanged, no download",
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
+				f.released(n, sha)
+			}
+			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
+		},
+		want:     map[string]wantPlan{"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged},
+		download: map[string]bool{},
+	}, {
+		name: "another release recorded on one host, a binary missing on another, one changed on the third: rolling update",
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			f.released("cp-a", strings.Repeat("cd", 32))
+			f.released("cp-b", sha)
+			delete(f.b.facts["cp-b"].Sums, bin("etcdutl"))
+			f.released("cp-c", sha)
+			f.b.facts["cp-c"].Sums[bin("etcd")] = strings.Repeat("0", 64)
+			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
+		},
+		want: map[string]wantPlan{
+			"cp-a": {Action: report.ActionUpdate, Restart: true},
+			"cp-b": {Action: report.ActionUpdate, Restart: true},
+			"cp-c": {Action: report.ActionUpdate, Restart: true},
+		},
+		download: map[string]bool{"cp-a": true, "cp-b": true, "cp-c": true},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := downloadFixture(t, 3, false)
+			tc.setup(f)
+			if err := (&Plan{f.b}).Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range tc.want {
+				f.check(name, w)
+				if got := f.b.plans[name].Download; got != tc.download[name] {
+					t.Errorf("%s: download %v, want %v", name, got, tc.download[name])
+				}
+				for _, df := range f.b.plans[name].Upload {
+					if df.Local != "" || filepath.Dir(df.Path) == "/usr/local/bin" {
+						t.Errorf("%s: a binary is uploaded: %s", name, df.Path)
+					}
+				}
+			}
+			want := "download " + testDownloadURL + " (sha256 abababababab…)"
+			if got := strings.Contains(f.out.String(), want); got != (len(tc.download) > 0) {
+				t.Errorf("printed plan (want %q: %v):\n%s", want, len(tc.download) > 0, f.out)
+			}
+			if len(tc.download) > 0 && !(&Install{f.b}).ShouldRun() {
+				t.Error("anyUploads is false: etcd/install would be skipped")
+			}
+			for _, m := range f.b.Report() {
+				if tc.download[m.Name] && !slices.Contains(m.Changes, bin("etcd")) {
+					t.Errorf("%s: result changes %v lack the binaries", m.Name, m.Changes)
+				}
+			}
+		})
+	}
+}
+
+// nonBinaryPaths are the files uploaded to a new member of a download install.
+func nonBinaryPaths() []string {
+	out := []string{remoteUnit, RemoteMarker}
+	for _, n := range []string{"ca.crt", "ca.key", "server.crt", "server.key", "peer.crt", "peer.key"} {
+		out = append(out, filepath.Join(remotePKIDir, n))
+	}
+	return out
 }

@@ -80,7 +80,7 @@ func (*PKI) Title() string { return PhasePKI }
 func (ph *PKI) Run(ctx context.Context) error {
 	g := ph.g
 	p := g.run.Printer
-	if err := g.loadOrNewState(ctx); err != nil {
+	if err := ph.loadOrNewState(ctx); err != nil {
 		return err
 	}
 	g.creds = NewCredentials(g.run.Spec.Spec.StateDir)

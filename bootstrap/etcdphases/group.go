@@ -172,7 +172,8 @@ func (g *Group) ForEach(ctx context.Context, fn func(ctx context.Context, m Memb
 
 // loadOrNewState reads cluster.json; when it is missing it recovers it from the members if they
 // carry this cluster (recoverState), or makes a new record with a fresh cluster token.
-func (g *Group) loadOrNewState(ctx context.Context) error {
+func (ph *PKI) loadOrNewState(ctx context.Context) error {
+	g := ph.g
 	spec := g.run.Spec
 	st, err := state.Load(spec.Spec.StateDir)
 	if err != nil {
@@ -183,7 +184,7 @@ func (g *Group) loadOrNewState(ctx context.Context) error {
 			spec.Spec.StateDir, st.Name, spec.Metadata.Name)
 	}
 	if st == nil {
-		if g.carriesCluster() != "" {
+		if ph.carriesCluster() != "" {
 			return (&recoverer{g}).recoverState(ctx)
 		}
 		tok, err := NewToken(spec.Metadata.Name)

@@ -104,7 +104,7 @@ func (ph *Detect) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if rej := b.tlsRejection(ctx, endpoints); rej != nil {
+		if rej := ph.tlsRejection(ctx, endpoints); rej != nil {
 			return fmt.Errorf("detect: the members at %s refuse hactl's client certificate (%s): is spec.stateDir "+
 				"this cluster's state dir? hactl will not go on without knowing whether the cluster is running: %w (TLS handshake: %w)",
 				strings.Join(endpoints, ","), b.creds.TLS.Cert, err, rej)
@@ -128,7 +128,8 @@ func (ph *Detect) Run(ctx context.Context) error {
 // tlsRejection returns the first endpoint's refusal of hactl's TLS credentials (etcd.Handshake:
 // typed errors, not gRPC's flattened message), or nil when none refuses them (they are down or
 // without quorum).
-func (b *Group) tlsRejection(ctx context.Context, endpoints []string) error {
+func (ph *Detect) tlsRejection(ctx context.Context, endpoints []string) error {
+	b := ph.g
 	for _, ep := range endpoints {
 		err := etcd.Handshake(ctx, ep, b.creds.TLS, 2*time.Second, b.run.EtcdDial())
 		if err != nil && etcd.IsTLSRejection(err) {
@@ -163,7 +164,7 @@ func (*Plan) Title() string { return PhasePlan }
 func (ph *Plan) Run(ctx context.Context) error {
 	b := ph.g
 	var errs *multierror.Error
-	joinCluster := b.liveInitialCluster()
+	joinCluster := ph.liveInitialCluster()
 	for _, m := range b.members {
 		f := b.facts[m.Name]
 		p := &HostPlan{}
@@ -282,7 +283,7 @@ func (ph *Plan) Run(ctx context.Context) error {
 	}
 	if b.live != nil {
 		for _, lm := range b.live.members {
-			if !b.inSpec(lm) {
+			if !ph.inSpec(lm) {
 				b.run.Printer.Warnf("etcd member %s (ID %x, %s) is in the cluster but not in the spec; hactl leaves it alone (remove it with etcdctl member remove if it is gone)",
 					orDash(lm.name), lm.id, strings.Join(lm.peerURLs, ","))
 			}
@@ -291,11 +292,12 @@ func (ph *Plan) Run(ctx context.Context) error {
 	if err := errs.ErrorOrNil(); err != nil {
 		return err
 	}
-	b.printPlan()
+	ph.printPlan()
 	return nil
 }
 
-func (b *Group) inSpec(lm liveMember) bool {
+func (ph *Plan) inSpec(lm liveMember) bool {
+	b := ph.g
 	for _, m := range b.members {
 		for _, u := range lm.peerURLs {
 			if u == m.PeerURL {
@@ -310,7 +312,8 @@ func (b *Group) inSpec(lm liveMember) bool {
 // joining member's --initial-cluster. etcd checks a joiner's list against the membership by peer URL
 // (member count included), so members added but not started yet are listed too, under their spec
 // name (or with an empty name, as etcdctl member add prints them).
-func (b *Group) liveInitialCluster() []string {
+func (ph *Plan) liveInitialCluster() []string {
+	b := ph.g
 	if b.live == nil {
 		return nil
 	}
@@ -329,7 +332,8 @@ func (b *Group) liveInitialCluster() []string {
 	return out
 }
 
-func (b *Group) printPlan() {
+func (ph *Plan) printPlan() {
+	b := ph.g
 	var rows [][]string
 	for _, m := range b.members {
 		p := b.plans[m.Name]

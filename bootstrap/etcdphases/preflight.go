@@ -83,14 +83,15 @@ func (ph *Preflight) Run(ctx context.Context) error {
 		g.run.Printer.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s ±%s (rtt %s; %s), %s",
 			f.OSPretty, f.Arch, orDash(f.EtcdActive), f.Data, f.ClockOffset.Round(time.Millisecond), f.ClockError.Round(time.Millisecond),
 			f.RTT.Round(time.Millisecond), f.timeSyncSummary(), f.fsyncSummary())
-		g.warnings(m, f)
-		return g.check(m, f, wantArch)
+		ph.warnings(m, f)
+		return ph.check(m, f, wantArch)
 	})
 }
 
 // warnings reports what is worth knowing but does not stop a bootstrap: no time synchronisation,
 // a slow disk for etcd's WAL.
-func (g *Group) warnings(m Member, f *Facts) {
+func (ph *Preflight) warnings(m Member, f *Facts) {
+	g := ph.g
 	switch {
 	case f.TimeSync == "":
 		g.run.Printer.Warnf("%s: no time sync service is active (looked for %s): clocks drift; install and enable chrony or systemd-timesyncd",
@@ -114,11 +115,12 @@ func orDash(s string) string {
 
 // check runs the host-local preflight checks on gathered facts. Checks needing the cluster record
 // (is this data ours?) run in plan.
-func (g *Group) check(m Member, f *Facts, wantArch string) error {
+func (ph *Preflight) check(m Member, f *Facts, wantArch string) error {
+	g := ph.g
 	errs := &multierror.Error{ErrorFormat: joinErrors}
 	fail := func(check, format string, args ...any) {
 		e := &PreflightError{Host: m.Name, Check: check, Msg: fmt.Sprintf(format, args...)}
-		if g.ignored(check) {
+		if ph.ignored(check) {
 			g.run.Printer.Warnf("%s: %s (ignored)", m.Name, e.Error())
 			return
 		}
@@ -173,7 +175,8 @@ func (g *Group) check(m Member, f *Facts, wantArch string) error {
 	return errs.ErrorOrNil()
 }
 
-func (g *Group) ignored(check string) bool {
+func (ph *Preflight) ignored(check string) bool {
+	g := ph.g
 	for _, c := range g.opt.IgnorePreflightErrors {
 		if c == check || c == "all" {
 			return true

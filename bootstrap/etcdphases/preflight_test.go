@@ -56,8 +56,8 @@ func TestPreflightChecksAndWarnings(t *testing.T) {
 			}
 			f := goodFacts()
 			tc.mutate(f)
-			b.warnings(b.members[0], f)
-			err = b.check(b.members[0], f, "")
+			(&Preflight{b}).warnings(b.members[0], f)
+			err = (&Preflight{b}).check(b.members[0], f, "")
 			if (err != nil) != (len(tc.errs) > 0) {
 				t.Fatalf("check: %v, want errors %q", err, tc.errs)
 			}

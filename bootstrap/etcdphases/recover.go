@@ -91,7 +91,8 @@ type recovery struct {
 var readPaths = []string{remoteUnit, etcd.RemoteCACert, etcd.RemoteServerCert, etcd.RemotePeerCert}
 
 // carriesCluster returns the first member whose marker names this cluster ("" when none does).
-func (b *Group) carriesCluster() string {
+func (ph *PKI) carriesCluster() string {
+	b := ph.g
 	for _, m := range b.members {
 		if f := b.facts[m.Name]; f != nil && f.Marker != nil && f.Marker.Cluster == b.run.Spec.Metadata.Name {
 			return m.Name
