@@ -127,11 +127,16 @@ func (r FactsRequest) Merge(o FactsRequest) FactsRequest {
 		return out
 	}
 	m := FactsRequest{
-		Files: union(r.Files, o.Files), Read: union(r.Read, o.Read), Units: union(r.Units, o.Units),
+		Files:          union(r.Files, o.Files),
+		Read:           union(r.Read, o.Read),
+		Units:          union(r.Units, o.Units),
 		UnitProperties: union(r.UnitProperties, o.UnitProperties),
-		StaleDirs: union(r.StaleDirs, o.StaleDirs), Commands: union(r.Commands, o.Commands),
-		Listen: r.Listen || o.Listen, Addrs: r.Addrs || o.Addrs, Clock: r.Clock || o.Clock,
-		Probes: slices.Clone(r.Probes),
+		StaleDirs:      union(r.StaleDirs, o.StaleDirs),
+		Commands:       union(r.Commands, o.Commands),
+		Listen:         r.Listen || o.Listen,
+		Addrs:          r.Addrs || o.Addrs,
+		Clock:          r.Clock || o.Clock,
+		Probes:         slices.Clone(r.Probes),
 	}
 	for _, p := range o.Probes {
 		if !slices.ContainsFunc(m.Probes, func(q Probe) bool { return q.Name == p.Name }) {

@@ -53,7 +53,6 @@ func parseRelease(lines []string) *Release {
 	return r
 }
 
-
 // needsDownload reports whether host facts f lack the spec's release: another (or no) tarball
 // recorded, or an installed binary missing or different from what the tarball installed.
 func (fs *fileSet) needsDownload(f *Facts) bool {
