@@ -4,6 +4,7 @@ package s3test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Test credentials of the server Start runs (MinIO's root user; local only).
@@ -91,26 +93,31 @@ func Start(t testing.TB) *Server {
 		<-done
 		logf.Close()
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/minio/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	var last error
+	exited := errors.New("minio exited")
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-done:
-			log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
-			t.Fatalf("minio exited: %s", log)
+			return false, exited
 		default:
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
-			t.Fatalf("minio not ready on %s after 30s: %v\n%s", addr, err, log)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/minio/health/ready", nil)
+		if err != nil {
+			return false, err
 		}
-		time.Sleep(100 * time.Millisecond)
+		resp, err := http.DefaultClient.Do(req)
+		if last = err; err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
+		if errors.Is(err, exited) {
+			t.Fatalf("minio exited: %s", log)
+		}
+		t.Fatalf("minio not ready on %s after 30s: %v (last: %v)\n%s", addr, err, last, log)
 	}
 	cl, err := minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Region: Region})
 	if err != nil {
