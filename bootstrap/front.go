@@ -17,6 +17,7 @@ import (
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/specload"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -250,7 +251,7 @@ func (b *Bootstrapper) frontPlanPhase(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if b.lbSecret, err = lb.ReadAuthSecret(b.spec, os.Getenv); err != nil {
+		if b.lbSecret, err = specload.ReadAuthSecret(b.spec, os.Getenv); err != nil {
 			return fmt.Errorf("spec.loadBalancer.auth: %w", err)
 		}
 		for _, n := range cfg.Nodes {

@@ -96,7 +96,7 @@ var cases = []struct {
 
 func decode(t *testing.T, hosts string) *v1alpha1.Cluster {
 	t.Helper()
-	c, warns, err := v1alpha1.Decode([]byte(specHead+hosts), "cluster.yaml", "/specs")
+	c, warns, err := v1alpha1.Decode([]byte(specHead+hosts), "cluster.yaml", v1alpha1.Dirs{Base: "/specs"}, FailoverRule)
 	if err != nil {
 		t.Fatalf("spec: %v", err)
 	}
@@ -421,17 +421,6 @@ func TestAuthSecretNeverPrinted(t *testing.T) {
 	}
 	if _, err := NewAuthSecret("toolongsecret"); err == nil || strings.Contains(err.Error(), "toolongsecret") || !strings.Contains(err.Error(), "13 characters long") {
 		t.Errorf("NewAuthSecret(too long): %v", err)
-	}
-	c := decode(t, cases[1].spec)
-	got, err := ReadAuthSecret(c, func(k string) string { return map[string]string{"HACTL_VRRP_PASSWORD": testSecret}[k] })
-	if err != nil || got != s {
-		t.Errorf("ReadAuthSecret = %v, %v", got, err)
-	}
-	if _, err := ReadAuthSecret(c, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "HACTL_VRRP_PASSWORD, which is not set") {
-		t.Errorf("ReadAuthSecret(unset): %v", err)
-	}
-	if got, err := ReadAuthSecret(decode(t, cases[0].spec), nil); err != nil || !got.IsZero() {
-		t.Errorf("ReadAuthSecret(no auth) = %v, %v", got, err)
 	}
 }
 

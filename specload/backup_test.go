@@ -1,4 +1,4 @@
-package v1alpha1
+package specload
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hactl/hactl/api/v1alpha1"
 )
 
 // TestBackupSpecs loads testdata/backup/invalid-*.yaml (each naming the field path and line of one
@@ -60,7 +62,7 @@ func TestBackupSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := c.Spec.Backup
-	if b.Compression != CompressionZstd || b.ObjectStore.Region != "us-east-1" || b.ObjectStore.BucketLookup != BucketLookupPath || b.Encryption != nil {
+	if b.Compression != v1alpha1.CompressionZstd || b.ObjectStore.Region != "us-east-1" || b.ObjectStore.BucketLookup != v1alpha1.BucketLookupPath || b.Encryption != nil {
 		t.Errorf("defaults: %+v", b)
 	}
 	c, _, err = Load("testdata/backup/valid-aws-encrypted.yaml")
@@ -68,7 +70,7 @@ func TestBackupSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	abs, _ := filepath.Abs("testdata/backup/s3-credentials")
-	if o := c.Spec.Backup.ObjectStore; o.BucketLookup != BucketLookupAuto || o.Credentials.File != abs || o.Region != "eu-central-1" {
+	if o := c.Spec.Backup.ObjectStore; o.BucketLookup != v1alpha1.BucketLookupAuto || o.Credentials.File != abs || o.Region != "eu-central-1" {
 		t.Errorf("objectStore %+v", o)
 	}
 }
@@ -98,7 +100,7 @@ func TestBackupCredentials(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	c.Spec.Backup.ObjectStore.Credentials = ObjectStoreCredentials{File: filepath.Join(dir, "creds")}
+	c.Spec.Backup.ObjectStore.Credentials = v1alpha1.ObjectStoreCredentials{File: filepath.Join(dir, "creds")}
 	for _, tc := range []struct {
 		content string
 		mode    os.FileMode
