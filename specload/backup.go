@@ -52,26 +52,26 @@ func ReadBackupCredentials(c *v1alpha1.Cluster, getenv func(string) string) (Bac
 		}
 		return out, nil
 	case cr.File != "":
-		out, msg := readCredentialsFile(cr.File)
-		if msg != "" {
-			return BackupCredentials{}, fmt.Errorf("%s: %s: %s", cp.Child("file"), cr.File, msg)
+		out, err := readCredentialsFile(cr.File)
+		if err != nil {
+			return BackupCredentials{}, fmt.Errorf("%s: %s: %w", cp.Child("file"), cr.File, err)
 		}
 		return out, nil
 	}
 	return BackupCredentials{}, fmt.Errorf("%s: set env or file", cp)
 }
 
-// readCredentialsFile parses a credentials file; it returns a message (never quoting the content)
-// when the file is unusable.
-func readCredentialsFile(name string) (BackupCredentials, string) {
+// readCredentialsFile parses a credentials file; it returns a *fileError (never quoting the
+// content; wrapping the cause when reading failed) when the file is unusable.
+func readCredentialsFile(name string) (BackupCredentials, error) {
 	fi, err := os.Stat(name)
 	switch {
 	case err != nil:
 		return BackupCredentials{}, fileProblem(err, "the credentials file")
 	case !fi.Mode().IsRegular():
-		return BackupCredentials{}, "is not a regular file; point it at the file holding the access key"
+		return BackupCredentials{}, problemf("is not a regular file; point it at the file holding the access key")
 	case fi.Mode().Perm()&0o077 != 0:
-		return BackupCredentials{}, fmt.Sprintf("has mode %04o: a credentials file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shellQuote(name))
+		return BackupCredentials{}, problemf("has mode %04o: a credentials file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shellQuote(name))
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -83,7 +83,7 @@ func readCredentialsFile(name string) (BackupCredentials, string) {
 	case err != nil:
 		return BackupCredentials{}, fileProblem(err, "the credentials file")
 	case len(data) > maxCredentialsFileBytes:
-		return BackupCredentials{}, fmt.Sprintf("is larger than %d bytes, which no credentials file is", maxCredentialsFileBytes)
+		return BackupCredentials{}, problemf("is larger than %d bytes, which no credentials file is", maxCredentialsFileBytes)
 	}
 	var out BackupCredentials
 	section := ""
@@ -105,7 +105,7 @@ func readCredentialsFile(name string) (BackupCredentials, string) {
 			k, val, ok = k2, v2, ok2
 		}
 		if !ok {
-			return BackupCredentials{}, fmt.Sprintf("line %d is not \"key: value\" or \"key = value\"", n)
+			return BackupCredentials{}, problemf("line %d is not \"key: value\" or \"key = value\"", n)
 		}
 		val = strings.Trim(strings.TrimSpace(val), `"'`)
 		switch strings.TrimSpace(k) {
@@ -116,13 +116,13 @@ func readCredentialsFile(name string) (BackupCredentials, string) {
 		case "sessionToken", "aws_session_token":
 			out.SessionToken = val
 		default:
-			return BackupCredentials{}, fmt.Sprintf("line %d: unknown key %q; known keys: accessKeyID, secretAccessKey, sessionToken (or aws_access_key_id, aws_secret_access_key, aws_session_token)", n, strings.TrimSpace(k))
+			return BackupCredentials{}, problemf("line %d: unknown key %q; known keys: accessKeyID, secretAccessKey, sessionToken (or aws_access_key_id, aws_secret_access_key, aws_session_token)", n, strings.TrimSpace(k))
 		}
 	}
 	if out.AccessKeyID == "" || out.SecretAccessKey == "" {
-		return BackupCredentials{}, "holds no access key: it needs accessKeyID and secretAccessKey (or an AWS credentials file's [default] aws_access_key_id and aws_secret_access_key)"
+		return BackupCredentials{}, problemf("holds no access key: it needs accessKeyID and secretAccessKey (or an AWS credentials file's [default] aws_access_key_id and aws_secret_access_key)")
 	}
-	return out, ""
+	return out, nil
 }
 
 // maxRecipientsFileBytes bounds how much of a recipients file is read.
@@ -139,16 +139,16 @@ func BackupRecipients(c *v1alpha1.Cluster) ([]string, error) {
 	e := c.Spec.Backup.Encryption
 	out := slices.Clone(e.Recipients)
 	if e.RecipientsFile != "" {
-		rs, msg := readRecipientsFile(e.RecipientsFile)
-		if msg != "" {
-			return nil, fmt.Errorf("spec.backup.encryption.recipientsFile: %s: %s", e.RecipientsFile, msg)
+		rs, err := readRecipientsFile(e.RecipientsFile)
+		if err != nil {
+			return nil, fmt.Errorf("spec.backup.encryption.recipientsFile: %s: %w", e.RecipientsFile, err)
 		}
 		out = append(out, rs...)
 	}
 	return out, nil
 }
 
-func readRecipientsFile(name string) ([]string, string) {
+func readRecipientsFile(name string) ([]string, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, fileProblem(err, "the recipients file")
@@ -159,7 +159,7 @@ func readRecipientsFile(name string) ([]string, string) {
 	case err != nil:
 		return nil, fileProblem(err, "the recipients file")
 	case len(data) > maxRecipientsFileBytes:
-		return nil, fmt.Sprintf("is larger than %d bytes, which no recipients file is", maxRecipientsFileBytes)
+		return nil, problemf("is larger than %d bytes, which no recipients file is", maxRecipientsFileBytes)
 	}
 	var out []string
 	for n, line := range strings.Split(string(data), "\n") {
@@ -168,14 +168,14 @@ func readRecipientsFile(name string) ([]string, string) {
 			continue
 		}
 		if msg := v1alpha1.RecipientProblem(line); msg != "" {
-			return nil, fmt.Sprintf("line %d %s", n+1, msg)
+			return nil, problemf("line %d %s", n+1, msg)
 		}
 		out = append(out, line)
 	}
 	if len(out) == 0 {
-		return nil, "holds no age recipient (one public key, age1..., per line)"
+		return nil, problemf("holds no age recipient (one public key, age1..., per line)")
 	}
-	return out, ""
+	return out, nil
 }
 
 // ValidateBackupFiles checks the local files spec.backup names (nil without spec.backup): the
@@ -193,8 +193,8 @@ func ValidateBackupFiles(c *v1alpha1.Cluster) field.ErrorList {
 	p := field.NewPath("spec", "backup")
 	op := p.Child("objectStore")
 	if f := b.ObjectStore.Credentials.File; f != "" {
-		if _, msg := readCredentialsFile(f); msg != "" {
-			errs = append(errs, field.Invalid(op.Child("credentials", "file"), f, msg))
+		if _, err := readCredentialsFile(f); err != nil {
+			errs = append(errs, field.Invalid(op.Child("credentials", "file"), f, err.Error()))
 		}
 	}
 	if t := b.ObjectStore.TLS; t != nil && t.CAFile != "" {
@@ -203,8 +203,8 @@ func ValidateBackupFiles(c *v1alpha1.Cluster) field.ErrorList {
 		}
 	}
 	if e := b.Encryption; e != nil && e.RecipientsFile != "" {
-		if _, msg := readRecipientsFile(e.RecipientsFile); msg != "" {
-			errs = append(errs, field.Invalid(p.Child("encryption", "recipientsFile"), e.RecipientsFile, msg))
+		if _, err := readRecipientsFile(e.RecipientsFile); err != nil {
+			errs = append(errs, field.Invalid(p.Child("encryption", "recipientsFile"), e.RecipientsFile, err.Error()))
 		}
 	}
 	return errs
@@ -214,7 +214,7 @@ func ValidateBackupFiles(c *v1alpha1.Cluster) field.ErrorList {
 func pemCertsProblem(name string) string {
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return fileProblem(err, "the CA file")
+		return fileProblem(err, "the CA file").Error()
 	}
 	n := 0
 	for rest := data; ; {

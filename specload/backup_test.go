@@ -3,6 +3,7 @@ package specload
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +124,33 @@ func TestBackupCredentials(t *testing.T) {
 			t.Errorf("%q: %v %v, want %q", tc.content, err, errs, tc.want)
 		case err != nil && strings.Contains(err.Error(), "s3cr3t2"):
 			t.Errorf("error quotes the secret: %v", err)
+		}
+	}
+}
+
+// TestReadersWrapTheCause: the secret readers' errors wrap what failed (here fs.ErrNotExist), with
+// the field, the file and the message in the text.
+func TestReadersWrapTheCause(t *testing.T) {
+	c, _, err := Load("testdata/backup/valid-aws-encrypted.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	c.Spec.Backup.Encryption.RecipientsFile = missing
+	c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{Auth: &v1alpha1.VRRPAuth{File: missing}}
+	_, credsErr := ReadBackupCredentials(c, os.Getenv) // testdata/backup/s3-credentials does not exist
+	_, recipErr := BackupRecipients(c)
+	_, vrrpErr := ReadVRRPSecret(c, os.Getenv)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{credsErr, "spec.backup.objectStore.credentials.file: "},
+		{recipErr, "spec.backup.encryption.recipientsFile: " + missing + ": the recipients file does not exist"},
+		{vrrpErr, "spec.loadBalancer.auth.file: " + missing + ": the auth secret file does not exist"},
+	} {
+		if !errors.Is(tc.err, fs.ErrNotExist) || !strings.HasPrefix(fmt.Sprint(tc.err), tc.want) {
+			t.Errorf("error %v: want one wrapping fs.ErrNotExist, starting %q", tc.err, tc.want)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func ValidateLocalFiles(c *v1alpha1.Cluster) field.ErrorList {
 			fi, err := os.Stat(b.path)
 			switch {
 			case err != nil:
-				errs = append(errs, field.Invalid(p, b.path, fileProblem(err, "the "+b.name+" binary")))
+				errs = append(errs, field.Invalid(p, b.path, fileProblem(err, "the "+b.name+" binary").Error()))
 			case !fi.Mode().IsRegular():
 				errs = append(errs, field.Invalid(p, b.path, "is not a regular file; point it at the "+b.name+" binary"))
 			case fi.Mode().Perm()&0o111 == 0:
@@ -78,7 +78,7 @@ func ValidateLocalFiles(c *v1alpha1.Cluster) field.ErrorList {
 		fi, err := os.Stat(dir)
 		switch {
 		case err != nil:
-			errs = append(errs, field.Invalid(p, kh, fileProblem(err, "the directory "+dir)))
+			errs = append(errs, field.Invalid(p, kh, fileProblem(err, "the directory "+dir).Error()))
 		case !fi.IsDir():
 			errs = append(errs, field.Invalid(p, kh, dir+" is not a directory"))
 		default:
@@ -108,7 +108,7 @@ func checkKeyFile(p *field.Path, id string) field.ErrorList {
 	fi, err := os.Stat(id)
 	switch {
 	case err != nil:
-		return field.ErrorList{field.Invalid(p, id, fileProblem(err, "the SSH private key"))}
+		return field.ErrorList{field.Invalid(p, id, fileProblem(err, "the SSH private key").Error())}
 	case !fi.Mode().IsRegular():
 		return field.ErrorList{field.Invalid(p, id, "is not a regular file; point it at the SSH private key")}
 	case fi.Mode().Perm()&0o077 != 0:
@@ -188,13 +188,13 @@ const maxKeyBytes = 1 << 20
 func checkPrivateKey(file string) string {
 	f, err := os.Open(file)
 	if err != nil {
-		return fileProblem(err, "the SSH private key")
+		return fileProblem(err, "the SSH private key").Error()
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxKeyBytes+1))
 	switch {
 	case err != nil:
-		return fileProblem(err, "the SSH private key")
+		return fileProblem(err, "the SSH private key").Error()
 	case len(data) > maxKeyBytes:
 		return fmt.Sprintf("is larger than %d bytes, which no SSH private key is: point it at the private key file, e.g. ~/.ssh/id_ed25519", maxKeyBytes)
 	}
@@ -212,11 +212,29 @@ func checkPrivateKey(file string) string {
 	}
 }
 
-func fileProblem(err error, what string) string {
+// fileError is what is wrong with a local file the spec names: Error is the message for the user
+// (it never quotes the file's content), Unwrap the cause when an operation on the file failed (a
+// *fs.PathError, for errors.Is(err, fs.ErrNotExist)), nil for a file that reads but is unusable.
+type fileError struct {
+	msg string
+	err error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.err }
+
+// fileProblem says why what (e.g. "the CA file") could not be stat'ed, opened or read: err is the
+// cause, wrapped.
+func fileProblem(err error, what string) *fileError {
 	if errors.Is(err, os.ErrNotExist) {
-		return what + " does not exist; fix the path (relative paths are relative to the spec file)"
+		return &fileError{what + " does not exist; fix the path (relative paths are relative to the spec file)", err}
 	}
-	return fmt.Sprintf("can't read %s: %v", what, err)
+	return &fileError{fmt.Sprintf("can't read %s: %v", what, err), err}
+}
+
+// problemf is a *fileError without a cause: the file reads, but its content or mode is wrong.
+func problemf(format string, args ...any) *fileError {
+	return &fileError{msg: fmt.Sprintf(format, args...)}
 }
 
 // checkCAFile says what is wrong with a local CA bundle ("" when nothing): it must be a readable
@@ -225,18 +243,18 @@ func checkCAFile(name string) string {
 	fi, err := os.Stat(name)
 	switch {
 	case err != nil:
-		return fileProblem(err, "the CA file")
+		return fileProblem(err, "the CA file").Error()
 	case !fi.Mode().IsRegular():
 		return "is not a regular file; point it at the CA certificate (PEM) that signed the apiservers' certificates, e.g. a copy of kubeadm's /etc/kubernetes/pki/ca.crt"
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return fileProblem(err, "the CA file")
+		return fileProblem(err, "the CA file").Error()
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxKeyBytes+1))
 	if err != nil {
-		return fileProblem(err, "the CA file")
+		return fileProblem(err, "the CA file").Error()
 	}
 	if len(data) > maxKeyBytes {
 		return fmt.Sprintf("is larger than %d bytes, which no CA bundle is", maxKeyBytes)
@@ -287,8 +305,8 @@ func validateLBLocalFiles(c *v1alpha1.Cluster) field.ErrorList {
 	}
 	if a := lb.Auth; a != nil && a.File != "" {
 		fp := p.Child("auth", "file")
-		if s, msg := readSecretFile(a.File); msg != "" {
-			errs = append(errs, field.Invalid(fp, a.File, msg))
+		if s, err := readSecretFile(a.File); err != nil {
+			errs = append(errs, field.Invalid(fp, a.File, err.Error()))
 		} else if msg := v1alpha1.VRRPSecretProblem(s); msg != "" {
 			errs = append(errs, field.Invalid(fp, a.File, "the auth secret in this file "+msg))
 		}

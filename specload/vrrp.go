@@ -32,9 +32,9 @@ func ReadVRRPSecret(c *v1alpha1.Cluster, getenv func(string) string) (string, er
 	case a.File != "" && a.Env != "":
 		return "", fmt.Errorf("%s: set exactly one of file and env", ap)
 	case a.File != "":
-		secret, msg := readSecretFile(a.File)
-		if msg != "" {
-			return "", fmt.Errorf("%s: %s: %s", ap.Child("file"), a.File, msg)
+		secret, err := readSecretFile(a.File)
+		if err != nil {
+			return "", fmt.Errorf("%s: %s: %w", ap.Child("file"), a.File, err)
 		}
 		s = secret
 		if msg := v1alpha1.VRRPSecretProblem(s); msg != "" {
@@ -56,16 +56,17 @@ func ReadVRRPSecret(c *v1alpha1.Cluster, getenv func(string) string) (string, er
 
 // readSecretFile reads an auth secret file: a regular file, not readable by group or others, at
 // most maxSecretFileBytes; one trailing newline ("\n" or "\r\n") is removed. It returns the secret or
-// a message saying what is wrong (never quoting the content).
-func readSecretFile(name string) (string, string) {
+// a *fileError saying what is wrong (never quoting the content; wrapping the cause when reading
+// failed).
+func readSecretFile(name string) (string, error) {
 	fi, err := os.Stat(name)
 	switch {
 	case err != nil:
 		return "", fileProblem(err, "the auth secret file")
 	case !fi.Mode().IsRegular():
-		return "", "is not a regular file; point it at a file holding the VRRP auth secret"
+		return "", problemf("is not a regular file; point it at a file holding the VRRP auth secret")
 	case fi.Mode().Perm()&0o077 != 0:
-		return "", fmt.Sprintf("has mode %04o: a secret file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shellQuote(name))
+		return "", problemf("has mode %04o: a secret file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shellQuote(name))
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -77,13 +78,13 @@ func readSecretFile(name string) (string, string) {
 	case err != nil:
 		return "", fileProblem(err, "the auth secret file")
 	case len(data) > maxSecretFileBytes:
-		return "", fmt.Sprintf("is larger than %d bytes, which no VRRP secret is: point it at the file holding the secret (at most %d characters)", maxSecretFileBytes, limits.MaxVRRPSecretLength)
+		return "", problemf("is larger than %d bytes, which no VRRP secret is: point it at the file holding the secret (at most %d characters)", maxSecretFileBytes, limits.MaxVRRPSecretLength)
 	}
 	s := string(data)
 	if t, ok := strings.CutSuffix(s, "\n"); ok {
 		s = strings.TrimSuffix(t, "\r")
 	}
-	return s, ""
+	return s, nil
 }
 
 // ReadAuthSecret reads the secret spec.loadBalancer.auth names (ReadVRRPSecret) into the

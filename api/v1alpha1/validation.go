@@ -49,9 +49,8 @@ func (w Warning) String() string {
 }
 
 // ValidationError is returned by Decode (and specload's Load and Decode) when the spec breaks one or
-// more rules. Error()
-// gives one line per problem, "source:line: path: message", with the line of the field (or its
-// nearest parent present in the document) when known. Its exit code is 2.
+// more rules. Error() gives one line per problem, "source:line: path: message", with the line of the
+// field (or its nearest parent present in the document) when known. Its exit code is 2.
 type ValidationError struct {
 	// Source names the document (usually the file path); may be "".
 	Source string
@@ -285,7 +284,7 @@ const MaxEnvNameLength = 64
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // IsEnvName reports whether s is a portable environment variable name: at most MaxEnvNameLength
-// letters, digits and '_', not starting with a digit (POSIX.1-2017 Base Definitions 3.235, Name).
+// letters, digits and '_', not starting with a digit (a "name" in POSIX.1-2017's Base Definitions).
 // Validate refuses any other value where the spec names a variable, so readers of the environment
 // look up only names for which it holds.
 func IsEnvName(s string) bool { return len(s) <= MaxEnvNameLength && envNameRE.MatchString(s) }
