@@ -22,11 +22,12 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup/s3test"
+	"github.com/hactl/hactl/specload"
 )
 
 func testConfig(srv *s3test.Server) S3Config {
 	return S3Config{Endpoint: srv.Endpoint, Bucket: s3test.Bucket, Region: s3test.Region, Lookup: v1alpha1.BucketLookupPath, PlainHTTP: true,
-		Credentials: v1alpha1.BackupCredentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}}
+		Credentials: specload.BackupCredentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}}
 }
 
 func testStore(t *testing.T, srv *s3test.Server) *S3 {

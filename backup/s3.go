@@ -16,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/specload"
 )
 
 // S3PartLimit is S3's multipart part limit (parts are numbered 1..10,000).
@@ -34,14 +35,14 @@ type S3Config struct {
 	// CAFile is a PEM bundle the endpoint's certificate is verified against ("" = system roots).
 	CAFile string
 	// Credentials is the access key (never logged).
-	Credentials v1alpha1.BackupCredentials
+	Credentials specload.BackupCredentials
 }
 
 // S3ConfigFromSpec builds the S3Config of spec.backup.objectStore, reading the credentials from
 // the environment (getenv is os.Getenv in production) or the credentials file. Errors name the
 // spec field, never a key.
 func S3ConfigFromSpec(c *v1alpha1.Cluster, getenv func(string) string) (S3Config, error) {
-	creds, err := v1alpha1.ReadBackupCredentials(c, getenv)
+	creds, err := specload.ReadBackupCredentials(c, getenv)
 	if err != nil {
 		return S3Config{}, err
 	}

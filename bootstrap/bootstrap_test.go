@@ -24,7 +24,7 @@ func TestPhases(t *testing.T) {
 			Roles: []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}})
 	}
 	c.Spec.Etcd.Version = "v3.6.16"
-	v1alpha1.SetDefaults(c, "")
+	v1alpha1.SetDefaults(c, v1alpha1.Dirs{})
 	b, err := New(Options{Cluster: c, Printer: ui.New(&bytes.Buffer{}, false, false)})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hactl/hactl/api/limits"
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/templates"
 )
@@ -25,7 +26,7 @@ const (
 	RemotePeerKey     = RemotePKIDir + "/peer.key"
 	RemoteUnitPath    = "/etc/systemd/system/etcd.service"
 	UnitName          = "etcd.service"
-	MetricsPort       = 2381 // etcd's (and kubeadm's) usual metrics port, plain HTTP on loopback
+	MetricsPort       = limits.EtcdMetricsPort // etcd's (and kubeadm's) usual metrics port, plain HTTP on loopback
 	DefaultRestartSec = 5 * time.Second
 	// TLSMinVersion is etcd's --tls-min-version.
 	TLSMinVersion = "TLS1.2"
@@ -123,8 +124,10 @@ func NewUnitConfig(c *v1alpha1.Cluster, members []Member, self Member, state Clu
 
 var labelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-// Validate checks that every setting is present and in etcd's accepted range (etcd: election timeout
-// at least 5 x heartbeat and at most 50000ms).
+// Validate checks that every setting is present and in etcd's accepted range (embed.Config.Validate:
+// election timeout at least limits.MinElectionHeartbeatRatio x heartbeat and at most
+// limits.MaxElectionTimeout). It returns every problem found, joined (errors.Join) and wrapped with
+// the member name.
 func (u UnitConfig) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -166,8 +169,8 @@ func (u UnitConfig) Validate() error {
 	if u.HeartbeatIntervalMs <= 0 {
 		add("--heartbeat-interval must be positive")
 	}
-	if u.ElectionTimeoutMs < 5*u.HeartbeatIntervalMs || u.ElectionTimeoutMs > 50000 {
-		add("--election-timeout %dms must be at least 5 x heartbeat (%dms) and at most 50000ms", u.ElectionTimeoutMs, u.HeartbeatIntervalMs)
+	if maxMs := limits.MaxElectionTimeout.Milliseconds(); u.ElectionTimeoutMs < limits.MinElectionHeartbeatRatio*u.HeartbeatIntervalMs || u.ElectionTimeoutMs > maxMs {
+		add("--election-timeout %dms must be at least %d x heartbeat (%dms) and at most %dms", u.ElectionTimeoutMs, limits.MinElectionHeartbeatRatio, u.HeartbeatIntervalMs, maxMs)
 	}
 	if u.QuotaBackendBytes < 0 {
 		add("--quota-backend-bytes is negative")

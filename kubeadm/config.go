@@ -136,7 +136,7 @@ func subnet(flag, s string) (netip.Prefix, error) {
 
 // Config renders kubeadm's configuration for cluster c as a multi-document YAML stream:
 // an InitConfiguration (for the first control-plane host, in spec order) then a
-// ClusterConfiguration, separated by "---". c must be loaded by v1alpha1.Load or Decode (defaulted).
+// ClusterConfiguration, separated by "---". c must be loaded by specload.Load or Decode (defaulted).
 //
 // Errors: a *v1alpha1.ValidationError (exit code 2, naming the field) when the spec lacks what
 // kubeadm needs — spec.loadBalancer missing or its VIP unparsable, no host with role control-plane,

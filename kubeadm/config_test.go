@@ -16,6 +16,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/specload"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -27,7 +28,7 @@ func load(t *testing.T, name string) *v1alpha1.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := v1alpha1.Decode(raw, p, "testdata")
+	c, _, err := specload.Decode(raw, p, "testdata")
 	if err != nil {
 		t.Fatalf("decode %s: %v", p, err)
 	}

@@ -3,7 +3,8 @@
 //
 // Plan turns a loaded cluster spec into a Config: typed data with everything decided (priorities,
 // the check weight, peers, bind address, backends, check settings), proven to fail over
-// (ProveFailover). RenderHAProxy and RenderKeepalived turn a Config into the files of one host, from
+// (ProveFailover). FailoverRule is the spec validation's side of the same computation: the spec is
+// refused (specload.Load) exactly when the priorities and weight Plan would configure can't fail over. RenderHAProxy and RenderKeepalived turn a Config into the files of one host, from
 // templates/haproxy.cfg.tmpl and templates/keepalived.conf.tmpl, byte for byte deterministic. Nothing
 // here does I/O on hosts: installing (upload, `haproxy -c`, `keepalived --config-test`, reload,
 // roll back) belongs to the bootstrap phases.
@@ -29,6 +30,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hactl/hactl/api/limits"
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/lb/vrrp"
 )
@@ -46,7 +50,7 @@ const (
 	// StatsSocket is HAProxy's runtime API (show stat, show servers state): for hactl status.
 	StatsSocket = "/run/haproxy/admin.sock"
 	// LocalPort is HAProxy's loopback endpoint: /metrics (Prometheus) and /healthz (Keepalived's check).
-	LocalPort = v1alpha1.LBLocalPort
+	LocalPort = limits.LBLocalPort
 	// HealthPath is the loopback path Keepalived's check asks HAProxy for (HAProxy's monitor-uri).
 	HealthPath = "/healthz"
 	// MetricsPath is the Prometheus exporter's path on LocalPort.
@@ -181,7 +185,7 @@ type Sysctl struct {
 // String renders "name=value" (sysctl.d(5) syntax).
 func (s Sysctl) String() string { return s.Name + "=" + s.Value }
 
-// Plan computes the load balancer of a cluster loaded with v1alpha1.Load (defaulted and validated).
+// Plan computes the load balancer of a cluster loaded with specload.Load (defaulted and validated).
 //
 // Per LB host (the hosts with role lb, or the control-plane hosts when colocated), in spec order:
 // the priority from spec.loadBalancer.priorities or vrrp.DefaultPriorities (150, 140, 130...), the
@@ -209,7 +213,7 @@ func Plan(c *v1alpha1.Cluster) (*Config, error) {
 		return nil, fmt.Errorf("spec.loadBalancer.vip: %w", err)
 	}
 	adv := s.AdvertInterval.Duration
-	if adv < time.Second || adv%time.Second != 0 {
+	if adv < limits.MinAdvertInterval || adv%limits.MinAdvertInterval != 0 {
 		return nil, fmt.Errorf("spec.loadBalancer.advertInterval %v is not a whole number of seconds", adv)
 	}
 	cfg := &Config{
@@ -274,25 +278,12 @@ func Plan(c *v1alpha1.Cluster) (*Config, error) {
 	}
 
 	// Nodes.
-	hosts := c.LBHosts()
-	var prios []int
-	if len(s.Priorities) > 0 {
-		for _, h := range hosts {
-			p, ok := s.Priorities[h.Name]
-			if !ok {
-				return nil, fmt.Errorf("spec.loadBalancer.priorities has no priority for LB host %s", h.Name)
-			}
-			prios = append(prios, p)
-		}
-	} else {
-		prios = vrrp.DefaultPriorities(len(hosts))
+	nodes, prios, err := electionNodes(c)
+	if err != nil {
+		return nil, err
 	}
-	for i, h := range hosts {
-		ip, err := netip.ParseAddr(h.Address)
-		if err != nil {
-			return nil, fmt.Errorf("host %s: address: %w", h.Name, err)
-		}
-		cfg.Nodes = append(cfg.Nodes, Node{Name: h.Name, Address: ip, Interface: s.Interface, Priority: prios[i]})
+	for _, n := range nodes {
+		cfg.Nodes = append(cfg.Nodes, Node{Name: n.Name, Address: n.Addr, Interface: s.Interface, Priority: n.Priority})
 	}
 	if cfg.Mode == v1alpha1.LBModeUnicast {
 		for i := range cfg.Nodes {
@@ -307,11 +298,8 @@ func Plan(c *v1alpha1.Cluster) (*Config, error) {
 		cfg.Notes = append(cfg.Notes, fmt.Sprintf("the VIP's interface is detected on each LB host: the one whose network holds %s", vip.Masked()))
 	}
 
-	switch {
-	case s.CheckWeight != nil:
-		cfg.Weight = *s.CheckWeight
-	case len(prios) > 0:
-		if cfg.Weight, err = vrrp.Weight(prios); err != nil {
+	if s.CheckWeight != nil || len(prios) > 0 {
+		if cfg.Weight, err = checkWeight(s, prios); err != nil {
 			return nil, fmt.Errorf("spec.loadBalancer.priorities: %w", err)
 		}
 	}
@@ -319,6 +307,85 @@ func Plan(c *v1alpha1.Cluster) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// electionNodes returns the VRRP routers of c's load balancer: one per LB host (c.LBHosts(), in spec
+// order) with its address and priority, spec.loadBalancer.priorities[host] or, when the spec sets no
+// priorities, vrrp.DefaultPriorities (150, 140, 130...); prios are the priorities in the same order.
+// Errors name the host whose address doesn't parse or that the priorities leave out.
+func electionNodes(c *v1alpha1.Cluster) (nodes []vrrp.Node, prios []int, err error) {
+	s := c.Spec.LoadBalancer
+	hosts := c.LBHosts()
+	if len(s.Priorities) > 0 {
+		for _, h := range hosts {
+			p, ok := s.Priorities[h.Name]
+			if !ok {
+				return nil, nil, fmt.Errorf("spec.loadBalancer.priorities has no priority for LB host %s", h.Name)
+			}
+			prios = append(prios, p)
+		}
+	} else {
+		prios = vrrp.DefaultPriorities(len(hosts))
+	}
+	for i, h := range hosts {
+		ip, err := netip.ParseAddr(h.Address)
+		if err != nil {
+			return nil, nil, fmt.Errorf("host %s: address: %w", h.Name, err)
+		}
+		nodes = append(nodes, vrrp.Node{Name: h.Name, Addr: ip, Priority: prios[i]})
+	}
+	return nodes, prios, nil
+}
+
+// checkWeight returns the vrrp_script weight of the load balancer: spec.loadBalancer.checkWeight
+// when set, else vrrp.Weight of prios (a failed node drops below every healthy one), whose error says
+// why no weight can do that.
+func checkWeight(s *v1alpha1.LoadBalancer, prios []int) (int, error) {
+	if s.CheckWeight != nil {
+		return *s.CheckWeight, nil
+	}
+	return vrrp.Weight(prios)
+}
+
+// FailoverRule is the spec's failover rule (a v1alpha1.FailoverRule; specload passes it to
+// v1alpha1.Validate and Decode): it computes the election Plan configures, the priorities of the LB
+// hosts and the check weight (electionNodes, checkWeight), and proves it with vrrp.ProveFailover: a
+// host whose HAProxy check fails never keeps the VIP while another host's check passes (RFC 5798
+// §6.4.3 elections, keepalived's vrrp_script weights).
+//
+// It returns nil when the VIP fails over (and when c has no load balancer), else a field.Invalid at
+// the field the user wrote: spec.loadBalancer.checkWeight (value: the weight) when it is set, else
+// spec.loadBalancer.priorities when they are set, else spec.loadBalancer (value: the computed
+// priorities, "name=priority, ..."). Its message is vrrp.ProveFailover's, or "no check weight can
+// move the VIP away from a failed host: " and vrrp.Weight's reason. v1alpha1.Validate runs it only
+// once the rules it relies on hold (a known topology, at least 2 LB hosts with IP addresses,
+// priorities in range, distinct and for every LB host or none, checkWeight in range, nopreempt only
+// with weight 0); a spec breaking them, which Validate reports on its own, gives nil here.
+func FailoverRule(c *v1alpha1.Cluster) *field.Error {
+	s := c.Spec.LoadBalancer
+	if s == nil {
+		return nil
+	}
+	nodes, prios, err := electionNodes(c)
+	if err != nil {
+		return nil // reported by Validate on the priorities or the host
+	}
+	p := field.NewPath("spec", "loadBalancer")
+	at, value := p, any(vrrp.Describe(nodes))
+	if len(s.Priorities) > 0 {
+		at = p.Child("priorities")
+	}
+	if s.CheckWeight != nil {
+		at, value = p.Child("checkWeight"), *s.CheckWeight
+	}
+	weight, err := checkWeight(s, prios)
+	if err != nil {
+		return field.Invalid(at, value, "no check weight can move the VIP away from a failed host: "+err.Error())
+	}
+	if err := vrrp.ProveFailover(nodes, weight); err != nil {
+		return field.Invalid(at, value, err.Error())
+	}
+	return nil
 }
 
 // ProveFailover checks what the rendered keepalived.conf files rely on: at least 2 nodes with
@@ -381,7 +448,7 @@ func (cfg *Config) SetInterface(host, iface string) error {
 }
 
 // validInterface: a Linux interface name keepalived.conf can hold without quoting (see
-// v1alpha1's interface rule).
+// v1alpha1's interface rule, ifNameRE).
 func validInterface(s string) bool {
 	if s == "" || len(s) > 15 || s[0] == '-' || s[0] == '.' || s[0] == '_' {
 		return false

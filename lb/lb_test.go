@@ -96,7 +96,7 @@ var cases = []struct {
 
 func decode(t *testing.T, hosts string) *v1alpha1.Cluster {
 	t.Helper()
-	c, warns, err := v1alpha1.Decode([]byte(specHead+hosts), "cluster.yaml", "/specs")
+	c, warns, err := v1alpha1.Decode([]byte(specHead+hosts), "cluster.yaml", v1alpha1.Dirs{Base: "/specs"}, FailoverRule)
 	if err != nil {
 		t.Fatalf("spec: %v", err)
 	}
@@ -422,17 +422,6 @@ func TestAuthSecretNeverPrinted(t *testing.T) {
 	if _, err := NewAuthSecret("toolongsecret"); err == nil || strings.Contains(err.Error(), "toolongsecret") || !strings.Contains(err.Error(), "13 characters long") {
 		t.Errorf("NewAuthSecret(too long): %v", err)
 	}
-	c := decode(t, cases[1].spec)
-	got, err := ReadAuthSecret(c, func(k string) string { return map[string]string{"HACTL_VRRP_PASSWORD": testSecret}[k] })
-	if err != nil || got != s {
-		t.Errorf("ReadAuthSecret = %v, %v", got, err)
-	}
-	if _, err := ReadAuthSecret(c, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "HACTL_VRRP_PASSWORD, which is not set") {
-		t.Errorf("ReadAuthSecret(unset): %v", err)
-	}
-	if got, err := ReadAuthSecret(decode(t, cases[0].spec), nil); err != nil || !got.IsZero() {
-		t.Errorf("ReadAuthSecret(no auth) = %v, %v", got, err)
-	}
 }
 
 func TestInterfaceFor(t *testing.T) {
@@ -594,5 +583,50 @@ func TestKeepalivedConfigTest(t *testing.T) {
 	data = bytes.ReplaceAll(data, []byte("eth0"), []byte("eth9"))
 	if out, err := check(t, "eth0", "missing-iface.conf", data); err == nil {
 		t.Errorf("keepalived --config-test accepted a missing interface:\n%s", out)
+	}
+}
+
+// TestFailoverRule: the spec's failover rule is Plan's own computation. For each spec (valid but for
+// the failover proof: decoded without the rule), FailoverRule fails exactly when Plan does, at the
+// field the user wrote, with vrrp's reason.
+func TestFailoverRule(t *testing.T) {
+	const lbHosts = labHosts + `  - {name: lb-a, address: 172.28.0.21, zone: az-a, roles: [lb]}
+  - {name: lb-b, address: 172.28.0.22, zone: az-b, roles: [lb]}
+`
+	for _, tc := range []struct {
+		name, lb     string
+		field, value string // want: the field error's path and value ("" = the VIP fails over)
+		detail       string // substring of its message
+	}{
+		{"computed", "", "", "", ""},
+		{"weight too small", "    checkWeight: -5\n", "spec.loadBalancer.checkWeight", "-5",
+			"the VIP cannot move: when the check on lb-a fails it still advertises 145, above lb-b's 140"},
+		{"tie lost on the address", "    priorities: {lb-a: 140, lb-b: 150}\n    checkWeight: -10\n", "spec.loadBalancer.checkWeight", "-10",
+			"wins the tie with the higher address (172.28.0.22 > 172.28.0.21)"},
+		{"no weight can do", "    priorities: {lb-a: 254, lb-b: 1}\n", "spec.loadBalancer.priorities", "lb-a=254, lb-b=1",
+			"no check weight can move the VIP away from a failed host: priorities 254, 1 include 1"},
+		{"weight 0", "    checkWeight: 0\n", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := specHead + lbHosts + "  loadBalancer:\n    vip: 172.28.0.100/24\n" + tc.lb
+			c, _, err := v1alpha1.Decode([]byte(doc), "cluster.yaml", v1alpha1.Dirs{Base: "/specs"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fe := FailoverRule(c)
+			_, planErr := Plan(c)
+			switch {
+			case tc.field == "" && (fe != nil || planErr != nil):
+				t.Fatalf("FailoverRule = %v, Plan: %v; want both to accept", fe, planErr)
+			case tc.field == "":
+			case fe == nil || planErr == nil:
+				t.Fatalf("FailoverRule = %v, Plan: %v; want both to refuse", fe, planErr)
+			case fe.Field != tc.field || fmt.Sprint(fe.BadValue) != tc.value || !strings.Contains(fe.Detail, tc.detail):
+				t.Errorf("FailoverRule = %v; want %s = %s saying %q", fe, tc.field, tc.value, tc.detail)
+			}
+		})
+	}
+	if fe := FailoverRule(&v1alpha1.Cluster{}); fe != nil {
+		t.Errorf("no load balancer: %v", fe)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/lb/vrrp"
 	"github.com/hactl/hactl/templates"
 )
 
@@ -14,24 +15,14 @@ import (
 // can't leak through fmt or logs.
 type AuthSecret struct{ s string }
 
-// NewAuthSecret checks s with v1alpha1.VRRPSecretProblem (at most 8 characters of a safe set) and
-// wraps it. The error never quotes s.
+// NewAuthSecret checks s with v1alpha1.VRRPSecretProblem (at most limits.MaxVRRPSecretLength
+// characters of a safe set) and wraps it. The error never quotes s. specload.ReadAuthSecret reads
+// the secret spec.loadBalancer.auth names (a file or an environment variable) into one.
 func NewAuthSecret(s string) (AuthSecret, error) {
 	if msg := v1alpha1.VRRPSecretProblem(s); msg != "" {
 		return AuthSecret{}, fmt.Errorf("the VRRP auth secret %s", msg)
 	}
 	return AuthSecret{s}, nil
-}
-
-// ReadAuthSecret reads the secret spec.loadBalancer.auth names (v1alpha1.ReadVRRPSecret: a local
-// file or an environment variable read with getenv). It returns the zero AuthSecret when the spec has
-// no auth.
-func ReadAuthSecret(c *v1alpha1.Cluster, getenv func(string) string) (AuthSecret, error) {
-	s, err := v1alpha1.ReadVRRPSecret(c, getenv)
-	if err != nil || s == "" {
-		return AuthSecret{}, err
-	}
-	return NewAuthSecret(s)
 }
 
 // IsZero reports whether no secret is held.
@@ -236,9 +227,11 @@ func RenderKeepalived(cfg *Config, host string, secret AuthSecret) ([]byte, erro
 	d.Election = strings.Join(parts, ", ")
 	switch {
 	case cfg.Weight < 0:
-		d.WeightNote = fmt.Sprintf("A failed check takes %d off this host's priority (%d -> %d), below every host whose check passes", -cfg.Weight, n.Priority, max(n.Priority+cfg.Weight, 1))
+		failed, _ := vrrp.Effective(n.Priority, cfg.Weight, false)
+		d.WeightNote = fmt.Sprintf("A failed check takes %d off this host's priority (%d -> %d), below every host whose check passes", -cfg.Weight, n.Priority, failed)
 	case cfg.Weight > 0:
-		d.WeightNote = fmt.Sprintf("A passing check adds %d to this host's priority (%d -> %d), so a failed one leaves it below every host whose check passes", cfg.Weight, n.Priority, min(n.Priority+cfg.Weight, 254))
+		passed, _ := vrrp.Effective(n.Priority, cfg.Weight, true)
+		d.WeightNote = fmt.Sprintf("A passing check adds %d to this host's priority (%d -> %d), so a failed one leaves it below every host whose check passes", cfg.Weight, n.Priority, passed)
 	default:
 		d.WeightNote = "Weight 0: a failed check puts this host into FAULT state, which releases the VIP"
 	}

@@ -36,7 +36,7 @@ func TestConfigFromSpec(t *testing.T) {
 			c := &v1alpha1.Cluster{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}
 			c.Metadata.Name = "lab"
 			c.Spec.Hosts = []v1alpha1.Host{{Name: "cp-a", Address: "10.0.0.1", Zone: "a", Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}}}
-			v1alpha1.SetDefaults(c, "")
+			v1alpha1.SetDefaults(c, v1alpha1.Dirs{})
 			c.Spec.SSH.User, c.Spec.SSH.Agent, c.Spec.SSH.IdentityFiles = "hactl", "never", []string{"/k2"}
 			tc.mutate(&c.Spec.SSH)
 			cfg := ConfigFromSpec(c, SpecOptions{AcceptNewHostKeys: true, Prompt: tc.prompt, Getenv: getenv})

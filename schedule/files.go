@@ -15,6 +15,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/pki"
+	"github.com/hactl/hactl/specload"
 )
 
 // File is one file a member must have.
@@ -39,7 +40,7 @@ type Inputs struct {
 	// Binary is the local hactl binary to upload and its sha256 (see BinaryFile).
 	Binary File
 	// Credentials is the object store's access key (read locally from what the spec names).
-	Credentials v1alpha1.BackupCredentials
+	Credentials specload.BackupCredentials
 	// Recipients are the spec's resolved age recipients (none: unencrypted).
 	Recipients []string
 }
@@ -188,7 +189,7 @@ func HostSpec(c *v1alpha1.Cluster, recipients []string) ([]byte, error) {
 	hdr := "# Managed by hactl backup schedule: the spec the scheduled backups of this member load.\n" +
 		"# spec.ssh is a placeholder: the runs talk to etcd and the object store only.\n"
 	out = append([]byte(hdr), out...)
-	if _, _, err := v1alpha1.Decode(out, SpecPath, path.Dir(SpecPath)); err != nil {
+	if _, _, err := specload.Decode(out, SpecPath, path.Dir(SpecPath)); err != nil {
 		return nil, fmt.Errorf("host spec (a bug): %w", err)
 	}
 	return out, nil

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/specload"
 )
 
 func TestOnCalendar(t *testing.T) {
@@ -217,7 +217,7 @@ func TestRenderVerify(t *testing.T) {
 }
 
 func TestHostSpec(t *testing.T) {
-	c, _, err := v1alpha1.Decode([]byte(`apiVersion: hactl.io/v1alpha1
+	c, _, err := specload.Decode([]byte(`apiVersion: hactl.io/v1alpha1
 kind: Cluster
 metadata: {name: prod}
 spec:
@@ -250,7 +250,7 @@ spec:
 	if strings.Contains(s, "/home/me") || strings.Contains(s, "bastion") || strings.Contains(s, "w-1") || strings.Contains(s, "deploy") {
 		t.Errorf("the host spec names this machine's paths, the bastion, a non-etcd host or the SSH user:\n%s", s)
 	}
-	hc, _, err := v1alpha1.Decode(out, SpecPath, ConfigDir)
+	hc, _, err := specload.Decode(out, SpecPath, ConfigDir)
 	if err != nil {
 		t.Fatalf("the host spec does not load: %v\n%s", err, s)
 	}

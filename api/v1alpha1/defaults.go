@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -73,8 +72,9 @@ const (
 )
 
 // SetDefaults fills unset fields (zero values: "", 0, "0s") with the defaults above, expands and
-// resolves local paths and canonicalises host addresses. It is idempotent and never fails: values it
-// can't make sense of are left for Validate to report.
+// resolves local paths and canonicalises host addresses. It is pure (the directories come in dirs,
+// nothing is looked up), idempotent and never fails: values it can't make sense of are left for
+// Validate to report.
 //
 // SSH: spec.ssh.agent defaults to "auto". A bastion (when set) defaults to port 22, user
 // spec.ssh.user and knownHostsFile spec.ssh.knownHostsFile; its identityFile stays "" (the keys and
@@ -85,14 +85,15 @@ const (
 // spec.loadBalancer (when set): virtualRouterID 51, mode unicast, advertInterval 1s, topology
 // dedicated, frontendPort and apiServerPort 6443, healthCheck interval 2s, fall 3, rise 2; the VIP is
 // canonicalised (CanonicalPrefix). Priorities and the check weight are not filled in: they are
-// computed from host order when the spec leaves them out (lb.Plan; Validate proves them).
+// computed from host order when the spec leaves them out (lb.Plan; Validate proves them with lb's
+// FailoverRule).
 //
 // Local paths (spec.stateDir, spec.ssh.identityFile, spec.ssh.identityFiles[*],
 // spec.ssh.knownHostsFile, spec.ssh.bastion.identityFile, spec.ssh.bastion.knownHostsFile,
-// spec.etcd.binaries.*, spec.loadBalancer.auth.file, spec.loadBalancer.healthCheck.caFile): a leading "~" or "~/" is the current user's home directory ($HOME; "~user"
-// is not expanded), a relative path is resolved against baseDir (the spec file's directory; "" keeps
-// it relative to the working directory), and the result is cleaned. Remote paths (dataDir) are not
-// touched.
+// spec.etcd.binaries.*, spec.loadBalancer.auth.file, spec.loadBalancer.healthCheck.caFile) are
+// resolved with LocalPath against dirs: a leading "~" or "~/" is dirs.Home ("~user" is not
+// expanded), a relative path is resolved against dirs.Base (the spec file's directory), and the
+// result is cleaned. Remote paths (dataDir) are not touched.
 //
 // spec.backup (when set): compression zstd, objectStore.region us-east-1, objectStore.bucketLookup
 // auto for *.amazonaws.com endpoints and path for others; its local paths (objectStore.tls.caFile,
@@ -104,7 +105,7 @@ const (
 // address it maps ("::ffff:1.2.3.4" -> "1.2.3.4"): the host is reached over IPv4 either way, and the
 // plain form is what goes into etcd URLs and certificate SANs and what the uniqueness check compares.
 // Addresses with an IPv6 zone or that don't parse are left as written.
-func SetDefaults(c *Cluster, baseDir string) {
+func SetDefaults(c *Cluster, dirs Dirs) {
 	s := &c.Spec
 
 	if s.SSH.User == "" {
@@ -233,7 +234,7 @@ func SetDefaults(c *Cluster, baseDir string) {
 		paths = append(paths, s.Backup.setDefaults()...)
 	}
 	for _, p := range paths {
-		*p = LocalPath(*p, baseDir)
+		*p = LocalPath(*p, dirs)
 	}
 }
 
@@ -266,21 +267,33 @@ func CanonicalPrefix(s string) string {
 	return netip.PrefixFrom(ip, bits).String()
 }
 
-// LocalPath expands a leading "~" or "~/" to the home directory and resolves a relative path against
-// baseDir; "" stays "". When the home directory is unknown the "~" is left in place.
-func LocalPath(p, baseDir string) string {
+// Dirs are the local directories a spec's local paths resolve against (SetDefaults, LocalPath).
+// specload fills them in from the spec file's location and the current user.
+type Dirs struct {
+	// Base is the directory relative paths resolve against: the spec file's directory, absolute.
+	// "" keeps relative paths relative (to the working directory of whoever opens them).
+	Base string
+	// Home is the current user's home directory, which a leading "~" stands for. "" leaves paths
+	// starting with "~" as written.
+	Home string
+}
+
+// LocalPath resolves a local path of the spec: a leading "~" or "~/" becomes dirs.Home, a relative
+// path is joined to dirs.Base (unless that is ""), and the result is cleaned (filepath.Clean). ""
+// stays "", and a "~" path is returned as written when dirs.Home is "". It reads nothing: the
+// directories are what dirs says.
+func LocalPath(p string, dirs Dirs) string {
 	if p == "" {
 		return ""
 	}
 	if p == "~" || strings.HasPrefix(p, "~/") {
-		home, err := os.UserHomeDir()
-		if err != nil {
+		if dirs.Home == "" {
 			return p
 		}
-		p = filepath.Join(home, p[1:])
+		p = filepath.Join(dirs.Home, p[1:])
 	}
-	if !filepath.IsAbs(p) && baseDir != "" {
-		p = filepath.Join(baseDir, p)
+	if !filepath.IsAbs(p) && dirs.Base != "" {
+		p = filepath.Join(dirs.Base, p)
 	}
 	return filepath.Clean(p)
 }

@@ -1,5 +1,9 @@
 // Package v1alpha1 holds hactl's cluster spec (apiVersion hactl.io/v1alpha1, kind Cluster): its types,
-// strict loading, defaulting and validation.
+// strict decoding from bytes (unknown fields and wrong types named with field path and line),
+// defaulting and validation. It is a leaf and pure: no file, environment or network access, and no
+// hactl package but the constants of api/limits. Reading a spec file, checking the local files it
+// names and reading the secrets it names belong to specload; the VRRP failover proof to lb (passed
+// to Validate as a FailoverRule).
 package v1alpha1
 
 import (
@@ -34,15 +38,15 @@ type Cluster struct {
 	Spec       ClusterSpec `json:"spec"`
 
 	// lines maps field paths to lines of the document the Cluster was decoded from (nil when built
-	// in code), so later checks (ValidateLocalFiles) can point at the line too.
+	// in code), so later checks (specload.ValidateLocalFiles) can point at the line too.
 	lines map[string]int
 	// explicitZeros are the fields the document set to 0 (or a zero duration), which defaulting
 	// cannot tell from absent ones.
 	explicitZeros []zeroField
 }
 
-// ValidationError wraps errs, found by a check run after Load (e.g. ValidateLocalFiles), in a
-// *ValidationError whose lines carry "source:line:" like Load's own errors; it returns nil when
+// ValidationError wraps errs, found by a check run after Decode (e.g. specload.ValidateLocalFiles), in
+// a *ValidationError whose lines carry "source:line:" like Decode's own errors; it returns nil when
 // errs is empty.
 func (c *Cluster) ValidationError(source string, errs field.ErrorList) error {
 	if len(errs) == 0 {
@@ -222,8 +226,9 @@ type Etcd struct {
 	PeerPort int `json:"peerPort,omitempty"`
 	// HeartbeatInterval is raft's heartbeat (default 100ms; whole milliseconds).
 	HeartbeatInterval Duration `json:"heartbeatInterval,omitzero"`
-	// ElectionTimeout is raft's election timeout (default 1000ms; whole milliseconds;
-	// at least 5 x heartbeat and at most 50000ms, as etcd enforces).
+	// ElectionTimeout is raft's election timeout (default 1000ms; whole milliseconds; at least
+	// limits.MinElectionHeartbeatRatio x heartbeat and at most limits.MaxElectionTimeout, as etcd
+	// enforces).
 	ElectionTimeout Duration `json:"electionTimeout,omitzero"`
 	// QuotaBackendBytes is the backend size quota in bytes (default 2147483648 = 2 GiB, etcd's default).
 	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
@@ -260,7 +265,7 @@ type AutoCompaction struct {
 
 // Duration is a time.Duration written as a Go duration string ("100ms", "1m30s"). Spec fields of
 // this type are tagged omitzero: a zero duration is left out when a spec is written, since a
-// zero written out is refused where it would stand for the default (see zeroDefaulted).
+// zero written out is refused where it would stand for the default (see zeroDefault).
 type Duration struct {
 	time.Duration
 }

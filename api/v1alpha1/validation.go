@@ -1,17 +1,12 @@
 package v1alpha1
 
 import (
-	"bytes"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,18 +14,14 @@ import (
 	"time"
 	"unicode"
 
-	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/knownhosts"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hactl/hactl/api/limits"
 )
 
-// Limits and reserved values checked by Validate.
+// Limits and reserved values checked by Validate (etcd's timing limits and the ports hactl reserves
+// are in api/limits).
 const (
-	// MetricsPort is the port hactl gives etcd's --listen-metrics-urls (http://127.0.0.1:2381);
-	// clientPort and peerPort must not use it.
-	MetricsPort = 2381
-	// MaxElectionTimeout is etcd's upper bound for --election-timeout (embed.Config.Validate).
-	MaxElectionTimeout = 50000 * time.Millisecond
 	// SuggestedMaxQuotaBackendBytes is the backend quota etcd's docs give as the suggested maximum
 	// (8 GiB); larger values draw a warning.
 	SuggestedMaxQuotaBackendBytes = int64(8) << 30
@@ -38,8 +29,8 @@ const (
 	MaxEtcdMembers = 5
 )
 
-// SupportedEtcdMinors lists the etcd major.minor versions hactl renders flags for.
-var SupportedEtcdMinors = []string{"3.5", "3.6"}
+// SupportedEtcdMinors returns the etcd major.minor versions hactl renders flags for ("3.5", "3.6").
+func SupportedEtcdMinors() []string { return []string{"3.5", "3.6"} }
 
 // Warning is a problem that does not stop hactl but the user should know about.
 type Warning struct {
@@ -57,9 +48,9 @@ func (w Warning) String() string {
 	return w.Field + ": " + w.Message
 }
 
-// ValidationError is returned by Load and Decode when the spec breaks one or more rules. Error()
-// gives one line per problem, "source:line: path: message", with the line of the field (or its
-// nearest parent present in the document) when known. Its exit code is 2.
+// ValidationError is returned by Decode (and specload's Load and Decode) when the spec breaks one or
+// more rules. Error() gives one line per problem, "source:line: path: message", with the line of the
+// field (or its nearest parent present in the document) when known. Its exit code is 2.
 type ValidationError struct {
 	// Source names the document (usually the file path); may be "".
 	Source string
@@ -69,8 +60,9 @@ type ValidationError struct {
 	lines map[string]int
 }
 
-// NewValidationError wraps errs (e.g. from ValidateLocalFiles) in a *ValidationError so callers get
-// the same rendering and exit code as Load's; it returns a nil error when errs is empty.
+// NewValidationError wraps errs (e.g. from specload.ValidateLocalFiles) in a *ValidationError so
+// callers get the same rendering and exit code as Decode's, without lines; it returns a nil error
+// when errs is empty.
 func NewValidationError(source string, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
@@ -122,15 +114,26 @@ func (e *ValidationError) Unwrap() []error {
 // ExitCode is 2: the input is invalid.
 func (e *ValidationError) ExitCode() int { return 2 }
 
+// FailoverRule proves that the VIP of a defaulted, otherwise valid spec.loadBalancer leaves an LB
+// host whose HAProxy check fails: it returns the broken rule as a field error (at
+// spec.loadBalancer.checkWeight, spec.loadBalancer.priorities or spec.loadBalancer), or nil when the
+// VIP fails over. lb.FailoverRule is the implementation: the priorities, the check weight and the
+// proof are lb's own (lb.Plan configures the same), and this package, a leaf, can't import lb.
+type FailoverRule func(c *Cluster) *field.Error
+
 // Validate checks a defaulted Cluster (SetDefaults first) and returns every broken rule, each with
-// its field path and a message saying how to fix it, plus warnings. It reads no files and no
-// environment; see ValidateLocalFiles and ValidateEnvironment.
+// its field path and a message saying how to fix it, plus warnings. It is pure: it reads no files
+// and no environment (specload's ValidateLocalFiles and ValidateEnvironment do).
+//
+// The errors start with the fields the document set to an explicit 0 where 0 would silently mean
+// the default (see zeroDefault; only a decoded Cluster records them), then follow the spec's order.
 //
 // Rule sources: etcd member counts and zone spread follow raft's quorum arithmetic (quorum = n/2+1,
 // tolerated failures = (n-1)/2; etcd FAQ "Why an odd number of cluster members?"); the timing limits
-// are etcd's own (embed.Config.Validate: heartbeat > 0, election >= 5 x heartbeat, election <=
-// 50000ms) with flags in whole milliseconds; retention parsing follows etcd's
-// parseCompactionRetention. Environment variable names follow the POSIX shell's name rule.
+// are etcd's own (embed.Config.Validate: heartbeat > 0, election >= limits.MinElectionHeartbeatRatio
+// x heartbeat, election <= limits.MaxElectionTimeout) with flags in whole milliseconds; retention
+// parsing follows etcd's parseCompactionRetention. Environment variable names follow the POSIX
+// shell's name rule.
 //
 // spec.loadBalancer (see loadBalancer in validation_lb.go): the VIP is an address with the prefix
 // length of the LB hosts' network that holds every LB host's address and is no host's address;
@@ -138,12 +141,13 @@ func (e *ValidationError) ExitCode() int { return 2 }
 // VRRPv3); auth names exactly one of a file and an environment variable (never the secret; none with
 // an IPv6 VIP); at least 2 LB hosts (role lb, or the control-plane hosts when colocated) and at least
 // one backend (role control-plane), no two at the same address:port; frontendPort differs from the
-// apiserver's and etcd's ports on hosts running both, and from 8405 (HAProxy's local endpoint);
-// priorities 1-254, distinct, for every LB host or none; checkWeight -253..253; nopreempt only with
-// checkWeight 0; and vrrp.ProveFailover: a host whose HAProxy check fails never keeps the VIP while
-// another host's check passes.
-func Validate(c *Cluster) (field.ErrorList, []Warning) {
-	v := &validator{}
+// apiserver's and etcd's ports on hosts running both, and from limits.LBLocalPort (HAProxy's local
+// endpoint); priorities 1-254, distinct, for every LB host or none; checkWeight -253..253; nopreempt
+// only with checkWeight 0 (the numbers are api/limits'). Once those hold, failover proves that a host
+// whose HAProxy check fails never keeps the VIP while another host's check passes; a nil failover
+// leaves that proof out (specload always passes lb.FailoverRule).
+func Validate(c *Cluster, failover FailoverRule) (field.ErrorList, []Warning) {
+	v := &validator{errs: explicitZeroErrors(c.explicitZeros), failover: failover}
 	if c.APIVersion != APIVersion {
 		v.errs = append(v.errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion, "set apiVersion: "+APIVersion))
 	}
@@ -162,8 +166,9 @@ func Validate(c *Cluster) (field.ErrorList, []Warning) {
 }
 
 type validator struct {
-	errs  field.ErrorList
-	warns []Warning
+	errs     field.ErrorList
+	warns    []Warning
+	failover FailoverRule // nil: the failover proof is left out
 }
 
 func (v *validator) add(e *field.Error) { v.errs = append(v.errs, e) }
@@ -204,8 +209,8 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 	v.port(p.Child("port"), s.Port, "the default SSH port")
 
 	// Authentication: key files and/or the agent.
-	if !slices.Contains(agentModes, s.Agent) {
-		v.add(field.NotSupported(p.Child("agent"), s.Agent, agentModes))
+	if modes := agentModes(); !slices.Contains(modes, s.Agent) {
+		v.add(field.NotSupported(p.Child("agent"), s.Agent, modes))
 	}
 	if s.IdentityFile == "" && len(s.IdentityFiles) == 0 && s.Agent == AgentNever {
 		v.add(field.Required(p.Child("identityFile"), "no SSH authentication method: set identityFile (a local private key, e.g. ~/.ssh/id_ed25519), "+
@@ -234,7 +239,7 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 		seen[f] = fp.String()
 	}
 	v.envName(p.Child("passphraseEnv"), s.PassphraseEnv, "HACTL_SSH_PASSPHRASE", "key passphrase")
-	if isEnvName(s.PassphraseEnv) && s.IdentityFile == "" && len(s.IdentityFiles) == 0 && (s.Bastion == nil || s.Bastion.IdentityFile == "") {
+	if IsEnvName(s.PassphraseEnv) && s.IdentityFile == "" && len(s.IdentityFiles) == 0 && (s.Bastion == nil || s.Bastion.IdentityFile == "") {
 		v.warn(p.Child("passphraseEnv"), "no key file is set (identityFile, identityFiles, bastion.identityFile), so the passphrase is never used; agent keys need none")
 	}
 
@@ -249,7 +254,7 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 
 	sp := p.Child("sudo", "passwordEnv")
 	v.envName(sp, s.Sudo.PasswordEnv, "HACTL_SUDO_PASSWORD", "sudo password")
-	if isEnvName(s.Sudo.PasswordEnv) && s.User == DefaultSSHUser {
+	if IsEnvName(s.Sudo.PasswordEnv) && s.User == DefaultSSHUser {
 		v.warn(sp, "spec.ssh.user is root, which needs no sudo: the sudo password is never used")
 	}
 
@@ -258,7 +263,7 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 	}
 }
 
-var agentModes = []string{AgentAuto, AgentNever, AgentRequired}
+func agentModes() []string { return []string{AgentAuto, AgentNever, AgentRequired} }
 
 // keyFile checks a local key file path for pasted key material; it reports whether the path is
 // usable. "" is fine (required-ness is checked by the caller).
@@ -272,24 +277,28 @@ func (v *validator) keyFile(p *field.Path, f string) bool {
 }
 
 // MaxEnvNameLength bounds the environment variable names the spec may hold (passphraseEnv,
-// sudo.passwordEnv): real names are short, so a longer value is most likely a secret pasted in.
+// sudo.passwordEnv, loadBalancer.auth.env, backup credentials): real names are short, so a longer
+// value is most likely a secret pasted in.
 const MaxEnvNameLength = 64
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// isEnvName reports whether s is a portable environment variable name (POSIX shell name rules).
-func isEnvName(s string) bool { return len(s) <= MaxEnvNameLength && envNameRE.MatchString(s) }
+// IsEnvName reports whether s is a portable environment variable name: at most MaxEnvNameLength
+// letters, digits and '_', not starting with a digit (a "name" in POSIX.1-2017's Base Definitions).
+// Validate refuses any other value where the spec names a variable, so readers of the environment
+// look up only names for which it holds.
+func IsEnvName(s string) bool { return len(s) <= MaxEnvNameLength && envNameRE.MatchString(s) }
 
 // envName checks a field naming an environment variable that holds a secret ("" = not used). The
 // value is only echoed when it is clearly a variable reference ("$NAME"): anything else that is
 // not a name may be the secret itself.
 func (v *validator) envName(p *field.Path, name, example, what string) {
-	if name == "" || isEnvName(name) {
+	if name == "" || IsEnvName(name) {
 		return
 	}
 	ref := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(name, "$"), "{"), "}")
 	switch {
-	case strings.HasPrefix(name, "$") && isEnvName(ref):
+	case strings.HasPrefix(name, "$") && IsEnvName(ref):
 		v.add(field.Invalid(p, name, fmt.Sprintf("write the variable's name without $ or braces: %s (hactl reads the %s from it)", ref, what)))
 	case len(name) > MaxEnvNameLength || strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) ||
 		strings.ContainsFunc(name, func(r rune) bool {
@@ -408,7 +417,7 @@ func (v *validator) address(p *field.Path, a string) bool {
 	return false
 }
 
-var validRoles = []Role{RoleEtcd, RoleControlPlane, RoleLB}
+func validRoles() []Role { return []Role{RoleEtcd, RoleControlPlane, RoleLB} }
 
 func (v *validator) roles(p *field.Path, roles []Role) {
 	if len(roles) == 0 {
@@ -419,8 +428,8 @@ func (v *validator) roles(p *field.Path, roles []Role) {
 	for i, r := range roles {
 		rp := p.Index(i)
 		switch {
-		case !slices.Contains(validRoles, r):
-			v.add(field.NotSupported(rp, string(r), validRoles))
+		case !slices.Contains(validRoles(), r):
+			v.add(field.NotSupported(rp, string(r), validRoles()))
 		case seen[r]:
 			e := field.Duplicate(rp, string(r))
 			e.Detail = "list each role once"
@@ -456,8 +465,8 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 		v.add(field.Required(vp, "set the etcd version the binaries report, e.g. v3.6.16"))
 	} else if m := versionRE.FindStringSubmatch(e.Version); m == nil {
 		v.add(field.Invalid(vp, e.Version, "must look like vX.Y.Z, e.g. v3.6.16"))
-	} else if mm := m[1] + "." + m[2]; !slices.Contains(SupportedEtcdMinors, mm) {
-		v.add(field.Invalid(vp, e.Version, fmt.Sprintf("etcd %s is not supported: hactl renders flags for etcd %s; use e.g. v3.6.16", mm, strings.Join(SupportedEtcdMinors, " or "))))
+	} else if mm, minors := m[1]+"."+m[2], SupportedEtcdMinors(); !slices.Contains(minors, mm) {
+		v.add(field.Invalid(vp, e.Version, fmt.Sprintf("etcd %s is not supported: hactl renders flags for etcd %s; use e.g. v3.6.16", mm, strings.Join(minors, " or "))))
 	}
 
 	// binaries or download: exactly one
@@ -498,8 +507,8 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 		name string
 		port int
 	}{{"clientPort", e.ClientPort}, {"peerPort", e.PeerPort}} {
-		if x.port == MetricsPort {
-			v.add(field.Invalid(p.Child(x.name), x.port, fmt.Sprintf("port %d is reserved: hactl serves etcd metrics on 127.0.0.1:%d; pick another port", MetricsPort, MetricsPort)))
+		if x.port == limits.EtcdMetricsPort {
+			v.add(field.Invalid(p.Child(x.name), x.port, fmt.Sprintf("port %d is reserved: hactl serves etcd metrics on 127.0.0.1:%d; pick another port", limits.EtcdMetricsPort, limits.EtcdMetricsPort)))
 		}
 	}
 
@@ -520,10 +529,12 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 		v.add(field.Invalid(ep, el.String(), "must be > 0, e.g. 1000ms (etcd's default)"))
 	case el%time.Millisecond != 0:
 		v.add(field.Invalid(ep, el.String(), "must be whole milliseconds (etcd takes --election-timeout in ms), e.g. 1000ms"))
-	case el > MaxElectionTimeout:
-		v.add(field.Invalid(ep, el.String(), "must be at most 50000ms (etcd refuses longer election timeouts); etcd's tuning guide suggests about 10 x the heartbeat, e.g. 1000ms"))
-	case hbOK && el < 5*hb:
-		v.add(field.Invalid(ep, el.String(), fmt.Sprintf("must be at least 5 x heartbeatInterval (%v) = %v, or etcd refuses to start; etcd's tuning guide suggests about 10 x, e.g. %v", hb, 5*hb, 10*hb)))
+	case el > limits.MaxElectionTimeout:
+		v.add(field.Invalid(ep, el.String(), fmt.Sprintf("must be at most %dms (etcd refuses longer election timeouts); etcd's tuning guide suggests about %d x the heartbeat, e.g. %dms",
+			limits.MaxElectionTimeout.Milliseconds(), limits.SuggestedElectionHeartbeatRatio, DefaultElectionTimeout.Milliseconds())))
+	case hbOK && el < limits.MinElectionHeartbeatRatio*hb:
+		v.add(field.Invalid(ep, el.String(), fmt.Sprintf("must be at least %d x heartbeatInterval (%v) = %v, or etcd refuses to start; etcd's tuning guide suggests about %d x, e.g. %v",
+			limits.MinElectionHeartbeatRatio, hb, limits.MinElectionHeartbeatRatio*hb, limits.SuggestedElectionHeartbeatRatio, limits.SuggestedElectionHeartbeatRatio*hb)))
 	}
 
 	// quota
@@ -640,34 +651,41 @@ func checkDownloadURL(raw string) (msg, shown string) {
 	return "", raw
 }
 
-// volatileTrees are remote trees whose content does not survive a reboot or is pruned by
+// volatileTrees returns the remote trees whose content does not survive a reboot or is pruned by
 // systemd-tmpfiles (tmpfiles.d(5): /tmp and /var/tmp are cleaned by age), or that are not real
 // directories at all: an etcd data dir there loses the member's data.
-var volatileTrees = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev", "/proc", "/sys"}
+func volatileTrees() []string {
+	return []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev", "/proc", "/sys"}
+}
 
-// systemTrees hold the OS and hactl's own files (binaries in /usr/local/bin, certificates in
-// /etc/etcd/pki, the unit in /etc/systemd/system, the marker in /etc/hactl): etcd's data must not
-// live there, and hactl makes the data dir mode 0700, which would lock other users out of them.
-var systemTrees = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot"}
+// systemTrees returns the trees holding the OS and hactl's own files (binaries in /usr/local/bin,
+// certificates in /etc/etcd/pki, the unit in /etc/systemd/system, the marker in /etc/hactl): etcd's
+// data must not live there, and hactl makes the data dir mode 0700, which would lock other users out
+// of them.
+func systemTrees() []string {
+	return []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot"}
+}
 
-// systemDirs are shared directories that may hold a data dir but must not be one.
-var systemDirs = []string{"/var", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/opt", "/home", "/root",
-	"/opt", "/srv", "/mnt", "/media"}
+// systemDirs returns the shared directories that may hold a data dir but must not be one.
+func systemDirs() []string {
+	return []string{"/var", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/opt", "/home", "/root",
+		"/opt", "/srv", "/mnt", "/media"}
+}
 
 // reservedDataDir says why dir (absolute and clean) can't be an etcd data dir, or "".
 func reservedDataDir(dir string) string {
 	under := func(tree string) bool { return dir == tree || strings.HasPrefix(dir, tree+"/") }
-	for _, t := range volatileTrees {
+	for _, t := range volatileTrees() {
 		if under(t) {
 			return fmt.Sprintf("is under %s, which is not persistent storage (cleared at reboot or pruned by systemd-tmpfiles): the member would lose its data", t)
 		}
 	}
-	for _, t := range systemTrees {
+	for _, t := range systemTrees() {
 		if under(t) {
 			return fmt.Sprintf("is under %s, which holds the operating system and the files hactl installs, not data", t)
 		}
 	}
-	if slices.Contains(systemDirs, dir) {
+	if slices.Contains(systemDirs(), dir) {
 		return fmt.Sprintf("%s is a shared system directory: hactl makes the data dir mode 0700 and etcd owns its content", dir)
 	}
 	return ""
@@ -745,235 +763,4 @@ func spreadAdvice(n int) string {
 		return "put the 3 members in 3 distinct zones"
 	}
 	return fmt.Sprintf("spread the %d members over at least 3 zones with at most %d per zone", n, (n-1)/2)
-}
-
-// ValidateLocalFiles checks the local files the spec names (after SetDefaults), before any host is
-// contacted:
-//   - the etcd binaries (unless spec.etcd.download is set) exist and are regular executable files;
-//   - every key file (spec.ssh.identityFile, spec.ssh.identityFiles[*], spec.ssh.bastion.identityFile)
-//     exists, is not readable by group or others (mode 0600 or stricter, as ssh demands) and is an SSH
-//     private key (encrypted keys are fine: their passphrase comes from passphraseEnv or a prompt);
-//   - the directory of spec.ssh.knownHostsFile exists (hosts' keys may be added with
-//     --accept-new-host-keys);
-//   - with a bastion, spec.ssh.bastion.knownHostsFile exists and holds an entry for the bastion's
-//     address:port (a bastion's key is never accepted blindly);
-//   - spec.loadBalancer.healthCheck.caFile, when set, is a readable file of PEM certificates with a CA
-//     among them (no private key);
-//   - spec.loadBalancer.auth.file, when set, is a regular file not accessible by group or others
-//     whose content (one trailing newline removed) is a valid VRRP secret: at most 8 characters
-//     (keepalived silently truncates longer ones), see VRRPSecretProblem. Messages never quote it.
-//
-// It is separate from Validate so pure spec checks need no files; see also ValidateEnvironment.
-func ValidateLocalFiles(c *Cluster) field.ErrorList {
-	var errs field.ErrorList
-	if c.Spec.Etcd.Download == nil {
-		bp := field.NewPath("spec", "etcd", "binaries")
-		for _, b := range []struct{ name, path string }{
-			{"etcd", c.Spec.Etcd.Binaries.Etcd},
-			{"etcdctl", c.Spec.Etcd.Binaries.Etcdctl},
-			{"etcdutl", c.Spec.Etcd.Binaries.Etcdutl},
-		} {
-			if b.path == "" {
-				continue // required-ness is Validate's job
-			}
-			p := bp.Child(b.name)
-			fi, err := os.Stat(b.path)
-			switch {
-			case err != nil:
-				errs = append(errs, field.Invalid(p, b.path, fileProblem(err, "the "+b.name+" binary")))
-			case !fi.Mode().IsRegular():
-				errs = append(errs, field.Invalid(p, b.path, "is not a regular file; point it at the "+b.name+" binary"))
-			case fi.Mode().Perm()&0o111 == 0:
-				errs = append(errs, field.Invalid(p, b.path, fmt.Sprintf("is not executable; run: chmod +x %s", b.path)))
-			}
-		}
-	}
-
-	sp := field.NewPath("spec", "ssh")
-	errs = append(errs, checkKeyFile(sp.Child("identityFile"), c.Spec.SSH.IdentityFile)...)
-	for i, f := range c.Spec.SSH.IdentityFiles {
-		errs = append(errs, checkKeyFile(sp.Child("identityFiles").Index(i), f)...)
-	}
-
-	if kh := c.Spec.SSH.KnownHostsFile; kh != "" {
-		p := sp.Child("knownHostsFile")
-		dir := filepath.Dir(kh)
-		fi, err := os.Stat(dir)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(p, kh, fileProblem(err, "the directory "+dir)))
-		case !fi.IsDir():
-			errs = append(errs, field.Invalid(p, kh, dir+" is not a directory"))
-		default:
-			if fi, err := os.Stat(kh); err == nil && !fi.Mode().IsRegular() {
-				errs = append(errs, field.Invalid(p, kh, "is not a regular file; point it at a known_hosts file (it is created when missing)"))
-			}
-		}
-	}
-
-	if b := c.Spec.SSH.Bastion; b != nil {
-		bp := sp.Child("bastion")
-		errs = append(errs, checkKeyFile(bp.Child("identityFile"), b.IdentityFile)...)
-		if b.KnownHostsFile != "" && b.Address != "" && validPort(b.Port) {
-			if msg := bastionKnownHostsProblem(b); msg != "" {
-				errs = append(errs, field.Invalid(bp.Child("knownHostsFile"), b.KnownHostsFile, msg))
-			}
-		}
-	}
-	return append(errs, validateLBLocalFiles(c)...)
-}
-
-// checkKeyFile checks one local private key file ("" = not set: nothing to check).
-func checkKeyFile(p *field.Path, id string) field.ErrorList {
-	if id == "" {
-		return nil
-	}
-	fi, err := os.Stat(id)
-	switch {
-	case err != nil:
-		return field.ErrorList{field.Invalid(p, id, fileProblem(err, "the SSH private key"))}
-	case !fi.Mode().IsRegular():
-		return field.ErrorList{field.Invalid(p, id, "is not a regular file; point it at the SSH private key")}
-	case fi.Mode().Perm()&0o077 != 0:
-		return field.ErrorList{field.Invalid(p, id, fmt.Sprintf("has mode %04o: a private key must not be accessible by group or others (ssh refuses it); run: chmod 600 %s", fi.Mode().Perm(), shellQuote(id)))}
-	}
-	if msg := checkPrivateKey(id); msg != "" {
-		return field.ErrorList{field.Invalid(p, id, msg)}
-	}
-	return nil
-}
-
-// bastionKnownHostsProblem says why b.KnownHostsFile can't verify the bastion's host key, or "".
-//
-// The file is read with golang.org/x/crypto/ssh/knownhosts (hashed entries, patterns and
-// "[host]:port" forms as OpenSSH writes them) and looked up by calling its callback with a dummy key
-// for address:port: a *knownhosts.KeyError with an empty Want means the file has no key for it, a
-// non-empty Want means it has one. @cert-authority lines are not counted: hactl verifies the
-// bastion against a plain host key entry.
-func bastionKnownHostsProblem(b *Bastion) string {
-	hint := fmt.Sprintf("hactl never accepts a bastion's host key blindly (not even with --accept-new-host-keys): get the key from the bastion's administrator, or fetch it and compare its fingerprint with theirs: ssh-keyscan -p %d %s >> %s && ssh-keygen -lf %s",
-		b.Port, shellQuote(b.Address), shellQuote(b.KnownHostsFile), shellQuote(b.KnownHostsFile))
-	fi, err := os.Stat(b.KnownHostsFile)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return "bastion without a known_hosts entry: the file does not exist; " + hint
-	case err != nil:
-		return fmt.Sprintf("can't read the bastion's known_hosts file: %v", err)
-	case !fi.Mode().IsRegular():
-		return "is not a regular file; point it at the known_hosts file holding the bastion's host key"
-	}
-	cb, err := knownhosts.New(b.KnownHostsFile)
-	if err != nil {
-		return fmt.Sprintf("can't be read as a known_hosts file (%v); fix or replace it: it must hold the bastion's host key", err)
-	}
-	hostport := net.JoinHostPort(b.Address, strconv.Itoa(b.Port))
-	err = cb(hostport, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: b.Port}, dummyHostKey)
-	var ke *knownhosts.KeyError
-	switch {
-	case err == nil:
-		return "" // the dummy key itself is listed: an entry, however odd
-	case errors.As(err, &ke) && len(ke.Want) == 0:
-		return fmt.Sprintf("bastion without a known_hosts entry: the file has no host key for %s; %s", knownhosts.Normalize(hostport), hint)
-	case errors.As(err, &ke):
-		return ""
-	default: // e.g. a revoked key
-		return fmt.Sprintf("can't look up the bastion %s in it: %v", knownhosts.Normalize(hostport), err)
-	}
-}
-
-// dummyHostKey is the all-zero ed25519 public key: no host has it, so looking it up in a known_hosts
-// file answers whether the file holds any key for a host.
-var dummyHostKey = func() ssh.PublicKey {
-	k, err := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
-	if err != nil {
-		panic(err)
-	}
-	return k
-}()
-
-// shellQuote quotes s for a POSIX shell when it holds anything but safe characters, so hints can be
-// pasted as they are.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,~", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// ValidateEnvironment checks what the spec expects from hactl's environment, before any host is
-// contacted; getenv is os.Getenv in production (an unset and an empty variable are the same here: an
-// empty secret is no secret):
-//   - spec.ssh.passphraseEnv and spec.ssh.sudo.passwordEnv, when set, name variables that are set;
-//   - agent "required" needs SSH_AUTH_SOCK; agent "auto" without any key file (identityFile,
-//     identityFiles) needs it too, or nothing could authenticate;
-//   - spec.loadBalancer.auth.env, when set, names a variable that is set to a valid VRRP secret (at
-//     most 8 characters, see VRRPSecretProblem).
-//
-// Run it after Load (names are then valid); wrap the result with Cluster.ValidationError (exit 2).
-// Messages name the variables, never their values.
-func ValidateEnvironment(c *Cluster, getenv func(string) string) field.ErrorList {
-	var errs field.ErrorList
-	s := c.Spec.SSH
-	p := field.NewPath("spec", "ssh")
-	unset := func(fp *field.Path, name, prompt string) {
-		if name == "" || !isEnvName(name) || getenv(name) != "" {
-			return
-		}
-		errs = append(errs, field.Invalid(fp, name, fmt.Sprintf("names the environment variable %s, which is not set (or is empty): export %s=... before running hactl, or remove the field to be prompted %s", name, name, prompt)))
-	}
-	unset(p.Child("passphraseEnv"), s.PassphraseEnv, "for the key passphrase")
-	unset(p.Child("sudo", "passwordEnv"), s.Sudo.PasswordEnv, "for the sudo password (or to use passwordless sudo)")
-
-	const sock = "SSH_AUTH_SOCK"
-	startAgent := "start an agent holding your key (eval \"$(ssh-agent)\" && ssh-add ~/.ssh/id_ed25519) or forward one (ssh -A)"
-	if getenv(sock) == "" {
-		switch {
-		case s.Agent == AgentRequired:
-			errs = append(errs, field.Invalid(p.Child("agent"), s.Agent, fmt.Sprintf("the agent is required but %s is not set: %s, or set agent: auto and a key file (identityFile)", sock, startAgent)))
-		case s.Agent == AgentAuto && s.IdentityFile == "" && len(s.IdentityFiles) == 0:
-			errs = append(errs, field.Invalid(p.Child("agent"), s.Agent, fmt.Sprintf("no key file is set (identityFile, identityFiles) and %s is not set, so there is no way to log in: %s, or set spec.ssh.identityFile", sock, startAgent)))
-		}
-	}
-	return append(errs, validateLBEnvironment(c, getenv)...)
-}
-
-// maxKeyBytes bounds how much of an identity file is read: private keys are a few KiB.
-const maxKeyBytes = 1 << 20
-
-// checkPrivateKey says why file is not a usable SSH private key, or "". The message never quotes
-// the file's content.
-func checkPrivateKey(file string) string {
-	f, err := os.Open(file)
-	if err != nil {
-		return fileProblem(err, "the SSH private key")
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyBytes+1))
-	switch {
-	case err != nil:
-		return fileProblem(err, "the SSH private key")
-	case len(data) > maxKeyBytes:
-		return fmt.Sprintf("is larger than %d bytes, which no SSH private key is: point it at the private key file, e.g. ~/.ssh/id_ed25519", maxKeyBytes)
-	}
-	_, err = ssh.ParsePrivateKey(data)
-	var pm *ssh.PassphraseMissingError
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &pm):
-		return "" // encrypted: the passphrase comes from spec.ssh.passphraseEnv or a prompt
-	case bytes.HasPrefix(bytes.TrimSpace(data), []byte("ssh-")) || bytes.HasPrefix(bytes.TrimSpace(data), []byte("ecdsa-")):
-		return "is a public key: point it at the private half (the same path without .pub)"
-	default:
-		return "is not an SSH private key hactl can read (OpenSSH, PKCS#1/#8 or SEC1 PEM): point it at the private key file, e.g. ~/.ssh/id_ed25519"
-	}
-}
-
-func fileProblem(err error, what string) string {
-	if errors.Is(err, os.ErrNotExist) {
-		return what + " does not exist; fix the path (relative paths are relative to the spec file)"
-	}
-	return fmt.Sprintf("can't read %s: %v", what, err)
 }

@@ -1,13 +1,9 @@
 package v1alpha1
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
-	"io"
 	"maps"
 	"net/netip"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,40 +11,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/hactl/hactl/lb/vrrp"
+	"github.com/hactl/hactl/api/limits"
 )
 
-// Limits and reserved values of spec.loadBalancer.
-const (
-	// LBLocalPort is the loopback port of HAProxy's local endpoint on every LB host
-	// (http://127.0.0.1:8405: /metrics for Prometheus, /healthz for keepalived's check of the local
-	// HAProxy); frontendPort must differ from it.
-	LBLocalPort = 8405
-	// MaxVRRPSecretLength is the longest VRRP PASS secret: VRRPv2's authentication data is 8 bytes
-	// (RFC 2338 §5.3.10), and keepalived silently cuts longer secrets ("Truncating auth_pass").
-	MaxVRRPSecretLength = 8
-	// MaxAdvertIntervalV4 bounds advertInterval for an IPv4 VIP: VRRPv2's advertisement interval is
-	// an 8-bit count of seconds (RFC 3768 §5.3.7).
-	MaxAdvertIntervalV4 = 255 * time.Second
-	// MaxAdvertIntervalV6 bounds advertInterval for an IPv6 VIP: keepalived runs VRRPv3 for IPv6,
-	// whose interval is a 12-bit count of centiseconds (RFC 5798 §5.2.7: at most 40.95 s); hactl uses
-	// whole seconds.
-	MaxAdvertIntervalV6 = 40 * time.Second
-	// MaxVirtualRouterID is the largest VRRP virtual router ID (an 8-bit field; 0 is not valid).
-	MaxVirtualRouterID = 255
-)
+func lbModes() []string    { return []string{LBModeUnicast, LBModeMulticast} }
+func topologies() []string { return []string{TopologyDedicated, TopologyColocated} }
 
-var (
-	lbModes    = []string{LBModeUnicast, LBModeMulticast}
-	topologies = []string{TopologyDedicated, TopologyColocated}
-	// ifNameRE: a Linux interface name (IFNAMSIZ 16 with the NUL, so at most 15 bytes; no '/', ':'
-	// or white space); hactl also keeps it to characters that need no quoting in keepalived.conf.
-	ifNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
-)
+// ifNameRE: a Linux interface name (IFNAMSIZ 16 with the NUL, so at most 15 bytes; no '/', ':' or
+// white space); hactl also keeps it to characters that need no quoting in keepalived.conf.
+var ifNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
 
 // loadBalancer checks spec.loadBalancer (defaulted) against the hosts. Sources: VRRP limits from RFC
-// 3768 (VRRPv2, IPv4) and RFC 5798 (VRRPv3, IPv6); keepalived.conf(5) for weights and the auth
-// secret; the failover rule is vrrp.ProveFailover's.
+// 3768 (VRRPv2, IPv4) and RFC 5798 (VRRPv3, IPv6), keepalived.conf(5) for weights and the auth
+// secret, all in api/limits; the failover proof is v.failover's (lb.FailoverRule), run once every
+// rule it relies on holds.
 func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 	lb := c.Spec.LoadBalancer
 	if lb == nil {
@@ -63,13 +39,13 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 	provable := true // false once a problem makes the failover proof meaningless
 
 	// Enumerations.
-	topoOK := slices.Contains(topologies, lb.Topology)
+	topoOK := slices.Contains(topologies(), lb.Topology)
 	if !topoOK {
-		v.add(field.NotSupported(p.Child("topology"), lb.Topology, topologies))
+		v.add(field.NotSupported(p.Child("topology"), lb.Topology, topologies()))
 		provable = false
 	}
-	if !slices.Contains(lbModes, lb.Mode) {
-		v.add(field.NotSupported(p.Child("mode"), lb.Mode, lbModes))
+	if !slices.Contains(lbModes(), lb.Mode) {
+		v.add(field.NotSupported(p.Child("mode"), lb.Mode, lbModes()))
 	}
 
 	// Backends: the control-plane hosts at apiServerPort.
@@ -155,18 +131,19 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 	if lb.Interface != "" && !ifNameRE.MatchString(lb.Interface) {
 		v.add(field.Invalid(p.Child("interface"), lb.Interface, "must be a network interface name (1-15 letters, digits, '_', '.' or '-'), e.g. eth0, or \"\" to detect it on each host from the VIP's network"))
 	}
-	if lb.VirtualRouterID < 1 || lb.VirtualRouterID > MaxVirtualRouterID {
-		v.add(field.Invalid(p.Child("virtualRouterID"), lb.VirtualRouterID, fmt.Sprintf("must be between 1 and %d (VRRP's virtual router ID), unique among the VRRP routers on the network, e.g. %d", MaxVirtualRouterID, DefaultVirtualRouterID)))
+	if lb.VirtualRouterID < limits.MinVirtualRouterID || lb.VirtualRouterID > limits.MaxVirtualRouterID {
+		v.add(field.Invalid(p.Child("virtualRouterID"), lb.VirtualRouterID, fmt.Sprintf("must be between %d and %d (VRRP's virtual router ID), unique among the VRRP routers on the network, e.g. %d",
+			limits.MinVirtualRouterID, limits.MaxVirtualRouterID, DefaultVirtualRouterID)))
 	}
-	maxAdv, vrrpVersion := MaxAdvertIntervalV4, "VRRPv2 (IPv4)"
+	maxAdv, vrrpVersion := limits.MaxAdvertIntervalV4, "VRRPv2 (IPv4)"
 	if vipOK && vip.Addr().Is6() {
-		maxAdv, vrrpVersion = MaxAdvertIntervalV6, "VRRPv3 (IPv6)"
+		maxAdv, vrrpVersion = limits.MaxAdvertIntervalV6, "VRRPv3 (IPv6)"
 	}
 	adv := lb.AdvertInterval.Duration
 	ap := p.Child("advertInterval")
 	switch {
-	case adv <= 0 || adv%time.Second != 0:
-		v.add(field.Invalid(ap, adv.String(), "must be a whole number of seconds (keepalived's advert_int), e.g. 1s"))
+	case adv < limits.MinAdvertInterval || adv%limits.MinAdvertInterval != 0:
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be a whole number of seconds (keepalived's advert_int), e.g. %v", DefaultAdvertInterval)))
 	case adv > maxAdv:
 		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be at most %ds for %s; the VIP moves about 3 intervals after its holder dies, so 1s (the default) is the usual choice", int(maxAdv/time.Second), vrrpVersion)))
 	}
@@ -194,8 +171,8 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 	v.port(fp, lb.FrontendPort, "HAProxy's frontend port")
 	v.port(aps, lb.APIServerPort, "the kube-apiserver port")
 	switch {
-	case lb.FrontendPort == LBLocalPort:
-		v.add(field.Invalid(fp, lb.FrontendPort, fmt.Sprintf("port %d is reserved: HAProxy serves its local metrics and health endpoint on 127.0.0.1:%d; pick another port, e.g. %d", LBLocalPort, LBLocalPort, DefaultFrontendPort)))
+	case lb.FrontendPort == limits.LBLocalPort:
+		v.add(field.Invalid(fp, lb.FrontendPort, fmt.Sprintf("port %d is reserved: HAProxy serves its local metrics and health endpoint on 127.0.0.1:%d; pick another port, e.g. %d", limits.LBLocalPort, limits.LBLocalPort, DefaultFrontendPort)))
 	case lb.Topology == TopologyColocated && lb.FrontendPort == lb.APIServerPort:
 		v.add(field.Invalid(fp, lb.FrontendPort, fmt.Sprintf("must differ from apiServerPort (%d) with topology colocated: HAProxy and kube-apiserver run on the same hosts and can't both listen on port %d; use e.g. frontendPort: 8443 (clients then use the VIP on 8443)", lb.APIServerPort, lb.FrontendPort)))
 	default:
@@ -203,8 +180,8 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 			v.add(field.Invalid(fp, lb.FrontendPort, fmt.Sprintf("host %s runs HAProxy and %s on the same port %d; pick another frontendPort", hosts[i].Name, what, lb.FrontendPort)))
 		}
 	}
-	if lb.Topology == TopologyColocated && lb.APIServerPort == LBLocalPort {
-		v.add(field.Invalid(aps, lb.APIServerPort, fmt.Sprintf("port %d is HAProxy's local endpoint on the control-plane hosts with topology colocated; use the apiserver's port, e.g. %d", LBLocalPort, DefaultAPIServerPort)))
+	if lb.Topology == TopologyColocated && lb.APIServerPort == limits.LBLocalPort {
+		v.add(field.Invalid(aps, lb.APIServerPort, fmt.Sprintf("port %d is HAProxy's local endpoint on the control-plane hosts with topology colocated; use the apiserver's port, e.g. %d", limits.LBLocalPort, DefaultAPIServerPort)))
 	}
 
 	// HAProxy's backend checks.
@@ -223,10 +200,9 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 		v.add(field.Invalid(hcp.Child("caFile"), "(value not shown)", "must be the path of a local CA certificate file (PEM), not its contents"))
 	}
 
-	// Priorities and the check weight: the VIP must leave a host whose HAProxy fails.
+	// Priorities and the check weight: in range and consistent; the failover proof comes last.
 	pp := p.Child("priorities")
 	wp := p.Child("checkWeight")
-	var prios []int
 	if len(lb.Priorities) > 0 {
 		byPrio := map[int]string{}
 		isLB := map[string]bool{}
@@ -242,8 +218,9 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 			case topoOK && !isLB[name]:
 				v.add(field.Invalid(kp, prio, fmt.Sprintf("%q is not an LB host (LB hosts: %s): set priorities only for hosts running Keepalived", name, orNone(names))))
 				provable = false
-			case prio < vrrp.MinPriority || prio > vrrp.MaxPriority:
-				v.add(field.Invalid(kp, prio, fmt.Sprintf("must be between %d and %d (255 is reserved for the VIP's owner, which hactl never configures), e.g. %d", vrrp.MinPriority, vrrp.MaxPriority, vrrp.TopPriority)))
+			case prio < limits.MinVRRPPriority || prio > limits.MaxVRRPPriority:
+				v.add(field.Invalid(kp, prio, fmt.Sprintf("must be between %d and %d (%d is reserved for the VIP's owner, which hactl never configures), e.g. %d",
+					limits.MinVRRPPriority, limits.MaxVRRPPriority, limits.OwnerVRRPPriority, limits.DefaultTopVRRPPriority)))
 				provable = false
 			case byPrio[prio] != "":
 				v.add(field.Invalid(kp, prio, fmt.Sprintf("the same priority as %s: give every LB host its own priority, so which host holds the VIP does not depend on addresses", byPrio[prio])))
@@ -262,14 +239,9 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 			v.add(field.Invalid(pp, describeMap(lb.Priorities), fmt.Sprintf("no priority for LB host(s) %s: set one for every LB host, or remove priorities to have them computed from host order", strings.Join(missing, ", "))))
 			provable = false
 		}
-		for _, i := range lbs {
-			prios = append(prios, lb.Priorities[hosts[i].Name])
-		}
-	} else {
-		prios = vrrp.DefaultPriorities(len(lbs))
 	}
-	if w := lb.CheckWeight; w != nil && (*w < -vrrp.MaxWeight || *w > vrrp.MaxWeight) {
-		v.add(field.Invalid(wp, *w, fmt.Sprintf("must be between %d and %d (keepalived's vrrp_script weight), or 0 to release the VIP on a failed check, or left out to have it computed", -vrrp.MaxWeight, vrrp.MaxWeight)))
+	if w := lb.CheckWeight; w != nil && (*w < -limits.MaxCheckWeight || *w > limits.MaxCheckWeight) {
+		v.add(field.Invalid(wp, *w, fmt.Sprintf("must be between %d and %d (keepalived's vrrp_script weight), or 0 to release the VIP on a failed check, or left out to have it computed", -limits.MaxCheckWeight, limits.MaxCheckWeight)))
 		provable = false
 	}
 	if lb.Nopreempt && (lb.CheckWeight == nil || *lb.CheckWeight != 0) {
@@ -280,33 +252,16 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 		v.add(field.Invalid(p.Child("nopreempt"), true, fmt.Sprintf("nopreempt with %s would keep the VIP on a host whose HAProxy failed: the check only lowers that host's priority, and without preemption no other host takes the VIP from it; set checkWeight: 0 (a failed check puts the host into FAULT state, which releases the VIP) or remove nopreempt", what)))
 		provable = false
 	}
-	if !provable || len(lbs) < 2 {
+	if !provable || len(lbs) < 2 || v.failover == nil {
 		return
 	}
-	nodes := make([]vrrp.Node, len(lbs))
-	for k, i := range lbs {
-		ip, ok := addrOf(i)
-		if !ok {
+	for _, i := range lbs {
+		if _, ok := addrOf(i); !ok {
 			return // reported on the host
 		}
-		nodes[k] = vrrp.Node{Name: hosts[i].Name, Addr: ip, Priority: prios[k]}
 	}
-	// Point at what the user wrote: the weight, else the priorities (defaults always fail over).
-	at, value := p, any(describePriorities(nodes))
-	if len(lb.Priorities) > 0 {
-		at = pp
-	}
-	var weight int
-	if lb.CheckWeight != nil {
-		weight, at, value = *lb.CheckWeight, wp, *lb.CheckWeight
-	} else if w, err := vrrp.Weight(prios); err != nil {
-		v.add(field.Invalid(at, value, "no check weight can move the VIP away from a failed host: "+err.Error()))
-		return
-	} else {
-		weight = w
-	}
-	if err := vrrp.ProveFailover(nodes, weight); err != nil {
-		v.add(field.Invalid(at, value, err.Error()))
+	if e := v.failover(c); e != nil {
+		v.add(e)
 	}
 }
 
@@ -401,19 +356,11 @@ func portClash(c *Cluster, lbs []int, port int) (int, string) {
 			return i, "etcd (spec.etcd.clientPort)"
 		case h.HasRole(RoleEtcd) && port == e.PeerPort:
 			return i, "etcd (spec.etcd.peerPort)"
-		case h.HasRole(RoleEtcd) && port == MetricsPort:
+		case h.HasRole(RoleEtcd) && port == limits.EtcdMetricsPort:
 			return i, "etcd's metrics endpoint"
 		}
 	}
 	return 0, ""
-}
-
-func describePriorities(nodes []vrrp.Node) string {
-	parts := make([]string, len(nodes))
-	for i, n := range nodes {
-		parts[i] = fmt.Sprintf("%s=%d", n.Name, n.Priority)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // describeMap renders priorities as "name=priority, ..." sorted by name.
@@ -437,187 +384,21 @@ func orNone(names []string) string {
 // '$' (parameter substitution), so the secret is one plain word in keepalived.conf.
 const vrrpSecretChars = "-_.+=:,/@%^*~"
 
-// VRRPSecretProblem says what is wrong with a VRRP PASS secret ("" when nothing). The message never
-// quotes the secret.
+// VRRPSecretProblem says what is wrong with a VRRP PASS secret ("" when nothing): it must be 1 to
+// limits.MaxVRRPSecretLength characters of letters, digits and vrrpSecretChars. The message never
+// quotes the secret. specload applies it to the secret spec.loadBalancer.auth names, and
+// lb.NewAuthSecret to the one it renders.
 func VRRPSecretProblem(s string) string {
 	switch {
 	case s == "":
 		return "is empty"
-	case len(s) > MaxVRRPSecretLength:
+	case len(s) > limits.MaxVRRPSecretLength:
 		return fmt.Sprintf("is %d characters long: the auth secret must be at most %d characters (keepalived uses only the first %d and silently drops the rest, so a longer secret gives a false sense of strength and two clusters differing after character %d would accept each other); use a secret of at most %d characters",
-			len(s), MaxVRRPSecretLength, MaxVRRPSecretLength, MaxVRRPSecretLength, MaxVRRPSecretLength)
+			len(s), limits.MaxVRRPSecretLength, limits.MaxVRRPSecretLength, limits.MaxVRRPSecretLength, limits.MaxVRRPSecretLength)
 	case strings.ContainsFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(vrrpSecretChars, r))
 	}):
 		return "contains a character other than letters, digits and " + strings.Join(strings.Split(vrrpSecretChars, ""), " ") + " (white space, quotes, '#', '!', '$', braces and backslashes would break keepalived.conf)"
 	}
 	return ""
-}
-
-// maxSecretFileBytes bounds how much of an auth secret file is read.
-const maxSecretFileBytes = 4096
-
-// ReadVRRPSecret returns the VRRP PASS secret spec.loadBalancer.auth names: the content of auth.file
-// (one trailing newline removed) or the value of the environment variable auth.env (getenv is
-// os.Getenv in production). It returns "" and no error when the spec has no load balancer or no auth,
-// and an error naming the field (never the secret) when the secret can't be read or breaks
-// VRRPSecretProblem's rules.
-func ReadVRRPSecret(c *Cluster, getenv func(string) string) (string, error) {
-	lb := c.Spec.LoadBalancer
-	if lb == nil || lb.Auth == nil {
-		return "", nil
-	}
-	ap := field.NewPath("spec", "loadBalancer", "auth")
-	var s string
-	switch a := lb.Auth; {
-	case a.File != "" && a.Env != "":
-		return "", fmt.Errorf("%s: set exactly one of file and env", ap)
-	case a.File != "":
-		secret, msg := readSecretFile(a.File)
-		if msg != "" {
-			return "", fmt.Errorf("%s: %s: %s", ap.Child("file"), a.File, msg)
-		}
-		s = secret
-		if msg := VRRPSecretProblem(s); msg != "" {
-			return "", fmt.Errorf("%s: the auth secret in %s %s", ap.Child("file"), a.File, msg)
-		}
-	case a.Env != "":
-		s = getenv(a.Env)
-		if s == "" {
-			return "", fmt.Errorf("%s: names the environment variable %s, which is not set (or is empty)", ap.Child("env"), a.Env)
-		}
-		if msg := VRRPSecretProblem(s); msg != "" {
-			return "", fmt.Errorf("%s: the auth secret in %s %s", ap.Child("env"), a.Env, msg)
-		}
-	default:
-		return "", fmt.Errorf("%s: set file or env", ap)
-	}
-	return s, nil
-}
-
-// readSecretFile reads an auth secret file: a regular file, not readable by group or others, at
-// most maxSecretFileBytes; one trailing newline ("\n" or "\r\n") is removed. It returns the secret or
-// a message saying what is wrong (never quoting the content).
-func readSecretFile(name string) (string, string) {
-	fi, err := os.Stat(name)
-	switch {
-	case err != nil:
-		return "", fileProblem(err, "the auth secret file")
-	case !fi.Mode().IsRegular():
-		return "", "is not a regular file; point it at a file holding the VRRP auth secret"
-	case fi.Mode().Perm()&0o077 != 0:
-		return "", fmt.Sprintf("has mode %04o: a secret file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shellQuote(name))
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return "", fileProblem(err, "the auth secret file")
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSecretFileBytes+1))
-	switch {
-	case err != nil:
-		return "", fileProblem(err, "the auth secret file")
-	case len(data) > maxSecretFileBytes:
-		return "", fmt.Sprintf("is larger than %d bytes, which no VRRP secret is: point it at the file holding the secret (at most %d characters)", maxSecretFileBytes, MaxVRRPSecretLength)
-	}
-	s := string(data)
-	if t, ok := strings.CutSuffix(s, "\n"); ok {
-		s = strings.TrimSuffix(t, "\r")
-	}
-	return s, ""
-}
-
-// checkCAFile says what is wrong with a local CA bundle ("" when nothing): it must be a readable
-// regular file of PEM certificates, at least one of them a CA.
-func checkCAFile(name string) string {
-	fi, err := os.Stat(name)
-	switch {
-	case err != nil:
-		return fileProblem(err, "the CA file")
-	case !fi.Mode().IsRegular():
-		return "is not a regular file; point it at the CA certificate (PEM) that signed the apiservers' certificates, e.g. a copy of kubeadm's /etc/kubernetes/pki/ca.crt"
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return fileProblem(err, "the CA file")
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyBytes+1))
-	if err != nil {
-		return fileProblem(err, "the CA file")
-	}
-	if len(data) > maxKeyBytes {
-		return fmt.Sprintf("is larger than %d bytes, which no CA bundle is", maxKeyBytes)
-	}
-	var certs, cas int
-	for rest := data; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if strings.Contains(b.Type, "PRIVATE KEY") {
-			return "holds a private key: point it at the CA certificate only (HAProxy needs no key to verify the apiservers)"
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		cert, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return fmt.Sprintf("holds a certificate that can't be parsed: %v", err)
-		}
-		certs++
-		if cert.IsCA {
-			cas++
-		}
-	}
-	switch {
-	case certs == 0:
-		return "holds no PEM certificate: point it at the CA certificate that signed the apiservers' certificates, e.g. a copy of kubeadm's /etc/kubernetes/pki/ca.crt"
-	case cas == 0:
-		return "holds no CA certificate (none has the CA flag): point it at the CA that signed the apiservers' certificates, not at a serving certificate"
-	}
-	return ""
-}
-
-// validateLBLocalFiles is ValidateLocalFiles' part for spec.loadBalancer.
-func validateLBLocalFiles(c *Cluster) field.ErrorList {
-	lb := c.Spec.LoadBalancer
-	if lb == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	p := field.NewPath("spec", "loadBalancer")
-	if f := lb.HealthCheck.CAFile; f != "" {
-		if msg := checkCAFile(f); msg != "" {
-			errs = append(errs, field.Invalid(p.Child("healthCheck", "caFile"), f, msg))
-		}
-	}
-	if a := lb.Auth; a != nil && a.File != "" {
-		fp := p.Child("auth", "file")
-		if s, msg := readSecretFile(a.File); msg != "" {
-			errs = append(errs, field.Invalid(fp, a.File, msg))
-		} else if msg := VRRPSecretProblem(s); msg != "" {
-			errs = append(errs, field.Invalid(fp, a.File, "the auth secret in this file "+msg))
-		}
-	}
-	return errs
-}
-
-// validateLBEnvironment is ValidateEnvironment's part for spec.loadBalancer.
-func validateLBEnvironment(c *Cluster, getenv func(string) string) field.ErrorList {
-	lb := c.Spec.LoadBalancer
-	if lb == nil || lb.Auth == nil || lb.Auth.Env == "" || !isEnvName(lb.Auth.Env) {
-		return nil
-	}
-	name := lb.Auth.Env
-	p := field.NewPath("spec", "loadBalancer", "auth", "env")
-	s := getenv(name)
-	if s == "" {
-		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("names the environment variable %s, which is not set (or is empty): export %s=... (the VRRP auth secret, at most %d characters) before running hactl, or remove spec.loadBalancer.auth to run VRRP without authentication", name, name, MaxVRRPSecretLength))}
-	}
-	if msg := VRRPSecretProblem(s); msg != "" {
-		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("the auth secret in %s %s", name, msg))}
-	}
-	return nil
 }

@@ -3,36 +3,59 @@ package v1alpha1
 import (
 	"fmt"
 	"regexp"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hactl/hactl/api/limits"
 )
 
-// zeroDefaulted lists the fields whose zero value means "use the default" to SetDefaults, and for
-// which 0 itself is not a valid setting: a document that writes 0 there would otherwise get the
-// default without a word. Keys are field paths with list indices written [*]; values say what the
-// field accepts. Fields where 0 is meaningful (spec.loadBalancer.checkWeight) or is the tool's own
-// default (spec.etcd.quotaBackendBytes: etcd reads 0 as its default quota) are not listed.
-var zeroDefaulted = map[string]struct {
-	accepts string
-	def     any
-}{
-	"spec.ssh.port":                          {"a TCP port between 1 and 65535", DefaultSSHPort},
-	"spec.ssh.bastion.port":                  {"a TCP port between 1 and 65535", DefaultBastionPort},
-	"spec.ssh.connectTimeout":                {"a positive duration", DefaultConnectTimeout},
-	"spec.ssh.commandTimeout":                {"a positive duration", DefaultCommandTimeout},
-	"spec.ssh.maxParallel":                   {"at least 1", DefaultMaxParallel},
-	"spec.hosts[*].port":                     {"a TCP port between 1 and 65535", "that of spec.ssh.port"},
-	"spec.etcd.clientPort":                   {"a TCP port between 1 and 65535", DefaultClientPort},
-	"spec.etcd.peerPort":                     {"a TCP port between 1 and 65535", DefaultPeerPort},
-	"spec.etcd.heartbeatInterval":            {"a positive duration in whole milliseconds", DefaultHeartbeatInterval},
-	"spec.etcd.electionTimeout":              {"a positive duration in whole milliseconds, at least 5 x heartbeatInterval", DefaultElectionTimeout},
-	"spec.loadBalancer.virtualRouterID":      {fmt.Sprintf("between 1 and %d (VRRP's virtual router ID, RFC 5798 §5.2.3)", MaxVirtualRouterID), DefaultVirtualRouterID},
-	"spec.loadBalancer.advertInterval":       {"whole seconds from 1s (up to 255s for an IPv4 VIP, 40s for IPv6)", DefaultAdvertInterval},
-	"spec.loadBalancer.frontendPort":         {"a TCP port between 1 and 65535", DefaultFrontendPort},
-	"spec.loadBalancer.apiServerPort":        {"a TCP port between 1 and 65535", DefaultAPIServerPort},
-	"spec.loadBalancer.healthCheck.interval": {"a positive duration", DefaultLBCheckInterval},
-	"spec.loadBalancer.healthCheck.fall":     {"at least 1", DefaultLBCheckFall},
-	"spec.loadBalancer.healthCheck.rise":     {"at least 1", DefaultLBCheckRise},
+// zeroDefault says, for a field whose zero value means "use the default" to SetDefaults and for which
+// 0 itself is not a valid setting, what the field accepts and the default that omitting it gives: a
+// document that writes 0 there would otherwise get the default without a word. path is a field path
+// with list indices written [*]; ok is false for every other field. Fields where 0 is meaningful
+// (spec.loadBalancer.checkWeight) or is the tool's own default (spec.etcd.quotaBackendBytes: etcd
+// reads 0 as its default quota) are not listed.
+func zeroDefault(path string) (accepts string, def any, ok bool) {
+	const port = "a TCP port between 1 and 65535"
+	switch path {
+	case "spec.ssh.port":
+		return port, DefaultSSHPort, true
+	case "spec.ssh.bastion.port":
+		return port, DefaultBastionPort, true
+	case "spec.ssh.connectTimeout":
+		return "a positive duration", DefaultConnectTimeout, true
+	case "spec.ssh.commandTimeout":
+		return "a positive duration", DefaultCommandTimeout, true
+	case "spec.ssh.maxParallel":
+		return "at least 1", DefaultMaxParallel, true
+	case "spec.hosts[*].port":
+		return port, "that of spec.ssh.port", true
+	case "spec.etcd.clientPort":
+		return port, DefaultClientPort, true
+	case "spec.etcd.peerPort":
+		return port, DefaultPeerPort, true
+	case "spec.etcd.heartbeatInterval":
+		return "a positive duration in whole milliseconds", DefaultHeartbeatInterval, true
+	case "spec.etcd.electionTimeout":
+		return fmt.Sprintf("a positive duration in whole milliseconds, at least %d x heartbeatInterval", limits.MinElectionHeartbeatRatio), DefaultElectionTimeout, true
+	case "spec.loadBalancer.virtualRouterID":
+		return fmt.Sprintf("between %d and %d (VRRP's virtual router ID, RFC 5798 §5.2.3)", limits.MinVirtualRouterID, limits.MaxVirtualRouterID), DefaultVirtualRouterID, true
+	case "spec.loadBalancer.advertInterval":
+		return fmt.Sprintf("whole seconds from %ds (up to %ds for an IPv4 VIP, %ds for IPv6)",
+			limits.MinAdvertInterval/time.Second, limits.MaxAdvertIntervalV4/time.Second, limits.MaxAdvertIntervalV6/time.Second), DefaultAdvertInterval, true
+	case "spec.loadBalancer.frontendPort":
+		return port, DefaultFrontendPort, true
+	case "spec.loadBalancer.apiServerPort":
+		return port, DefaultAPIServerPort, true
+	case "spec.loadBalancer.healthCheck.interval":
+		return "a positive duration", DefaultLBCheckInterval, true
+	case "spec.loadBalancer.healthCheck.fall":
+		return "at least 1", DefaultLBCheckFall, true
+	case "spec.loadBalancer.healthCheck.rise":
+		return "at least 1", DefaultLBCheckRise, true
+	}
+	return "", nil, false
 }
 
 var listIndex = regexp.MustCompile(`\[\d+\]`)
@@ -43,16 +66,16 @@ type zeroField struct {
 	written string
 }
 
-// explicitZeroErrors returns an error for every field in zeros that zeroDefaulted lists, naming
-// the accepted values and the default that omitting the field gives.
+// explicitZeroErrors returns an error for every field in zeros that zeroDefault lists, naming the
+// accepted values and the default that omitting the field gives.
 func explicitZeroErrors(zeros []zeroField) field.ErrorList {
 	var errs field.ErrorList
 	for _, zf := range zeros {
-		z, ok := zeroDefaulted[listIndex.ReplaceAllString(zf.path.String(), "[*]")]
+		accepts, def, ok := zeroDefault(listIndex.ReplaceAllString(zf.path.String(), "[*]"))
 		if !ok {
 			continue
 		}
-		errs = append(errs, field.Invalid(zf.path, zf.written, fmt.Sprintf("must be %s; remove the field for the default (%v)", z.accepts, z.def)))
+		errs = append(errs, field.Invalid(zf.path, zf.written, fmt.Sprintf("must be %s; remove the field for the default (%v)", accepts, def)))
 	}
 	return errs
 }

@@ -27,9 +27,9 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/lb"
+	"github.com/hactl/hactl/specload"
 )
 
 func main() {
@@ -147,7 +147,7 @@ func run(hactl string, runs int, keep bool) error {
 	if err := l.KubeUp(ctx, hactl, spec); err != nil {
 		return err
 	}
-	c, _, err := v1alpha1.Load(spec)
+	c, _, err := specload.Load(spec)
 	if err != nil {
 		return err
 	}

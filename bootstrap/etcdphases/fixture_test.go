@@ -53,7 +53,7 @@ func planTestSpec(t *testing.T, n int, stateDir string) *v1alpha1.Cluster {
 	}
 	c.Spec.Etcd.Version = "v3.6.16"
 	c.Spec.Etcd.Binaries = v1alpha1.EtcdBinaries{Etcd: bin("etcd"), Etcdctl: bin("etcdctl"), Etcdutl: bin("etcdutl")}
-	v1alpha1.SetDefaults(c, "")
+	v1alpha1.SetDefaults(c, v1alpha1.Dirs{})
 	return c
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
+	"github.com/hactl/hactl/specload"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -163,7 +164,7 @@ func frontHosts(spec *v1alpha1.Cluster) []frontHost {
 		if !fh.cp && !fh.lb {
 			continue
 		}
-		fh.addr, _ = netip.ParseAddr(h.Address) // validated by v1alpha1.Load
+		fh.addr, _ = netip.ParseAddr(h.Address) // validated by specload.Load
 		out = append(out, fh)
 	}
 	return out
@@ -322,7 +323,7 @@ func (ph *Plan) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if b.lbSecret, err = lb.ReadAuthSecret(spec, os.Getenv); err != nil {
+		if b.lbSecret, err = specload.ReadAuthSecret(spec, os.Getenv); err != nil {
 			return fmt.Errorf("spec.loadBalancer.auth: %w", err)
 		}
 		for _, n := range cfg.Nodes {

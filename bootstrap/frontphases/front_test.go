@@ -77,7 +77,7 @@ func frontFixture(t *testing.T) *Group {
 		v1alpha1.Host{Name: "lb-a", Address: "10.0.0.21", Zone: "az-a", Roles: []v1alpha1.Role{v1alpha1.RoleLB}},
 		v1alpha1.Host{Name: "lb-b", Address: "10.0.0.22", Zone: "az-b", Roles: []v1alpha1.Role{v1alpha1.RoleLB}})
 	c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{VIP: "10.0.0.100/24"}
-	v1alpha1.SetDefaults(c, "")
+	v1alpha1.SetDefaults(c, v1alpha1.Dirs{})
 	run := runctx.New(c, ui.New(&bytes.Buffer{}, false, false), false, provision.SpecOptions{})
 	eg, err := etcdphases.New(run, etcdphases.Options{})
 	if err != nil {

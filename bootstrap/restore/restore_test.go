@@ -27,7 +27,7 @@ func testGroup(t *testing.T, newCluster bool) (*Group, *etcdphases.Group) {
 			Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}})
 	}
 	c.Spec.Etcd.Version = "v3.6.16"
-	v1alpha1.SetDefaults(c, "")
+	v1alpha1.SetDefaults(c, v1alpha1.Dirs{})
 	eg, err := etcdphases.New(runctx.New(c, ui.New(&bytes.Buffer{}, false, false), false, provision.SpecOptions{}), etcdphases.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/internal/shell"
+	"github.com/hactl/hactl/specload"
 )
 
 func TestFindMirror(t *testing.T) {
@@ -145,7 +146,7 @@ func TestWriteSpecs(t *testing.T) {
 			t.Errorf("lb hosts %v, control-plane hosts %v", lbs, cps)
 		}
 		// hactl's own loader (strict decoding, defaults, validation) accepts the file.
-		if _, _, err := v1alpha1.Load(paths[i]); err != nil {
+		if _, _, err := specload.Load(paths[i]); err != nil {
 			t.Errorf("hactl's loader rejects %s: %v", paths[i], err)
 		}
 		for z, n := range perZone {

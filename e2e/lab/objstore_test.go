@@ -12,10 +12,10 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/backup/s3test"
 	"github.com/hactl/hactl/internal/shell"
+	"github.com/hactl/hactl/specload"
 )
 
 func TestObjectStoreHostShape(t *testing.T) {
@@ -80,7 +80,7 @@ func TestBackupSpec(t *testing.T) {
 		if !strings.Contains(string(raw), "plainHTTP: true") || !strings.Contains(string(raw), "accessKeyID: "+AccessKeyIDEnv) {
 			t.Errorf("%s: spec.backup missing or not explicit:\n%s", p, raw)
 		}
-		c, _, err := v1alpha1.Load(p)
+		c, _, err := specload.Load(p)
 		if err != nil {
 			t.Fatalf("hactl's loader rejects %s: %v", p, err)
 		}
@@ -88,7 +88,7 @@ func TestBackupSpec(t *testing.T) {
 			t.Errorf("%s: spec.backup = %+v", p, c.Spec.Backup)
 		}
 		// hactl's own environment check names the missing variables.
-		err = c.ValidationError(p, v1alpha1.ValidateBackupEnvironment(c, func(string) string { return "" }))
+		err = c.ValidationError(p, specload.ValidateBackupEnvironment(c, func(string) string { return "" }))
 		if err == nil || !strings.Contains(err.Error(), AccessKeyIDEnv) {
 			t.Errorf("%s without the environment: %v, want an error naming %s", p, err, AccessKeyIDEnv)
 		}
@@ -187,7 +187,7 @@ func TestProvisionBucket(t *testing.T) {
 	}
 	// hactl's own store accepts the key (its bucket check is what every backup command does first).
 	st, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint, Bucket: "lab-bucket", Region: ObjectStoreRegion, Lookup: "path",
-		PlainHTTP: true, Credentials: v1alpha1.BackupCredentials{AccessKeyID: v.AccessKeyID, SecretAccessKey: v.SecretAccessKey, SessionToken: v.SessionToken}})
+		PlainHTTP: true, Credentials: specload.BackupCredentials{AccessKeyID: v.AccessKeyID, SecretAccessKey: v.SecretAccessKey, SessionToken: v.SessionToken}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,15 @@
 // Package vrrp is the arithmetic of a VRRP election as keepalived runs it: priorities, the weight of a
 // tracked check, effective priorities, who wins, and the proof that the virtual IP leaves a node whose
-// check fails. It does no I/O and knows nothing of hactl's spec, so the spec's validation
-// (api/v1alpha1) and the renderer (lb) use the same rules.
+// check fails. It does no I/O and knows nothing of hactl's spec: lb plans the keepalived
+// configuration with it and proves the spec's failover rule with it (lb.Plan, lb.FailoverRule), so
+// the spec is validated by the arithmetic the renderer uses.
 //
 // Sources: RFC 5798 (VRRPv3) §5.2.4 (priority 255 belongs to the address owner, 1-254 to backups,
 // 0 means "stopped") and §6.4.3 (an advertisement of equal priority from a sender with a greater
 // primary IP address wins); keepalived.conf(5) vrrp_script: "weight <-253..253>": a negative weight is
 // subtracted while the check fails, a positive one added while it succeeds, 0 puts the instance into
-// FAULT state while it fails, and the resulting priority is bounded to 1..254.
+// FAULT state while it fails, and the resulting priority is bounded to 1..254. The numbers are
+// api/limits' (MinVRRPPriority, MaxVRRPPriority, MaxCheckWeight).
 package vrrp
 
 import (
@@ -15,20 +17,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-)
 
-// Limits of priorities and weights.
-const (
-	// MinPriority and MaxPriority bound a configurable priority: 255 is reserved for the owner of the
-	// address (RFC 5798 §5.2.4), which never runs a tracked check, and 0 means "leaving".
-	MinPriority = 1
-	MaxPriority = 254
-	// MaxWeight bounds the magnitude of a vrrp_script weight (keepalived: -253..253).
-	MaxWeight = 253
-	// TopPriority is the priority DefaultPriorities gives the first node, and PriorityStep the
-	// distance between consecutive nodes.
-	TopPriority  = 150
-	PriorityStep = 10
+	"github.com/hactl/hactl/api/limits"
 )
 
 // Node is one VRRP router of a virtual router (one keepalived vrrp_instance on one host).
@@ -38,21 +28,23 @@ type Node struct {
 	// Addr is the node's primary address: the source of its advertisements (unicast_src_ip), which
 	// breaks ties between equal priorities.
 	Addr netip.Addr
-	// Priority is the configured priority, MinPriority..MaxPriority.
+	// Priority is the configured priority, limits.MinVRRPPriority..limits.MaxVRRPPriority.
 	Priority int
 }
 
-// DefaultPriorities returns n distinct priorities in descending order: 150, 140, 130, ... while they
-// stay at or above MinPriority+1 (15 nodes), else 254, 253, ... (up to 253 nodes). The lowest is never
-// MinPriority, so a failed node clamped to MinPriority still ends below every healthy one. It returns
+// DefaultPriorities returns n distinct priorities in descending order: 150, 140, 130, ...
+// (limits.DefaultTopVRRPPriority, stepping down by limits.DefaultVRRPPriorityStep) while they
+// stay at or above limits.MinVRRPPriority+1 (15 nodes), else 254, 253, ... (up to 253 nodes). The
+// lowest is never limits.MinVRRPPriority, so a failed node clamped to limits.MinVRRPPriority still
+// ends below every healthy one. It returns
 // nil for n < 1 or n > 253.
 func DefaultPriorities(n int) []int {
-	if n < 1 || n > MaxPriority-MinPriority {
+	if n < 1 || n > limits.MaxVRRPPriority-limits.MinVRRPPriority {
 		return nil
 	}
-	top, step := TopPriority, PriorityStep
-	if top-step*(n-1) <= MinPriority {
-		top, step = MaxPriority, 1
+	top, step := limits.DefaultTopVRRPPriority, limits.DefaultVRRPPriorityStep
+	if top-step*(n-1) <= limits.MinVRRPPriority {
+		top, step = limits.MaxVRRPPriority, 1
 	}
 	out := make([]int, n)
 	for i := range out {
@@ -62,23 +54,24 @@ func DefaultPriorities(n int) []int {
 }
 
 // Weight returns the vrrp_script weight hactl gives a set of priorities: negative, with a magnitude
-// of (highest - lowest) + PriorityStep (at most MaxWeight), so that a node whose check fails always
-// drops strictly below every node whose check passes, whatever their addresses. It returns an error
-// when no weight can do that: the priorities are more than MaxWeight-1 apart, or one of them is
-// MinPriority (a failed node is bounded at MinPriority, so it would tie with that node).
+// of (highest - lowest) + limits.DefaultVRRPPriorityStep (at most limits.MaxCheckWeight), so that a
+// node whose check fails always drops strictly below every node whose check passes, whatever their
+// addresses. It returns an error when no weight can do that: the priorities are more than
+// limits.MaxCheckWeight-1 apart, or one of them is limits.MinVRRPPriority (a failed node is bounded
+// at limits.MinVRRPPriority, so it would tie with that node).
 func Weight(priorities []int) (int, error) {
 	if len(priorities) == 0 {
 		return 0, fmt.Errorf("no priorities")
 	}
 	hi, lo := slices.Max(priorities), slices.Min(priorities)
-	if lo == MinPriority && len(priorities) > 1 {
+	if lo == limits.MinVRRPPriority && len(priorities) > 1 {
 		return 0, fmt.Errorf("priorities %s include %d: a failed node never drops below it (effective priorities stop at %d); use priorities of at least %d",
-			joinInts(priorities), MinPriority, MinPriority, MinPriority+1)
+			joinInts(priorities), limits.MinVRRPPriority, limits.MinVRRPPriority, limits.MinVRRPPriority+1)
 	}
-	w := min(hi-lo+PriorityStep, MaxWeight)
+	w := min(hi-lo+limits.DefaultVRRPPriorityStep, limits.MaxCheckWeight)
 	if w <= hi-lo {
 		return 0, fmt.Errorf("priorities %s are %d apart: a check weight of at most %d can't bring the highest below the lowest; keep the priorities within %d of each other",
-			joinInts(priorities), hi-lo, MaxWeight, MaxWeight-1)
+			joinInts(priorities), hi-lo, limits.MaxCheckWeight, limits.MaxCheckWeight-1)
 	}
 	return -w, nil
 }
@@ -93,7 +86,7 @@ func Effective(p, w int, healthy bool) (priority int, running bool) {
 	case w > 0 && healthy, w < 0 && !healthy:
 		p += w
 	}
-	return min(max(p, MinPriority), MaxPriority), true
+	return min(max(p, limits.MinVRRPPriority), limits.MaxVRRPPriority), true
 }
 
 // Elect returns the index of the node that holds the address when the nodes for which failed(i) is
@@ -127,7 +120,7 @@ type FailoverError struct {
 
 // Error names the priorities and the weight.
 func (e *FailoverError) Error() string {
-	return fmt.Sprintf("the VIP cannot move: %s (priorities %s, check weight %d)", e.Reason, describeNodes(e.Nodes), e.Weight)
+	return fmt.Sprintf("the VIP cannot move: %s (priorities %s, check weight %d)", e.Reason, Describe(e.Nodes), e.Weight)
 }
 
 // ProveFailover checks that a node whose check fails never holds the address while another node's
@@ -141,12 +134,12 @@ func ProveFailover(nodes []Node, weight int) error {
 	if len(nodes) < 2 {
 		return fmt.Errorf("the VIP cannot move: %d node(s), a VIP needs at least 2 to move between", len(nodes))
 	}
-	if weight < -MaxWeight || weight > MaxWeight {
-		return fmt.Errorf("check weight %d is outside %d..%d", weight, -MaxWeight, MaxWeight)
+	if weight < -limits.MaxCheckWeight || weight > limits.MaxCheckWeight {
+		return fmt.Errorf("check weight %d is outside %d..%d", weight, -limits.MaxCheckWeight, limits.MaxCheckWeight)
 	}
 	for _, n := range nodes {
-		if n.Priority < MinPriority || n.Priority > MaxPriority {
-			return fmt.Errorf("priority %d of %s is outside %d..%d", n.Priority, n.Name, MinPriority, MaxPriority)
+		if n.Priority < limits.MinVRRPPriority || n.Priority > limits.MaxVRRPPriority {
+			return fmt.Errorf("priority %d of %s is outside %d..%d", n.Priority, n.Name, limits.MinVRRPPriority, limits.MaxVRRPPriority)
 		}
 	}
 	for f := range nodes {
@@ -193,7 +186,8 @@ func fix(nodes []Node) string {
 		slices.Max(ps)-slices.Min(ps), w)
 }
 
-func describeNodes(nodes []Node) string {
+// Describe renders nodes as "name=priority, ..." in their order, as messages name a configuration.
+func Describe(nodes []Node) string {
 	parts := make([]string, len(nodes))
 	for i, n := range nodes {
 		parts[i] = fmt.Sprintf("%s=%d", n.Name, n.Priority)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hactl/hactl/api/limits"
 )
 
 func nodes(prios ...int) []Node {
@@ -189,7 +191,7 @@ func TestComputedWeightAlwaysFailsOver(t *testing.T) {
 		t.Helper()
 		w, err := Weight(prios)
 		if err != nil {
-			if slices.Max(prios)-slices.Min(prios) < MaxWeight && slices.Min(prios) > MinPriority {
+			if slices.Max(prios)-slices.Min(prios) < limits.MaxCheckWeight && slices.Min(prios) > limits.MinVRRPPriority {
 				t.Fatalf("Weight(%v): %v", prios, err)
 			}
 			return
@@ -211,7 +213,7 @@ func TestComputedWeightAlwaysFailsOver(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		n := 2 + r.IntN(6)
-		prios := r.Perm(MaxPriority)[:n]
+		prios := r.Perm(limits.MaxVRRPPriority)[:n]
 		for i := range prios {
 			prios[i]++
 		}

@@ -180,7 +180,7 @@ func testSpec(stateDir string) *v1alpha1.Cluster {
 			Roles: []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}})
 	}
 	c.Spec.Etcd.Version = "v3.6.16"
-	v1alpha1.SetDefaults(c, "")
+	v1alpha1.SetDefaults(c, v1alpha1.Dirs{})
 	return c
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/specload"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -71,7 +72,7 @@ func openStore(ctx context.Context, c *v1alpha1.Cluster, file, bucket string) (*
 	if c.Spec.Backup == nil {
 		return nil, &UsageError{Err: fmt.Errorf("%s: spec.backup is not set: add spec.backup.objectStore (endpoint, bucket, credentials) to back up (`hactl init` shows an example)", file)}
 	}
-	if err := c.ValidationError(file, append(v1alpha1.ValidateBackupFiles(c), v1alpha1.ValidateBackupEnvironment(c, os.Getenv)...)); err != nil {
+	if err := c.ValidationError(file, append(specload.ValidateBackupFiles(c), specload.ValidateBackupEnvironment(c, os.Getenv)...)); err != nil {
 		return nil, err
 	}
 	cfg, err := backup.S3ConfigFromSpec(c, os.Getenv)
@@ -215,7 +216,7 @@ func takeBackup(ctx context.Context, s Streams, g *globalOptions, o *backupNowOp
 			return env, nil, &UsageError{Err: fmt.Errorf("--member %q: not an etcd member of the spec; members: %s", o.member, strings.Join(names, ", "))}
 		}
 	}
-	recipients, err := v1alpha1.BackupRecipients(c)
+	recipients, err := specload.BackupRecipients(c)
 	if err != nil {
 		return env, nil, &UsageError{Err: err}
 	}

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/backup/s3test"
+	"github.com/hactl/hactl/specload"
 )
 
 // backupSpec writes a spec whose spec.backup points at srv (credentials from HACTL_TEST_S3_*).
@@ -77,7 +77,7 @@ func TestBackupCommands(t *testing.T) {
 	t.Setenv("HACTL_TEST_S3_SECRET", s3test.SecretKey)
 	spec := backupSpec(t, srv.Endpoint, "")
 	st, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint, Bucket: s3test.Bucket, Region: s3test.Region, PlainHTTP: true,
-		Credentials: v1alpha1.BackupCredentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}})
+		Credentials: specload.BackupCredentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}})
 	if err != nil {
 		t.Fatal(err)
 	}

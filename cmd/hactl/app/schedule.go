@@ -17,6 +17,7 @@ import (
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/schedule"
+	"github.com/hactl/hactl/specload"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -124,20 +125,20 @@ func scheduleInputs(s Streams, g *globalOptions, o *backupScheduleOptions, every
 	if c.Spec.Backup == nil {
 		return nil, nil, "", &UsageError{Err: fmt.Errorf("%s: spec.backup is not set: add spec.backup.objectStore (endpoint, bucket, credentials) to schedule backups (`hactl init` shows an example)", g.file)}
 	}
-	if err := c.ValidationError(g.file, append(v1alpha1.ValidateBackupFiles(c), v1alpha1.ValidateBackupEnvironment(c, os.Getenv)...)); err != nil {
+	if err := c.ValidationError(g.file, append(specload.ValidateBackupFiles(c), specload.ValidateBackupEnvironment(c, os.Getenv)...)); err != nil {
 		return nil, nil, "", err
 	}
 	if err := checkSSHEnvironment(c, g.file); err != nil {
 		return nil, nil, "", err
 	}
-	creds, err := v1alpha1.ReadBackupCredentials(c, os.Getenv)
+	creds, err := specload.ReadBackupCredentials(c, os.Getenv)
 	if err != nil {
 		return nil, nil, "", &UsageError{Err: err}
 	}
 	if creds.SessionToken != "" {
 		p.Warnf("spec.backup.objectStore.credentials include a session token: temporary credentials expire, and the scheduled runs will fail when they do")
 	}
-	recipients, err := v1alpha1.BackupRecipients(c)
+	recipients, err := specload.BackupRecipients(c)
 	if err != nil {
 		return nil, nil, "", &UsageError{Err: err}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/specload"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -14,7 +15,7 @@ import (
 // local files it names (binaries, SSH key). Every error here is found before any host is contacted
 // and exits 2.
 func loadSpec(path string, p *ui.Printer, withFiles bool) (*v1alpha1.Cluster, error) {
-	c, warnings, err := v1alpha1.Load(path)
+	c, warnings, err := specload.Load(path)
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +25,7 @@ func loadSpec(path string, p *ui.Printer, withFiles bool) (*v1alpha1.Cluster, er
 	if !withFiles {
 		return c, nil
 	}
-	if err := c.ValidationError(path, v1alpha1.ValidateLocalFiles(c)); err != nil {
+	if err := c.ValidationError(path, specload.ValidateLocalFiles(c)); err != nil {
 		return nil, err
 	}
 	if err := etcd.CheckBinaries(c); err != nil {
@@ -36,7 +37,7 @@ func loadSpec(path string, p *ui.Printer, withFiles bool) (*v1alpha1.Cluster, er
 // checkSSHEnvironment refuses, before any host is contacted (exit 2), environment variables the
 // spec names for secrets that are unset and an agent-only login without SSH_AUTH_SOCK.
 func checkSSHEnvironment(c *v1alpha1.Cluster, path string) error {
-	return c.ValidationError(path, v1alpha1.ValidateEnvironment(c, os.Getenv))
+	return c.ValidationError(path, specload.ValidateEnvironment(c, os.Getenv))
 }
 
 func splitList(s []string) []string {

@@ -1,12 +1,15 @@
-package v1alpha1
+package specload
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hactl/hactl/api/v1alpha1"
 )
 
 // TestBackupSpecs loads testdata/backup/invalid-*.yaml (each naming the field path and line of one
@@ -60,7 +63,7 @@ func TestBackupSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := c.Spec.Backup
-	if b.Compression != CompressionZstd || b.ObjectStore.Region != "us-east-1" || b.ObjectStore.BucketLookup != BucketLookupPath || b.Encryption != nil {
+	if b.Compression != v1alpha1.CompressionZstd || b.ObjectStore.Region != "us-east-1" || b.ObjectStore.BucketLookup != v1alpha1.BucketLookupPath || b.Encryption != nil {
 		t.Errorf("defaults: %+v", b)
 	}
 	c, _, err = Load("testdata/backup/valid-aws-encrypted.yaml")
@@ -68,7 +71,7 @@ func TestBackupSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	abs, _ := filepath.Abs("testdata/backup/s3-credentials")
-	if o := c.Spec.Backup.ObjectStore; o.BucketLookup != BucketLookupAuto || o.Credentials.File != abs || o.Region != "eu-central-1" {
+	if o := c.Spec.Backup.ObjectStore; o.BucketLookup != v1alpha1.BucketLookupAuto || o.Credentials.File != abs || o.Region != "eu-central-1" {
 		t.Errorf("objectStore %+v", o)
 	}
 }
@@ -98,7 +101,7 @@ func TestBackupCredentials(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	c.Spec.Backup.ObjectStore.Credentials = ObjectStoreCredentials{File: filepath.Join(dir, "creds")}
+	c.Spec.Backup.ObjectStore.Credentials = v1alpha1.ObjectStoreCredentials{File: filepath.Join(dir, "creds")}
 	for _, tc := range []struct {
 		content string
 		mode    os.FileMode
@@ -121,6 +124,33 @@ func TestBackupCredentials(t *testing.T) {
 			t.Errorf("%q: %v %v, want %q", tc.content, err, errs, tc.want)
 		case err != nil && strings.Contains(err.Error(), "s3cr3t2"):
 			t.Errorf("error quotes the secret: %v", err)
+		}
+	}
+}
+
+// TestReadersWrapTheCause: the secret readers' errors wrap what failed (here fs.ErrNotExist), with
+// the field, the file and the message in the text.
+func TestReadersWrapTheCause(t *testing.T) {
+	c, _, err := Load("testdata/backup/valid-aws-encrypted.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	c.Spec.Backup.Encryption.RecipientsFile = missing
+	c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{Auth: &v1alpha1.VRRPAuth{File: missing}}
+	_, credsErr := ReadBackupCredentials(c, os.Getenv) // testdata/backup/s3-credentials does not exist
+	_, recipErr := BackupRecipients(c)
+	_, vrrpErr := ReadVRRPSecret(c, os.Getenv)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{credsErr, "spec.backup.objectStore.credentials.file: "},
+		{recipErr, "spec.backup.encryption.recipientsFile: " + missing + ": the recipients file does not exist"},
+		{vrrpErr, "spec.loadBalancer.auth.file: " + missing + ": the auth secret file does not exist"},
+	} {
+		if !errors.Is(tc.err, fs.ErrNotExist) || !strings.HasPrefix(fmt.Sprint(tc.err), tc.want) {
+			t.Errorf("error %v: want one wrapping fs.ErrNotExist, starting %q", tc.err, tc.want)
 		}
 	}
 }

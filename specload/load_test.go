@@ -1,4 +1,4 @@
-package v1alpha1
+package specload
 
 import (
 	"errors"
@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hactl/hactl/api/v1alpha1"
 )
 
 type exitCoder interface{ ExitCode() int }
@@ -197,8 +198,8 @@ type problemAt struct {
 func locate(t *testing.T, err error) []problemAt {
 	t.Helper()
 	var out []problemAt
-	var de *DecodeError
-	var ve *ValidationError
+	var de *v1alpha1.DecodeError
+	var ve *v1alpha1.ValidationError
 	switch {
 	case errors.As(err, &de):
 		for _, p := range de.Problems {
@@ -221,27 +222,27 @@ func TestValidSpecs(t *testing.T) {
 	tests := []struct {
 		file     string
 		members  int
-		warnings []Warning // Message is matched as a substring
-		check    func(t *testing.T, c *Cluster)
+		warnings []v1alpha1.Warning // Message is matched as a substring
+		check    func(t *testing.T, c *v1alpha1.Cluster)
 	}{
 		{"valid-3-members.yaml", 3, nil, nil},
 		{"valid-5-members.yaml", 5, nil, nil},
-		{"valid-single-member.yaml", 1, []Warning{{"spec.hosts[0]", "NOT highly available: a single member has no fault tolerance"}}, nil},
+		{"valid-single-member.yaml", 1, []v1alpha1.Warning{{Field: "spec.hosts[0]", Message: "NOT highly available: a single member has no fault tolerance"}}, nil},
 		{"valid-ipv6.yaml", 3, nil, nil},
-		{"valid-weak-topology-acknowledged.yaml", 3, []Warning{{"spec.hosts[1].zone", `losing zone "az-a" loses quorum`}}, nil},
-		{"valid-large-quota.yaml", 3, []Warning{{"spec.etcd.quotaBackendBytes", "above 8 GiB"}}, nil},
-		{"valid-download.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+		{"valid-weak-topology-acknowledged.yaml", 3, []v1alpha1.Warning{{Field: "spec.hosts[1].zone", Message: `losing zone "az-a" loses quorum`}}, nil},
+		{"valid-large-quota.yaml", 3, []v1alpha1.Warning{{Field: "spec.etcd.quotaBackendBytes", Message: "above 8 GiB"}}, nil},
+		{"valid-download.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
 			d := c.Spec.Etcd.Download
-			want := &EtcdDownload{
+			want := &v1alpha1.EtcdDownload{
 				URL:    "https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz",
 				SHA256: "3f8b2c5ad0b9d2a4e6f1c0b7a9d8e5f4c3b2a1908f7e6d5c4b3a29180f7e6d5c", // written upper case
 			}
-			if !reflect.DeepEqual(d, want) || c.Spec.Etcd.Binaries != (EtcdBinaries{}) {
+			if !reflect.DeepEqual(d, want) || c.Spec.Etcd.Binaries != (v1alpha1.EtcdBinaries{}) {
 				t.Errorf("download %+v, binaries %+v; want %+v and no binaries", d, c.Spec.Etcd.Binaries, want)
 			}
 		}},
-		{"valid-bastion.yaml", 3, nil, func(t *testing.T, c *Cluster) {
-			want := &Bastion{Address: "bastion.example.com", Port: 22, User: "deploy",
+		{"valid-bastion.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
+			want := &v1alpha1.Bastion{Address: "bastion.example.com", Port: 22, User: "deploy",
 				IdentityFile:   filepath.Join(testdata, "keys", "id_bastion"),
 				KnownHostsFile: filepath.Join(testdata, "known_hosts")}
 			if !reflect.DeepEqual(c.Spec.SSH.Bastion, want) {
@@ -252,15 +253,15 @@ func TestValidSpecs(t *testing.T) {
 				t.Errorf("identityFiles %v, want %v", c.Spec.SSH.IdentityFiles, wantFiles)
 			}
 		}},
-		{"valid-agent-only.yaml", 3, nil, func(t *testing.T, c *Cluster) {
-			if s := c.Spec.SSH; s.Agent != AgentRequired || s.IdentityFile != "" || len(s.IdentityFiles) != 0 {
+		{"valid-agent-only.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
+			if s := c.Spec.SSH; s.Agent != v1alpha1.AgentRequired || s.IdentityFile != "" || len(s.IdentityFiles) != 0 {
 				t.Errorf("ssh %+v, want agent required and no key files", s)
 			}
 		}},
-		{"valid-lb-dedicated.yaml", 3, nil, func(t *testing.T, c *Cluster) {
-			want := &LoadBalancer{VIP: "172.28.0.100/24", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: Duration{time.Second},
+		{"valid-lb-dedicated.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
+			want := &v1alpha1.LoadBalancer{VIP: "172.28.0.100/24", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: v1alpha1.Duration{Duration: time.Second},
 				Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443,
-				HealthCheck: LBHealthCheck{Interval: Duration{2 * time.Second}, Fall: 3, Rise: 2}}
+				HealthCheck: v1alpha1.LBHealthCheck{Interval: v1alpha1.Duration{Duration: 2 * time.Second}, Fall: 3, Rise: 2}}
 			if !reflect.DeepEqual(c.Spec.LoadBalancer, want) {
 				t.Errorf("loadBalancer %+v, want %+v", c.Spec.LoadBalancer, want)
 			}
@@ -268,24 +269,24 @@ func TestValidSpecs(t *testing.T) {
 				t.Errorf("LB hosts %v, want lb-a, lb-b", got)
 			}
 		}},
-		{"valid-lb-colocated.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+		{"valid-lb-colocated.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
 			lb := c.Spec.LoadBalancer
 			if lb.HealthCheck.CAFile != filepath.Join(testdata, "pki", "kube-ca.crt") || lb.Auth.Env != "HACTL_VRRP_PASSWORD" ||
-				lb.FrontendPort != 8443 || lb.Mode != LBModeMulticast || lb.HealthCheck.Interval.Duration != 1500*time.Millisecond {
+				lb.FrontendPort != 8443 || lb.Mode != v1alpha1.LBModeMulticast || lb.HealthCheck.Interval.Duration != 1500*time.Millisecond {
 				t.Errorf("loadBalancer %+v", lb)
 			}
 			if got := hostNames(c.LBHosts()); !slices.Equal(got, []string{"cp-a", "cp-b", "cp-c"}) {
 				t.Errorf("LB hosts %v, want the control-plane hosts", got)
 			}
 		}},
-		{"valid-lb-ipv6.yaml", 3, nil, func(t *testing.T, c *Cluster) {
+		{"valid-lb-ipv6.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
 			lb := c.Spec.LoadBalancer
 			if lb.VIP != "fd00:db8:28::100/64" || !lb.Nopreempt || lb.CheckWeight == nil || *lb.CheckWeight != 0 {
 				t.Errorf("loadBalancer %+v (VIP canonicalised, nopreempt, checkWeight 0)", lb)
 			}
 		}},
-		{"valid-sudo-user.yaml", 3, nil, func(t *testing.T, c *Cluster) {
-			if s := c.Spec.SSH; s.User != "deploy" || s.Sudo.PasswordEnv != "HACTL_SUDO_PASSWORD" || s.PassphraseEnv != "HACTL_SSH_PASSPHRASE" || s.Agent != AgentAuto {
+		{"valid-sudo-user.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
+			if s := c.Spec.SSH; s.User != "deploy" || s.Sudo.PasswordEnv != "HACTL_SUDO_PASSWORD" || s.PassphraseEnv != "HACTL_SSH_PASSPHRASE" || s.Agent != v1alpha1.AgentAuto {
 				t.Errorf("ssh %+v, want user deploy, sudo.passwordEnv HACTL_SUDO_PASSWORD, passphraseEnv HACTL_SSH_PASSPHRASE, agent auto", s)
 			}
 		}},
@@ -325,7 +326,7 @@ func TestValidSpecs(t *testing.T) {
 	}
 }
 
-func hostNames(hosts []Host) []string {
+func hostNames(hosts []v1alpha1.Host) []string {
 	var out []string
 	for _, h := range hosts {
 		out = append(out, h.Name)
@@ -345,146 +346,6 @@ func TestIPv6Canonicalised(t *testing.T) {
 	want := []string{"2001:db8::11", "2001:db8::12", "10.0.0.13"}
 	if !slices.Equal(got, want) {
 		t.Errorf("addresses %v, want %v", got, want)
-	}
-}
-
-func TestCanonicalAddress(t *testing.T) {
-	for in, want := range map[string]string{
-		"2001:DB8::0001":         "2001:db8::1",
-		"2001:db8:0:0:0:0:0:1":   "2001:db8::1",
-		"::ffff:1.2.3.4":         "1.2.3.4",
-		"::FFFF:102:304":         "1.2.3.4",
-		"10.0.0.1":               "10.0.0.1",
-		"fe80::1%eth0":           "fe80::1%eth0", // zone: left for Validate to refuse
-		"etcd-1.example.com":     "etcd-1.example.com",
-		"":                       "",
-		"2001:0db8:0000::0a00:1": "2001:db8::a00:1",
-	} {
-		if got := CanonicalAddress(in); got != want {
-			t.Errorf("CanonicalAddress(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestSetDefaults(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	c := &Cluster{
-		APIVersion: APIVersion, Kind: Kind,
-		Metadata: ObjectMeta{Name: "lab"},
-		Spec: ClusterSpec{
-			SSH: SSH{Port: 2222, IdentityFile: "~/.ssh/id_ed25519"},
-			Hosts: []Host{
-				{Name: "a", Address: "2001:DB8::A", Zone: "z1", Roles: []Role{RoleEtcd}},
-				{Name: "b", Address: "10.0.0.2", Port: 22, Zone: "z2", Roles: []Role{RoleEtcd}},
-			},
-			Etcd: Etcd{Binaries: EtcdBinaries{Etcd: "bin/etcd", Etcdctl: "/opt/etcdctl"}},
-		},
-	}
-	SetDefaults(c, "/specs")
-	want := ClusterSpec{
-		StateDir: filepath.Join(home, ".hactl", "lab"),
-		SSH: SSH{
-			User: "root", Port: 2222,
-			IdentityFile:   filepath.Join(home, ".ssh", "id_ed25519"),
-			KnownHostsFile: filepath.Join(home, ".ssh", "known_hosts"),
-			ConnectTimeout: Duration{10 * time.Second}, CommandTimeout: Duration{2 * time.Minute},
-			MaxParallel: 10, Agent: "auto",
-		},
-		Hosts: []Host{
-			{Name: "a", Address: "2001:db8::a", Port: 2222, Zone: "z1", Roles: []Role{RoleEtcd}},
-			{Name: "b", Address: "10.0.0.2", Port: 22, Zone: "z2", Roles: []Role{RoleEtcd}},
-		},
-		Etcd: Etcd{
-			Binaries:          EtcdBinaries{Etcd: "/specs/bin/etcd", Etcdctl: "/opt/etcdctl"},
-			DataDir:           "/var/lib/etcd",
-			ClientPort:        2379,
-			PeerPort:          2380,
-			HeartbeatInterval: Duration{100 * time.Millisecond},
-			ElectionTimeout:   Duration{1000 * time.Millisecond},
-			QuotaBackendBytes: 2147483648,
-			AutoCompaction:    AutoCompaction{Mode: "periodic", Retention: "1h"},
-		},
-	}
-	if !reflect.DeepEqual(c.Spec, want) {
-		t.Errorf("defaulted spec:\n got %+v\nwant %+v", c.Spec, want)
-	}
-	// Idempotent.
-	before := fmt.Sprintf("%+v", *c)
-	SetDefaults(c, "/elsewhere")
-	if after := fmt.Sprintf("%+v", *c); after != before {
-		t.Errorf("second SetDefaults changed the spec:\n%s\n%s", before, after)
-	}
-	// Revision mode gets no periodic retention.
-	r := &Cluster{Spec: ClusterSpec{Etcd: Etcd{AutoCompaction: AutoCompaction{Mode: CompactionRevision}}}}
-	SetDefaults(r, "")
-	if r.Spec.Etcd.AutoCompaction.Retention != "" {
-		t.Errorf("revision retention defaulted to %q", r.Spec.Etcd.AutoCompaction.Retention)
-	}
-}
-
-// TestSetDefaultsAccess covers the issue-3 defaults: agent, bastion (port 22, user and known_hosts
-// from spec.ssh, no key of its own), local paths of identityFiles and the bastion's files, bastion
-// address canonicalised only when it is an IP, sha256 lower-cased.
-func TestSetDefaultsAccess(t *testing.T) {
-	t.Setenv("HOME", "/home/u")
-	c := &Cluster{Spec: ClusterSpec{
-		SSH: SSH{
-			User: "deploy", Port: 2222, KnownHostsFile: "kh",
-			IdentityFiles: []string{"~/.ssh/id_rsa", "keys/deploy", "/abs/k"},
-			Bastion:       &Bastion{Address: "2001:DB8::0010"},
-		},
-		Etcd: Etcd{Download: &EtcdDownload{URL: "https://m.example/e.tgz", SHA256: "ABCdef"}},
-	}}
-	SetDefaults(c, "/specs")
-	s := c.Spec.SSH
-	if s.Agent != AgentAuto {
-		t.Errorf("agent %q, want auto", s.Agent)
-	}
-	if want := []string{"/home/u/.ssh/id_rsa", "/specs/keys/deploy", "/abs/k"}; !slices.Equal(s.IdentityFiles, want) {
-		t.Errorf("identityFiles %v, want %v", s.IdentityFiles, want)
-	}
-	// Port 22, not spec.ssh.port: the bastion is another machine.
-	if want := (Bastion{Address: "2001:db8::10", Port: 22, User: "deploy", KnownHostsFile: "/specs/kh"}); *s.Bastion != want {
-		t.Errorf("bastion %+v, want %+v", *s.Bastion, want)
-	}
-	if got := c.Spec.Etcd.Download.SHA256; got != "abcdef" {
-		t.Errorf("sha256 %q, want lower case", got)
-	}
-	before := fmt.Sprintf("%+v %+v %+v", c.Spec, *s.Bastion, *c.Spec.Etcd.Download)
-	SetDefaults(c, "/elsewhere")
-	if after := fmt.Sprintf("%+v %+v %+v", c.Spec, *c.Spec.SSH.Bastion, *c.Spec.Etcd.Download); after != before {
-		t.Errorf("second SetDefaults changed the spec:\n%s\n%s", before, after)
-	}
-
-	// Explicit bastion values are kept; a DNS name is left as written; its files are expanded.
-	c = &Cluster{Spec: ClusterSpec{SSH: SSH{Bastion: &Bastion{Address: "Jump.Example.COM", Port: 2200, User: "jump",
-		IdentityFile: "~/.ssh/id_jump", KnownHostsFile: "./bastion_known_hosts"}}}}
-	SetDefaults(c, "/specs")
-	want := Bastion{Address: "Jump.Example.COM", Port: 2200, User: "jump", IdentityFile: "/home/u/.ssh/id_jump", KnownHostsFile: "/specs/bastion_known_hosts"}
-	if *c.Spec.SSH.Bastion != want {
-		t.Errorf("bastion %+v, want %+v", *c.Spec.SSH.Bastion, want)
-	}
-	if c.Spec.SSH.Agent != AgentAuto || c.Spec.SSH.User != "root" {
-		t.Errorf("ssh %+v", c.Spec.SSH)
-	}
-}
-
-func TestLocalPath(t *testing.T) {
-	t.Setenv("HOME", "/home/u")
-	for _, tc := range []struct{ in, base, want string }{
-		{"", "/b", ""},
-		{"~", "/b", "/home/u"},
-		{"~/k", "/b", "/home/u/k"},
-		{"k/../id", "/b", "/b/id"},
-		{"./bin/etcd", "/b", "/b/bin/etcd"},
-		{"/abs//x/", "/b", "/abs/x"},
-		{"rel", "", "rel"},
-		{"~other/k", "/b", "/b/~other/k"},
-	} {
-		if got := LocalPath(tc.in, tc.base); got != tc.want {
-			t.Errorf("LocalPath(%q, %q) = %q, want %q", tc.in, tc.base, got, tc.want)
-		}
 	}
 }
 
@@ -544,7 +405,7 @@ spec:
   etcd: {heartbeatInterval: 100}
 `
 	_, _, err := Decode([]byte(decodeBad), "c.yaml", "")
-	var de *DecodeError
+	var de *v1alpha1.DecodeError
 	if !errors.As(err, &de) {
 		t.Fatalf("want *DecodeError, got %v", err)
 	}
@@ -566,7 +427,7 @@ spec:
   etcd: {dataDir: data, clientPort: 2381}
 `
 	_, _, err = Decode([]byte(ruleBad), "c.yaml", "")
-	var ve *ValidationError
+	var ve *v1alpha1.ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("want *ValidationError, got %v", err)
 	}
@@ -589,21 +450,6 @@ spec:
 	}
 }
 
-func TestTypeMeta(t *testing.T) {
-	for _, tc := range []struct{ doc, want string }{
-		{"kind: Cluster\n", "c.yaml:1: apiVersion: required; add `apiVersion: hactl.io/v1alpha1`"},
-		{"apiVersion: hactl.io/v1alpha1\n", "c.yaml:1: kind: required; add `kind: Cluster`"},
-		{"apiVersion: hactl.io/v1alpha1\nkind: [Cluster]\n", `c.yaml:2: kind: must be the string "Cluster", got a list`},
-		{"- a\n", "c.yaml:1: the document must be a mapping"},
-		{"---\n", "c.yaml:1: the spec is empty"},
-	} {
-		_, _, err := Decode([]byte(tc.doc), "c.yaml", "")
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error %v, want %q", tc.doc, err, tc.want)
-		}
-	}
-}
-
 func TestLoadMissingFile(t *testing.T) {
 	_, _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	var ec exitCoder
@@ -612,149 +458,24 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
-func TestExampleSpec(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	ex := ExampleSpec()
-	c, warns, err := Decode(ex, "example.yaml", t.TempDir())
-	if err != nil {
-		t.Fatalf("example spec: %v", err)
-	}
-	if len(warns) > 0 {
-		t.Errorf("example spec warns: %v", warns)
-	}
-	zones := map[string]bool{}
-	for _, h := range c.EtcdHosts() {
-		zones[h.Zone] = true
-	}
-	if len(c.EtcdHosts()) != 3 || len(zones) != 3 {
-		t.Errorf("example has %d members in %d zones, want 3 in 3", len(c.EtcdHosts()), len(zones))
-	}
-	// Every field of the spec appears in the example (so every field is shown and explained).
-	_, lines, err := decodeStrict(ex, "example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range allFieldPaths(reflect.TypeFor[Cluster](), "", false) {
-		if _, ok := lines[p]; !ok {
-			t.Errorf("example.yaml does not show %s", p)
-		}
-	}
-	// Commented: more comment lines than not.
-	if n := strings.Count(string(ex), "#"); n < 40 {
-		t.Errorf("example has only %d comments", n)
-	}
-	ex[0] = 'X' // the caller's copy
-	if ExampleSpec()[0] == 'X' {
-		t.Error("ExampleSpec returns shared bytes")
+// TestLoadMissingFileHint: a missing spec file points at hactl init (moved from v1alpha1's
+// TestSyntaxErrorHints with Load).
+func TestLoadMissingFileHint(t *testing.T) {
+	_, _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "hactl init -f") {
+		t.Errorf("missing file: %v, want a hint at hactl init", err)
 	}
 }
 
-// allFieldPaths lists the json field paths of t, with lists entered at index 0 and optional
-// sections (pointers to structs, e.g. spec.ssh.bastion) entered only when intoPointers.
-func allFieldPaths(t reflect.Type, prefix string, intoPointers bool) []string {
-	var out []string
-	for name, ft := range jsonFields(t) {
-		p := name
-		if prefix != "" {
-			p = prefix + "." + name
-		}
-		out = append(out, p)
-		switch {
-		case ft == durationType:
-		case ft.Kind() == reflect.Struct:
-			out = append(out, allFieldPaths(ft, p, intoPointers)...)
-		case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && intoPointers:
-			out = append(out, allFieldPaths(ft.Elem(), p, intoPointers)...)
-		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-			out = append(out, allFieldPaths(ft.Elem(), p+"[0]", intoPointers)...)
-		}
-	}
-	return out
-}
-
-// enableExampleSections turns every "key: null" section of the example whose fields follow as
-// commented lines ("#  field: value" at the key's indentation) into the mapping those lines show,
-// as the example tells the reader to do.
-func enableExampleSections(ex string) (string, int) {
-	nullRE := regexp.MustCompile(`^(\s*)([A-Za-z]+): null(\s+#.*)?$`)
-	lines := strings.Split(ex, "\n")
-	n := 0
-	for i := 0; i < len(lines); i++ {
-		m := nullRE.FindStringSubmatch(lines[i])
-		if m == nil {
-			continue
-		}
-		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], m[1]+"#  ") {
-			continue // a null value, not a commented-out section
-		}
-		n++
-		lines[i] = m[1] + m[2] + ":"
-		for j := i + 1; j < len(lines) && strings.HasPrefix(lines[j], m[1]+"#  "); j++ {
-			lines[j] = m[1] + "  " + strings.TrimPrefix(lines[j], m[1]+"#  ")
-		}
-	}
-	return strings.Join(lines, "\n"), n
-}
-
-// TestExampleSections: the sections the example shows commented out (bastion, download,
-// loadBalancer with its lb hosts) are valid spec text with every field of those sections, and
-// following the example's instructions for download (remove binaries, fill in the sha256) gives a
-// valid spec.
-func TestExampleSections(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	ex, n := enableExampleSections(string(ExampleSpec()))
-	if n != 4 {
-		t.Fatalf("%d commented-out sections, want 4 (bastion, download, loadBalancer, backup):\n%s", n, ex)
-	}
-	lbHosts := regexp.MustCompile(`(?m)^  #- (\{name: lb-.*)$`)
-	if got := len(lbHosts.FindAllString(ex, -1)); got != 2 {
-		t.Fatalf("%d commented-out lb hosts, want 2:\n%s", got, ex)
-	}
-	ex = lbHosts.ReplaceAllString(ex, "  - $1")
-	_, lines, err := decodeStrict([]byte(ex), "example.yaml")
-	if err != nil {
-		t.Fatalf("enabled sections don't decode: %v\n%s", err, ex)
-	}
-	for _, p := range allFieldPaths(reflect.TypeFor[Cluster](), "", true) {
-		if _, ok := lines[p]; !ok {
-			t.Errorf("example.yaml does not show %s", p)
-		}
-	}
-	// As enabled: binaries and download both set, and the sha256 is a placeholder.
-	_, _, err = Decode([]byte(ex), "example.yaml", t.TempDir())
-	var ve *ValidationError
-	if !errors.As(err, &ve) {
-		t.Fatalf("err = %v, want a *ValidationError", err)
-	}
-	var got []string
-	for _, fe := range ve.Errors {
-		got = append(got, fe.Field)
-	}
-	if want := []string{"spec.etcd.download", "spec.etcd.download.sha256"}; !slices.Equal(got, want) {
-		t.Errorf("errors at %v, want %v\n%v", got, want, err)
-	}
-	// Binaries removed, sha256 filled in: valid, no warnings.
-	binRE := regexp.MustCompile(`(?m)^    binaries:\n(      .*\n)+`)
-	if !binRE.MatchString(ex) {
-		t.Fatal("no binaries section in the example")
-	}
-	ex = binRE.ReplaceAllString(ex, "")
-	ex = strings.Replace(ex, "<the tarball's sha256>", strings.Repeat("0123456789ABCDEF", 4), 1)
-	c, warns, err := Decode([]byte(ex), "example.yaml", t.TempDir())
+// TestExampleSpecLoads: the example `hactl init` writes decodes and validates through the whole
+// pipeline (lb's failover rule included) without warnings.
+func TestExampleSpecLoads(t *testing.T) {
+	c, warns, err := Decode(v1alpha1.ExampleSpec(), "example.yaml", t.TempDir())
 	if err != nil || len(warns) > 0 {
-		t.Fatalf("example with bastion and download: %v %v\n%s", err, warns, ex)
+		t.Fatalf("example spec: %v %v", err, warns)
 	}
-	if b := c.Spec.SSH.Bastion; b == nil || b.Address != "bastion.example.com" || b.Port != 22 || b.User != "jump" {
-		t.Errorf("bastion %+v", b)
-	}
-	if d := c.Spec.Etcd.Download; d == nil || d.SHA256 != strings.Repeat("0123456789abcdef", 4) {
-		t.Errorf("download %+v", d)
-	}
-	if lb := c.Spec.LoadBalancer; lb == nil || lb.VIP != "10.0.1.100/24" || lb.Auth == nil || lb.Auth.Env != "HACTL_VRRP_PASSWORD" || lb.Topology != TopologyDedicated {
-		t.Errorf("loadBalancer %+v", lb)
-	}
-	if got := hostNames(c.LBHosts()); !slices.Equal(got, []string{"lb-a", "lb-b"}) {
-		t.Errorf("LB hosts %v, want lb-a, lb-b", got)
+	if n := len(c.EtcdHosts()); n != 3 {
+		t.Errorf("%d etcd members, want 3", n)
 	}
 }
 
@@ -774,51 +495,6 @@ func TestLoadRefusesHugeFiles(t *testing.T) {
 		if err == nil || !errors.As(err, &ec) || ec.ExitCode() != 2 || !strings.Contains(err.Error(), "larger than") {
 			t.Errorf("%s: err = %v, want a size error with exit code 2", path, err)
 		}
-	}
-}
-
-// TestMessagesNeverQuoteKeys: pointing -f at a private key (or pasting one into a field) must not
-// print the key.
-func TestMessagesNeverQuoteKeys(t *testing.T) {
-	key := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACAeh+bJF/LNN5rxN2+cSkOuqnGuQ1/RSmOs+K94dfNPdgAAAJC8MLbfvDC2\n-----END OPENSSH PRIVATE KEY-----\n"
-	docs := []string{
-		key,
-		"apiVersion: hactl.io/v1alpha1\nkind: Cluster\nmetadata: {name: x}\nspec:\n  ssh:\n    user: [x]\n    port: |\n" + indent(key, "      "),
-		"apiVersion: |\n" + indent(key, "  "),
-	}
-	for _, doc := range docs {
-		_, _, err := Decode([]byte(doc), "c.yaml", "")
-		if err == nil {
-			t.Fatalf("%q decoded", doc)
-		}
-		if strings.Contains(err.Error(), "b3BlbnNzaC1rZXktdjE") || strings.Contains(err.Error(), "AAAAMwAAAAtzc2gtZW") {
-			t.Errorf("message quotes the key:\n%v", err)
-		}
-	}
-	long := strings.Repeat("x", 500)
-	_, _, err := Decode([]byte("apiVersion: "+long+"\nkind: Cluster\n"), "c.yaml", "")
-	if err == nil || strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "(500 characters)") {
-		t.Errorf("long value not cut: %v", err)
-	}
-}
-
-func indent(s, prefix string) string {
-	return prefix + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+prefix) + "\n"
-}
-
-func TestSyntaxErrorHints(t *testing.T) {
-	for _, tc := range []struct{ doc, want string }{
-		{"apiVersion: hactl.io/v1alpha1\nkind: Cluster\nspec:\n\tssh: {}\n", "indent with spaces"},
-		{"apiVersion: hactl.io/v1alpha1\nkind: Cluster\nmetadata: {name: x}\nspec:\n  etcd: {quotaBackendBytes: 99999999999999999999}\n", "integer \"99999999999999999999\" is out of range"},
-	} {
-		_, _, err := Decode([]byte(tc.doc), "c.yaml", "")
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error %v, want it to contain %q", tc.doc, err, tc.want)
-		}
-	}
-	_, _, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
-	if err == nil || !strings.Contains(err.Error(), "hactl init -f") {
-		t.Errorf("missing file: %v, want a hint at hactl init", err)
 	}
 }
 

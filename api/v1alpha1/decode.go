@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -22,63 +19,12 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// Load reads the spec file at path and returns the decoded, defaulted and validated Cluster.
-//
-// It is Decode with source = path and baseDir = the directory of path, so relative local paths in
-// the spec resolve against the spec file's directory. Load does not look at the local files the spec
-// names (binaries, key files, the bastion's known_hosts) nor at the environment (passphraseEnv,
-// sudo.passwordEnv, SSH_AUTH_SOCK); call ValidateLocalFiles and ValidateEnvironment before any host is
-// contacted.
-//
-// Errors: *DecodeError (unreadable file, YAML syntax, unknown field, wrong type, duplicate key,
-// several documents, wrong apiVersion/kind) or *ValidationError (the spec breaks a rule); both have
-// ExitCode() == 2. Warnings are returned even when the error is a *ValidationError.
-func Load(path string) (*Cluster, []Warning, error) {
-	data, err := readSpec(path)
-	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, fs.ErrNotExist) {
-			msg += fmt.Sprintf("; check -f, or write an example spec there with `hactl init -f %s`", path)
-		}
-		return nil, nil, &DecodeError{Source: path, Problems: []Problem{{Message: msg}}, Err: err}
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, nil, &DecodeError{Source: path, Problems: []Problem{{Message: err.Error()}}, Err: err}
-	}
-	return Decode(data, path, filepath.Dir(abs))
-}
-
-// MaxSpecBytes bounds the size of a spec file: a real spec is a few KiB, so anything larger is the
-// wrong file (or a device such as /dev/zero that would never end).
-const MaxSpecBytes = 1 << 20
-
-// errSpecTooLarge is wrapped when a spec file exceeds MaxSpecBytes.
-var errSpecTooLarge = fmt.Errorf("the file is larger than %d bytes; a cluster spec is a few KiB: check that -f names the spec file", MaxSpecBytes)
-
-// readSpec reads at most MaxSpecBytes of path.
-func readSpec(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxSpecBytes {
-		return nil, errSpecTooLarge
-	}
-	return data, nil
-}
-
-// Decode decodes one spec document, then defaults (SetDefaults with baseDir) and validates
-// (Validate) it.
+// Decode decodes one spec document, then defaults it (SetDefaults with dirs) and validates it
+// (Validate with failover). It is pure: the bytes, the directories and the failover rule come from
+// the caller (specload.Load and specload.Decode read the file and pass lb.FailoverRule).
 //
 // source names the document in messages ("cluster.yaml:14: spec.hosts[1].zonee: unknown field
-// \"zonee\""); baseDir is the directory relative local paths resolve against ("" keeps them relative
-// to the working directory).
+// \"zonee\""); dirs are what local paths resolve against (Dirs).
 //
 // Decoding is strict: the YAML is parsed into go.yaml.in/yaml/v3 nodes and walked against the json
 // tags of Cluster, so an unknown field, a value of the wrong type, a duplicate key, a second YAML
@@ -87,16 +33,17 @@ func readSpec(path string) ([]byte, error) {
 // are then decoded with sigs.k8s.io/yaml (from a JSON rendering of the walked nodes, so YAML 1.1 vs
 // 1.2 scalar rules can't make the two passes disagree). A broken rule is a *ValidationError whose
 // lines carry "source:line:" where the field (or its nearest parent) appears in the document.
-func Decode(data []byte, source string, baseDir string) (*Cluster, []Warning, error) {
+//
+// Errors: *DecodeError or *ValidationError, both with ExitCode() == 2. Warnings are returned even
+// when the error is a *ValidationError.
+func Decode(data []byte, source string, dirs Dirs, failover FailoverRule) (*Cluster, []Warning, error) {
 	c, lines, err := decodeStrict(data, source)
 	if err != nil {
 		return nil, nil, err
 	}
-	zeroErrs := explicitZeroErrors(c.explicitZeros) // before defaulting hides them
-	SetDefaults(c, baseDir)
+	SetDefaults(c, dirs)
 	c.lines = lines
-	errs, warns := Validate(c)
-	errs = append(zeroErrs, errs...)
+	errs, warns := Validate(c, failover)
 	if len(errs) > 0 {
 		return nil, warns, &ValidationError{Source: source, Errors: errs, lines: lines}
 	}
@@ -132,7 +79,8 @@ type DecodeError struct {
 	Source string
 	// Problems found, in document order.
 	Problems []Problem
-	// Err is the underlying error when there is one (e.g. a *fs.PathError), for errors.Is/As.
+	// Err is the underlying error when there is one (e.g. the *fs.PathError of a spec file
+	// specload could not read), for errors.Is/As.
 	Err error
 }
 

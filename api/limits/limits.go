@@ -1,0 +1,71 @@
+// Package limits holds the bounds and reserved values that the spec's validation (api/v1alpha1) and
+// the renderers (etcd's systemd unit, lb's keepalived.conf and haproxy.cfg) must agree on, each
+// written once with its source. It is constants only and imports nothing from hactl, so
+// api/v1alpha1 stays a leaf; messages that quote a limit are built from these constants.
+package limits
+
+import "time"
+
+// etcd's raft timing, as etcd's embed.Config.Validate (go.etcd.io/etcd/server/v3/embed/config.go)
+// enforces it at start: --heartbeat-interval > 0, --election-timeout >= 5 x --heartbeat-interval and
+// <= 50000 ms (maxElectionMs; etcd docs, tuning.md "Time parameters"). Both flags are whole
+// milliseconds.
+const (
+	// MaxElectionTimeout is the longest --election-timeout etcd accepts: 50000 ms.
+	MaxElectionTimeout = 50000 * time.Millisecond
+	// MinElectionHeartbeatRatio is how many heartbeat intervals the election timeout must at least
+	// span: etcd refuses to start below 5.
+	MinElectionHeartbeatRatio = 5
+	// SuggestedElectionHeartbeatRatio is the ratio hactl's messages suggest: about 10 heartbeats per
+	// election timeout, as etcd's defaults (100 ms / 1000 ms) and tuning guide have it.
+	SuggestedElectionHeartbeatRatio = 10
+)
+
+// Ports hactl reserves on the hosts: the spec may use them for nothing else, and the renderers bind
+// them.
+const (
+	// EtcdMetricsPort is the loopback port of etcd's --listen-metrics-urls (http://127.0.0.1:2381,
+	// etcd's and kubeadm's usual metrics port); spec.etcd.clientPort and peerPort must differ.
+	EtcdMetricsPort = 2381
+	// LBLocalPort is HAProxy's loopback endpoint on every LB host (http://127.0.0.1:8405: /metrics for
+	// Prometheus, /healthz for Keepalived's check of the local HAProxy); spec.loadBalancer.frontendPort
+	// must differ.
+	LBLocalPort = 8405
+)
+
+// VRRP and Keepalived. Sources: RFC 5798 (VRRPv3, run by keepalived for IPv6) §5.2.3 (virtual router
+// ID), §5.2.4 (priority: 255 for the address owner, 1-254 for backups, 0 for "stopped"), §5.2.7
+// (advertisement interval: 12 bits of centiseconds); RFC 3768 (VRRPv2, IPv4) §5.3.7 (advertisement
+// interval: 8 bits of seconds) and RFC 2338 §5.3.10 (8 bytes of authentication data); keepalived.conf(5)
+// for vrrp_script's weight and auth_pass.
+const (
+	// MinVRRPPriority and MaxVRRPPriority bound a configurable priority (and where keepalived clamps an
+	// effective priority after a check's weight is applied).
+	MinVRRPPriority = 1
+	MaxVRRPPriority = 254
+	// OwnerVRRPPriority is reserved for the owner of the virtual address, which hactl never configures.
+	OwnerVRRPPriority = 255
+	// MaxCheckWeight bounds the magnitude of a vrrp_script weight: keepalived takes -253..253.
+	MaxCheckWeight = 253
+	// MinVirtualRouterID and MaxVirtualRouterID bound virtual_router_id (an 8-bit field, 0 not valid).
+	MinVirtualRouterID = 1
+	MaxVirtualRouterID = 255
+	// MinAdvertInterval is the shortest advertisement interval, and its unit: hactl writes advert_int
+	// in whole seconds for both VRRP versions.
+	MinAdvertInterval = time.Second
+	// MaxAdvertIntervalV4 bounds the interval for an IPv4 VIP (VRRPv2: at most 255 s).
+	MaxAdvertIntervalV4 = 255 * time.Second
+	// MaxAdvertIntervalV6 bounds it for an IPv6 VIP (VRRPv3: at most 40.95 s; whole seconds: 40 s).
+	MaxAdvertIntervalV6 = 40 * time.Second
+	// MaxVRRPSecretLength is the longest VRRP PASS secret: 8 bytes of authentication data, and
+	// keepalived silently cuts longer ones ("Truncating auth_pass").
+	MaxVRRPSecretLength = 8
+)
+
+// hactl's default VRRP priorities (lb/vrrp.DefaultPriorities), which the spec's messages suggest: the
+// first LB host gets DefaultTopVRRPPriority, each next one DefaultVRRPPriorityStep less. The step is
+// also what the computed check weight adds to the spread of the priorities (lb/vrrp.Weight).
+const (
+	DefaultTopVRRPPriority  = 150
+	DefaultVRRPPriorityStep = 10
+)
