@@ -87,7 +87,7 @@ func (hs *hosts) forget(name string) {
 
 // run runs script on host as root, bounded by sshTimeout. A command that fails because the
 // connection died is retried once on a new connection.
-func (hs *hosts) run(ctx context.Context, name, step, script string) (provision.Result, error) {
+func (hs *hosts) run(ctx context.Context, name, step, script string, opts ...provision.RunOption) (provision.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, sshTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -95,7 +95,7 @@ func (hs *hosts) run(ctx context.Context, name, step, script string) (provision.
 		if err != nil {
 			return provision.Result{}, err
 		}
-		res, err := cli.Run(ctx, step, script)
+		res, err := cli.Run(ctx, step, script, opts...)
 		var ce *provision.CommandError
 		if err != nil && attempt == 0 && ctx.Err() == nil && errors.As(err, &ce) && ce.ExitCode == -1 {
 			hs.forget(name) // a dead connection (the host was down): dial again once
@@ -103,6 +103,26 @@ func (hs *hosts) run(ctx context.Context, name, step, script string) (provision.
 		}
 		return res, err
 	}
+}
+
+// hostRunner is a provision.Runner on one host through hosts.run (sshTimeout, one redial), for
+// provision.GatherFacts.
+type hostRunner struct {
+	hs   *hosts
+	name string
+}
+
+var _ provision.Runner = hostRunner{}
+
+func (r hostRunner) Run(ctx context.Context, step, command string, opts ...provision.RunOption) (provision.Result, error) {
+	return r.hs.run(ctx, r.name, step, command, opts...)
+}
+
+// facts gathers req on host with provision's one facts command (through run). The result's Host
+// (HostInfo) is zero: drill reads none of it. Errors: run's, or provision.ParseFacts's
+// (*provision.IncompleteFactsError when the output was cut off), prefixed with step.
+func (hs *hosts) facts(ctx context.Context, name, step string, req provision.FactsRequest) (*provision.Facts, error) {
+	return provision.GatherFacts(ctx, hostRunner{hs: hs, name: name}, step, req)
 }
 
 // close closes every connection.
@@ -146,8 +166,9 @@ type hostLeftovers struct {
 	Err       error // the host could not be inspected
 }
 
-// inspect reads every drill host's leftovers concurrently (fault.InspectScript); a host that
-// cannot be inspected is recorded with its error.
+// inspect reads every drill host's leftovers concurrently: one facts command per host
+// (fault.InspectRequest, read by fault.InspectFrom); a host that cannot be inspected is recorded
+// with its error.
 func (hs *hosts) inspect(ctx context.Context, list []v1alpha1.Host) []hostLeftovers {
 	out := make([]hostLeftovers, len(list))
 	for i, h := range list {
@@ -155,9 +176,10 @@ func (hs *hosts) inspect(ctx context.Context, list []v1alpha1.Host) []hostLeftov
 	}
 	_ = provision.ForEach(ctx, out, hs.c.Spec.SSH.MaxParallel, func(hl hostLeftovers) string { return hl.Host }, func(ctx context.Context, hl hostLeftovers) error {
 		i := slices.IndexFunc(list, func(h v1alpha1.Host) bool { return h.Name == hl.Host })
-		res, err := hs.run(ctx, hl.Host, "drill/inspect", fault.InspectScript(unitsOf(list[i])))
+		units := unitsOf(list[i])
+		f, err := hs.facts(ctx, hl.Host, "drill/inspect", fault.InspectRequest(units))
 		if err == nil {
-			out[i].Leftovers, err = fault.ParseInspect(string(res.Stdout))
+			out[i].Leftovers, err = fault.InspectFrom(f, units)
 		}
 		out[i].Err = err
 		return nil

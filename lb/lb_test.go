@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/golden"
 	"github.com/hactl/hactl/lb/vrrp"
 )
 
@@ -152,7 +153,7 @@ func TestGolden(t *testing.T) {
 					if !bytes.Equal(got, again) {
 						t.Error("two renders differ")
 					}
-					golden(t, name, got)
+					golden.Check(t, filepath.Join("testdata", name), got, *update, "go test ./lb -update")
 				})
 			}
 		}
@@ -163,27 +164,6 @@ func TestGolden(t *testing.T) {
 		if !slices.Contains(names, filepath.Base(f)) {
 			t.Errorf("%s: no test renders it", f)
 		}
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./lb -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendered output (go test ./lb -update rewrites it):\n%s", p, got)
 	}
 }
 

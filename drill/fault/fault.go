@@ -1,9 +1,11 @@
 // Package fault renders the shell scripts a failover drill runs on a host over SSH — the fault
-// ([ApplyScript]), its put-back ([RestoreScript], also run by the host's own deadman timer) and
-// the search for a previous drill's leftovers ([InspectScript]) — and parses their output. It
-// also parses and runs the operator's local host commands ([ParseHostCommand], [RunLocal]) for
-// faults hactl cannot cause over SSH, such as powering a host off. It opens no SSH connection:
-// the caller runs the scripts with (*provision.Client).Run, as root, with /bin/sh.
+// ([ApplyScript]) and its put-back ([RestoreScript], also run by the host's own deadman timer) —
+// and parses their output; the search for a previous drill's leftovers is a host-facts request
+// ([InspectRequest], read back by [InspectFrom]) gathered by package provision's one facts
+// command. It also parses and runs the operator's local host commands ([ParseHostCommand],
+// [RunLocal]) for faults hactl cannot cause over SSH, such as powering a host off. It opens no
+// SSH connection: the caller runs the scripts with (*provision.Client).Run and the request with
+// provision.GatherFacts, as root, with /bin/sh.
 //
 // # What stays on the host during a drill
 //
@@ -36,7 +38,8 @@
 //	         rollback <why>                        (the apply failed; restore lines follow)
 //	restore: restored <what> | left <what>: <why> | kept marker <dir>... | nothing-to-do
 //
-// [ParseApply], [ParseRestore] and [ParseInspect] read them.
+// [ParseApply] and [ParseRestore] read them. (The inspection prints host facts instead: see
+// [InspectRequest].)
 package fault
 
 import (

@@ -1,14 +1,17 @@
 package fault
 
 import (
+	"errors"
 	"flag"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hactl/hactl/internal/golden"
+	"github.com/hactl/hactl/provision"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -38,9 +41,9 @@ func everyScript(t *testing.T) map[string]string {
 		DropPorts: []int{2379, 2380}, Isolate: true, SSHPort: 2222, Deadman: 1500 * time.Millisecond}
 	out := map[string]string{
 		"restore":       RestoreScript(),
-		"inspect":       InspectScript([]string{"etcd.service", "haproxy.service"}),
-		"inspect-none":  InspectScript(nil),
-		"inspect-quote": InspectScript([]string{`weird'name\x2d.service`}),
+		"inspect":       provision.FactsScript(InspectRequest([]string{"etcd.service", "haproxy.service"})),
+		"inspect-none":  provision.FactsScript(InspectRequest(nil)),
+		"inspect-quote": provision.FactsScript(InspectRequest([]string{`weird'name\x2d.service`})),
 	}
 	for name, f := range map[string]Fault{"kill": killFault(), "isolate": isolateFault(), "ports": portsFault(), "stop": stopFault(), "all": all} {
 		s, err := ApplyScript(f)
@@ -76,20 +79,7 @@ func TestGolden(t *testing.T) {
 		if strings.HasPrefix(name, "inspect-") || name == "apply-stop" || name == "apply-ports" {
 			continue
 		}
-		p := filepath.Join("testdata", name+".golden")
-		if *update {
-			if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatalf("%v (run go test -update)", err)
-		}
-		if string(want) != s {
-			t.Errorf("%s differs from %s (go test -update rewrites it); got:\n%s", name, p, s)
-		}
+		golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(s), *update, "go test ./drill/fault -update")
 	}
 }
 
@@ -290,19 +280,55 @@ func TestParseApplyIncomplete(t *testing.T) {
 	}
 }
 
-func TestParseInspectErrors(t *testing.T) {
+// inspectOutput reads a facts command's output asking about units as InspectFrom does.
+func inspectOutput(units []string, out string) (Leftovers, error) {
+	f, err := provision.ParseFacts(InspectRequest(units), []byte(out), time.Now(), time.Now())
+	if err != nil {
+		return Leftovers{}, err
+	}
+	return InspectFrom(f, units)
+}
+
+// cleanFacts is the facts output of a clean host asked about etcd and haproxy: ip6tables absent,
+// haproxy not installed.
+const cleanFacts = "command=systemctl\n" +
+	"unit=Id=hactl-drill-restore.timer\nunit=LoadState=not-found\nunit=ActiveState=inactive\nunit=\n" +
+	"unit=Id=hactl-drill-restore.service\nunit=LoadState=not-found\nunit=ActiveState=inactive\nunit=\n" +
+	"unit=Id=etcd.service\nunit=LoadState=loaded\nunit=ActiveState=inactive\nunit=\n" +
+	"unit=Id=haproxy.service\nunit=LoadState=not-found\nunit=ActiveState=inactive\n" +
+	"drill.iptables.v4=clean\ndrill.iptables.v6=absent\ndrill.marker=absent\nend=ok\n"
+
+func TestInspectFromErrors(t *testing.T) {
+	units := []string{"etcd.service"}
 	for name, out := range map[string]string{
-		"truncated": "iptables v4 clean\nmarker absent\n",
-		"chain":     "iptables v4 chain x 2\nend\n",
-		"family":    "iptables v5 clean\nend\n",
-		"unit":      "unit etcd.service active\nend\n",
-		"started":   "marker present\nmarker started soon\nend\n",
+		"truncated": "drill.iptables.v4=clean\ndrill.marker=absent\n",
+		"chain":     "drill.iptables.v4=present\ndrill.iptables.v4.rules=x\ndrill.iptables.v4.jumps=2\ndrill.iptables.v6=clean\ndrill.marker=absent\nend=ok\n",
+		"family":    "drill.iptables.v5=clean\ndrill.iptables.v4=clean\ndrill.marker=absent\nend=ok\n",
+		"state":     "drill.iptables.v4=chain\ndrill.iptables.v6=clean\ndrill.marker=absent\nend=ok\n",
+		"unit":      "command=systemctl\nunit=Id=etcd.service\nunit=ActiveState=active\ndrill.iptables.v4=clean\ndrill.iptables.v6=clean\ndrill.marker=absent\nend=ok\n",
+		"started":   "drill.iptables.v4=clean\ndrill.iptables.v6=clean\ndrill.marker=present\ndrill.marker.started=soon\nend=ok\n",
+		"marker":    "drill.iptables.v4=clean\ndrill.iptables.v6=clean\ndrill.marker=maybe\nend=ok\n",
+		"no probe":  "command=systemctl\nend=ok\n",
 	} {
-		if _, err := ParseInspect(out); err == nil {
-			t.Errorf("%s: ParseInspect did not fail", name)
+		if _, err := inspectOutput(units, out); err == nil {
+			t.Errorf("%s: InspectFrom did not fail", name)
 		}
 	}
-	l, err := ParseInspect("iptables v4 clean\niptables v6 absent\nmarker absent\ndeadman timer inactive\ndeadman service inactive\nunit etcd.service inactive loaded\nunit haproxy.service inactive not-found\nend\n")
+	// A cut-off command is provision's incomplete-output error.
+	var ie *provision.IncompleteFactsError
+	if _, err := inspectOutput(units, strings.TrimSuffix(cleanFacts, "end=ok\n")); !errors.As(err, &ie) {
+		t.Errorf("truncated output: %v, want a *provision.IncompleteFactsError", err)
+	}
+	// What was read is returned with the error.
+	l, err := inspectOutput(units, "drill.iptables.v4=present\ndrill.iptables.v4.rules=1\ndrill.iptables.v4.jumps=2\ndrill.marker=present\ndrill.marker.id=x\ndrill.marker.started=soon\nend=ok\n")
+	if err == nil || !strings.Contains(err.Error(), "drill.marker.started") || !strings.Contains(err.Error(), "drill.iptables.v6") {
+		t.Errorf("err = %v, want both malformed facts named", err)
+	}
+	if len(l.Chains) != 1 || l.Chains[0] != (ChainState{"v4", "present", 1, 2}) || l.Marker == nil || l.Marker.DrillID != "x" {
+		t.Errorf("partial result lost: %+v", l)
+	}
+
+	l, err = inspectOutput([]string{"etcd.service", "haproxy.service"}, cleanFacts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,6 +340,51 @@ func TestParseInspectErrors(t *testing.T) {
 	}
 	if got := l.Unchecked(); !slices.Equal(got, []string{"ip6tables: absent"}) {
 		t.Errorf("Unchecked() = %q", got)
+	}
+}
+
+// TestInspectFromSystemd: without systemctl no unit is reported and systemd is unchecked; a unit
+// systemctl did not report is "unknown".
+func TestInspectFromSystemd(t *testing.T) {
+	const probe = "drill.iptables.v4=clean\ndrill.iptables.v6=clean\ndrill.marker=present\ndrill.marker.id=" + testID + "\ndrill.marker.unit=etcd.service\n"
+	l, err := inspectOutput([]string{"etcd.service"}, probe+"end=ok\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.DeadmanTimer != "" || l.DeadmanService != "" || len(l.Units) != 0 || !slices.Equal(l.Unchecked(), []string{"systemd: absent"}) {
+		t.Errorf("without systemctl: %+v, Unchecked %q", l, l.Unchecked())
+	}
+	if d := l.Describe(); !slices.Equal(d, []string{"drill marker /run/hactl-drill present: drill " + testID + "; starts etcd.service again on put-back"}) {
+		t.Errorf("Describe = %q", d)
+	}
+	l, err = inspectOutput([]string{"etcd.service"}, "command=systemctl\n"+probe+"end=ok\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []UnitState{{"etcd.service", "unknown", "unknown"}}
+	if l.DeadmanTimer != "unknown" || l.DeadmanService != "unknown" || !slices.Equal(l.Units, want) || len(l.Unchecked()) != 0 {
+		t.Errorf("systemctl reporting nothing: %+v", l)
+	}
+	if d := l.Describe(); !slices.Contains(d, "etcd.service unknown (stopped by drill "+testID+")") {
+		t.Errorf("Describe = %q", d)
+	}
+}
+
+// TestInspectRequest: one facts command asks for the deadman's and the units' states and carries
+// the probe; merged with another request it is still one probe per name.
+func TestInspectRequest(t *testing.T) {
+	r := InspectRequest([]string{"etcd.service"})
+	if !slices.Equal(r.Units, []string{"hactl-drill-restore.timer", "hactl-drill-restore.service", "etcd.service"}) ||
+		!slices.Equal(r.Commands, []string{"systemctl"}) || len(r.Probes) != 1 {
+		t.Errorf("InspectRequest = %+v", r)
+	}
+	m := r.Merge(InspectRequest([]string{"haproxy.service"}))
+	if len(m.Probes) != 1 || !slices.Contains(m.Units, "haproxy.service") {
+		t.Errorf("merged = %+v", m)
+	}
+	s := r.Probes[0].Script
+	if !strings.HasPrefix(s, "(\n") || !strings.HasSuffix(s, ")\n") || !strings.Contains(s, `PATH="$PATH:/usr/sbin:/sbin"`) || !strings.Contains(s, "dir=/run/hactl-drill\n") {
+		t.Errorf("probe script:\n%s", s)
 	}
 }
 

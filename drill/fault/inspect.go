@@ -8,70 +8,75 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hactl/hactl/internal/shell"
+	"github.com/hactl/hactl/provision"
 )
 
-// InspectScript returns a read-only script that reports what a previous drill left on the
-// host: the HACTL-DRILL chain (IPv4, IPv6: rules and jumps from INPUT/OUTPUT), the marker and
-// what it records, the deadman timer and service, and the active state of units (e.g.
-// etcd.service). It ends with an "end" line so that [ParseInspect] can tell a complete report
-// from a cut-off one. Output lines (one per fact):
+// Inspect facts. What a previous drill left on a host is read with the one host-facts command of
+// package provision: [InspectRequest] asks for the deadman's and the given units' states
+// (FactsRequest.Units: one systemctl show), whether systemctl is on PATH (FactsRequest.Commands),
+// and runs the inspect probe, which prints, with `fact KEY VALUE`:
 //
-//	iptables v4 absent|unreadable|clean
-//	iptables v4 chain <rules> <jumps>
-//	marker absent | marker present
-//	marker id <id> | marker started <t> | marker deadline <t> | marker unit <u> |
-//	marker fault <text> | marker iptables v4|v6
-//	deadman timer <is-active> | deadman service <is-active>   (or: systemd absent)
-//	unit <name> <is-active> <LoadState>
-//	end
-func InspectScript(units []string) string { return inspectScript(hostPaths, units) }
+//	drill.iptables.v4, drill.iptables.v6   absent | unreadable | clean | present
+//	drill.iptables.<fam>.rules, .jumps     with present: the chain's rules; the jumps to it from INPUT and OUTPUT
+//	drill.marker                           absent | present
+//	drill.marker.id, .started, .deadline   the first line of that marker file (when it is readable)
+//	drill.marker.unit, .fault, .iptables   one value per non-empty line of the units, faults and iptables files
+//
+// [InspectFrom] reads them back. A cut-off command is provision's *IncompleteFactsError (no end
+// line), from provision.ParseFacts or provision.GatherFacts.
 
-func inspectScript(p paths, units []string) string {
+// inspectProbeName names the inspect probe in a FactsRequest (Merge keeps one per name).
+const inspectProbeName = "drill/inspect"
+
+// InspectRequest returns the read-only facts request that finds what a previous drill left on the
+// host: the HACTL-DRILL chain (IPv4, IPv6: rules and jumps from INPUT/OUTPUT), the marker and
+// what it records, the deadman timer and service, and the states of units (e.g. etcd.service; a
+// name without a suffix means .service). Gather it (merged with other requests if need be) with
+// provision.GatherFacts or (*provision.Client).Facts, and read it with [InspectFrom] and the same
+// units.
+func InspectRequest(units []string) provision.FactsRequest { return inspectRequest(hostPaths, units) }
+
+func inspectRequest(p paths, units []string) provision.FactsRequest {
+	return provision.FactsRequest{
+		Units:    append([]string{DeadmanUnit + ".timer", DeadmanUnit + ".service"}, units...),
+		Commands: []string{"systemctl"},
+		Probes:   []provision.Probe{{Name: inspectProbeName, Script: inspectProbe(p)}},
+	}
+}
+
+// inspectProbe prints the drill.* facts. It runs in a subshell, so its PATH and names stay there
+// (the other probes of a merged request do not see them).
+func inspectProbe(p paths) string {
 	var b strings.Builder
+	b.WriteString("(\n")
 	b.WriteString(prelude(p, "inspect: what a previous drill left on this host; changes nothing"))
 	b.WriteString(`for fam in v4 v6; do
   if [ "$fam" = v4 ]; then ipt=iptables; else ipt=ip6tables; fi
-  if ! have "$ipt"; then say "iptables $fam absent"; continue; fi
-  if ! "$ipt" -w -n -L INPUT >/dev/null 2>&1; then say "iptables $fam unreadable"; continue; fi
+  if ! have "$ipt"; then fact "drill.iptables.$fam" absent; continue; fi
+  if ! "$ipt" -w -n -L INPUT >/dev/null 2>&1; then fact "drill.iptables.$fam" unreadable; continue; fi
   if "$ipt" -w -n -L "$chain" >/dev/null 2>&1; then
     r=$("$ipt" -w -S "$chain" 2>/dev/null | grep -c -e "^-A $chain ")
     j=$({ "$ipt" -w -S INPUT; "$ipt" -w -S OUTPUT; } 2>/dev/null | grep -c -e "-j $chain\$")
-    say "iptables $fam chain ${r:-0} ${j:-0}"
+    fact "drill.iptables.$fam" present; fact "drill.iptables.$fam.rules" "${r:-0}"; fact "drill.iptables.$fam.jumps" "${j:-0}"
   else
-    say "iptables $fam clean"
+    fact "drill.iptables.$fam" clean
   fi
 done
 if [ -d "$dir" ]; then
-  say "marker present"
+  fact drill.marker present
   for f in id started deadline; do
-    if [ -r "$dir/$f" ]; then say "marker $f $(head -n 1 "$dir/$f")"; fi
+    if [ -r "$dir/$f" ]; then fact "drill.marker.$f" "$(head -n 1 "$dir/$f")"; fi
   done
   for f in units faults iptables; do
     if [ -r "$dir/$f" ]; then
       k=$f; [ "$f" = units ] && k=unit; [ "$f" = faults ] && k=fault
-      while IFS= read -r l; do [ -n "$l" ] && say "marker $k $l"; done <"$dir/$f"
+      while IFS= read -r l; do [ -n "$l" ] && fact "drill.marker.$k" "$l"; done <"$dir/$f"
     fi
   done
 else
-  say "marker absent"
+  fact drill.marker absent
 fi
-if have systemctl; then
-  say "deadman timer $(systemctl is-active "$unit.timer" 2>/dev/null)"
-  say "deadman service $(systemctl is-active "$unit.service" 2>/dev/null)"
-  for u in`)
-	for _, u := range units {
-		b.WriteString(" " + shell.Quote(u))
-	}
-	b.WriteString(`; do
-    a=$(systemctl is-active "$u" 2>/dev/null)
-    l=$(systemctl show -p LoadState "$u" 2>/dev/null); l=${l#LoadState=}
-    say "unit $u ${a:-unknown} ${l:-unknown}"
-  done
-else
-  say "systemd absent"
-fi
-say end
+)
 `)
 	return b.String()
 }
@@ -105,7 +110,7 @@ type UnitState struct {
 	Active, Load string
 }
 
-// Leftovers is what [InspectScript] found on one host.
+// Leftovers is what a previous drill left on one host ([InspectFrom]).
 type Leftovers struct {
 	// Chains are the v4 and v6 chain states.
 	Chains []ChainState
@@ -216,112 +221,91 @@ func orUnknown(s string) string {
 	return s
 }
 
-// ParseInspect reads an [InspectScript] output. It fails when the output is cut off (no "end"
-// line) or a line is malformed.
-func ParseInspect(out string) (Leftovers, error) {
+// InspectFrom reads what [InspectRequest](units) gathered (f may hold more: a merged request).
+// Unit states come from f.Units ("unknown" for a unit systemctl did not report), the deadman's
+// too; without systemctl on PATH, DeadmanTimer and DeadmanService are "" and Units is empty. It
+// returns what it could read, and an error (errors.Join, one per fact, each naming the fact) when
+// f lacks the inspect probe's facts (not gathered with InspectRequest), or a fact is malformed
+// (counts that are not numbers, an unknown chain state, a host time that is not unix seconds, a
+// unit reported without its load or active state).
+func InspectFrom(f *provision.Facts, units []string) (Leftovers, error) {
 	var l Leftovers
 	var errs []error
-	bad := func(line string, why string) {
-		errs = append(errs, fmt.Errorf("inspect output line %q: %s", line, why))
+	bad := func(key, why string) {
+		errs = append(errs, fmt.Errorf("drill inspect: fact %s=%q: %s", key, f.Value(key), why))
 	}
-	ended := false
-	for _, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
+	if !f.Has("drill.marker") {
+		return l, fmt.Errorf("drill inspect: no drill.marker fact: the facts were not gathered with fault.InspectRequest, or its probe (%s) did not finish", inspectProbeName)
+	}
+	for _, fam := range []string{"v4", "v6"} {
+		key := "drill.iptables." + fam
+		c := ChainState{Family: fam, State: f.Value(key)}
+		switch c.State {
+		case "present":
+			r, err1 := strconv.Atoi(f.Value(key + ".rules"))
+			j, err2 := strconv.Atoi(f.Value(key + ".jumps"))
+			if err1 != nil || err2 != nil {
+				bad(key, fmt.Sprintf("rule and jump counts (%s.rules %q, %[1]s.jumps %q) are not numbers", key, f.Value(key+".rules"), f.Value(key+".jumps")))
+				continue
+			}
+			c.Rules, c.Jumps = r, j
+		case "absent", "unreadable", "clean":
+		case "":
+			bad(key, "no state for this family (want absent, unreadable, clean or present)")
+			continue
+		default:
+			bad(key, "unknown chain state (want absent, unreadable, clean or present)")
 			continue
 		}
-		f := strings.Fields(line)
-		switch f[0] {
-		case "end":
-			ended = true
-		case "iptables":
-			if len(f) < 3 || (f[1] != "v4" && f[1] != "v6") {
-				bad(line, "want iptables v4|v6 <state>")
-				continue
-			}
-			c := ChainState{Family: f[1], State: f[2]}
-			switch {
-			case f[2] == "chain" && len(f) == 5:
-				r, err1 := strconv.Atoi(f[3])
-				j, err2 := strconv.Atoi(f[4])
-				if err1 != nil || err2 != nil {
-					bad(line, "rule and jump counts are not numbers")
-					continue
-				}
-				c.State, c.Rules, c.Jumps = "present", r, j
-			case (f[2] == "absent" || f[2] == "unreadable" || f[2] == "clean") && len(f) == 3:
-			default:
-				bad(line, "unknown chain state")
-				continue
-			}
-			l.Chains = append(l.Chains, c)
-		case "marker":
-			if len(f) < 2 {
-				bad(line, "marker without a field")
-				continue
-			}
-			if f[1] == "absent" {
-				continue
-			}
-			if l.Marker == nil {
-				l.Marker = &Marker{}
-			}
-			m := l.Marker
-			rest := ""
-			if len(f) > 2 {
-				_, rest, _ = strings.Cut(line, " "+f[1]+" ")
-				rest = strings.TrimSpace(rest)
-			}
-			switch f[1] {
-			case "present":
-			case "id":
-				m.DrillID = rest
-			case "started", "deadline":
-				t, err := parseHostTime(rest)
-				if err != nil {
-					bad(line, err.Error())
-					continue
-				}
-				if f[1] == "started" {
-					m.Started = t
-				} else {
-					m.Deadline = t
-				}
-			case "unit":
-				m.Units = append(m.Units, rest)
-			case "fault":
-				m.Faults = append(m.Faults, rest)
-			case "iptables":
-				m.IPTables = append(m.IPTables, rest)
-			}
-		case "deadman":
-			if len(f) < 2 {
-				bad(line, "want deadman timer|service <state>")
-				continue
-			}
-			st := "unknown"
-			if len(f) > 2 {
-				st = f[2]
-			}
-			switch f[1] {
-			case "timer":
-				l.DeadmanTimer = st
-			case "service":
-				l.DeadmanService = st
-			default:
-				bad(line, "want deadman timer|service <state>")
-			}
-		case "unit":
-			if len(f) != 4 {
-				bad(line, "want unit <name> <active state> <load state>")
-				continue
-			}
-			l.Units = append(l.Units, UnitState{Name: f[1], Active: f[2], Load: f[3]})
-		case "systemd":
-		}
+		l.Chains = append(l.Chains, c)
 	}
-	if !ended {
-		errs = append(errs, errors.New("inspect output is incomplete (no end line): the script did not finish"))
+	switch f.Value("drill.marker") {
+	case "absent":
+	case "present":
+		m := &Marker{DrillID: strings.TrimSpace(f.Value("drill.marker.id"))}
+		for _, ts := range []struct {
+			key string
+			t   *time.Time
+		}{{"drill.marker.started", &m.Started}, {"drill.marker.deadline", &m.Deadline}} {
+			if !f.Has(ts.key) {
+				continue
+			}
+			t, err := parseHostTime(strings.TrimSpace(f.Value(ts.key)))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("drill inspect: fact %s: %w", ts.key, err))
+				continue
+			}
+			*ts.t = t
+		}
+		trimmed := func(key string) []string {
+			var out []string
+			for _, v := range f.Values(key) {
+				out = append(out, strings.TrimSpace(v))
+			}
+			return out
+		}
+		m.Units, m.Faults, m.IPTables = trimmed("drill.marker.unit"), trimmed("drill.marker.fault"), trimmed("drill.marker.iptables")
+		l.Marker = m
+	default:
+		bad("drill.marker", "want absent or present")
+	}
+	if !f.Commands["systemctl"] {
+		return l, errors.Join(errs...)
+	}
+	state := func(u string) UnitState {
+		st, ok := f.Units[u]
+		if !ok {
+			return UnitState{Name: u, Active: "unknown", Load: "unknown"}
+		}
+		if st.Active == "" || st.Load == "" {
+			errs = append(errs, fmt.Errorf("drill inspect: unit %s: systemctl show reported LoadState %q, ActiveState %q: want both", u, st.Load, st.Active))
+		}
+		return UnitState{Name: u, Active: st.Active, Load: st.Load}
+	}
+	l.DeadmanTimer = state(DeadmanUnit + ".timer").Active
+	l.DeadmanService = state(DeadmanUnit + ".service").Active
+	for _, u := range units {
+		l.Units = append(l.Units, state(u))
 	}
 	return l, errors.Join(errs...)
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hactl/hactl/provision"
 )
 
 // sandbox runs the scripts for real against fake iptables, ip6tables, systemctl and
@@ -108,15 +111,23 @@ func (s *sandbox) restore() (string, int) {
 	return s.sh(restoreScript(s.p))
 }
 
+// inspect runs the one facts command of inspectRequest (provision.FactsScript) and reads it back
+// with provision.ParseFacts and InspectFrom.
 func (s *sandbox) inspect(units ...string) Leftovers {
 	s.t.Helper()
-	out, code := s.sh(inspectScript(s.p, units))
+	req := inspectRequest(s.p, units)
+	sent := time.Now()
+	out, code := s.sh(provision.FactsScript(req))
 	if code != 0 {
 		s.t.Fatalf("inspect exited %d:\n%s", code, out)
 	}
-	l, err := ParseInspect(out)
+	f, err := provision.ParseFacts(req, []byte(out), sent, time.Now())
 	if err != nil {
-		s.t.Fatalf("ParseInspect: %v\n%s", err, out)
+		s.t.Fatalf("ParseFacts: %v\n%s", err, out)
+	}
+	l, err := InspectFrom(f, units)
+	if err != nil {
+		s.t.Fatalf("InspectFrom: %v\n%s", err, out)
 	}
 	return l
 }
