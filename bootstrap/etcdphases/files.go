@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
@@ -24,23 +25,13 @@ import (
 // Remote layout on every member (docs/design.md); the etcd package owns the rest of it.
 const (
 	// RemoteMarker is written on every member: it is how hactl recognises its own data directories.
-	RemoteMarker  = "/etc/hactl/etcd-member.json"
-	remoteUnit    = etcd.RemoteUnitPath
-	remotePKIDir  = etcd.RemotePKIDir
-	clientCertTag = "hactl-etcd-client"
-	// APIServerCertTag names kube-apiserver's etcd client certificate in the state dir's pki/.
-	APIServerCertTag = "apiserver-etcd-client"
+	RemoteMarker = "/etc/hactl/etcd-member.json"
+	remoteUnit   = etcd.RemoteUnitPath
+	remotePKIDir = etcd.RemotePKIDir
 )
 
-// DesiredFile is one file a host must have.
-type DesiredFile struct {
-	Path  string
-	Mode  fs.FileMode
-	Local string // local file to stream (binaries); empty when Data is set
-	Data  []byte
-	Sum   string // sha256 hex; empty when not known yet (dry run before the PKI exists)
-	Note  string // why it changes, for the plan
-}
+// DesiredFile is one file a host must have (runctx.DesiredFile).
+type DesiredFile = runctx.DesiredFile
 
 // Credentials are the local TLS files hactl uses as an etcd client.
 type Credentials struct {
@@ -53,8 +44,8 @@ func NewCredentials(stateDir string) *Credentials {
 	dir := filepath.Join(stateDir, "pki")
 	return &Credentials{PKIDir: dir, TLS: etcd.TLSFiles{
 		CA:   pki.CertPath(dir, "ca"),
-		Cert: pki.CertPath(dir, clientCertTag),
-		Key:  pki.KeyPath(dir, clientCertTag),
+		Cert: pki.CertPath(dir, pki.HactlClient),
+		Key:  pki.KeyPath(dir, pki.HactlClient),
 	}}
 }
 
@@ -116,7 +107,7 @@ func (ph *PKI) Run(ctx context.Context) error {
 			}
 		}
 	}
-	for _, cl := range []struct{ name, cn string }{{clientCertTag, "hactl"}, {APIServerCertTag, "kube-apiserver-etcd-client"}} {
+	for _, cl := range []struct{ name, cn string }{{pki.HactlClient, pki.HactlClientCN}, {pki.APIServerClient, pki.APIServerClientCN}} {
 		if _, err := ca.EnsureClient(g.creds.PKIDir, cl.name, cl.cn); err != nil {
 			return fmt.Errorf("client certificate %s: %w", cl.name, err)
 		}
@@ -244,7 +235,7 @@ func (g *Group) desiredFiles(m Member, rec *state.Member) ([]DesiredFile, error)
 		case err != nil:
 			return nil, fmt.Errorf("reading %s: %w", c.local, err)
 		default:
-			f.Data, f.Sum = data, Sum(data)
+			f.Data, f.Sum = data, runctx.Sum(data)
 		}
 		files = append(files, f)
 	}
@@ -254,13 +245,13 @@ func (g *Group) desiredFiles(m Member, rec *state.Member) ([]DesiredFile, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: rendering etcd unit: %w", m.Name, err)
 	}
-	files = append(files, DesiredFile{Path: remoteUnit, Mode: 0o644, Data: unit, Sum: Sum(unit)})
+	files = append(files, DesiredFile{Path: remoteUnit, Mode: 0o644, Data: unit, Sum: runctx.Sum(unit)})
 	marker, err := json.MarshalIndent(Marker{Cluster: g.run.Spec.Metadata.Name, Token: g.st.Token, Member: m.Name}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	marker = append(marker, '\n')
-	files = append(files, DesiredFile{Path: RemoteMarker, Mode: 0o644, Data: marker, Sum: Sum(marker)})
+	files = append(files, DesiredFile{Path: RemoteMarker, Mode: 0o644, Data: marker, Sum: runctx.Sum(marker)})
 	return files, nil
 }
 
@@ -278,12 +269,6 @@ func (g *Group) UnitFiles(m Member) ([]provision.File, error) {
 		}
 	}
 	return up, nil
-}
-
-// Sum is the sha256 of b in hex.
-func Sum(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
 }
 
 func fileSum(path string) (string, error) {

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/pki"
@@ -352,7 +353,7 @@ func (r *recoverer) recoveredFile(m Member, remoteName string) (sha, note string
 	switch base {
 	case pki.CABase:
 		if remoteName == "ca.crt" {
-			return Sum(b.recovery.caPEM), ""
+			return runctx.Sum(b.recovery.caPEM), ""
 		}
 		return f.Sums[remote], ""
 	case pki.ServerBase, pki.PeerBase:

@@ -19,7 +19,6 @@ import (
 	"sync"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/bootstrap/etcdphases"
 	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/lb"
@@ -122,12 +121,12 @@ type frontFacts struct {
 
 // frontPlan is what will happen on one front host.
 type frontPlan struct {
-	packages []string                 // packages to install (binaries missing)
-	upload   []etcdphases.DesiredFile // files whose content differs (configs are staged, see Install)
-	reload   []string                 // units to reload (running, config changed)
-	start    []string                 // units to enable and start (not running)
-	iface    string                   // the VIP's interface (LB hosts)
-	priority int                      // VRRP priority (LB hosts)
+	packages []string             // packages to install (binaries missing)
+	upload   []runctx.DesiredFile // files whose content differs (configs are staged, see Install)
+	reload   []string             // units to reload (running, config changed)
+	start    []string             // units to enable and start (not running)
+	iface    string               // the VIP's interface (LB hosts)
+	priority int                  // VRRP priority (LB hosts)
 }
 
 func (p *frontPlan) changes() bool {
@@ -367,8 +366,8 @@ func ifaceNames(addrs []lb.IfAddr) string {
 }
 
 // frontFiles returns the files host h must have, with their content.
-func (b *Group) frontFiles(h frontHost) ([]etcdphases.DesiredFile, error) {
-	var files []etcdphases.DesiredFile
+func (b *Group) frontFiles(h frontHost) ([]runctx.DesiredFile, error) {
+	var files []runctx.DesiredFile
 	if h.cp {
 		dir := filepath.Join(b.run.Spec.Spec.StateDir, "pki")
 		for _, f := range []struct {
@@ -376,14 +375,14 @@ func (b *Group) frontFiles(h frontHost) ([]etcdphases.DesiredFile, error) {
 			mode          os.FileMode
 		}{
 			{kubeadm.EtcdCAFile, pki.CertPath(dir, "ca"), 0o644},
-			{kubeadm.EtcdClientCertFile, pki.CertPath(dir, etcdphases.APIServerCertTag), 0o644},
-			{kubeadm.EtcdClientKeyFile, pki.KeyPath(dir, etcdphases.APIServerCertTag), 0o600},
+			{kubeadm.EtcdClientCertFile, pki.CertPath(dir, pki.APIServerClient), 0o644},
+			{kubeadm.EtcdClientKeyFile, pki.KeyPath(dir, pki.APIServerClient), 0o600},
 		} {
-			df := etcdphases.DesiredFile{Path: f.remote, Mode: f.mode, Note: "kube-apiserver's etcd credentials"}
+			df := runctx.DesiredFile{Path: f.remote, Mode: f.mode, Note: "kube-apiserver's etcd credentials"}
 			data, err := os.ReadFile(f.local)
 			switch {
 			case err == nil:
-				df.Data, df.Sum = data, etcdphases.Sum(data)
+				df.Data, df.Sum = data, runctx.Sum(data)
 			case b.run.DryRun && os.IsNotExist(err):
 				// created by the pki phase of a real run
 			default:
@@ -403,14 +402,14 @@ func (b *Group) frontFiles(h frontHost) ([]etcdphases.DesiredFile, error) {
 			return nil, err
 		}
 		files = append(files,
-			etcdphases.DesiredFile{Path: lb.HAProxyConfigPath, Mode: 0o644, Data: hap, Sum: etcdphases.Sum(hap), Note: "load balancer"},
-			etcdphases.DesiredFile{Path: lb.KeepalivedConfigPath, Mode: 0o600, Data: ka, Sum: etcdphases.Sum(ka), Note: "load balancer"})
+			runctx.DesiredFile{Path: lb.HAProxyConfigPath, Mode: 0o644, Data: hap, Sum: runctx.Sum(hap), Note: "load balancer"},
+			runctx.DesiredFile{Path: lb.KeepalivedConfigPath, Mode: 0o600, Data: ka, Sum: runctx.Sum(ka), Note: "load balancer"})
 		if cfg.HealthCheck.LocalCAFile != "" {
 			ca, err := os.ReadFile(cfg.HealthCheck.LocalCAFile)
 			if err != nil {
 				return nil, fmt.Errorf("spec.loadBalancer.healthCheck.caFile: %w", err)
 			}
-			files = append(files, etcdphases.DesiredFile{Path: lb.RemoteCAFile, Mode: 0o644, Data: ca, Sum: etcdphases.Sum(ca), Note: "load balancer"})
+			files = append(files, runctx.DesiredFile{Path: lb.RemoteCAFile, Mode: 0o644, Data: ca, Sum: runctx.Sum(ca), Note: "load balancer"})
 		}
 		if len(cfg.Sysctls) > 0 {
 			var sb strings.Builder
@@ -419,7 +418,7 @@ func (b *Group) frontFiles(h frontHost) ([]etcdphases.DesiredFile, error) {
 				sb.WriteString(s.String() + "\n")
 			}
 			data := []byte(sb.String())
-			files = append(files, etcdphases.DesiredFile{Path: lb.SysctlPath, Mode: 0o644, Data: data, Sum: etcdphases.Sum(data), Note: "load balancer"})
+			files = append(files, runctx.DesiredFile{Path: lb.SysctlPath, Mode: 0o644, Data: data, Sum: runctx.Sum(data), Note: "load balancer"})
 		}
 	}
 	return files, nil

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/hactl/hactl/bootstrap/etcdphases"
+	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/lb"
@@ -98,7 +98,7 @@ func (ph *EtcdCerts) Run(ctx context.Context) error {
 	})
 }
 
-func isLBFile(df etcdphases.DesiredFile) bool { return df.Note == "load balancer" }
+func isLBFile(df runctx.DesiredFile) bool { return df.Note == "load balancer" }
 
 // packageTimeout bounds a package installation (index refresh + download + install).
 const packageTimeout = 10 * time.Minute

@@ -6,7 +6,10 @@ package runctx
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +19,22 @@ import (
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
+
+// DesiredFile is one file a host must have, as the groups plan it.
+type DesiredFile struct {
+	Path  string
+	Mode  fs.FileMode
+	Local string // local file to stream (binaries); empty when Data is set
+	Data  []byte
+	Sum   string // sha256 hex; empty when not known yet (dry run before the PKI exists)
+	Note  string // why it changes, for the plan
+}
+
+// Sum is the sha256 of b in hex (DesiredFile.Sum).
+func Sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
 
 // Remote is what phases use of a host's SSH connection (a *provision.Client; tests use fakes).
 type Remote interface {

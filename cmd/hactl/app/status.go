@@ -141,8 +141,8 @@ func collectStatus(cmd *cobra.Command, c *v1alpha1.Cluster, timeout time.Duratio
 	pkiDir := filepath.Join(c.Spec.StateDir, "pki")
 	files := etcd.TLSFiles{
 		CA:   pki.CertPath(pkiDir, "ca"),
-		Cert: pki.CertPath(pkiDir, "hactl-etcd-client"),
-		Key:  pki.KeyPath(pkiDir, "hactl-etcd-client"),
+		Cert: pki.CertPath(pkiDir, pki.HactlClient),
+		Key:  pki.KeyPath(pkiDir, pki.HactlClient),
 	}
 	rep := &StatusReport{Cluster: c.Metadata.Name, Zones: map[string]string{}, QuotaBackendBytes: c.Spec.Etcd.QuotaBackendBytes,
 		hostByURL: map[string]string{}}
