@@ -172,6 +172,9 @@ type UnitState struct {
 type Facts struct {
 	// Host is the connection's HostInfo (zero from ParseFacts).
 	Host HostInfo
+	// UID is the uid the facts command ran as: 0 when commands run as root (directly or through
+	// sudo, see Privilege), whatever the login user's (Host.UID); -1 when not reported.
+	UID int
 	// Sums maps each path of FactsRequest.Files that exists to its sha256 (hex); Modes to its mode.
 	Sums  map[string]string
 	Modes map[string]FileMode
@@ -216,6 +219,7 @@ const maxReadBytes = 1 << 20
 func FactsScript(r FactsRequest) string {
 	var b strings.Builder
 	b.WriteString(factPrelude)
+	b.WriteString("fact uid \"$(id -u)\"\n")
 	if r.Clock {
 		b.WriteString("fact time.start \"$(date +%s%N)\"\n")
 	}
@@ -306,6 +310,10 @@ func ParseFacts(r FactsRequest, out []byte, sent, received time.Time) (*Facts, e
 		return nil, &IncompleteFactsError{Output: string(out)}
 	}
 	f.values = v
+	f.UID = -1
+	if uid, err := strconv.Atoi(f.Value("uid")); err == nil {
+		f.UID = uid
+	}
 	for _, s := range v["sum"] {
 		if sum, p, ok := strings.Cut(s, " "); ok && IsSHA256(sum) {
 			f.Sums[p] = sum

@@ -64,6 +64,9 @@ fact test.many 2`}},
 	if len(f.Stale) != 1 || f.Stale[0] != filepath.Join(dir, ".etcd.hactl-tmp-0123abcd") {
 		t.Errorf("stale = %v", f.Stale)
 	}
+	if f.UID != os.Getuid() {
+		t.Errorf("uid %d, want %d", f.UID, os.Getuid())
+	}
 	if !f.Commands["sh"] || f.Commands["hactl-no-such-command"] {
 		t.Errorf("commands = %v", f.Commands)
 	}
@@ -202,7 +205,7 @@ func TestClientFacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Commands() != 2 || f.Sums["/bin/sh"] == "" || f.Host != h {
+	if c.Commands() != 2 || f.Sums["/bin/sh"] == "" || f.Host != h || f.UID != os.Getuid() {
 		t.Errorf("commands %d, sums %v, host %+v", c.Commands(), f.Sums, f.Host)
 	}
 }

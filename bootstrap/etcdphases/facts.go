@@ -190,7 +190,7 @@ fi
 // factsFrom reads the etcd group's view of a member from the gathered facts.
 func factsFrom(pf *provision.Facts) *Facts {
 	h := pf.Host
-	f := &Facts{UID: h.UID, Kernel: h.Kernel, Arch: h.Arch, OSID: h.OSID, OSPretty: h.OSPretty, Systemd: h.Systemd,
+	f := &Facts{UID: pf.UID, Kernel: h.Kernel, Arch: h.Arch, OSID: h.OSID, OSPretty: h.OSPretty, Systemd: h.Systemd,
 		ClockOffset: pf.ClockOffset, ClockError: pf.ClockError, RTT: pf.RTT,
 		Sums: pf.Sums, Stale: pf.Stale, ListenPorts: pf.Listen, Files: pf.Files,
 		NTPSynchronized: pf.Value("etcd.ntp"), EtcdRunning: pf.Value("etcd.running") == "yes", Data: DataState(pf.Value("etcd.data"))}

@@ -43,7 +43,8 @@ func parseOutput(t *testing.T, out string, sent, received time.Time) *Facts {
 }
 
 func TestParseFacts(t *testing.T) {
-	out := `time.start=1700000000500000000
+	out := `uid=0
+time.start=1700000000500000000
 unit=Id=etcd.service
 unit=ActiveState=active
 unit=MainPID=1234
