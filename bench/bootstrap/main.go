@@ -1,8 +1,10 @@
-// Command bootstrap is hactl's bootstrap benchmark (make bench; never run in CI): in the lab, with the
-// binaries built and the image cached, it measures the wall time of a 3-member and a 5-member
-// bootstrap on fresh hosts, the no-op re-run, and the SSH commands run per host, and prints them next
-// to the goals (3-member bootstrap < 10 s, no-op re-run < 3 s, <= ~15 commands per host). Figures are
-// printed, not asserted.
+// Command bootstrap is hactl's bootstrap benchmark (make bench; never run in CI): in the lab (the spec
+// with the load balancer), with the binaries built and the image cached, it measures the wall time of
+// a 3-member and a 5-member bootstrap on fresh hosts, the no-op re-run, and the SSH commands each host
+// got on the no-op run. With -before it measures a second hactl binary (e.g. a build of the previous
+// release) the same way, run for run on the same hosts, and prints both side by side. Every figure
+// is printed next to its goal and to the anchor issue 11 measured with the code before it; nothing
+// is asserted.
 package main
 
 import (
@@ -14,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hactl/hactl/e2e/lab"
@@ -21,16 +25,19 @@ import (
 )
 
 func main() {
-	hactl := flag.String("hactl", "bin/hactl", "hactl binary")
+	hactl := flag.String("hactl", "bin/hactl", "hactl binary (after)")
+	before := flag.String("before", "", "a second hactl binary to measure the same way (before); empty: none")
 	runs := flag.Int("runs", 3, "repetitions of each measurement")
 	keep := flag.Bool("keep", false, "leave the lab running afterwards")
 	flag.Parse()
-	if err := run(*hactl, *runs, *keep); err != nil {
+	if err := run(*hactl, *before, *runs, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
+// sample is one bootstrap run: its wall time and the SSH commands per host (members and the
+// control-plane and LB hosts).
 type sample struct {
 	wall     time.Duration
 	commands map[string]int
@@ -42,7 +49,7 @@ func bootstrapOnce(hactl, spec string) (sample, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return sample{}, fmt.Errorf("hactl bootstrap -f %s: %w\n%s", spec, err, errb.String())
+		return sample{}, fmt.Errorf("%s bootstrap -f %s: %w\n%s", hactl, spec, err, errb.String())
 	}
 	wall := time.Since(start)
 	var res report.Cluster
@@ -53,12 +60,37 @@ func bootstrapOnce(hactl, spec string) (sample, error) {
 	for _, m := range res.Members {
 		s.commands[m.Name] = m.Commands
 	}
+	for _, h := range res.Hosts {
+		s.commands[h.Name] = max(s.commands[h.Name], h.Commands)
+	}
 	return s, nil
 }
 
-func run(hactl string, runs int, keep bool) error {
+// measurement is one row: a goal, the anchor from issue 11 (the code before it, measured on a fresh
+// machine), and the runs of each binary.
+type measurement struct {
+	name         string
+	goal         time.Duration
+	anchor       string
+	after, prior []sample
+}
+
+// binary is one hactl under test.
+type binary struct{ label, path string }
+
+func run(hactl, before string, runs int, keep bool) error {
 	ctx := context.Background()
-	hactl, _ = filepath.Abs(hactl)
+	bins := []binary{{"after", hactl}}
+	if before != "" {
+		bins = append(bins, binary{"before", before})
+	}
+	for i := range bins {
+		p, err := filepath.Abs(bins[i].path)
+		if err != nil {
+			return err
+		}
+		bins[i].path = p
+	}
 	root, err := lab.FindRepoRoot(".")
 	if err != nil {
 		return err
@@ -71,60 +103,116 @@ func run(hactl string, runs int, keep bool) error {
 	if !keep {
 		defer l.Down(ctx)
 	}
-	type row struct {
-		name  string
-		goal  time.Duration
-		walls []time.Duration
-		cmds  map[string]int
-	}
-	var rows []*row
+	var rows []*measurement
 	for _, members := range []int{3, 5} {
 		hosts := []string{"cp-a", "cp-b", "cp-c"}
 		if members == 5 {
 			hosts = append(hosts, "etcd-d", "etcd-e")
 		}
-		fresh := &row{name: fmt.Sprintf("bootstrap %d members (fresh hosts)", members)}
-		noop := &row{name: fmt.Sprintf("no-op re-run, %d members", members), goal: 3 * time.Second}
+		fresh := &measurement{name: fmt.Sprintf("bootstrap %d members (fresh hosts)", members)}
+		noop := &measurement{name: fmt.Sprintf("no-op re-run, %d members", members)}
 		if members == 3 {
-			fresh.goal = 10 * time.Second
+			fresh.goal, fresh.anchor = 8*time.Second, "10.5-18.2s"
+			noop.goal, noop.anchor = 1500*time.Millisecond, "2.6-2.7s"
+		} else {
+			noop.goal, noop.anchor = 2500*time.Millisecond, "3.9-4.6s"
 		}
 		for i := 0; i < runs; i++ {
-			if err := l.Recreate(ctx, hosts...); err != nil {
-				return err
+			for _, b := range bins {
+				if err := l.Recreate(ctx, hosts...); err != nil {
+					return err
+				}
+				spec := l.SpecPath(members)
+				os.RemoveAll(filepath.Join(dir, fmt.Sprintf("state-%d", members)))
+				f, err := bootstrapOnce(b.path, spec)
+				if err != nil {
+					return err
+				}
+				n, err := bootstrapOnce(b.path, spec)
+				if err != nil {
+					return err
+				}
+				if b.label == "after" {
+					fresh.after, noop.after = append(fresh.after, f), append(noop.after, n)
+				} else {
+					fresh.prior, noop.prior = append(fresh.prior, f), append(noop.prior, n)
+				}
 			}
-			spec := l.SpecPath(members)
-			os.RemoveAll(filepath.Join(dir, fmt.Sprintf("state-%d", members)))
-			s, err := bootstrapOnce(hactl, spec)
-			if err != nil {
-				return err
-			}
-			fresh.walls, fresh.cmds = append(fresh.walls, s.wall), s.commands
-			s, err = bootstrapOnce(hactl, spec)
-			if err != nil {
-				return err
-			}
-			noop.walls, noop.cmds = append(noop.walls, s.wall), s.commands
 		}
 		rows = append(rows, fresh, noop)
 	}
-	fmt.Println()
-	fmt.Printf("%-36s %-28s %-10s %-8s %s\n", "measurement", "wall time (runs)", "goal", "ratio", "SSH commands per host")
-	for _, r := range rows {
-		var walls []string
-		var best time.Duration
-		for i, w := range r.walls {
-			walls = append(walls, w.Round(10*time.Millisecond).String())
-			if i == 0 || w < best {
-				best = w
-			}
+	printRows(rows, before != "")
+	return nil
+}
+
+func best(ss []sample) time.Duration {
+	var b time.Duration
+	for i, s := range ss {
+		if i == 0 || s.wall < b {
+			b = s.wall
 		}
+	}
+	return b
+}
+
+func walls(ss []sample) string {
+	var w []string
+	for _, s := range ss {
+		w = append(w, s.wall.Round(10*time.Millisecond).String())
+	}
+	return strings.Join(w, " ")
+}
+
+// commands is "cp-a 2, cp-b 2, ..." of the last sample, and the largest count.
+func commands(ss []sample) (string, int) {
+	if len(ss) == 0 {
+		return "-", 0
+	}
+	c := ss[len(ss)-1].commands
+	names := make([]string, 0, len(c))
+	for n := range c {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	most := 0
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", n, c[n]))
+		most = max(most, c[n])
+	}
+	return strings.Join(parts, ", "), most
+}
+
+func printRows(rows []*measurement, withBefore bool) {
+	fmt.Println()
+	fmt.Printf("%-34s %-10s %-22s %-6s %-10s", "measurement", "goal", "after (runs)", "/goal", "anchor")
+	if withBefore {
+		fmt.Printf(" %-22s %-8s", "before (runs)", "after/before")
+	}
+	fmt.Println()
+	for _, r := range rows {
 		goal, ratio := "-", "-"
 		if r.goal > 0 {
 			goal = r.goal.String()
-			ratio = fmt.Sprintf("%.2f", float64(best)/float64(r.goal))
+			ratio = fmt.Sprintf("%.2f", float64(best(r.after))/float64(r.goal))
 		}
-		fmt.Printf("%-36s %-28s %-10s %-8s %v\n", r.name, fmt.Sprint(walls), goal, ratio, r.cmds)
+		fmt.Printf("%-34s %-10s %-22s %-6s %-10s", r.name, goal, walls(r.after), ratio, r.anchor)
+		if withBefore {
+			fmt.Printf(" %-22s %.2f", walls(r.prior), float64(best(r.after))/float64(best(r.prior)))
+		}
+		fmt.Println()
 	}
-	fmt.Println("\nratio = best wall time / goal (below 1.00 meets the goal); command goal: <= ~15 per host")
-	return nil
+	fmt.Println("\nSSH commands per host on the no-op re-run (goal: <= 4 per host; anchor: 6 per control-plane host)")
+	for _, r := range rows {
+		if !strings.HasPrefix(r.name, "no-op") {
+			continue
+		}
+		after, most := commands(r.after)
+		fmt.Printf("  %-26s after:  %s (most %d, %.2f of the goal)\n", r.name, after, most, float64(most)/4)
+		if withBefore {
+			prior, pmost := commands(r.prior)
+			fmt.Printf("  %-26s before: %s (most %d)\n", "", prior, pmost)
+		}
+	}
+	fmt.Println("\n/goal = best wall time / goal (below 1.00 meets it); after/before = best after / best before (below 1.00 is faster)")
 }
