@@ -15,6 +15,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/bastion"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
@@ -75,21 +76,17 @@ func (r *Report) hostOf(ep etcd.EndpointStatus) string {
 // no backend DOWN and every LB host read. An LB host that could not be read is in the report, not
 // in the error.
 //
-// Errors: the SSH setup (provision.TunnelFromSpec, provision.FromSpec: keys, known_hosts,
+// Errors: the SSH setup (bastion.Open, provision.FromSpec: keys, known_hosts,
 // secrets) or the state dir's certificates → nil report; no member answered → the report and an
 // error wrapping etcd.ErrNoEndpointReachable that names the hosts.
 func Collect(ctx context.Context, o Options) (*Report, error) {
 	c := o.Cluster
-	tunnel, err := provision.TunnelFromSpec(c, provision.SpecOptions{Prompt: o.Prompt})
+	tunnel, err := bastion.Open(c, o.Prompt)
 	if err != nil {
 		return nil, err
 	}
-	var dial etcd.Option
-	if tunnel != nil {
-		defer tunnel.Close()
-		dial = etcd.WithDialer(tunnel.DialTCP)
-	}
-	lbDialer := tunnel
+	defer tunnel.Close()
+	lbDialer := tunnel.Dialer
 	if c.Spec.LoadBalancer != nil && lbDialer == nil {
 		if lbDialer, err = provision.FromSpec(c, provision.SpecOptions{Prompt: o.Prompt}); err != nil {
 			return nil, err
@@ -104,7 +101,7 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 			lbStatus = collectLB(ctx, c, o.Timeout, sshLBProbe(c, lbDialer, o.Printer))
 		}
 	}()
-	rep, err := collectEtcd(ctx, c, o.Timeout, dial)
+	rep, err := collectEtcd(ctx, c, o.Timeout, tunnel.Etcd())
 	<-lbDone
 	if rep != nil {
 		rep.addLB(lbStatus)
