@@ -52,6 +52,14 @@ type PrunePlan struct {
 	// multipart uploads older than it; Leftovers metadata or marker objects whose data is gone.
 	Orphans    []ObjectInfo       `json:"orphans,omitempty"`
 	Incomplete []IncompleteUpload `json:"incomplete,omitempty"`
+
+	// prefix is the listing's Prefix (Print shows keys relative to it).
+	prefix string
+}
+
+// Empty reports whether the plan deletes nothing: no snapshot, no orphan, no incomplete upload.
+func (p *PrunePlan) Empty() bool {
+	return len(p.Deletions())+len(p.Orphans)+len(p.Incomplete) == 0
 }
 
 // Deletions returns the snapshots the plan deletes, newest first.
@@ -70,7 +78,7 @@ func (p *PrunePlan) Deletions() []Decision {
 // newest verified snapshot is always kept. Orphan data objects and incomplete uploads older than
 // grace (relative to now) are cleaned too. The policy must be valid (Policy.Validate).
 func Plan(l *Listing, policy Policy, now time.Time, grace time.Duration) *PrunePlan {
-	plan := &PrunePlan{Policy: policy}
+	plan := &PrunePlan{Policy: policy, prefix: l.Prefix}
 	n := len(l.Snapshots)
 	verified := l.NewestVerified()
 	hours, days := map[string]bool{}, map[string]bool{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -23,8 +24,11 @@ type CleanupOptions struct {
 	// Confirm asks whether to put back what was found (nil: go ahead). DryRun stops after the plan.
 	Confirm func(question string) (bool, error)
 	DryRun  bool
-	// EtcdDial routes etcd connections (a bastion tunnel), nil for direct ones.
+	// EtcdDial routes etcd connections (a bastion tunnel), nil for direct ones. With Dialer nil,
+	// Cleanup opens one from the spec (provision.FromSpec, asking Prompt for secrets) and, with a
+	// bastion, routes etcd through it.
 	EtcdDial etcd.Option
+	Prompt   provision.Prompter
 }
 
 // CleanupResult is what `hactl drill cleanup` found and did.
@@ -40,15 +44,46 @@ type CleanupResult struct {
 	DeletedKeys int64 `json:"deletedKeys"`
 	// Healthy: every member healthy afterwards (waited for up to 2 minutes).
 	Healthy bool `json:"healthy"`
+
+	// dryRun is CleanupOptions.DryRun, for Print.
+	dryRun bool
+}
+
+// Print writes the human summary of a cleanup (what was found or put back, the workload keys
+// deleted, whether the cluster is healthy); nothing for a cleanup that could not put everything
+// back (the error says what is left).
+func (r *CleanupResult) Print(w io.Writer) {
+	switch {
+	case r.dryRun && len(r.Found) > 0:
+		fmt.Fprintf(w, "dry run: %d leftover(s) found, nothing done\n", len(r.Found))
+	case r.Clean && len(r.Found) == 0:
+		fmt.Fprintln(w, "nothing to clean up")
+	case r.Clean && len(r.PutBack) == 0:
+		fmt.Fprintln(w, "no host needed putting back; the drill journal was removed")
+	case r.Clean:
+		fmt.Fprintf(w, "put back: %s; no drill leftovers remain\n", strings.Join(r.PutBack, ", "))
+	}
+	if r.DeletedKeys > 0 {
+		fmt.Fprintf(w, "deleted %d workload key(s) left under /hactl-drill/ by interrupted drills\n", r.DeletedKeys)
+	}
+	if r.Clean && !r.dryRun && !r.Healthy {
+		fmt.Fprintln(w, "the cluster is not healthy yet: see `hactl status`")
+	}
 }
 
 // Cleanup puts back what an interrupted drill left: it reads the local journal and inspects every
 // etcd member and LB host; a host taken down by --method host is brought back with the journal's
 // --up-command (run here), every host with a drill marker, iptables chain or deadman runs the
-// restore script. The journal is removed once every host is clean. It returns a *NotRestoredError
-// naming what could not be put back.
+// restore script. The journal is removed once every host is clean. It opens the SSH dialer unless
+// o.Dialer is set. It returns a *NotRestoredError naming what could not be put back.
 func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 	p := o.Printer
+	d, dial, closeDialer, err := dialers(o.Cluster, o.Dialer, o.EtcdDial, o.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDialer()
+	o.Dialer, o.EtcdDial = d, dial
 	unlock, err := lock(o.Cluster.Spec.StateDir)
 	if err != nil {
 		return nil, err
@@ -56,7 +91,7 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 	defer unlock()
 	hs := newHosts(o.Cluster, o.Dialer)
 	defer hs.close()
-	res := &CleanupResult{}
+	res := &CleanupResult{dryRun: o.DryRun}
 	j, err := readJournal(o.Cluster.Spec.StateDir)
 	if err != nil {
 		return nil, err
@@ -172,7 +207,7 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 // catching up) and deletes the workload keys interrupted drills left under /hactl-drill/.
 func finishCleanup(ctx context.Context, o CleanupOptions, res *CleanupResult) error {
 	p := o.Printer
-	files := tlsFiles(o.Cluster)
+	files := etcd.HactlClientTLS(o.Cluster)
 	deadline := time.Now().Add(2 * time.Minute)
 	var reasons []string
 	for {

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hactl/hactl/internal/exitcode"
 )
 
 // Kind is a drill.
@@ -114,6 +116,9 @@ type InputError struct{ Err error }
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
+// ExitCode is 2: the input is invalid (exitcode.Invalid).
+func (e *InputError) ExitCode() int { return exitcode.Invalid }
+
 // RefusedError is a drill refused by its preflight on the hosts: a member unhealthy, an alarm, the
 // leftovers of an earlier drill (exit 3: a check's verdict). Fix says what to do.
 type RefusedError struct {
@@ -125,6 +130,9 @@ func (e *RefusedError) Error() string {
 	return "drill refused: " + strings.Join(e.Reasons, "; ") + ": " + e.Fix
 }
 
+// ExitCode is 3: the preflight's verdict failed (exitcode.Verdict).
+func (e *RefusedError) ExitCode() int { return exitcode.Verdict }
+
 // VerdictError is a drill that ran and failed its verdict: an acknowledged write lost, a stale
 // read, a split brain, an RTO over --max-rto, a prediction not met (exit 3). The report is written
 // before it is returned.
@@ -133,6 +141,9 @@ type VerdictError struct{ Failures []string }
 func (e *VerdictError) Error() string {
 	return "drill failed: " + strings.Join(e.Failures, "; ")
 }
+
+// ExitCode is 3: the drill's verdict failed (exitcode.Verdict).
+func (e *VerdictError) ExitCode() int { return exitcode.Verdict }
 
 // NotRestoredError names what a drill (or drill cleanup) could not put back, host by host, and how
 // to do it by hand. It wraps the put-back errors.

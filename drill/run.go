@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/lb"
-	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
@@ -56,15 +54,25 @@ type Options struct {
 	Confirm func(question string) (bool, error)
 	Printer *ui.Printer
 	// Dialer is the SSH dialer (known_hosts verified); EtcdDial routes etcd connections (a bastion
-	// tunnel), nil for direct ones.
+	// tunnel), nil for direct ones. With Dialer nil, Run opens one from the spec (provision.FromSpec,
+	// asking Prompt for secrets) and, with a bastion, routes etcd through it.
 	Dialer   *provision.Dialer
 	EtcdDial etcd.Option
+	Prompt   provision.Prompter
+	// Report, when set, is the file Run writes the JSON report to (atomically, Report.WriteFile)
+	// once the report exists, also when the drill fails.
+	Report string
 }
 
 // Validate checks the options against the spec without contacting any host and returns an
 // *InputError (exit 2) naming the flag or field and the fix.
 func (o *Options) Validate() error {
 	c := o.Cluster
+	if o.Report != "" {
+		if err := CheckReportPath(o.Report); err != nil {
+			return err
+		}
+	}
 	if o.Count < 1 {
 		return &InputError{Err: fmt.Errorf("--count %d: must be at least 1", o.Count)}
 	}
@@ -189,14 +197,53 @@ func newID() string {
 	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
 }
 
-// Run validates the options, refuses on leftovers or an unhealthy cluster, shows the plan, asks
-// for confirmation, runs the iterations and returns the report. The returned error is an
+// Run validates the options, opens the SSH dialer (unless Options.Dialer is set), refuses on
+// leftovers or an unhealthy cluster, shows the plan, asks for confirmation, runs the iterations,
+// writes the report to Options.Report (when set) and returns it. The returned error is an
 // *InputError (exit 2), a *RefusedError or *VerdictError (exit 3; the report is complete), a
-// *NotRestoredError, or another runtime error (exit 1). The report is non-nil once the plan exists.
+// *NotRestoredError, or another runtime error (exit 1), joined with the error of writing the report
+// file. The report is non-nil once the plan exists. o is not modified beyond Validate's defaults.
 func Run(ctx context.Context, o *Options) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	cp := *o
+	o = &cp
+	d, dial, closeDialer, err := dialers(o.Cluster, o.Dialer, o.EtcdDial, o.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDialer()
+	o.Dialer, o.EtcdDial = d, dial
+	rep, err := run(ctx, o)
+	if rep != nil && o.Report != "" {
+		if werr := rep.WriteFile(o.Report); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	return rep, err
+}
+
+// dialers returns d and dial when d is set; else an SSH dialer opened from the spec
+// (provision.FromSpec, asking prompt for secrets) and, when it goes through a bastion, an etcd
+// option routing etcd connections through it. closeFn closes what dialers opened. Errors are
+// provision.FromSpec's (keys, known_hosts, secrets).
+func dialers(c *v1alpha1.Cluster, d *provision.Dialer, dial etcd.Option, prompt provision.Prompter) (_ *provision.Dialer, _ etcd.Option, closeFn func(), _ error) {
+	if d != nil {
+		return d, dial, func() {}, nil
+	}
+	d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: prompt})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if d.HasBastion() {
+		dial = etcd.WithDialer(d.DialTCP)
+	}
+	return d, dial, func() { d.Close() }, nil
+}
+
+// run is Run once the options are valid and the dialer is open.
+func run(ctx context.Context, o *Options) (*Report, error) {
 	start := time.Now()
 	unlock, err := lock(o.Cluster.Spec.StateDir)
 	if err != nil {
@@ -205,7 +252,7 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 	defer unlock()
 	r := &runner{o: o, p: o.Printer, c: o.Cluster, hosts: newHosts(o.Cluster, o.Dialer)}
 	defer r.hosts.close()
-	r.files = tlsFiles(r.c)
+	r.files = etcd.HactlClientTLS(r.c)
 	members, err := etcd.MembersFromSpec(r.c)
 	if err != nil {
 		return nil, err
@@ -408,12 +455,6 @@ func (r *runner) preflight(ctx context.Context) (*preflightState, error) {
 // health asks every member for its status and returns the leader and what is unhealthy.
 func (r *runner) health(ctx context.Context) (*preflightState, []string, error) {
 	return health(ctx, r.c, r.files, r.o.EtcdDial)
-}
-
-// tlsFiles are hactl's client certificate and the CA in the state dir.
-func tlsFiles(c *v1alpha1.Cluster) etcd.TLSFiles {
-	pkiDir := filepath.Join(c.Spec.StateDir, "pki")
-	return etcd.TLSFiles{CA: pki.CertPath(pkiDir, "ca"), Cert: pki.CertPath(pkiDir, pki.HactlClient), Key: pki.KeyPath(pkiDir, pki.HactlClient)}
 }
 
 // health asks every member of c for its status and returns the leader and what is unhealthy.

@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/pki"
 )
 
 // URL returns scheme://addr:port, built with net/url and net.JoinHostPort so an IPv6 address is
@@ -62,6 +64,13 @@ func MembersFromSpec(c *v1alpha1.Cluster) ([]Member, error) {
 		out = append(out, Member{Name: h.Name, Address: a.Unmap(), ClientPort: e.ClientPort, PeerPort: e.PeerPort})
 	}
 	return out, nil
+}
+
+// HactlClientTLS returns the local files hactl talks to the members with: the CA and hactl's
+// client certificate and key (pki.HactlClient) in spec.stateDir's pki/ directory. It reads nothing.
+func HactlClientTLS(c *v1alpha1.Cluster) TLSFiles {
+	dir := filepath.Join(c.Spec.StateDir, "pki")
+	return TLSFiles{CA: pki.CertPath(dir, pki.CABase), Cert: pki.CertPath(dir, pki.HactlClient), Key: pki.KeyPath(dir, pki.HactlClient)}
 }
 
 // ClientURLs returns the members' client URLs, in the order given.

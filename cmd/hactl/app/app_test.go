@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/pki/check"
 )
@@ -136,36 +134,6 @@ func TestInitOntoDirectory(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "is a directory") {
 			t.Errorf("%v: exit %d stderr %q; want 2 saying it is a directory", args, code, stderr)
 		}
-	}
-}
-
-// TestStatusNamesUnreachableHosts: an endpoint that did not answer is shown with its spec host and
-// zone, not as "-", and its latency is "-" rather than 0.0ms.
-func TestStatusNamesUnreachableHosts(t *testing.T) {
-	rep := &StatusReport{
-		Cluster:   "prod",
-		Zones:     map[string]string{"cp-a": "az-a", "cp-b": "az-b"},
-		hostByURL: map[string]string{"https://10.0.0.1:2379": "cp-a", "https://10.0.0.2:2379": "cp-b"},
-		Etcd: &etcd.ClusterStatus{Endpoints: []etcd.EndpointStatus{
-			{Endpoint: "https://10.0.0.1:2379"},
-			{Endpoint: "https://10.0.0.2:2379", Reachable: true, MemberName: "cp-b", LatencyMs: 1.5},
-		}},
-	}
-	probs := problems(rep, nil)
-	if !slices.Contains(probs, "cp-a (https://10.0.0.1:2379) unreachable") {
-		t.Errorf("problems %q do not name cp-a", probs)
-	}
-	var b bytes.Buffer
-	printStatus(&b, rep)
-	var row string
-	for _, l := range strings.Split(b.String(), "\n") {
-		if strings.Contains(l, "https://10.0.0.1:2379") {
-			row = l
-		}
-	}
-	f := strings.Fields(row)
-	if len(f) < 7 || f[0] != "cp-a" || f[2] != "az-a" || f[5] != "UNREACHABLE" || f[6] != "-" {
-		t.Errorf("row for the unreachable member = %q; want cp-a, zone az-a, UNREACHABLE, latency -", row)
 	}
 }
 

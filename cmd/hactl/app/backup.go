@@ -2,24 +2,17 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"time"
 
-	"filippo.io/age"
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
-	"github.com/hactl/hactl/etcd"
-	"github.com/hactl/hactl/pki"
-	"github.com/hactl/hactl/provision"
-	"github.com/hactl/hactl/specload"
+	"github.com/hactl/hactl/backup/take"
+	"github.com/hactl/hactl/schedule"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -50,62 +43,19 @@ type backupEnv struct {
 	store *backup.S3
 }
 
-// openBackup loads the spec, checks spec.backup's files and environment (exit 2 when something is
-// missing) and the bucket (exit 1: it is found remotely).
+// openBackup loads the spec and opens spec.backup's object store (backup.OpenStore: exit 2 when
+// something is missing locally, 1 when the bucket check fails).
 func openBackup(ctx context.Context, s Streams, g *globalOptions) (*backupEnv, error) {
 	p := ui.New(s.Err, g.verbose, false)
 	c, err := loadSpec(g.file, p, false)
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, c, g.file, "")
+	st, err := backup.OpenStore(ctx, c, backup.StoreOptions{Source: g.file, Getenv: os.Getenv})
 	if err != nil {
 		return nil, err
 	}
 	return &backupEnv{c: c, p: p, store: st}, nil
-}
-
-// openStore opens spec.backup's object store (bucket overrides its bucket when not ""): spec.backup
-// missing, its files or environment incomplete → *UsageError (exit 2); the bucket check fails →
-// its *backup.BucketError (exit 1).
-func openStore(ctx context.Context, c *v1alpha1.Cluster, file, bucket string) (*backup.S3, error) {
-	if c.Spec.Backup == nil {
-		return nil, &UsageError{Err: fmt.Errorf("%s: spec.backup is not set: add spec.backup.objectStore (endpoint, bucket, credentials) to back up (`hactl init` shows an example)", file)}
-	}
-	if err := c.ValidationError(file, append(specload.ValidateBackupFiles(c), specload.ValidateBackupEnvironment(c, os.Getenv)...)); err != nil {
-		return nil, err
-	}
-	cfg, err := backup.S3ConfigFromSpec(c, os.Getenv)
-	if err != nil {
-		return nil, &UsageError{Err: err}
-	}
-	if bucket != "" {
-		cfg.Bucket = bucket
-	}
-	st, err := backup.NewS3(cfg)
-	if err != nil {
-		return nil, &UsageError{Err: err}
-	}
-	if err := st.CheckBucket(ctx); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// readIdentities reads the age identities of --identity-file (or $HACTL_AGE_IDENTITY_FILE); none
-// when neither is set. A bad file is a *UsageError.
-func readIdentities(flag string) ([]age.Identity, error) {
-	if flag == "" {
-		flag = os.Getenv(identityEnv)
-	}
-	if flag == "" {
-		return nil, nil
-	}
-	ids, err := backup.ReadIdentities(flag)
-	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("--identity-file: %w", err)}
-	}
-	return ids, nil
 }
 
 // openListing is openBackup followed by the listing of the cluster's snapshots.
@@ -114,7 +64,7 @@ func openListing(ctx context.Context, s Streams, g *globalOptions) (*backupEnv, 
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := backup.List(ctx, env.store, env.c.Spec.Backup.ObjectStore.Prefix, env.c.Metadata.Name)
+	l, err := backup.ListCluster(ctx, env.store, env.c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -128,14 +78,7 @@ type backupNowOptions struct {
 	output       string
 	timeout      time.Duration
 	// scheduled are the flags of scheduled runs (schedule_run.go).
-	scheduled scheduledRunOptions
-}
-
-// BackupNowReport is `hactl backup now -o json`.
-type BackupNowReport struct {
-	// Skipped says why no snapshot was taken (--only-if-leader on a follower); then Snapshot is nil.
-	Skipped  string           `json:"skipped,omitempty"`
-	Snapshot *backup.Metadata `json:"snapshot,omitempty"`
+	scheduled schedule.RunOptions
 }
 
 func newBackupNowCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -158,7 +101,8 @@ on every member). Exit 0 ok, 1 runtime failure (names the member and step), 2 in
 			if o.timeout <= 0 {
 				return &UsageError{Err: fmt.Errorf("--timeout %s: must be a positive duration, e.g. 5s", o.timeout)}
 			}
-			if err := o.scheduled.resolveSlot(&o.slot, time.Now()); err != nil {
+			var err error
+			if o.slot, err = o.scheduled.Slot(o.slot, time.Now()); err != nil {
 				return err
 			}
 			if o.slot != "" {
@@ -175,7 +119,7 @@ on every member). Exit 0 ok, 1 runtime failure (names the member and step), 2 in
 	f.StringVar(&o.slot, "slot", "", "scheduled slot, a UTC time like 20261201T030500Z: names the object (one per slot)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "bound on connecting to each member and on each status request")
-	o.scheduled.addFlags(f)
+	addScheduledRunFlags(f, &o.scheduled)
 	return cmd
 }
 
@@ -190,113 +134,25 @@ func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNow
 	if os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(backupMemoryLimit))
 	}
-	start := time.Now()
-	env, rep, err := takeBackup(ctx, s, g, o)
-	return o.scheduled.finish(ctx, env, o.member, start, rep, err, func() error { return writeNowReport(s.Out, o.output, rep) })
-}
-
-// takeBackup is `backup now` up to the stored snapshot (or the reason none was taken); env is nil
-// when the spec or the object store could not be opened.
-func takeBackup(ctx context.Context, s Streams, g *globalOptions, o *backupNowOptions) (*backupEnv, *BackupNowReport, error) {
+	run := schedule.RunRecord{Member: o.member, Start: time.Now()}
 	env, err := openBackup(ctx, s, g)
-	if err != nil {
-		return nil, nil, err
+	var rep *take.Report
+	var p *ui.Printer
+	if err == nil {
+		run.Cluster, p = env.c.Metadata.Name, env.p
+		rep, err = take.Run(ctx, take.Options{Cluster: env.c, Store: env.store, Member: o.member, OnlyIfLeader: o.onlyIfLeader,
+			Slot: o.slot, Timeout: o.timeout, Prune: o.scheduled.Policy, Prompt: terminalPrompter(s.In, s.Err), Printer: env.p, HactlVersion: Version()})
 	}
-	c := env.c
-	members, err := etcd.MembersFromSpec(c)
-	if err != nil {
-		return env, nil, err
+	if rep != nil {
+		run.Snapshot = rep.Snapshot
 	}
-	if o.member != "" {
-		var names []string
-		for _, m := range members {
-			names = append(names, m.Name)
-		}
-		if !strings.Contains(","+strings.Join(names, ",")+",", ","+o.member+",") {
-			return env, nil, &UsageError{Err: fmt.Errorf("--member %q: not an etcd member of the spec; members: %s", o.member, strings.Join(names, ", "))}
-		}
-	}
-	recipients, err := specload.BackupRecipients(c)
-	if err != nil {
-		return env, nil, &UsageError{Err: err}
-	}
-	tunnel, err := provision.TunnelFromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
-	if err != nil {
-		return env, nil, err
-	}
-	var dial etcd.Option
-	if tunnel != nil {
-		defer tunnel.Close()
-		dial = etcd.WithDialer(tunnel.DialTCP)
-	}
-	files := clientTLSFiles(c)
-	st, err := etcd.StatusWithTimeout(ctx, etcd.ClientURLs(members), files, o.timeout, o.timeout, dial)
-	if err != nil {
-		return env, nil, fmt.Errorf("backup now: status of cluster %s: %w", c.Metadata.Name, err)
-	}
-	var chosen *etcd.EndpointStatus
-	for i := range st.Endpoints {
-		ep := &st.Endpoints[i]
-		if (o.member == "" && ep.Reachable && ep.IsLeader) || (o.member != "" && ep.Endpoint == clientURLOf(members, o.member)) {
-			chosen = ep
+	err = o.scheduled.Record(run, err, p)
+	if rep != nil {
+		if perr := writeReport(s.Out, o.output, rep, rep.Print); perr != nil && err == nil {
+			err = perr
 		}
 	}
-	switch {
-	case chosen == nil:
-		return env, nil, fmt.Errorf("backup now: no reachable member of cluster %s is the leader (no quorum?); pick one with --member", c.Metadata.Name)
-	case !chosen.Reachable:
-		return env, nil, fmt.Errorf("backup now: member %s (%s) is unreachable: %s", o.member, chosen.Endpoint, chosen.Error)
-	}
-	name := chosen.MemberName
-	if name == "" {
-		name = o.member
-	}
-	if o.onlyIfLeader && !chosen.IsLeader {
-		rep := &BackupNowReport{Skipped: fmt.Sprintf("member %s is not the leader (leader: %s): no snapshot taken", name, dash(st.LeaderName))}
-		env.p.Infof("%s", rep.Skipped)
-		return env, rep, nil
-	}
-	cli, err := etcd.NewClient(ctx, []string{chosen.Endpoint}, files, o.timeout, dial)
-	if err != nil {
-		return env, nil, err
-	}
-	defer cli.Close()
-	b := c.Spec.Backup
-	m, err := backup.Take(ctx, cli, chosen.Endpoint, env.store, backup.TakeOptions{
-		Cluster: c.Metadata.Name, Prefix: b.ObjectStore.Prefix, Member: name, Slot: o.slot,
-		Compression: b.Compression, Recipients: recipients, HactlVersion: Version(),
-		Progress: func(format string, args ...any) { env.p.Infof(format, args...) },
-	})
-	if err != nil {
-		return env, nil, fmt.Errorf("backup now: %w", err)
-	}
-	return env, &BackupNowReport{Snapshot: m}, nil
-}
-
-// writeNowReport prints `backup now`'s result (nothing in a table for a skipped run: stderr said why).
-func writeNowReport(w io.Writer, output string, rep *BackupNowReport) error {
-	return writeReport(w, output, rep, func(w io.Writer) {
-		if m := rep.Snapshot; m != nil {
-			ui.Table(w, []string{"KEY", "REVISION", "MEMBER", "DB SIZE", "STORED", "SHA256"}, [][]string{{
-				m.Key, fmt.Sprint(m.Revision), m.MemberName, fmt.Sprint(m.DBSizeBytes), fmt.Sprint(m.StoredSizeBytes), m.StoredSHA256,
-			}})
-		}
-	})
-}
-
-func clientURLOf(members []etcd.Member, name string) string {
-	for _, m := range members {
-		if m.Name == name {
-			return m.ClientURL()
-		}
-	}
-	return ""
-}
-
-// clientTLSFiles are hactl's etcd client certificate in the state dir.
-func clientTLSFiles(c *v1alpha1.Cluster) etcd.TLSFiles {
-	pkiDir := filepath.Join(c.Spec.StateDir, "pki")
-	return etcd.TLSFiles{CA: pki.CertPath(pkiDir, pki.CABase), Cert: pki.CertPath(pkiDir, pki.HactlClient), Key: pki.KeyPath(pkiDir, pki.HactlClient)}
+	return err
 }
 
 type backupListOptions struct{ output string }
@@ -318,39 +174,18 @@ multipart uploads are counted on stderr (prune cleans them after a grace period)
 			if err != nil {
 				return err
 			}
-			if n := len(l.Orphans) + len(l.Incomplete); n > 0 {
-				env.p.Warnf("%d data object(s) without metadata and %d unfinished upload(s) under %s are not snapshots (prune removes them after --incomplete-older-than)", len(l.Orphans), len(l.Incomplete), l.Prefix)
+			for _, w := range l.Warnings() {
+				env.p.Warnf("%s", w)
 			}
-			for _, pr := range l.Problems {
-				env.p.Warnf("unreadable metadata: %s", pr)
-			}
-			return writeReport(s.Out, o.output, l, func(w io.Writer) { printSnapshots(w, l) })
+			return writeReport(s.Out, o.output, l, l.Print)
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	return cmd
 }
 
-func printSnapshots(w io.Writer, l *backup.Listing) {
-	if len(l.Snapshots) == 0 {
-		fmt.Fprintf(w, "no complete snapshot under %s\n", l.Prefix)
-		return
-	}
-	var rows [][]string
-	for _, sn := range l.Snapshots {
-		m := sn.Metadata
-		enc, ver := "no", "-"
-		if m.Encrypted() {
-			enc = "age"
-		}
-		if sn.Verified != nil {
-			ver = sn.Verified.VerifiedAt.UTC().Format(time.RFC3339)
-		}
-		rows = append(rows, []string{sn.Time.UTC().Format(time.RFC3339), fmt.Sprint(m.Revision), m.MemberName,
-			fmt.Sprint(m.StoredSizeBytes), m.Compression, enc, ver, sn.Stem})
-	}
-	ui.Table(w, []string{"TIME", "REVISION", "MEMBER", "STORED BYTES", "COMPRESSION", "ENCRYPTED", "VERIFIED", "NAME"}, rows)
-}
+// identityEnv is backup.IdentityEnv: the default of --identity-file, in the help texts.
+const identityEnv = backup.IdentityEnv
 
 type backupVerifyOptions struct {
 	identityFile string
@@ -358,9 +193,6 @@ type backupVerifyOptions struct {
 	noRecord     bool
 	output       string
 }
-
-// identityEnv names the environment variable holding the path of the age identity file.
-const identityEnv = "HACTL_AGE_IDENTITY_FILE"
 
 func newBackupVerifyCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &backupVerifyOptions{}
@@ -385,7 +217,7 @@ a NAME that does not exist).`,
 			if len(args) == 1 {
 				ref = args[0]
 			}
-			ids, err := readIdentities(o.identityFile)
+			ids, err := backup.IdentitiesFrom(o.identityFile, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -394,27 +226,11 @@ a NAME that does not exist).`,
 			if err != nil {
 				return err
 			}
-			sn := l.Latest()
-			if ref != "latest" {
-				sn = l.Find(ref)
+			res, err := backup.VerifyRef(ctx, env.store, l, ref, backup.VerifyOptions{Identities: ids, TempDir: o.tempDir, Record: !o.noRecord, HactlVersion: Version()}, env.p.Infof)
+			if err != nil {
+				return err
 			}
-			if sn == nil {
-				return fmt.Errorf("backup verify: no complete snapshot %q under %s (see `hactl backup list`)", ref, l.Prefix)
-			}
-			env.p.Infof("verifying %s (revision %d, %d bytes stored)", sn.Data.Key, sn.Metadata.Revision, sn.Metadata.StoredSizeBytes)
-			res, err := backup.Verify(ctx, env.store, sn, backup.VerifyOptions{Identities: ids, TempDir: o.tempDir, Record: !o.noRecord, HactlVersion: Version()})
-			var me *backup.MismatchError
-			switch {
-			case errors.As(err, &me):
-				return &VerdictError{Err: err}
-			case errors.Is(err, backup.ErrNoIdentity), errors.Is(err, backup.ErrWrongIdentity):
-				return &UsageError{Err: err}
-			case err != nil:
-				return fmt.Errorf("backup verify: %w", err)
-			}
-			return writeReport(s.Out, o.output, res, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: OK (revision %d, %d keys, hash %d, %d bytes, in %s)\n", res.Key, res.Revision, res.TotalKeys, res.Hash, res.TotalSizeBytes, res.Duration.Round(time.Millisecond))
-			})
+			return writeReport(s.Out, o.output, res, res.Print)
 		},
 	}
 	f := cmd.Flags()
@@ -470,11 +286,10 @@ nothing is refused (exit 2).`,
 				return err
 			}
 			plan := backup.Plan(l, o.policy, time.Now(), o.grace)
-			if err := writeReport(s.Out, o.output, plan, func(w io.Writer) { printPrunePlan(w, l, plan) }); err != nil {
+			if err := writeReport(s.Out, o.output, plan, plan.Print); err != nil {
 				return err
 			}
-			n := len(plan.Deletions()) + len(plan.Orphans) + len(plan.Incomplete)
-			if o.dryRun || n == 0 {
+			if o.dryRun || plan.Empty() {
 				return nil
 			}
 			if confirm != nil {
@@ -487,7 +302,7 @@ nothing is refused (exit 2).`,
 					return nil
 				}
 			}
-			if err := backup.Apply(ctx, env.store, plan, func(format string, args ...any) { env.p.Infof(format, args...) }); err != nil {
+			if err := backup.Apply(ctx, env.store, plan, env.p.Infof); err != nil {
 				return fmt.Errorf("backup prune: %w", err)
 			}
 			return nil
@@ -502,25 +317,4 @@ nothing is refused (exit 2).`,
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, scheduled runs)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	return cmd
-}
-
-func printPrunePlan(w io.Writer, l *backup.Listing, plan *backup.PrunePlan) {
-	var rows [][]string
-	for _, d := range plan.Decisions {
-		action := "delete"
-		if d.Keep {
-			action = "keep"
-		}
-		rows = append(rows, []string{action, d.Time.UTC().Format(time.RFC3339), strings.TrimPrefix(d.Key, l.Prefix), dash(strings.Join(d.Reasons, ", "))})
-	}
-	if len(rows) > 0 {
-		ui.Table(w, []string{"ACTION", "TIME", "OBJECT", "KEPT BY"}, rows)
-	}
-	for _, o := range plan.Orphans {
-		fmt.Fprintf(w, "delete orphan %s (no metadata, modified %s)\n", o.Key, o.LastModified.UTC().Format(time.RFC3339))
-	}
-	for _, u := range plan.Incomplete {
-		fmt.Fprintf(w, "abort incomplete upload %s (started %s)\n", u.Key, u.Initiated.UTC().Format(time.RFC3339))
-	}
-	fmt.Fprintf(w, "%d kept, %d to delete\n", len(plan.Decisions)-len(plan.Deletions()), len(plan.Deletions()))
 }

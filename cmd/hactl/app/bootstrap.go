@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/phase"
@@ -110,10 +111,10 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if err := checkSkippable(splitList(o.skipPhases)); err != nil {
 		return err
 	}
-	var src snapshotSource
+	var src backup.Source
 	if o.restoreFrom != "" {
 		var err error
-		if src, err = parseSource("--restore-from", o.restoreFrom); err != nil {
+		if src, err = backup.ParseSource("--restore-from", o.restoreFrom); err != nil {
 			return err
 		}
 	}
@@ -130,12 +131,12 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	}
 	var seed *restore.Options
 	if o.restoreFrom != "" {
-		snap, err := resolveSnapshot(cmd.Context(), c, g.file, "--restore-from", src, true, o.identityFile, "", p)
+		snap, err := backup.Resolve(cmd.Context(), c, src, backup.ResolveOptions{Flag: "--restore-from", SpecFile: g.file, Force: true, IdentityFile: o.identityFile, Getenv: os.Getenv, Progress: p.Infof})
 		if err != nil {
 			return err
 		}
-		defer snap.cleanup()
-		seed = &restore.Options{Snapshot: snap.path, SHA256: snap.sha256, Revision: snap.revision}
+		defer snap.Cleanup()
+		seed = &restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision}
 	}
 	b, err := bootstrap.New(bootstrap.Options{
 		RestoreFrom:           seed,

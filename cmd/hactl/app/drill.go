@@ -1,22 +1,13 @@
 package app
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/drill/fault"
-	"github.com/hactl/hactl/etcd"
-	"github.com/hactl/hactl/internal/atomicfile"
-	"github.com/hactl/hactl/provision"
 )
 
 // drillOptions are the flags every drill shares, plus each drill's own.
@@ -161,13 +152,14 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 	}
 	defer closeLog()
 	do := &drill.Options{Cluster: c, Kind: kind, Zone: o.zone, ExpectOutage: o.expectOutage, Hold: o.hold, Count: o.count,
-		MaxRTO: o.maxRTO, Rate: o.rate, RequestTimeout: o.reqTimeout, CAFile: o.caFile, Force: o.force, DryRun: o.dryRun, Printer: p}
+		MaxRTO: o.maxRTO, Rate: o.rate, RequestTimeout: o.reqTimeout, CAFile: o.caFile, Force: o.force, DryRun: o.dryRun,
+		Report: o.report, Printer: p, Prompt: terminalPrompter(s.In, s.Err)}
 	if kind != drill.LBFailover {
 		if do.Method, err = drill.ParseMethod("--method", o.method); err != nil {
-			return drillErr(err)
+			return err
 		}
 	} else if do.Component, err = drill.ParseComponent("--component", o.component); err != nil {
-		return drillErr(err)
+		return err
 	}
 	if o.down != "" {
 		if do.Down, err = fault.ParseHostCommand("--down-command", o.down); err != nil {
@@ -189,40 +181,16 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 	if f.Changed("request-timeout") && o.reqTimeout <= 0 {
 		return &UsageError{Err: fmt.Errorf("--request-timeout %s: must be positive, e.g. 100ms", o.reqTimeout)}
 	}
-	if o.report != "" {
-		// Checked before any host is contacted: a drill that ran but could not write its report
-		// would have to be run again.
-		if fi, err := os.Stat(filepath.Dir(o.report)); err != nil || !fi.IsDir() {
-			return &UsageError{Err: fmt.Errorf("--report %s: its directory does not exist: create it or give another path", o.report)}
-		}
-		if fi, err := os.Stat(o.report); err == nil && fi.IsDir() {
-			return &UsageError{Err: fmt.Errorf("--report %s is a directory: give a file path, e.g. %s", o.report, filepath.Join(o.report, "drill.json"))}
-		}
-	}
 	if err := do.Validate(); err != nil {
-		return drillErr(err)
+		return err
 	}
 	if !o.dryRun {
 		if do.Confirm, err = confirmer(s, o.yes, ", or --dry-run to only see the plan"); err != nil {
 			return err
 		}
 	}
-	dialer, err := provision.FromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
-	if err != nil {
-		return err
-	}
-	defer dialer.Close()
-	do.Dialer = dialer
-	if dialer.HasBastion() {
-		do.EtcdDial = etcd.WithDialer(dialer.DialTCP)
-	}
 	rep, runErr := drill.Run(cmd.Context(), do)
 	if rep != nil {
-		if o.report != "" {
-			if err := writeDrillReport(o.report, rep); err != nil {
-				runErr = errors.Join(runErr, err)
-			}
-		}
 		if err := writeReport(s.Out, o.output, rep, rep.Print); err != nil {
 			return err
 		}
@@ -230,35 +198,7 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 	if runErr != nil && logPath != "" {
 		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
 	}
-	return drillErr(runErr)
-}
-
-// drillErr maps the drill package's errors to exit codes: input → 2, refused and verdict → 3.
-func drillErr(err error) error {
-	var ie *drill.InputError
-	var re *drill.RefusedError
-	var ve *drill.VerdictError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ie):
-		return &UsageError{Err: err}
-	case errors.As(err, &re), errors.As(err, &ve):
-		return &VerdictError{Err: err}
-	}
-	return err
-}
-
-// writeDrillReport writes the JSON report atomically.
-func writeDrillReport(path string, rep *drill.Report) error {
-	raw, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
-		return fmt.Errorf("--report %s: %w", path, err)
-	}
-	return nil
+	return runErr
 }
 
 func newDrillCleanupCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -289,42 +229,17 @@ be put back (named).`,
 					return err
 				}
 			}
-			dialer, err := provision.FromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
-			if err != nil {
-				return err
-			}
-			defer dialer.Close()
-			co := drill.CleanupOptions{Cluster: c, Dialer: dialer, Printer: p, Confirm: confirm, DryRun: dryRun}
-			if dialer.HasBastion() {
-				co.EtcdDial = etcd.WithDialer(dialer.DialTCP)
-			}
-			res, runErr := drill.Cleanup(cmd.Context(), co)
+			res, runErr := drill.Cleanup(cmd.Context(), drill.CleanupOptions{Cluster: c, Printer: p, Confirm: confirm, DryRun: dryRun,
+				Prompt: terminalPrompter(s.In, s.Err)})
 			if res != nil {
-				if err := writeReport(s.Out, output, res, func(w io.Writer) {
-					switch {
-					case dryRun && len(res.Found) > 0:
-						fmt.Fprintf(w, "dry run: %d leftover(s) found, nothing done\n", len(res.Found))
-					case res.Clean && len(res.Found) == 0:
-						fmt.Fprintln(w, "nothing to clean up")
-					case res.Clean && len(res.PutBack) == 0:
-						fmt.Fprintln(w, "no host needed putting back; the drill journal was removed")
-					case res.Clean:
-						fmt.Fprintf(w, "put back: %s; no drill leftovers remain\n", strings.Join(res.PutBack, ", "))
-					}
-					if res.DeletedKeys > 0 {
-						fmt.Fprintf(w, "deleted %d workload key(s) left under /hactl-drill/ by interrupted drills\n", res.DeletedKeys)
-					}
-					if res.Clean && !dryRun && !res.Healthy {
-						fmt.Fprintln(w, "the cluster is not healthy yet: see `hactl status`")
-					}
-				}); err != nil {
+				if err := writeReport(s.Out, output, res, res.Print); err != nil {
 					return err
 				}
 			}
 			if runErr != nil && logPath != "" {
 				fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
 			}
-			return drillErr(runErr)
+			return runErr
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation (scripts, CI)")

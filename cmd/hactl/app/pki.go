@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -125,3 +126,6 @@ func printPKIReport(w io.Writer, rep *check.Report) {
 		fmt.Fprintf(w, "\nok: every certificate is signed by the CA and none expires within %d days\n", rep.WarnDays)
 	}
 }
+
+// dash is s, or "-" for "".
+func dash(s string) string { return cmp.Or(s, "-") }

@@ -4,12 +4,13 @@ package app
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/internal/exitcode"
 )
 
 // Streams are the command's standard streams (tests pass buffers).
@@ -18,49 +19,26 @@ type Streams struct {
 	Out, Err io.Writer
 }
 
-// Exit codes (README "Exit codes").
+// Exit codes (README "Exit codes"; exitcode holds them for the packages commands call).
 const (
-	ExitOK      = 0
-	ExitFailure = 1 // runtime failure: names host, step, command
-	ExitInvalid = 2 // invalid input or usage, found locally before any host is contacted
-	ExitVerdict = 3 // a check's verdict failed
+	ExitOK      = exitcode.OK
+	ExitFailure = exitcode.Failure // runtime failure: names host, step, command
+	ExitInvalid = exitcode.Invalid // invalid input or usage, found locally before any host is contacted
+	ExitVerdict = exitcode.Verdict // a check's verdict failed
 )
 
 // ExitCoder is implemented by errors that choose the process exit code.
-type ExitCoder interface {
-	ExitCode() int
-}
+type ExitCoder = exitcode.Coder
 
 // ExitCode maps an error to the process exit code: nil → 0, an ExitCoder anywhere in the chain →
 // its code, anything else → 1.
-func ExitCode(err error) int {
-	if err == nil {
-		return ExitOK
-	}
-	var ec ExitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return ExitFailure
-}
+func ExitCode(err error) int { return exitcode.Of(err) }
 
 // UsageError is a bad flag or argument (exit 2).
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// ExitCode returns 2.
-func (e *UsageError) ExitCode() int { return ExitInvalid }
+type UsageError = exitcode.UsageError
 
 // VerdictError is a check whose verdict failed (exit 3).
-type VerdictError struct{ Err error }
-
-func (e *VerdictError) Error() string { return e.Err.Error() }
-func (e *VerdictError) Unwrap() error { return e.Err }
-
-// ExitCode returns 3.
-func (e *VerdictError) ExitCode() int { return ExitVerdict }
+type VerdictError = exitcode.VerdictError
 
 // globalOptions are flags shared by every command.
 type globalOptions struct {

@@ -1,4 +1,4 @@
-package app
+package status
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func TestCollectLBStatus(t *testing.T) {
 		return lb.HostStatus{Error: "dial tcp 172.28.0.23:22: connect: connection refused"}
 	}
 	start := time.Now()
-	s := collectLBStatus(context.Background(), lbCluster(), 100*time.Millisecond, probe)
+	s := collectLB(context.Background(), lbCluster(), 100*time.Millisecond, probe)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %v: the bound is 2 x timeout", d)
 	}
@@ -78,20 +78,20 @@ func TestCollectLBStatus(t *testing.T) {
 // a load-balancer section after the etcd one, and -o json has "loadBalancer" only when the spec has
 // one.
 func TestStatusReportLB(t *testing.T) {
-	healthyEtcd := func() *StatusReport {
-		return &StatusReport{Cluster: "lab", Healthy: true, Zones: map[string]string{}, hostByURL: map[string]string{},
+	healthyEtcd := func() *Report {
+		return &Report{Cluster: "lab", Healthy: true, Zones: map[string]string{}, hostByURL: map[string]string{},
 			Etcd: &etcd.ClusterStatus{QuorumReachable: true, Endpoints: []etcd.EndpointStatus{
 				{Endpoint: "https://172.28.0.11:2379", Reachable: true, Healthy: true, MemberName: "cp-a", IsLeader: true}}}}
 	}
 	rep := healthyEtcd()
-	addLBStatus(rep, nil)
+	rep.addLB(nil)
 	if js := toJSON(t, rep); strings.Contains(js, "loadBalancer") || !rep.Healthy {
 		t.Errorf("without a load balancer: healthy %v, json %s", rep.Healthy, js)
 	}
 
 	rep = healthyEtcd()
 	vip := netip.MustParsePrefix("172.28.0.100/24")
-	addLBStatus(rep, lb.Summarize(vip, []lb.HostStatus{
+	rep.addLB(lb.Summarize(vip, []lb.HostStatus{
 		{Host: "lb-a", Address: "172.28.0.21", HoldsVIP: true, Interface: "eth0", HAProxy: "active", Keepalived: "active",
 			VRRPState: lb.VRRPMaster, Priority: 150, EffectivePriority: 150, StatsSource: "http",
 			Backends: []lb.BackendStatus{
@@ -113,7 +113,7 @@ func TestStatusReportLB(t *testing.T) {
 	}
 
 	var b bytes.Buffer
-	printStatus(&b, rep)
+	rep.Print(&b)
 	out := b.String()
 	t.Logf("table output:\n%s", out)
 	etcdAt, lbAt := strings.Index(out, "MEMBER"), strings.Index(out, "load balancer: VIP 172.28.0.100/24  holder lb-a")
@@ -172,11 +172,44 @@ func TestStatusReportLB(t *testing.T) {
 	}
 }
 
-func toJSON(t *testing.T, rep *StatusReport) string {
+// toJSON is rep as `hactl status -o json` writes it.
+func toJSON(t *testing.T, rep *Report) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := writeReport(&b, "json", rep, nil); err != nil {
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestStatusNamesUnreachableHosts: an endpoint that did not answer is shown with its spec host and
+// zone, not as "-", and its latency is "-" rather than 0.0ms.
+func TestStatusNamesUnreachableHosts(t *testing.T) {
+	rep := &Report{
+		Cluster:   "prod",
+		Zones:     map[string]string{"cp-a": "az-a", "cp-b": "az-b"},
+		hostByURL: map[string]string{"https://10.0.0.1:2379": "cp-a", "https://10.0.0.2:2379": "cp-b"},
+		Etcd: &etcd.ClusterStatus{Endpoints: []etcd.EndpointStatus{
+			{Endpoint: "https://10.0.0.1:2379"},
+			{Endpoint: "https://10.0.0.2:2379", Reachable: true, MemberName: "cp-b", LatencyMs: 1.5},
+		}},
+	}
+	probs := problems(rep, nil)
+	if !slices.Contains(probs, "cp-a (https://10.0.0.1:2379) unreachable") {
+		t.Errorf("problems %q do not name cp-a", probs)
+	}
+	var b bytes.Buffer
+	rep.Print(&b)
+	var row string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.Contains(l, "https://10.0.0.1:2379") {
+			row = l
+		}
+	}
+	f := strings.Fields(row)
+	if len(f) < 7 || f[0] != "cp-a" || f[2] != "az-a" || f[5] != "UNREACHABLE" || f[6] != "-" {
+		t.Errorf("row for the unreachable member = %q; want cp-a, zone az-a, UNREACHABLE, latency -", row)
+	}
 }
