@@ -323,7 +323,7 @@ ActiveState=inactive
 Result=success
 ==schedule==
 ` + string(testConfig().Marshal()) + `==textfile==
-` + string(Format(Metrics{Cluster: "lab", Member: "cp-a", Result: ResultSkipped, RunTime: time.Unix(1764558301, 0)})) + "\n"
+` + string(mustFormat(t, Metrics{Cluster: "lab", Member: "cp-a", Result: ResultSkipped, RunTime: time.Unix(1764558301, 0)})) + "\n"
 	st := parseStatus("cp-a", out)
 	switch {
 	case !st.Installed || st.Config == nil || st.Config.Every != "5m0s":
