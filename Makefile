@@ -39,8 +39,20 @@ lab-image: host-deps ## build the lab host image (cached by package-list hash)
 	$(LAB) image
 
 .PHONY: vet
-vet:
+vet: cross
 	$(GO) vet ./...
+
+# CROSS_PLATFORMS are the GOOS/GOARCH pairs `make cross` builds hactl for besides the host's.
+CROSS_PLATFORMS := darwin/arm64 darwin/amd64 linux/arm64
+
+.PHONY: cross
+cross: ## build hactl for macOS (arm64, amd64) and linux/arm64 into a temp dir (removed after) and vet its commands on macOS: keeps the CLI portable
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for p in $(CROSS_PLATFORMS); do \
+	  echo "cross: $$p"; \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -o "$$tmp/hactl-$${p/\//-}" ./cmd/hactl; \
+	done; \
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet ./cmd/hactl/...
 
 .PHONY: unit
 unit: host-deps kubernetes-bins minio-bin ## unit tests (no lab; the real haproxy, keepalived and kubeadm validate rendered configs; a real MinIO for backups)

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl/hactl/provision"
-	"github.com/hactl/hactl/provision/internal/sshtest"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/hactl/hactl/internal/shell"
+	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/provision/internal/sshtest"
 )
 
 func TestDialUnknownHostKeyRefused(t *testing.T) {
@@ -160,7 +162,9 @@ func TestDialChangedHostKeyRefused(t *testing.T) {
 			t.Errorf("Known = %+v, want line 2", hk.Known)
 		}
 		for _, want := range []string{"CHANGED", e.known + ":2", ssh.FingerprintSHA256(old.Public()),
-			ssh.FingerprintSHA256(e.srv.HostKey.Public()), "ssh-keygen -R"} {
+			ssh.FingerprintSHA256(e.srv.HostKey.Public()),
+			// The fix as a pasteable command: "[127.0.0.1]:port" quoted for the shell.
+			"(" + shell.Join("ssh-keygen", "-R", hk.Address, "-f", e.known) + ")"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not contain %q", err, want)
 			}

@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // HostKeyError is returned by [Dial] when the host key presented by a server
@@ -81,8 +83,8 @@ func (e *HostKeyError) Error() string {
 		fix = "add the new one (ssh-keyscan, after checking its fingerprint out of band)"
 	}
 	fmt.Fprintf(&b, "; this may be a man-in-the-middle attack or a reinstalled host. hactl never replaces a known key: "+
-		"if the change is expected, remove the old entry (ssh-keygen -R '%s' -f %s) and %s",
-		e.Address, e.KnownHostsFile, fix)
+		"if the change is expected, remove the old entry (%s) and %s",
+		shell.Join("ssh-keygen", "-R", e.Address, "-f", e.KnownHostsFile), fix)
 	return b.String()
 }
 

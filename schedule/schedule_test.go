@@ -325,7 +325,7 @@ func statusFacts(t *testing.T, out string) *provision.Facts {
 }
 
 func TestParseStatus(t *testing.T) {
-	textfile := base64.StdEncoding.EncodeToString(Format(Metrics{Cluster: "lab", Member: "cp-a", Result: ResultSkipped, RunTime: time.Unix(1764558301, 0)}))
+	textfile := base64.StdEncoding.EncodeToString(mustFormat(t, Metrics{Cluster: "lab", Member: "cp-a", Result: ResultSkipped, RunTime: time.Unix(1764558301, 0)}))
 	out := "unit=Id=" + TimerName + "\nunit=ActiveState=active\nunit=UnitFileState=enabled\nunit=NextElapseUSecRealtime=@1764558310\nunit=LastTriggerUSec=@1764558300\nunit=\n" +
 		"unit=Id=" + ServiceName + "\nunit=ActiveState=inactive\nunit=Result=success\nunit=\n" +
 		"file=" + base64.StdEncoding.EncodeToString(testConfig().Marshal()) + " " + ConfigPath + "\n" +

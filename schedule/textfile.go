@@ -1,16 +1,17 @@
 package schedule
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/hactl/hactl/internal/atomicfile"
 )
@@ -22,7 +23,8 @@ const (
 	ResultFailure = "failure" // the run failed (see the service's journal)
 )
 
-// Results lists every run result, in the order the textfile shows them.
+// Results lists every run result: MetricLastRunStatus has a sample for each (the textfile orders
+// them by label value).
 var Results = []string{ResultSuccess, ResultSkipped, ResultFailure}
 
 // Metric names of the textfile (node_exporter textfile collector format).
@@ -62,107 +64,142 @@ type Metrics struct {
 	LastSuccess *Success
 }
 
-// Format renders m in the Prometheus text exposition format node_exporter's textfile collector
-// reads: HELP and TYPE lines, every metric a gauge labelled with cluster and member.
-func Format(m Metrics) []byte {
-	var b bytes.Buffer
-	labels := fmt.Sprintf(`cluster=%s,member=%s`, quoteLabel(m.Cluster), quoteLabel(m.Member))
-	gauge := func(name, help string, samples ...string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
-		for _, s := range samples {
-			fmt.Fprintf(&b, "%s%s\n", name, s)
-		}
+// The labels of every sample, and the extra label of MetricLastRunStatus.
+const (
+	labelCluster = "cluster"
+	labelMember  = "member"
+	labelStatus  = "status"
+)
+
+// Format renders m in the Prometheus text exposition format (text/plain; version=0.0.4) that
+// node_exporter's textfile collector reads: each metric a gauge with its HELP and TYPE lines,
+// labelled with cluster and member, families ordered by name and samples by label values, as a
+// prometheus.Registry gathers them; values as expfmt writes floats (shortest form: 1.7960943e+09
+// for a Unix time). Times are Unix seconds with a fraction (0 for the zero time), durations
+// seconds. The error is the registry's, e.g. for a cluster or member name that is not UTF-8.
+func Format(m Metrics) ([]byte, error) {
+	reg := prometheus.NewPedanticRegistry()
+	labels := prometheus.Labels{labelCluster: m.Cluster, labelMember: m.Member}
+	var errs []error
+	gauge := func(name, help string, v float64) {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
+		g.Set(v)
+		errs = append(errs, reg.Register(g))
 	}
-	one := func(v string) string { return "{" + labels + "} " + v }
-	gauge(MetricLastRunTimestamp, "Unix time the last scheduled backup run on this member ended.", one(unixSeconds(m.RunTime)))
-	var st []string
+	gauge(MetricLastRunTimestamp, "Unix time the last scheduled backup run on this member ended.", unixSeconds(m.RunTime))
+	status := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLastRunStatus, ConstLabels: labels,
+		Help: "Result of the last run: 1 for its status (success: snapshot stored; skipped: not the leader; failure: see journalctl -u " + ServiceName + "), 0 for the others."},
+		[]string{labelStatus})
 	for _, r := range Results {
-		v := "0"
+		v := 0.0
 		if r == m.Result {
-			v = "1"
+			v = 1
 		}
-		st = append(st, fmt.Sprintf("{%s,status=%q} %s", labels, r, v))
+		status.WithLabelValues(r).Set(v)
 	}
-	gauge(MetricLastRunStatus, "Result of the last run: 1 for its status (success: snapshot stored; skipped: not the leader; failure: see journalctl -u "+ServiceName+"), 0 for the others.", st...)
-	gauge(MetricLastRunDuration, "Wall time of the last run in seconds.", one(seconds(m.RunDuration)))
+	errs = append(errs, reg.Register(status))
+	gauge(MetricLastRunDuration, "Wall time of the last run in seconds.", m.RunDuration.Seconds())
 	if s := m.LastSuccess; s != nil {
-		gauge(MetricLastSuccessTimestamp, "Unix time the last successful snapshot from this member was stored.", one(unixSeconds(s.Time)))
-		gauge(MetricLastSuccessDuration, "Wall time of the last successful run in seconds.", one(seconds(s.Duration)))
-		gauge(MetricLastSuccessSize, "Stored size of the last successful snapshot in bytes.", one(strconv.FormatInt(s.SizeBytes, 10)))
-		gauge(MetricLastSuccessRevision, "etcd revision of the last successful snapshot.", one(strconv.FormatInt(s.Revision, 10)))
+		gauge(MetricLastSuccessTimestamp, "Unix time the last successful snapshot from this member was stored.", unixSeconds(s.Time))
+		gauge(MetricLastSuccessDuration, "Wall time of the last successful run in seconds.", s.Duration.Seconds())
+		gauge(MetricLastSuccessSize, "Stored size of the last successful snapshot in bytes.", float64(s.SizeBytes))
+		gauge(MetricLastSuccessRevision, "etcd revision of the last successful snapshot.", float64(s.Revision))
 		if !s.Slot.IsZero() {
-			gauge(MetricLastSuccessSlotTimest, "Unix time of the scheduled slot the last successful snapshot is named after.", one(unixSeconds(s.Slot)))
+			gauge(MetricLastSuccessSlotTimest, "Unix time of the scheduled slot the last successful snapshot is named after.", unixSeconds(s.Slot))
 		}
 	}
-	return b.Bytes()
-}
-
-func unixSeconds(t time.Time) string {
-	if t.IsZero() {
-		return "0"
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("textfile: %w", err)
 	}
-	return seconds(time.Duration(t.UnixNano()))
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("textfile: %w", err)
+	}
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			return nil, fmt.Errorf("textfile: %w", err)
+		}
+	}
+	return b.Bytes(), nil
 }
 
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+// unixSeconds is t as Unix seconds with a fraction; 0 for the zero time.
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Duration(t.UnixNano()).Seconds()
 }
 
-// quoteLabel quotes a label value as the exposition format wants: backslash, double quote and
-// newline escaped.
-func quoteLabel(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
-}
-
-// Parse reads a textfile written by Format back (the previous run's, to carry LastSuccess over,
-// and the status command's). Lines it does not know are ignored; a missing value is left zero.
+// Parse reads a textfile in the text exposition format back (the previous run's, to carry
+// LastSuccess over, and the status command's), with expfmt's parser: families and samples in any
+// order, values in any float form, a missing final newline tolerated. Metrics it does not know are
+// ignored; a missing value is left zero; times come back in UTC. Cluster and Member are the
+// labels of the samples. The error is the parser's, with its line number, for text that is not
+// in the format.
 func Parse(data []byte) (Metrics, error) {
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		data = append(data[:len(data):len(data)], '\n')
+	}
+	var p expfmt.TextParser
+	families, err := p.TextToMetricFamilies(bytes.NewReader(data))
+	if err != nil {
+		return Metrics{}, fmt.Errorf("textfile: %w", err)
+	}
 	var m Metrics
 	s := &Success{}
 	seen := false
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, labels, value, err := splitSample(line)
-		if err != nil {
-			return Metrics{}, err
-		}
-		m.Cluster, m.Member = labels["cluster"], labels["member"]
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return Metrics{}, fmt.Errorf("textfile: %s: value %q: %w", name, value, err)
-		}
-		switch name {
-		case MetricLastRunTimestamp:
-			m.RunTime = fromUnix(v)
-		case MetricLastRunStatus:
-			if v == 1 {
-				m.Result = labels["status"]
+	for name, f := range families {
+		for _, sample := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range sample.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
 			}
-		case MetricLastRunDuration:
-			m.RunDuration = fromSeconds(v)
-		case MetricLastSuccessTimestamp:
-			s.Time, seen = fromUnix(v), true
-		case MetricLastSuccessDuration:
-			s.Duration = fromSeconds(v)
-		case MetricLastSuccessSize:
-			s.SizeBytes = int64(v)
-		case MetricLastSuccessRevision:
-			s.Revision = int64(v)
-		case MetricLastSuccessSlotTimest:
-			s.Slot = fromUnix(v)
+			v := sampleValue(sample)
+			switch name {
+			case MetricLastRunTimestamp:
+				m.RunTime = fromUnix(v)
+			case MetricLastRunStatus:
+				if v == 1 {
+					m.Result = labels[labelStatus]
+				}
+			case MetricLastRunDuration:
+				m.RunDuration = fromSeconds(v)
+			case MetricLastSuccessTimestamp:
+				s.Time, seen = fromUnix(v), true
+			case MetricLastSuccessDuration:
+				s.Duration = fromSeconds(v)
+			case MetricLastSuccessSize:
+				s.SizeBytes = int64(v)
+			case MetricLastSuccessRevision:
+				s.Revision = int64(v)
+			case MetricLastSuccessSlotTimest:
+				s.Slot = fromUnix(v)
+			default:
+				continue
+			}
+			m.Cluster, m.Member = labels[labelCluster], labels[labelMember]
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return Metrics{}, fmt.Errorf("textfile: %w", err)
 	}
 	if seen {
 		m.LastSuccess = s
 	}
 	return m, nil
+}
+
+// sampleValue is a sample's value whatever its family's TYPE (gauge, untyped or counter); 0 for
+// the other types.
+func sampleValue(s *dto.Metric) float64 {
+	switch {
+	case s.Gauge != nil:
+		return s.GetGauge().GetValue()
+	case s.Untyped != nil:
+		return s.GetUntyped().GetValue()
+	default:
+		return s.GetCounter().GetValue()
+	}
 }
 
 func fromUnix(v float64) time.Time {
@@ -173,64 +210,6 @@ func fromUnix(v float64) time.Time {
 }
 
 func fromSeconds(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
-
-// splitSample splits `name{a="x",b="y"} value` (labels optional).
-func splitSample(line string) (name string, labels map[string]string, value string, err error) {
-	labels = map[string]string{}
-	rest := line
-	if i := strings.IndexByte(line, '{'); i >= 0 {
-		name = line[:i]
-		rest = line[i+1:]
-		for {
-			rest = strings.TrimLeft(rest, ", ")
-			if strings.HasPrefix(rest, "}") {
-				rest = rest[1:]
-				break
-			}
-			k, r, ok := strings.Cut(rest, "=")
-			if !ok || !strings.HasPrefix(r, `"`) {
-				return "", nil, "", fmt.Errorf("textfile: bad labels in %q", line)
-			}
-			v, r, ok := unquoteLabel(r[1:])
-			if !ok {
-				return "", nil, "", fmt.Errorf("textfile: bad label value in %q", line)
-			}
-			labels[strings.TrimSpace(k)] = v
-			rest = r
-		}
-	} else {
-		name, rest, _ = strings.Cut(line, " ")
-	}
-	f := strings.Fields(rest)
-	if name == "" || len(f) == 0 {
-		return "", nil, "", fmt.Errorf("textfile: bad sample %q", line)
-	}
-	return name, labels, f[0], nil
-}
-
-// unquoteLabel reads a label value up to its closing quote (the opening one already consumed).
-func unquoteLabel(s string) (value, rest string, ok bool) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"':
-			return b.String(), s[i+1:], true
-		case '\\':
-			if i+1 == len(s) {
-				return "", "", false
-			}
-			i++
-			if s[i] == 'n' {
-				b.WriteByte('\n')
-			} else {
-				b.WriteByte(s[i])
-			}
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return "", "", false
-}
 
 // WriteTextfile writes m to path atomically (temp file in the same directory, rename), creating
 // the directory (0755) when missing, so node_exporter never reads a partial file. m.LastSuccess,
@@ -249,5 +228,9 @@ func WriteTextfile(path string, m Metrics) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("textfile: %w", err)
 	}
-	return atomicfile.WriteFile(path, Format(m), 0o644)
+	data, err := Format(m)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, data, 0o644)
 }

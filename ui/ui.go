@@ -3,10 +3,12 @@
 package ui
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 )
 
@@ -125,33 +127,41 @@ func round(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-// Table renders rows as aligned columns with a header, separated by two spaces.
+// Table writes header and rows to w as left-aligned columns (text/tabwriter): every column as
+// wide as its widest cell, counted in runes, plus two spaces; the last cell of a line unpadded and
+// no trailing blanks. A row shorter than the widest one leaves its last columns empty. Cells are
+// written as they are: a tab in a cell is text, not a column break (only a 0xff byte, never valid
+// UTF-8, would end that). Write errors are not reported, as with fmt.Fprintln.
 func Table(w io.Writer, header []string, rows [][]string) {
-	widths := make([]int, len(header))
-	for i, h := range header {
-		widths[i] = len(h)
-	}
+	cols := len(header)
 	for _, r := range rows {
-		for i, c := range r {
-			if i < len(widths) && len([]rune(c)) > widths[i] {
-				widths[i] = len([]rune(c))
-			}
-		}
+		cols = max(cols, len(r))
 	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.StripEscape)
+	esc := string([]byte{tabwriter.Escape})
 	write := func(cells []string) {
-		var b strings.Builder
-		for i, c := range cells {
-			if i == len(cells)-1 {
-				b.WriteString(c)
-				break
+		var line strings.Builder
+		for i := range cols {
+			if i > 0 {
+				line.WriteByte('\t')
 			}
-			b.WriteString(c)
-			b.WriteString(strings.Repeat(" ", widths[i]-len([]rune(c))+2))
+			if i < len(cells) {
+				line.WriteString(esc + cells[i] + esc)
+			}
 		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		line.WriteByte('\n')
+		_, _ = io.WriteString(tw, line.String())
 	}
 	write(header)
 	for _, r := range rows {
 		write(r)
 	}
+	_ = tw.Flush()
+	var out strings.Builder
+	for line := range strings.Lines(b.String()) {
+		out.WriteString(strings.TrimRight(line, " \n"))
+		out.WriteByte('\n')
+	}
+	_, _ = io.WriteString(w, out.String())
 }

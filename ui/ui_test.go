@@ -8,11 +8,33 @@ import (
 )
 
 func TestTable(t *testing.T) {
-	var b bytes.Buffer
-	Table(&b, []string{"HOST", "ZONE", "ACTION"}, [][]string{{"cp-a", "az-a", "created"}, {"etcd-long", "b", "unchanged"}})
-	want := "HOST       ZONE  ACTION\ncp-a       az-a  created\netcd-long  b     unchanged\n"
-	if b.String() != want {
-		t.Fatalf("got\n%q\nwant\n%q", b.String(), want)
+	for _, c := range []struct {
+		name   string
+		header []string
+		rows   [][]string
+		want   string
+	}{
+		{"columns as wide as the widest cell plus two spaces", []string{"HOST", "ZONE", "ACTION"},
+			[][]string{{"cp-a", "az-a", "created"}, {"etcd-long", "b", "unchanged"}},
+			"HOST       ZONE  ACTION\ncp-a       az-a  created\netcd-long  b     unchanged\n"},
+		{"widths in runes, not bytes", []string{"A", "B"}, [][]string{{"✓ ok", "x"}, {"日本", "y"}},
+			"A     B\n✓ ok  x\n日本    y\n"},
+		{"no trailing blanks after empty last cells, short rows", []string{"FILE", "LEFT", ""},
+			[][]string{{"ca.crt", "", ""}, {"peer.crt"}, {"x", "30d", "WARN"}},
+			"FILE      LEFT\nca.crt\npeer.crt\nx         30d   WARN\n"},
+		{"an empty column is two spaces wide", []string{"A", "", "C"}, [][]string{{"1", "", "3"}},
+			"A    C\n1    3\n"},
+		{"leading blanks kept (indented sub-tables)", []string{"  NAME", "ID"}, [][]string{{"  cp-a", "8e9e"}},
+			"  NAME  ID\n  cp-a  8e9e\n"},
+		{"a tab in a cell is text, not a column", []string{"A", "B"}, [][]string{{"x\ty", "z"}},
+			"A    B\nx\ty  z\n"},
+		{"header only", []string{"MEMBER", "ROLE"}, nil, "MEMBER  ROLE\n"},
+	} {
+		var b bytes.Buffer
+		Table(&b, c.header, c.rows)
+		if b.String() != c.want {
+			t.Errorf("%s: got\n%q\nwant\n%q", c.name, b.String(), c.want)
+		}
 	}
 }
 

@@ -382,8 +382,8 @@ systemctl start ` + kubeBootUnit + `
 	}
 	b.WriteString(" > /etc/containerd/config.toml.hactl-lab-gen\n")
 	for _, c := range containerdChecks(pause) {
-		fmt.Fprintf(&b, "grep -qF %s /etc/containerd/config.toml.hactl-lab-gen || { echo 'containerd config default: cannot set %s' >&2; exit 1; }\n",
-			shell.Quote(c), strings.ReplaceAll(c, "'", ""))
+		fmt.Fprintf(&b, "grep -qF %s /etc/containerd/config.toml.hactl-lab-gen || { echo %s >&2; exit 1; }\n",
+			shell.Quote(c), shell.Quote("containerd config default: cannot set "+c))
 	}
 	b.WriteString(`ctd=$(put /etc/containerd/config.toml config.toml < /etc/containerd/config.toml.hactl-lab-gen)
 rm -f /etc/containerd/config.toml.hactl-lab-gen

@@ -10,21 +10,27 @@ import (
 
 // confirmer returns how a destructive command asks for confirmation: nil (go ahead) with --yes; a
 // y/N question on the terminal; a usage error (before any host is contacted) when stdin is not a
-// terminal and --yes is missing (hint is appended to that error, e.g. ", or --dry-run ...").
-func confirmer(s Streams, yes bool, hint string) (func(string) (bool, error), error) {
+// terminal (terminalFD) and --yes is missing (hint is appended to that error, e.g. ", or --dry-run
+// ...").
+//
+// The question q is written to s.Err as "q [y/N]: " and one line is read from stdin: "y" or "yes"
+// in any case, surrounded by blanks or not, is true; anything else, an empty line included, is
+// false. The error is the terminal's when stdin ended before any answer (io.EOF). A terminal in
+// its usual (canonical) mode hands over one line per read, so the buffered reader never takes
+// input meant for a later secret prompt.
+func confirmer(s Streams, yes bool, hint string) (func(q string) (bool, error), error) {
 	if yes {
 		return nil, nil
 	}
-	f, ok := s.In.(*os.File)
-	if !ok || !isTerminal(f) {
+	if _, ok := terminalFD(s.In); !ok {
 		return nil, &UsageError{Err: errors.New("this command asks for confirmation and stdin is not a terminal: pass --yes to confirm" + hint)}
 	}
-	r := bufio.NewReader(f)
+	r := bufio.NewReader(s.In.(*os.File))
 	return func(q string) (bool, error) {
 		fmt.Fprintf(s.Err, "%s [y/N]: ", q)
 		line, err := r.ReadString('\n')
 		if err != nil && line == "" {
-			return false, err
+			return false, fmt.Errorf("reading the answer from the terminal: %w", err)
 		}
 		a := strings.ToLower(strings.TrimSpace(line))
 		return a == "y" || a == "yes", nil

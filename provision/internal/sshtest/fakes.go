@@ -12,6 +12,8 @@ import (
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // sftpServerEnv marks a re-executed test binary that must act as sftp-server.
@@ -84,7 +86,7 @@ func NewFakeUser(t testing.TB, mode SudoMode, password string) *FakeUser {
 		}
 	}
 	write("id", `#!/bin/sh
-if [ "$SSHTEST_SUDO" = 1 ]; then exec `+quote(realID)+` "$@"; fi
+if [ "$SSHTEST_SUDO" = 1 ]; then exec `+shell.Quote(realID)+` "$@"; fi
 case $1 in
 -u) echo 1000 ;;
 -un) echo hactl ;;
@@ -92,17 +94,17 @@ case $1 in
 esac
 `)
 	write("sftp-server", `#!/bin/sh
-echo "sudo=${SSHTEST_SUDO:-0}" >> `+quote(f.sftpLog)+`
+echo "sudo=${SSHTEST_SUDO:-0}" >> `+shell.Quote(f.sftpLog)+`
 export `+sftpServerEnv+`=1
 # A race-enabled binary sleeps 1 s at exit unless told not to.
 export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
-exec `+quote(self)+`
+exec `+shell.Quote(self)+`
 `)
 	modeWord := map[SudoMode]string{SudoNoPassword: "nopasswd", SudoPassword: "password"}[mode]
 	if mode != NoSudo {
 		write("sudo", `#!/bin/sh
-for a; do printf '%s\036' "$a"; done >> `+quote(f.sudoLog)+`
-printf '\035' >> `+quote(f.sudoLog)+`
+for a; do printf '%s\036' "$a"; done >> `+shell.Quote(f.sudoLog)+`
+printf '\035' >> `+shell.Quote(f.sudoLog)+`
 n=0 S=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -126,7 +128,7 @@ if [ `+modeWord+` = password ]; then
 			else echo "sudo: no password was provided" >&2; fi
 			exit 1
 		fi
-		[ "$pw" = `+quote(password)+` ] && break
+		[ "$pw" = `+shell.Quote(password)+` ] && break
 		tries=$((tries+1))
 		echo "Sorry, try again." >&2
 		if [ $tries -ge 3 ]; then echo "sudo: 3 incorrect password attempts" >&2; exit 1; fi
@@ -185,9 +187,6 @@ func (f *FakeUser) SFTPRuns(t testing.TB) []string {
 	}
 	return strings.Fields(string(b))
 }
-
-// quote single-quotes s for /bin/sh.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // NewAgent serves an ssh-agent holding keys on a unix socket (in a short
 // temporary directory: socket paths are limited to about 100 bytes) and
