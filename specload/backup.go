@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // BackupCredentials are the object store's access key, read from where spec.backup names
@@ -71,7 +72,7 @@ func readCredentialsFile(name string) (BackupCredentials, error) {
 	case !fi.Mode().IsRegular():
 		return BackupCredentials{}, problemf("is not a regular file; point it at the file holding the access key")
 	case fi.Mode().Perm()&0o077 != 0:
-		return BackupCredentials{}, problemf("has mode %04o: a credentials file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shellQuote(name))
+		return BackupCredentials{}, problemf("has mode %04o: a credentials file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shell.Quote(name))
 	}
 	f, err := os.Open(name)
 	if err != nil {

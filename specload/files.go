@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/shell"
 )
 
 // ValidateLocalFiles checks the local files a loaded (defaulted) spec names, before any host is
@@ -112,7 +113,7 @@ func checkKeyFile(p *field.Path, id string) field.ErrorList {
 	case !fi.Mode().IsRegular():
 		return field.ErrorList{field.Invalid(p, id, "is not a regular file; point it at the SSH private key")}
 	case fi.Mode().Perm()&0o077 != 0:
-		return field.ErrorList{field.Invalid(p, id, fmt.Sprintf("has mode %04o: a private key must not be accessible by group or others (ssh refuses it); run: chmod 600 %s", fi.Mode().Perm(), shellQuote(id)))}
+		return field.ErrorList{field.Invalid(p, id, fmt.Sprintf("has mode %04o: a private key must not be accessible by group or others (ssh refuses it); run: chmod 600 %s", fi.Mode().Perm(), shell.Quote(id)))}
 	}
 	if msg := checkPrivateKey(id); msg != "" {
 		return field.ErrorList{field.Invalid(p, id, msg)}
@@ -129,7 +130,7 @@ func checkKeyFile(p *field.Path, id string) field.ErrorList {
 // bastion against a plain host key entry.
 func bastionKnownHostsProblem(b *v1alpha1.Bastion) string {
 	hint := fmt.Sprintf("hactl never accepts a bastion's host key blindly (not even with --accept-new-host-keys): get the key from the bastion's administrator, or fetch it and compare its fingerprint with theirs: ssh-keyscan -p %d %s >> %s && ssh-keygen -lf %s",
-		b.Port, shellQuote(b.Address), shellQuote(b.KnownHostsFile), shellQuote(b.KnownHostsFile))
+		b.Port, shell.Quote(b.Address), shell.Quote(b.KnownHostsFile), shell.Quote(b.KnownHostsFile))
 	fi, err := os.Stat(b.KnownHostsFile)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -166,18 +167,6 @@ func bastionKnownHostsProblem(b *v1alpha1.Bastion) string {
 // known_hosts file answers whether the file holds any key for a host.
 func dummyHostKey() (ssh.PublicKey, error) {
 	return ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but safe characters, so hints can be
-// pasted as they are. Unlike internal/shell.Quote it leaves '~' unquoted: the hints quote paths as
-// the spec wrote and defaulting resolved them, and their messages stay as they were.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,~", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // maxKeyBytes bounds how much of an identity file is read: private keys are a few KiB.

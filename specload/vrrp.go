@@ -10,6 +10,7 @@ import (
 
 	"github.com/hactl/hactl/api/limits"
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/lb"
 )
 
@@ -66,7 +67,7 @@ func readSecretFile(name string) (string, error) {
 	case !fi.Mode().IsRegular():
 		return "", problemf("is not a regular file; point it at a file holding the VRRP auth secret")
 	case fi.Mode().Perm()&0o077 != 0:
-		return "", problemf("has mode %04o: a secret file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shellQuote(name))
+		return "", problemf("has mode %04o: a secret file must not be accessible by group or others; run: chmod 600 %s", fi.Mode().Perm(), shell.Quote(name))
 	}
 	f, err := os.Open(name)
 	if err != nil {

@@ -298,9 +298,9 @@ func lbApplyScript(p applyParams) string {
 	w("LC_ALL=C; export LC_ALL")
 	w("HAP=%s KA=%s NEW=%s PREV=%s", shell.Quote(p.haproxyPath), shell.Quote(p.keepalivedPath),
 		shell.Quote(stagedSuffix), shell.Quote(previousSuffix))
-	w(`staged="%s"`, strings.Join(p.staged, " "))
-	w(`reload="%s"`, strings.Join(p.reload, " "))
-	w(`start="%s"`, strings.Join(p.start, " "))
+	w(`staged=%s`, shell.Quote(strings.Join(p.staged, " ")))
+	w(`reload=%s`, shell.Quote(strings.Join(p.reload, " ")))
+	w(`start=%s`, shell.Quote(strings.Join(p.start, " ")))
 	w(`port=%d`, p.frontendPort)
 	w(`healthz=%s`, shell.Quote(fmt.Sprintf("http://127.0.0.1:%d%s", lb.LocalPort, lb.HealthPath)))
 	w(`checks=%d`, p.checkSeconds*5)
