@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/workload"
@@ -208,24 +210,20 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 func finishCleanup(ctx context.Context, o CleanupOptions, res *CleanupResult) error {
 	p := o.Printer
 	files := etcd.HactlClientTLS(o.Cluster)
-	deadline := time.Now().Add(2 * time.Minute)
 	var reasons []string
-	for {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, rs, err := health(ctx, o.Cluster, files, o.EtcdDial)
-		if err == nil && len(rs) == 0 {
-			res.Healthy = true
-			break
-		}
 		reasons = rs
 		if err != nil {
 			reasons = append(reasons, err.Error())
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.Warnf("drill/cleanup: the cluster is not healthy 2m after the put-back: %s (see `hactl status`)", strings.Join(reasons, "; "))
-			return nil
-		}
-		time.Sleep(time.Second)
+		return err == nil && len(rs) == 0, nil
+	})
+	if err != nil {
+		p.Warnf("drill/cleanup: the cluster is not healthy 2m after the put-back: %s (see `hactl status`)", strings.Join(reasons, "; "))
+		return nil
 	}
+	res.Healthy = true
 	p.Infof("drill/cleanup: every member is healthy")
 	cli, err := etcd.NewClient(ctx, etcd.ClientURLs(mustMembers(o.Cluster)), files, 5*time.Second, o.EtcdDial)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/etcd"
@@ -236,20 +238,19 @@ func (hs *hosts) putBack(names []string) error {
 
 // waitSSH dials host until it answers or timeout passes (a host coming back from --method host).
 func (hs *hosts) waitSSH(ctx context.Context, name string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	hs.forget(name)
-	for {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := hs.client(dctx, name)
-		dcancel()
-		if err == nil {
-			return nil
+		defer dcancel()
+		_, last = hs.client(dctx, name)
+		return last == nil, nil
+	})
+	if err != nil {
+		if last == nil {
+			last = err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: SSH did not answer within %s: %w", name, timeout, err)
-		case <-time.After(500 * time.Millisecond):
-		}
+		return fmt.Errorf("%s: SSH did not answer within %s: %w", name, timeout, last)
 	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/fault"
@@ -363,12 +364,10 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 		// acknowledged (an election first, which the catch-up does not wait for). Everything is
 		// back already: Ctrl-C just ends the wait.
 		r.p.Infof("drill/recovery: waiting (at most %s) for the first acknowledged write sent after the put-back", recoveryTimeout)
-		deadline := time.Now().Add(recoveryTimeout)
-		recovered := false
-		for !recovered && time.Now().Before(deadline) && sleepCtx(ctx, PollInterval) {
-			recovered = !wl.Progress().LastAckSent.Before(putDone)
-		}
-		if !recovered && ctx.Err() == nil {
+		err := wait.PollUntilContextTimeout(ctx, PollInterval, recoveryTimeout, false, func(context.Context) (bool, error) {
+			return !wl.Progress().LastAckSent.Before(putDone), nil
+		})
+		if err != nil && ctx.Err() == nil {
 			it.Notes = append(it.Notes, fmt.Sprintf("no write sent after the put-back was acknowledged within %s", recoveryTimeout))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/probe"
@@ -367,15 +368,15 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 			want = r.highestPriority()
 		}
 		// The watchers already stream every LB host's VIP state: read them, no SSH round trips.
-		deadline := time.Now().Add(10*masterDown(r.lbPlan) + 10*time.Second)
-		for time.Now().Before(deadline) {
+		// A fresh context: the put-back and its checks finish also after Ctrl-C.
+		_ = wait.PollUntilContextTimeout(context.Background(), PollInterval, 10*masterDown(r.lbPlan)+10*time.Second, true, func(context.Context) (bool, error) {
 			hs := probe.Holders(probe.Merge(w.watches...), time.Now())
 			if len(hs) == 1 && (want == "" || hs[0] == want) {
 				moved = hs[0]
-				break
+				return true, nil
 			}
-			time.Sleep(PollInterval)
-		}
+			return false, nil
+		})
 		if moved == "" {
 			it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not settle on %s within %s of the put-back", dash(want), 10*masterDown(r.lbPlan)+10*time.Second))
 		}

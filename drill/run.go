@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/etcd"
@@ -502,36 +504,40 @@ func health(ctx context.Context, c *v1alpha1.Cluster, files etcd.TLSFiles, dial 
 
 // waitHealthy waits (up to 2 minutes) for every member to be healthy again before iteration i.
 func (r *runner) waitHealthy(ctx context.Context, i int) (*preflightState, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		pre, reasons, err := r.health(ctx)
-		if err == nil && len(reasons) == 0 {
-			if r.c.Spec.LoadBalancer != nil && (r.o.Kind == LBFailover || r.o.Kind == AZOutage) {
-				holders, herr := r.vipHolders(ctx)
-				if herr == nil && len(holders) == 1 {
-					pre.vipHolder = holders[0]
-					return pre, nil
-				}
-				if herr == nil {
-					reasons = append(reasons, fmt.Sprintf("VIP held by %d hosts", len(holders)))
-				} else {
-					err = herr
-				}
-			} else {
-				return pre, nil
-			}
+	var pre *preflightState
+	var reasons []string
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		pre, reasons, err = r.health(ctx)
+		lastErr = err
+		if err != nil || len(reasons) > 0 {
+			return false, nil
 		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("before iteration %d: %w", i, ctx.Err())
+		if r.c.Spec.LoadBalancer == nil || (r.o.Kind != LBFailover && r.o.Kind != AZOutage) {
+			return true, nil
 		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return nil, fmt.Errorf("before iteration %d: the cluster did not become healthy within 2m: %w", i, err)
-			}
-			return nil, &RefusedError{Reasons: reasons, Fix: fmt.Sprintf("the cluster did not become healthy within 2m before iteration %d", i)}
+		holders, herr := r.vipHolders(ctx)
+		switch {
+		case herr != nil:
+			lastErr = herr
+			return false, nil
+		case len(holders) != 1:
+			reasons = append(reasons, fmt.Sprintf("VIP held by %d hosts", len(holders)))
+			return false, nil
 		}
-		time.Sleep(500 * time.Millisecond)
+		pre.vipHolder = holders[0]
+		return true, nil
+	})
+	switch {
+	case err == nil:
+		return pre, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("before iteration %d: %w", i, ctx.Err())
+	case lastErr != nil:
+		return nil, fmt.Errorf("before iteration %d: the cluster did not become healthy within 2m: %w", i, lastErr)
 	}
+	return nil, &RefusedError{Reasons: reasons, Fix: fmt.Sprintf("the cluster did not become healthy within 2m before iteration %d", i)}
 }
 
 // plan returns the plan's lines.
