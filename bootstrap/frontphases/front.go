@@ -90,6 +90,14 @@ func (g *Group) Report() []report.Host {
 	return out
 }
 
+// Untouched reports the front hosts of run's spec for a run that does not plan them (hactl
+// restore): every one "unchanged", with the SSH commands the run sent it (a member's connection is
+// shared). It registers no facts.
+func Untouched(run *runctx.Run) []report.Host {
+	g := &Group{run: run, fronts: frontHosts(run.Spec), facts: map[string]*frontFacts{}, plans: map[string]*frontPlan{}}
+	return g.Report()
+}
+
 // VIP returns the load balancer's VIP and the LB host holding it after lb/wait ("" without a load
 // balancer).
 func (g *Group) VIP() (vip, holder string) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/etcdphases"
+	"github.com/hactl/hactl/bootstrap/frontphases"
 	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
@@ -48,7 +49,7 @@ func Run(ctx context.Context, cfg Config) (*report.Cluster, error) {
 	runner := &phase.Runner{Phases: phases, Reporter: cfg.Printer}
 	runErr := runner.Run(ctx)
 	return &report.Cluster{
-		Cluster: cfg.Cluster.Metadata.Name, ClusterID: eg.ClusterID(), Members: eg.Report(),
+		Cluster: cfg.Cluster.Metadata.Name, ClusterID: eg.ClusterID(), Members: eg.Report(), Hosts: frontphases.Untouched(run),
 		Duration: time.Since(started).Round(time.Millisecond).String(), RestoredRevision: r.Revision(),
 	}, runErr
 }
