@@ -14,6 +14,7 @@ import (
 	"github.com/hactl/hactl/bootstrap/frontphases"
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/bootstrap/runctx"
+	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
@@ -44,6 +45,8 @@ type Options struct {
 	// Prompt asks for a key passphrase or the sudo password when the spec names no environment
 	// variable for it (nil: no terminal, nothing is asked).
 	Prompt provision.Prompter
+	// SumCache keeps the local etcd binaries' sha256 between runs (nil: hashed every run).
+	SumCache *sumcache.Cache
 	// RestoreFrom, when set, makes the bootstrap build a NEW cluster whose data comes from a snapshot
 	// (disaster recovery onto other hosts): every member must be new (no data, no running cluster);
 	// each data dir is seeded with etcdutl snapshot restore before the first start.
@@ -69,7 +72,7 @@ func New(opt Options) (*Bootstrapper, error) {
 	b := &Bootstrapper{opt: opt}
 	b.run = runctx.New(opt.Cluster, opt.Printer, opt.DryRun, provision.SpecOptions{AcceptNewHostKeys: opt.AcceptNewHostKeys, Prompt: opt.Prompt})
 	var err error
-	if b.etcd, err = etcdphases.New(b.run, etcdphases.Options{IgnorePreflightErrors: opt.IgnorePreflightErrors, WaitTimeout: opt.WaitTimeout}); err != nil {
+	if b.etcd, err = etcdphases.New(b.run, etcdphases.Options{IgnorePreflightErrors: opt.IgnorePreflightErrors, WaitTimeout: opt.WaitTimeout, SumCache: opt.SumCache}); err != nil {
 		return nil, err
 	}
 	b.front = frontphases.New(b.run)

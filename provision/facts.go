@@ -3,6 +3,7 @@ package provision
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -90,6 +91,15 @@ type FactsRequest struct {
 	// Files are absolute paths whose sha256, mode, owner and group are reported when they exist as
 	// regular files (Facts.Sums, Facts.Modes).
 	Files []string
+	// SumCache, when set, is a root-only file on the host (e.g. DefaultSumCache) where the facts
+	// command keeps the sha256 of each of Files with the file's identity — device, inode, size,
+	// mtime and ctime in nanoseconds, as git's index does — and reuses it while that identity is
+	// unchanged: any write to a file changes its ctime (POSIX stat(2): st_ctime is updated on every
+	// change of content or status, and no call sets it), so a cached sum is never stale. A re-run
+	// then hashes nothing (tens of MiB of etcd binaries per host). Where stat cannot report
+	// nanoseconds (not GNU coreutils) every file is hashed. "": every file is hashed, nothing is
+	// written.
+	SumCache string
 	// Read are public files whose content is reported (Facts.Files): certificates, units; never
 	// keys. A file over 1 MiB is not read.
 	Read []string
@@ -128,6 +138,7 @@ func (r FactsRequest) Merge(o FactsRequest) FactsRequest {
 	}
 	m := FactsRequest{
 		Files:          union(r.Files, o.Files),
+		SumCache:       cmp.Or(r.SumCache, o.SumCache),
 		Read:           union(r.Read, o.Read),
 		Units:          union(r.Units, o.Units),
 		UnitProperties: union(r.UnitProperties, o.UnitProperties),
@@ -212,6 +223,43 @@ func (f *Facts) Values(key string) []string { return f.values[key] }
 // Has reports whether key was printed at all.
 func (f *Facts) Has(key string) bool { _, ok := f.values[key]; return ok }
 
+// DefaultSumCache is where hactl keeps its checksum cache on the hosts (FactsRequest.SumCache).
+const DefaultSumCache = "/var/cache/hactl/sha256.cache"
+
+// sumCacheScript hashes "$@" through the checksum cache at cache (FactsRequest.SumCache): one stat
+// for all files and an awk join with the cache; sha256sum for the misses only, and only then the
+// cache written again (temp + rename, 0600; entries of other files kept), so a run that hashes
+// nothing writes nothing. Cache lines are "<identity> <sha256> <path>"; paths may hold spaces, not
+// newlines.
+func sumCacheScript(cache string) string {
+	return fmt.Sprintf(`  c=%[1]s; miss=0; plan=""
+  if stat -c '%%.9Z' / >/dev/null 2>&1; then
+    [ -f "$c" ] || { mkdir -p -m 0700 "${c%%/*}" 2>/dev/null && : >"$c"; } 2>/dev/null
+    if [ -r "$c" ]; then
+      plan=$(stat -c '%%d:%%i:%%s:%%.9Y:%%.9Z %%n' "$@" | awk 'FILENAME == ARGV[1] { p=$0; sub(/^[^ ]+ [^ ]+ /, "", p); sum[$1 " " p]=$2; next }
+        { p=$0; sub(/^[^ ]+ /, "", p); if (($1 " " p) in sum) print "hit " $1 " " sum[$1 " " p] " " p; else print "miss " $1 " - " p }' "$c" -)
+    fi
+  fi
+  if [ -n "$plan" ]; then
+    new=""
+    while IFS= read -r l; do
+      r=${l#* }; key=${r%%%% *}; r=${r#* }; s=${r%%%% *}; p=${r#* }
+      case "$l" in miss\ *) s=$(sha256sum <"$p" | cut -d' ' -f1); miss=1 ;; esac
+      fact sum "$s $p"; new="$new$key $s $p
+"
+    done <<HACTL_PLAN
+$plan
+HACTL_PLAN
+    if [ "$miss" = 1 ] && k=$(mktemp "$c.XXXXXXXX" 2>/dev/null); then
+      { printf '%%s' "$new"; printf '%%s\n' "$plan" | awk 'NR == FNR { p=$0; sub(/^[^ ]+ [^ ]+ [^ ]+ /, "", p); cur[p]=1; next }
+          { p=$0; sub(/^[^ ]+ [^ ]+ /, "", p); if (!(p in cur)) print }' - "$c"; } >"$k" && chmod 0600 "$k" && mv -f "$k" "$c" || rm -f "$k"
+    fi
+  else
+    sha256sum "$@" | while read -r s p; do fact sum "$s $p"; done
+  fi
+`, shell.Quote(cache))
+}
+
 // maxReadBytes bounds a file FactsRequest.Read reports.
 const maxReadBytes = 1 << 20
 
@@ -224,17 +272,30 @@ func FactsScript(r FactsRequest) string {
 		b.WriteString("fact time.start \"$(date +%s%N)\"\n")
 	}
 	if len(r.Files) > 0 {
-		// One sha256sum and one stat for all files that exist.
+		// One stat for the modes; sha256sum for the files the checksum cache does not vouch for.
 		fmt.Fprintf(&b, `set --
 for f in %s; do if [ -f "$f" ]; then set -- "$@" "$f"; fi; done
 if [ $# -gt 0 ]; then
-  sha256sum "$@" | while read -r s p; do fact sum "$s $p"; done
   stat -c '%%a %%U %%G %%n' "$@" | while read -r m u g p; do fact mode "$m $u $g $p"; done
-fi
 `, shell.Join(r.Files...))
+		if r.SumCache != "" {
+			b.WriteString(sumCacheScript(r.SumCache))
+		} else {
+			b.WriteString("  sha256sum \"$@\" | while read -r s p; do fact sum \"$s $p\"; done\n")
+		}
+		b.WriteString("fi\n")
 	}
 	if len(r.Read) > 0 {
-		fmt.Fprintf(&b, `for f in %s; do if [ -f "$f" ] && [ "$(wc -c <"$f")" -le %d ]; then fact file "$(base64 -w0 "$f") $f"; fi; done
+		// One stat for the sizes, then base64 straight to the output (no command substitution).
+		fmt.Fprintf(&b, `set --
+for f in %s; do if [ -f "$f" ]; then set -- "$@" "$f"; fi; done
+if [ $# -gt 0 ]; then
+  while read -r n f; do
+    if [ "$n" -le %d ]; then printf 'file='; base64 -w0 "$f"; printf ' %%s\n' "$f"; fi
+  done <<HACTL_READ
+$(stat -c '%%s %%n' "$@")
+HACTL_READ
+fi
 `, shell.Join(r.Read...), maxReadBytes)
 	}
 	if len(r.Units) > 0 {
@@ -253,7 +314,7 @@ fi
 `, shell.Join(r.Commands...))
 	}
 	if r.Listen {
-		b.WriteString(`cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4=="0A"{split($2,a,":"); print "listen=" a[2]}'
+		b.WriteString(`awk '$4=="0A"{split($2,a,":"); print "listen=" a[2]}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 `)
 	}
 	if r.Addrs {

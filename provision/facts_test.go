@@ -209,3 +209,59 @@ func TestClientFacts(t *testing.T) {
 		t.Errorf("commands %d, sums %v, host %+v", c.Commands(), f.Sums, f.Host)
 	}
 }
+
+// TestSumCache: a file whose identity (device, inode, size, mtime, ctime) matches the cache is not
+// hashed again — a planted sum comes back — and any write to it makes it hashed again; other
+// files' entries survive; paths with spaces work; the cache is root-only.
+func TestSumCache(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache", "sha256.cache")
+	a, b := filepath.Join(dir, "a file"), filepath.Join(dir, "b")
+	os.WriteFile(a, []byte("one"), 0o644)
+	os.WriteFile(b, []byte("two"), 0o644)
+	r := provision.FactsRequest{Files: []string{a, b}, SumCache: cache}
+	f := runFacts(t, r)
+	if f.Sums[a] != sha256hex("one") || f.Sums[b] != sha256hex("two") {
+		t.Fatalf("first run sums %v", f.Sums)
+	}
+	raw, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(cache); st.Mode().Perm() != 0o600 {
+		t.Errorf("cache mode %o", st.Mode().Perm())
+	}
+	// Plant a sum for a: the cache is trusted while a is untouched.
+	planted := strings.Repeat("ab", 32)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if strings.HasSuffix(l, " "+a) {
+			key, _, _ := strings.Cut(l, " ")
+			l = key + " " + planted + " " + a
+		}
+		lines = append(lines, l)
+	}
+	os.WriteFile(cache, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	if f := runFacts(t, r); f.Sums[a] != planted || f.Sums[b] != sha256hex("two") {
+		t.Fatalf("untouched files: sums %v, want the cached ones", f.Sums)
+	}
+	// A write (same size, even) changes ctime: hashed again.
+	os.WriteFile(a, []byte("uno"), 0o644)
+	if f := runFacts(t, r); f.Sums[a] != sha256hex("uno") {
+		t.Fatalf("after a write: sum %s, want the new content's", f.Sums[a])
+	}
+	// Another request's run keeps a's and b's entries.
+	c := filepath.Join(dir, "c")
+	os.WriteFile(c, []byte("three"), 0o644)
+	runFacts(t, provision.FactsRequest{Files: []string{c}, SumCache: cache})
+	raw, _ = os.ReadFile(cache)
+	for _, p := range []string{a, b, c} {
+		if !strings.Contains(string(raw), " "+p+"\n") {
+			t.Errorf("cache lacks %s:\n%s", p, raw)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(cache))
+	if len(entries) != 1 {
+		t.Errorf("temp files left next to the cache: %v", entries)
+	}
+}

@@ -39,7 +39,7 @@ type Facts struct {
 
 // probeRequest is what Probe gathers: the managed files and the timer.
 func probeRequest() provision.FactsRequest {
-	return provision.FactsRequest{Files: ManagedPaths(), Units: []string{TimerName}}
+	return provision.FactsRequest{Files: ManagedPaths(), SumCache: provision.DefaultSumCache, Units: []string{TimerName}}
 }
 
 // factsFrom reads the schedule's view of a member from the gathered facts.

@@ -1,7 +1,6 @@
 package etcdphases
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -114,7 +113,8 @@ func factsRequestFor(dataDir string, paths, read []string) provision.FactsReques
 	sort.Strings(sorted)
 	return provision.FactsRequest{
 		Files:     paths,
-		Read:      read,
+		SumCache:  provision.DefaultSumCache, // the etcd binaries are tens of MiB: hashed once, not every run
+		Read:      append(slices.Clone(read), RemoteMarker),
 		Units:     append([]string{unitName}, TimeSyncServices...),
 		StaleDirs: sorted,
 		Listen:    true,
@@ -126,7 +126,7 @@ func factsRequestFor(dataDir string, paths, read []string) provision.FactsReques
 // etcdProbeScript reports what the generic facts do not: whether an etcd process runs (whatever
 // systemd says), NTP synchronisation, the data dir's state and free space, hactl's marker and
 // release record, and the fsync probe (fsyncProbeScript). Keys: etcd.running, etcd.ntp, etcd.data,
-// etcd.disk_avail_kb, etcd.marker (base64), etcd.release (lines), etcd.fsync_*.
+// etcd.disk_avail_kb, etcd.release (lines), etcd.fsync_*.
 func etcdProbeScript(dataDir string) string {
 	q := shell.Quote
 	var b strings.Builder
@@ -143,7 +143,6 @@ fact etcd.data "$data"
 p="$D"; while [ ! -e "$p" ]; do p=$(dirname "$p"); done
 fact etcd.disk_avail_kb "$(df -Pk "$p" | awk 'NR==2{print $4}')"
 `)
-	fmt.Fprintf(&b, "if [ -r %[1]s ]; then fact etcd.marker \"$(base64 -w0 %[1]s)\"; fi\n", q(RemoteMarker))
 	fmt.Fprintf(&b, "if [ -r %[1]s ]; then while IFS= read -r l; do fact etcd.release \"$l\"; done <%[1]s; fi\n", q(remoteRelease))
 	b.WriteString(fsyncProbeScript)
 	return b.String()
@@ -212,7 +211,7 @@ func factsFrom(pf *provision.Facts) *Facts {
 	if kb, err := strconv.ParseInt(pf.Value("etcd.disk_avail_kb"), 10, 64); err == nil {
 		f.DiskAvail = kb * 1024
 	}
-	if raw, err := base64.StdEncoding.DecodeString(pf.Value("etcd.marker")); err == nil && len(raw) > 0 {
+	if raw := pf.Files[RemoteMarker]; len(raw) > 0 {
 		var m Marker
 		if json.Unmarshal(raw, &m) == nil {
 			f.Marker = &m

@@ -52,7 +52,7 @@ unit=ExecMainStartTimestamp=Mon 2026-11-30 06:00:00 UTC
 unit=
 etcd.data=member
 etcd.disk_avail_kb=1048576
-etcd.marker=eyJjbHVzdGVyIjoibGFiIiwidG9rZW4iOiJsYWItMTIzIiwibWVtYmVyIjoiY3AtYSJ9
+file=eyJjbHVzdGVyIjoibGFiIiwidG9rZW4iOiJsYWItMTIzIiwibWVtYmVyIjoiY3AtYSJ9 /etc/hactl/etcd-member.json
 listen=0947
 listen=0950
 sum=abc123abc123abc123abc123abc123abc123abc123abc123abc123abc123abcd /usr/local/bin/etcd

@@ -2,12 +2,9 @@ package etcdphases
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -17,6 +14,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/state"
@@ -116,16 +114,18 @@ func (ph *PKI) Run(ctx context.Context) error {
 }
 
 // fileSet is the spec's binaries and the remote layout: which files a member gets, and the sha256
-// of each local binary, hashed once per run (binaries are tens of MiB; every member needs the sum).
+// of each local binary, hashed once per run at most (binaries are tens of MiB; every member needs the
+// sum) and not at all while the checksum cache vouches for it.
 type fileSet struct {
-	spec *v1alpha1.Cluster
+	spec  *v1alpha1.Cluster
+	cache *sumcache.Cache
 
 	mu   sync.Mutex
 	sums map[string]string // local binary path → sha256
 }
 
-func newFileSet(spec *v1alpha1.Cluster) *fileSet {
-	return &fileSet{spec: spec, sums: map[string]string{}}
+func newFileSet(spec *v1alpha1.Cluster, cache *sumcache.Cache) *fileSet {
+	return &fileSet{spec: spec, cache: cache, sums: map[string]string{}}
 }
 
 // downloadInstall reports whether the etcd binaries come from spec.etcd.download.
@@ -181,7 +181,7 @@ func (fs *fileSet) binarySum(path string) (string, error) {
 	if s, ok := fs.sums[path]; ok {
 		return s, nil
 	}
-	s, err := fileSum(path)
+	s, err := fs.cache.Sum(path)
 	if err != nil {
 		return "", err
 	}
@@ -269,19 +269,6 @@ func (g *Group) UnitFiles(m Member) ([]provision.File, error) {
 		}
 	}
 	return up, nil
-}
-
-func fileSum(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (m Member) addrs() []netip.Addr { return []netip.Addr{m.Address} }

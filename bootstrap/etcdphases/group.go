@@ -18,6 +18,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
@@ -43,6 +44,9 @@ type Options struct {
 	// WaitTimeout bounds waiting for quorum, for a member to be healthy and for a learner to catch
 	// up (default DefaultWaitTimeout).
 	WaitTimeout time.Duration
+	// SumCache keeps the local binaries' sha256 between runs (sumcache.Default() in commands); nil
+	// hashes them every run.
+	SumCache *sumcache.Cache
 }
 
 // DefaultWaitTimeout is Options.WaitTimeout's default.
@@ -94,7 +98,10 @@ func New(run *runctx.Run, opt Options) (*Group, error) {
 		opt.WaitTimeout = DefaultWaitTimeout
 	}
 	spec := run.Spec
-	g := &Group{run: run, opt: opt, files: newFileSet(spec), facts: map[string]*Facts{}, plans: map[string]*HostPlan{}}
+	if opt.SumCache == nil {
+		opt.SumCache = sumcache.New("")
+	}
+	g := &Group{run: run, opt: opt, files: newFileSet(spec, opt.SumCache), facts: map[string]*Facts{}, plans: map[string]*HostPlan{}}
 	ms, err := etcd.MembersFromSpec(spec)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/hactl/hactl/bootstrap/etcdphases"
 	"github.com/hactl/hactl/bootstrap/frontphases"
 	"github.com/hactl/hactl/bootstrap/runctx"
+	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
@@ -34,7 +35,7 @@ func Run(ctx context.Context, cfg Config) (*report.Cluster, error) {
 	started := time.Now()
 	run := runctx.New(cfg.Cluster, cfg.Printer, false, provision.SpecOptions{Prompt: cfg.Prompt})
 	defer run.Close()
-	eg, err := etcdphases.New(run, etcdphases.Options{})
+	eg, err := etcdphases.New(run, etcdphases.Options{SumCache: sumcache.Default()})
 	if err != nil {
 		return nil, err
 	}

@@ -155,7 +155,9 @@ func (r *Run) dial(ctx context.Context, h v1alpha1.Host) (Remote, error) {
 	r.mu.Lock()
 	d := r.dialer
 	r.mu.Unlock()
+	start := time.Now()
 	c, err := d.Dial(ctx, provision.TargetOf(h))
+	r.Printer.Debugf("%s: [connect] ssh connection and privilege probe (%s, err=%v)", h.Name, time.Since(start).Round(time.Millisecond), err)
 	if err != nil {
 		return nil, err
 	}

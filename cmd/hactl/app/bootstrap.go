@@ -13,6 +13,7 @@ import (
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/bootstrap/restore"
+	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/ui"
@@ -147,6 +148,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 		SkipPhases:            splitList(o.skipPhases),
 		IgnorePreflightErrors: splitList(o.ignorePreflight),
 		WaitTimeout:           o.waitTimeout,
+		SumCache:              sumcache.Default(),
 		Printer:               p,
 	})
 	if err != nil {
