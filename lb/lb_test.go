@@ -2,16 +2,9 @@ package lb
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
-	"math/big"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -19,10 +12,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/internal/golden"
+	"github.com/hactl/hactl/internal/testcert"
 	"github.com/hactl/hactl/lb/vrrp"
 )
 
@@ -453,32 +446,13 @@ func realTool(t *testing.T, name string) string {
 	return ""
 }
 
-// writeCA writes a self-signed CA certificate (PEM) to p.
-func writeCA(t *testing.T, p string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestHAProxyCheck runs `haproxy -c` (warnings fatal: -dW) on every rendered haproxy.cfg, with the CA
 // file it references present (a fresh CA in a temp dir, where RemoteCAFile would be on a host).
 func TestHAProxyCheck(t *testing.T) {
 	haproxy := realTool(t, "haproxy")
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "kube-apiserver-ca.crt")
-	writeCA(t, ca)
+	testcert.Write(t, ca, true, false)
 	for _, tc := range cases {
 		cfg := plan(t, tc.spec)
 		if cfg.HealthCheck.CAFile != "" {

@@ -1,14 +1,7 @@
 package specload
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +11,7 @@ import (
 
 	"github.com/hactl/hactl/api/limits"
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/testcert"
 	"github.com/hactl/hactl/lb"
 )
 
@@ -154,30 +148,6 @@ func TestValidateLoadBalancer(t *testing.T) {
 	}
 }
 
-// writeCert writes a PEM certificate (a CA when isCA) and, when withKey, its key after it.
-func writeCert(t *testing.T, p string, isCA, withKey bool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: isCA, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if withKey {
-		kd, _ := x509.MarshalECPrivateKey(key)
-		data = append(data, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})...)
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func writeSecret(t *testing.T, p, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(content), mode); err != nil {
@@ -193,9 +163,9 @@ func writeSecret(t *testing.T, p, content string, mode os.FileMode) {
 func TestValidateLocalFilesLoadBalancer(t *testing.T) {
 	dir := localFilesDir(t)
 	writeKey(t, filepath.Join(dir, "id"), "")
-	writeCert(t, filepath.Join(dir, "ca.crt"), true, false)
-	writeCert(t, filepath.Join(dir, "serving.crt"), false, false)
-	writeCert(t, filepath.Join(dir, "ca-and-key.pem"), true, true)
+	testcert.Write(t, filepath.Join(dir, "ca.crt"), true, false)
+	testcert.Write(t, filepath.Join(dir, "serving.crt"), false, false)
+	testcert.Write(t, filepath.Join(dir, "ca-and-key.pem"), true, true)
 	writeSecret(t, filepath.Join(dir, "not-pem"), "hello\n", 0o644)
 	const long = "s3cr3tPassw0rd"
 	writeSecret(t, filepath.Join(dir, "good"), "k8s-vip\n", 0o600)
