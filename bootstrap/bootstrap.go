@@ -91,13 +91,26 @@ func New(opt Options) (*Bootstrapper, error) {
 }
 
 // phaseList interleaves the etcd and front groups: kube/preflight right after preflight, kube/plan
-// after plan (so a dry run shows both plans), kube/etcd-certs and the lb/* phases after etcd/wait.
+// after plan (so a dry run shows both plans), lb/packages and lb/install before etcd/install, and
+// kube/etcd-certs and lb/wait after etcd/wait. The load balancer goes in first because nothing in it
+// depends on etcd (its backends are the kube-apiservers, which come later), while Keepalived's first
+// election takes a fixed time (a new BACKUP claims the VIP only after the Master_Down_Interval,
+// 3 × advert_int plus a skew: RFC 3768 §6.1): that time runs while etcd is installed and started
+// instead of after it, and lb/wait at the end only confirms the holder.
 func phaseList(etcd, front phase.List) (phase.List, error) {
 	pre, err := front.Pick(frontphases.PhasePreflight)
 	if err != nil {
 		return nil, err
 	}
 	plan, err := front.Pick(frontphases.PhasePlan)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := front.Pick(frontphases.PhasePackages, frontphases.PhaseInstall)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := front.Pick(frontphases.PhaseEtcdCerts, frontphases.PhaseWait)
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +121,7 @@ func phaseList(etcd, front phase.List) (phase.List, error) {
 	if l, err = l.InsertAfter(etcdphases.PhasePlan, plan...); err != nil {
 		return nil, err
 	}
-	rest, err := front.Pick(frontphases.PhaseEtcdCerts, frontphases.PhasePackages, frontphases.PhaseInstall, frontphases.PhaseWait)
-	if err != nil {
+	if l, err = l.InsertBefore(etcdphases.PhaseInstall, lb...); err != nil {
 		return nil, err
 	}
 	return l.InsertAfter(etcdphases.PhaseWait, rest...)

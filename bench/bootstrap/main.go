@@ -1,6 +1,6 @@
 // Command bootstrap is hactl's bootstrap benchmark (make bench; never run in CI): in the lab (the spec
 // with the load balancer), with the binaries built and the image cached, it measures the wall time of
-// a 3-member and a 5-member bootstrap on fresh hosts, the no-op re-run, and the SSH commands each host
+// a 3-member and a 5-member bootstrap on fresh hosts (members and LB hosts), the no-op re-run, and the SSH commands each host
 // got on the no-op run. With -before it measures a second hactl binary (e.g. a build of the previous
 // release) the same way, run for run on the same hosts, and prints both side by side. Every figure
 // is printed next to its goal and to the anchor issue 11 measured with the code before it; nothing
@@ -105,7 +105,9 @@ func run(hactl, before string, runs int, keep bool) error {
 	}
 	var rows []*measurement
 	for _, members := range []int{3, 5} {
-		hosts := []string{"cp-a", "cp-b", "cp-c"}
+		// Every host of the spec is fresh, the LB hosts too: a fresh run installs HAProxy and
+		// Keepalived and waits for the first VRRP election, as the anchor measured.
+		hosts := []string{"cp-a", "cp-b", "cp-c", "lb-a", "lb-b"}
 		if members == 5 {
 			hosts = append(hosts, "etcd-d", "etcd-e")
 		}

@@ -120,11 +120,12 @@ func (r *Group) RestorePhases() (phase.List, error) {
 }
 
 // Splice returns bootstrap's phase list l with the seed's phases in it (bootstrap --restore-from):
-// restore/check before etcd/install (refused before anything is installed), restore/ship and
-// restore/seed before etcd/start (the data dirs are seeded before the first start), and
-// restore/verify after etcd/wait. Errors: l lacks one of those phases (*phase.UnknownPhaseError).
+// restore/check right after plan (refused before anything is installed: bootstrap's load balancer
+// phases come before etcd/install), restore/ship and restore/seed before etcd/start (the data dirs
+// are seeded before the first start), and restore/verify after etcd/wait. Errors: l lacks one of
+// those phases (*phase.UnknownPhaseError).
 func (r *Group) Splice(l phase.List) (phase.List, error) {
-	l, err := l.InsertBefore(etcdphases.PhaseInstall, phase.Func{Name: PhaseCheck, Fn: r.seedCheck})
+	l, err := l.InsertAfter(etcdphases.PhasePlan, phase.Func{Name: PhaseCheck, Fn: r.seedCheck})
 	if err != nil {
 		return nil, err
 	}

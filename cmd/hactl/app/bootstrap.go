@@ -65,7 +65,9 @@ func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
   etcd/start    start new members together; restart changed members one at a time; join new ones as learners
   etcd/wait     wait for every member, check quorum with a write and a linearizable read
 
-With control-plane or LB hosts in the spec:
+With control-plane or LB hosts in the spec, these run among them (kube/preflight after preflight,
+kube/plan after plan, lb/packages and lb/install before etcd/install so that Keepalived's first
+election runs while etcd starts, kube/etcd-certs and lb/wait after etcd/wait):
 
   kube/preflight   one read-only command per control-plane / LB host (packages, files, units, addresses)
   kube/plan        plan the load balancer (priorities, check weight, the VIP's interface per host) and
