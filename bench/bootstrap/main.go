@@ -219,10 +219,10 @@ func printRows(rows []*measurement, withBefore bool) {
 			continue
 		}
 		after, most := commands(r.after)
-		fmt.Printf("  %-26s after:  %s (most %d, %.2f of the goal)\n", r.name, after, most, float64(most)/4)
+		fmt.Printf("  %-30s after:  %s (most %d, %.2f of the goal)\n", r.name, after, most, float64(most)/4)
 		if withBefore {
 			prior, pmost := commands(r.prior)
-			fmt.Printf("  %-26s before: %s (most %d)\n", "", prior, pmost)
+			fmt.Printf("  %-30s before: %s (most %d)\n", "", prior, pmost)
 		}
 	}
 	fmt.Println("\n/goal = best wall time / goal (below 1.00 meets it); after/before = best after / best before (below 1.00 is faster)")
