@@ -452,7 +452,7 @@ func TestHAProxyCheck(t *testing.T) {
 	haproxy := realTool(t, "haproxy")
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "kube-apiserver-ca.crt")
-	testcert.Write(t, ca, true, false)
+	testcert.WriteCA(t, ca)
 	for _, tc := range cases {
 		cfg := plan(t, tc.spec)
 		if cfg.HealthCheck.CAFile != "" {

@@ -163,9 +163,9 @@ func writeSecret(t *testing.T, p, content string, mode os.FileMode) {
 func TestValidateLocalFilesLoadBalancer(t *testing.T) {
 	dir := localFilesDir(t)
 	writeKey(t, filepath.Join(dir, "id"), "")
-	testcert.Write(t, filepath.Join(dir, "ca.crt"), true, false)
-	testcert.Write(t, filepath.Join(dir, "serving.crt"), false, false)
-	testcert.Write(t, filepath.Join(dir, "ca-and-key.pem"), true, true)
+	testcert.WriteCA(t, filepath.Join(dir, "ca.crt"))
+	testcert.WriteLeaf(t, filepath.Join(dir, "serving.crt"))
+	testcert.WriteCAWithKey(t, filepath.Join(dir, "ca-and-key.pem"))
 	writeSecret(t, filepath.Join(dir, "not-pem"), "hello\n", 0o644)
 	const long = "s3cr3tPassw0rd"
 	writeSecret(t, filepath.Join(dir, "good"), "k8s-vip\n", 0o600)

@@ -108,9 +108,13 @@ func run(hactl, before string, runs int, keep bool) error {
 	for _, members := range []int{3, 5} {
 		// Every host of the spec is fresh, the LB hosts too: a fresh run installs HAProxy and
 		// Keepalived and waits for the first VRRP election, as the anchor measured.
-		hosts := []string{"cp-a", "cp-b", "cp-c", "lb-a", "lb-b"}
-		if members == 5 {
-			hosts = append(hosts, "etcd-d", "etcd-e")
+		c, err := lab.BuildSpec(members, dir, filepath.Join(root, "bin"))
+		if err != nil {
+			return err
+		}
+		var hosts []string
+		for _, h := range c.Spec.Hosts {
+			hosts = append(hosts, h.Name)
 		}
 		fresh := &measurement{name: fmt.Sprintf("bootstrap %d members (fresh hosts)", members)}
 		noop := &measurement{name: fmt.Sprintf("no-op re-run, %d members", members)}

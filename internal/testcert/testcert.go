@@ -17,10 +17,19 @@ import (
 	"time"
 )
 
-// Write writes a self-signed certificate (PEM, mode 0644) for CommonName "kubernetes" to path: a CA
-// (IsCA, KeyUsageCertSign) when isCA, a leaf otherwise; when withKey its EC private key follows it
-// in the same file (the shape a bundle must not have). Failures end the test through t.Fatal.
-func Write(t testing.TB, path string, isCA, withKey bool) {
+// WriteCA writes a self-signed CA certificate (PEM, mode 0644; CommonName "kubernetes", IsCA,
+// KeyUsageCertSign) to path: a CA bundle. Failures end the test through t.Fatal.
+func WriteCA(t testing.TB, path string) { t.Helper(); write(t, path, true, false) }
+
+// WriteLeaf writes a self-signed certificate that is not a CA (a serving certificate) to path, as
+// WriteCA does.
+func WriteLeaf(t testing.TB, path string) { t.Helper(); write(t, path, false, false) }
+
+// WriteCAWithKey writes a CA certificate as WriteCA does, followed in the same file by its EC
+// private key: the shape a CA bundle must not have.
+func WriteCAWithKey(t testing.TB, path string) { t.Helper(); write(t, path, true, true) }
+
+func write(t testing.TB, path string, isCA, withKey bool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
