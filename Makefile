@@ -26,8 +26,14 @@ minio-bin: ## build the pinned MinIO server into bin/minio for the backup tests 
 kubernetes-bins: ## build the pinned kubeadm, kubelet, kube-apiserver, ... into bin/ (skipped when present)
 	bash hack/build-kubernetes.sh
 
+.PHONY: coredns-bin
+coredns-bin: ## build the CoreDNS server kubeadm deploys into bin/coredns for the DNS add-on image (skipped when present)
+	bash hack/build-coredns.sh
+
+# kube-images copies kube-proxy's iptables and conntrack out of the lab's host image: lab-image first
+# (the script would build a missing host image itself, but not twice in parallel with lab-image).
 .PHONY: kube-images
-kube-images: host-deps kubernetes-bins ## build the control-plane and pause images into bin/kube-images-<version>.tar (skipped when present)
+kube-images: host-deps kubernetes-bins coredns-bin lab-image ## build the control-plane, kube-proxy, coredns and pause images into bin/kube-images-<version>.tar (skipped when present)
 	bash hack/build-kube-images.sh
 
 .PHONY: host-deps

@@ -1,30 +1,50 @@
 #!/usr/bin/env bash
-# Builds the container images the lab's kubeadm control plane runs, without any registry (none is
-# reachable from the lab): kube-apiserver, kube-controller-manager, kube-scheduler and the pod
-# sandbox image pause, each FROM scratch with the static binary from bin/ in /usr/local/bin
-# (ENV PATH=/usr/local/bin: kubeadm's static pod manifests start the binaries by name). They are
-# tagged exactly as `bin/kubeadm config images list --kubernetes-version <version>` prints them
-# (registry.k8s.io/...), saved into one tarball, and the local docker tags are removed again, so
-# the machine keeps no docker image outside the lab's hactl-lab* names. The lab imports the
-# tarball into each node's containerd (`ctr -n k8s.io images import`); kubeadm runs with
-# imagePullPolicy Never.
+# Builds the container images the lab's kubeadm cluster runs, without any registry (none is
+# reachable from the lab), tagged exactly as `bin/kubeadm config images list --kubernetes-version
+# <version>` prints them (registry.k8s.io/...):
+#   - kube-apiserver, kube-controller-manager, kube-scheduler: FROM scratch with the static binary
+#     from bin/ in /usr/local/bin (ENV PATH=/usr/local/bin: kubeadm's static pod manifests start
+#     the binaries by name);
+#   - pause (the pod sandbox image): FROM scratch, tools/kubernetes/pause built with CGO_ENABLED=0;
+#   - kube-proxy (iptables mode): FROM scratch with bin/kube-proxy in /usr/local/bin plus Debian
+#     bookworm's iptables, ip6tables (-save, -restore) and conntrack, copied out of the lab's host
+#     image (hactl-lab/host:<tag>, `go run ./e2e/cmd/hactl-lab image`, which builds it when
+#     missing): the xtables multi binary the host's own `iptables` resolves to (so kube-proxy
+#     uses the nodes' backend: nf_tables on bookworm), conntrack, the xtables extensions (libxt_*,
+#     libipt_*, libip6t_*), exactly the shared libraries `ldd` names for them, and /etc/protocols
+#     and /etc/services. About 85 MB, of which the kube-proxy binary is 79 MB;
+#   - coredns (the DNS add-on): FROM scratch, bin/coredns (hack/build-coredns.sh) as /coredns,
+#     ENTRYPOINT ["/coredns"] as upstream's (kubeadm's Deployment passes -conf
+#     /etc/coredns/Corefile). It runs as root: upstream's runs as nonroot with a file capability
+#     to bind port 53, which a FROM-scratch COPY cannot carry; kubeadm's Deployment drops every
+#     capability but NET_BIND_SERVICE. About 75 MB (CoreDNS' full plugin set).
+# Each image is checked by running it once (kube-proxy: iptables, ip6tables-save, conntrack and
+# kube-proxy --version), then all are saved into one tarball, and the local docker tags are
+# removed again, so the machine keeps no docker image outside the lab's hactl-lab* names. The lab
+# imports the tarball into each node's containerd (`ctr -n k8s.io images import`); kubeadm runs
+# with imagePullPolicy Never.
 #
-# Not built: etcd (the cluster's etcd is hactl's, external to kubeadm), coredns and kube-proxy
-# (kubeadm init runs with --skip-phases=addon/coredns,addon/kube-proxy).
+# Not built: etcd (the cluster's etcd is hactl's, external to kubeadm).
 #
 # Output (git-ignored): bin/kube-images-<version>.tar and bin/kube-images-<version>.list (the
-# image references in the tarball, one per line). Skips everything when both exist for the version
-# of bin/kubeadm. The pause program is tools/kubernetes/pause, built with CGO_ENABLED=0.
-# Needs the Kubernetes binaries (hack/build-kubernetes.sh) and a docker daemon
+# image references in the tarball, one per line), and the stamp bin/.kube-images-<version>-r<recipe>.
+# Skips everything when the list names exactly the images wanted (kubeadm's list without etcd)
+# and the stamp of this recipe exists; bump `recipe` below when an image's content changes in a way
+# the list does not show. Needs the Kubernetes binaries (hack/build-kubernetes.sh), bin/coredns
+# (hack/build-coredns.sh; its version must be kubeadm's) and a docker daemon
 # (hack/ensure-docker.sh). Uses the classic builder (DOCKER_BUILDKIT=0): it builds FROM scratch
-# offline. About 30 s on 2 cores.
+# offline. About 35 s on 2 cores with the host image present (debootstrap adds ~3 minutes
+# when it is not); the tarball is about 450 MB.
 #
 # Usage: hack/build-kube-images.sh            (no arguments)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${root}/bin"
+# recipe is part of the stamp's name: bump it when the build steps change an image's content.
+recipe=2
 components=(kube-apiserver kube-controller-manager kube-scheduler)
+wanted_names=("${components[@]}" kube-proxy coredns pause)
 
 if [[ ! -x "${bin}/kubeadm" ]]; then
 	echo "build-kube-images: ${bin}/kubeadm is missing: run hack/build-kubernetes.sh (make kubernetes-bins) first" >&2
@@ -38,46 +58,80 @@ if [[ ! "${version}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
 fi
 tarball="${bin}/kube-images-${version}.tar"
 list="${bin}/kube-images-${version}.list"
+stamp="${bin}/.kube-images-${version}-r${recipe}"
 
-if [[ -s "${tarball}" && -s "${list}" ]]; then
-	echo "build-kube-images: images for Kubernetes ${version} already in ${tarball}; skipping"
-	exit 0
-fi
-
-# One build at a time (e.g. `make -j`): a second caller waits, then finds the tarball and skips.
-exec 9>"${bin}/.kube-images.lock"
-if ! flock -n 9; then
-	echo "build-kube-images: another build is running; waiting for it"
-	flock 9
-fi
-if [[ -s "${tarball}" && -s "${list}" ]]; then
-	echo "build-kube-images: images for Kubernetes ${version} built by the other run; skipping"
-	exit 0
-fi
-for c in "${components[@]}"; do
-	if [[ ! -x "${bin}/${c}" ]]; then
-		echo "build-kube-images: ${bin}/${c} is missing: run hack/build-kubernetes.sh first" >&2
-		exit 1
-	fi
-done
-start=$(date +%s)
-
-# The references kubeadm will look for, e.g. registry.k8s.io/kube-apiserver:v1.37.2 and
-# registry.k8s.io/pause:3.10.1.
+# The references kubeadm will look for, in its order, e.g. registry.k8s.io/kube-apiserver:v1.37.2,
+# registry.k8s.io/coredns/coredns:v1.14.6 and registry.k8s.io/pause:3.10.2 (etcd left out).
 declare -A ref
+wanted=()
 while read -r image; do
 	name="${image##*/}"
 	name="${name%%:*}"
-	case "${name}" in
-	kube-apiserver | kube-controller-manager | kube-scheduler | pause) ref["${name}"]="${image}" ;;
-	esac
+	for n in "${wanted_names[@]}"; do
+		if [[ "${name}" == "${n}" ]]; then
+			ref["${name}"]="${image}"
+			wanted+=("${image}")
+		fi
+	done
 done < <("${bin}/kubeadm" config images list --kubernetes-version "${version}")
-for name in "${components[@]}" pause; do
+for name in "${wanted_names[@]}"; do
 	if [[ -z "${ref[${name}]:-}" ]]; then
 		echo "build-kube-images: 'kubeadm config images list' printed no ${name} image" >&2
 		exit 1
 	fi
 done
+
+# complete: the tarball is there and holds exactly the wanted images, built by this recipe.
+complete() {
+	[[ -s "${tarball}" && -f "${stamp}" && -f "${list}" ]] &&
+		[[ "$(cat "${list}")" == "$(printf '%s\n' "${wanted[@]}")" ]]
+}
+if complete; then
+	echo "build-kube-images: images for Kubernetes ${version} (${#wanted[@]}) already in ${tarball}; skipping"
+	exit 0
+fi
+
+# One build at a time (e.g. `make -j`): a second caller waits, then finds the tarball and skips.
+mkdir -p "${bin}"
+exec 9>"${bin}/.kube-images.lock"
+if ! flock -n 9; then
+	echo "build-kube-images: another build is running; waiting for it"
+	flock 9
+fi
+if complete; then
+	echo "build-kube-images: images for Kubernetes ${version} built by the other run; skipping"
+	exit 0
+fi
+for c in "${components[@]}" kube-proxy; do
+	if [[ ! -x "${bin}/${c}" ]]; then
+		echo "build-kube-images: ${bin}/${c} is missing: run hack/build-kubernetes.sh (make kubernetes-bins) first" >&2
+		exit 1
+	fi
+done
+# coredns must be the version kubeadm deploys: bin/coredns -version prints "CoreDNS-1.14.6".
+coredns_want="CoreDNS-${ref[coredns]##*:v}"
+if [[ ! -x "${bin}/coredns" ]]; then
+	echo "build-kube-images: ${bin}/coredns is missing: run hack/build-coredns.sh (make coredns-bin) first" >&2
+	exit 1
+fi
+coredns_got="$("${bin}/coredns" -version | head -1)"
+if [[ "${coredns_got}" != "${coredns_want}" ]]; then
+	echo "build-kube-images: ${bin}/coredns is ${coredns_got}, kubeadm ${version} deploys ${ref[coredns]}: set that version in hack/build-coredns.sh and run it" >&2
+	exit 1
+fi
+start=$(date +%s)
+
+# The lab's host image (the nodes' Debian bookworm), built first when missing (about 3 minutes).
+# `hactl-lab image` prints "hactl-lab/host:<tag> (<duration>)".
+if ! host_out="$(cd "${root}" && GOWORK=off go run ./e2e/cmd/hactl-lab image)"; then
+	echo "build-kube-images: 'go run ./e2e/cmd/hactl-lab image' failed: kube-proxy's iptables come from the lab's host image" >&2
+	exit 1
+fi
+host_image="$(awk 'END { print $1 }' <<<"${host_out}")"
+if [[ ! "${host_image}" =~ ^hactl-lab/host:[0-9a-f]+$ ]]; then
+	echo "build-kube-images: 'go run ./e2e/cmd/hactl-lab image' printed no host image reference: '${host_out}'" >&2
+	exit 1
+fi
 
 tmp="$(mktemp -d "${bin}/.kube-images-build.XXXXXX")"
 refs=()
@@ -89,15 +143,36 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "build-kube-images: building pause (tools/kubernetes/pause, CGO_ENABLED=0)"
-mkdir -p "${tmp}/pause"
-(cd "${root}/tools/kubernetes" && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "${tmp}/pause/pause" ./pause)
+# build NAME: docker build of the context ${tmp}/NAME (its Dockerfile written by the caller),
+# tagged ${ref[NAME]}.
+build() {
+	local name="$1"
+	refs+=("${ref[${name}]}")
+	echo "build-kube-images: docker build ${ref[${name}]}"
+	# The classic builder warns that it is deprecated on every run: its output is shown on failure only.
+	if ! DOCKER_BUILDKIT=0 docker build --quiet --label "io.hactl.lab=kube-images" -t "${ref[${name}]}" "${tmp}/${name}" >"${tmp}/build.log" 2>&1; then
+		cat "${tmp}/build.log" >&2
+		exit 1
+	fi
+}
+# check NAME CMD...: runs CMD in the image of NAME (no network, NET_ADMIN for iptables) and fails
+# the build, showing the output, when it fails.
+check() {
+	local name="$1"
+	shift
+	if ! docker run --rm --name "hactl-lab-kube-images-check" --network none --cap-add NET_ADMIN \
+		"${ref[${name}]}" "$@" >"${tmp}/check.log" 2>&1; then
+		echo "build-kube-images: check of ${ref[${name}]} failed: $*" >&2
+		cat "${tmp}/check.log" >&2
+		exit 1
+	fi
+}
 
-# image NAME BINARY [ENTRYPOINT]: a FROM-scratch image holding BINARY as /usr/local/bin/NAME.
-image() {
+# scratch NAME BINARY [ENTRYPOINT]: a FROM-scratch image holding BINARY as /usr/local/bin/NAME.
+scratch() {
 	local name="$1" binary="$2" entry="${3:-}" dir="${tmp}/${1}"
 	mkdir -p "${dir}"
-	[[ -f "${dir}/${name}" ]] || cp "${binary}" "${dir}/${name}"
+	cp "${binary}" "${dir}/${name}"
 	{
 		echo "FROM scratch"
 		echo "ENV PATH=/usr/local/bin"
@@ -106,25 +181,83 @@ image() {
 			echo "ENTRYPOINT [\"/usr/local/bin/${name}\"]"
 		fi
 	} >"${dir}/Dockerfile"
-	refs+=("${ref[${name}]}")
-	echo "build-kube-images: docker build ${ref[${name}]}"
-	# The classic builder warns that it is deprecated on every run: its output is shown on failure only.
-	if ! DOCKER_BUILDKIT=0 docker build --quiet --label "io.hactl.lab=kube-images" -t "${ref[${name}]}" "${dir}" >"${tmp}/build.log" 2>&1; then
-		cat "${tmp}/build.log" >&2
-		exit 1
-	fi
+	build "${name}"
 }
+
 for c in "${components[@]}"; do
-	image "${c}" "${bin}/${c}"
+	scratch "${c}" "${bin}/${c}"
 done
-image pause "${tmp}/pause/pause" entrypoint
+
+echo "build-kube-images: building pause (tools/kubernetes/pause, CGO_ENABLED=0)"
+(cd "${root}/tools/kubernetes" && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "${tmp}/pause.bin" ./pause)
+scratch pause "${tmp}/pause.bin" entrypoint
+
+# kube-proxy: its iptables and conntrack come from the lab's host image (Debian bookworm, as the
+# nodes), so they match the nodes' own iptables (version and backend).
+echo "build-kube-images: kube-proxy's iptables (the backend of the host's own iptables) and conntrack from ${host_image}"
+# Runs inside the host image: writes to stdout a tar of the multi binary `iptables` resolves to,
+# conntrack, the xtables extensions, every shared library ldd names for them (under the paths ldd
+# prints: /lib/x86_64-linux-gnu/..., /lib64/ld-linux-x86-64.so.2) and two files of /etc.
+extract='set -eu
+multi="$(readlink -f "$(command -v iptables)")"
+case "${multi}" in */xtables-nft-multi | */xtables-legacy-multi) ;; *) echo "iptables resolves to ${multi}, not an xtables multi binary" >&2; exit 1 ;; esac
+x=/usr/lib/x86_64-linux-gnu/xtables
+elf="${multi} $(command -v conntrack) $(ls ${x}/libxt_*.so ${x}/libipt_*.so ${x}/libip6t_*.so)"
+libs="$(ldd ${elf} | awk '\''$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\/.*ld-linux/ { print $1 }'\'' | sort -u)"
+cd /
+tar -ch $(for f in ${elf} ${libs} /etc/protocols /etc/services; do echo "${f#/}"; done)'
+kp="${tmp}/kube-proxy"
+mkdir -p "${kp}/rootfs"
+docker run --rm --name hactl-lab-kube-images-extract --network none --entrypoint /bin/sh "${host_image}" -c "${extract}" |
+	tar -C "${kp}/rootfs" -x
+multi="$(cd "${kp}/rootfs/usr/sbin" && ls xtables-*-multi)" # xtables-nft-multi or xtables-legacy-multi
+backend="${multi#xtables-}"
+backend="${backend%-multi}"
+for t in iptables ip6tables; do
+	for s in "" -save -restore; do
+		ln -s "${multi}" "${kp}/rootfs/usr/sbin/${t}${s}"
+		ln -s "${multi}" "${kp}/rootfs/usr/sbin/${t}-${backend}${s}"
+	done
+done
+mkdir -p "${kp}/rootfs/usr/local/bin" "${kp}/rootfs/run" "${kp}/rootfs/tmp"
+chmod 1777 "${kp}/rootfs/tmp"
+cp "${bin}/kube-proxy" "${kp}/rootfs/usr/local/bin/kube-proxy"
+{
+	echo "FROM scratch"
+	echo "ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	echo "COPY rootfs/ /"
+} >"${kp}/Dockerfile"
+build kube-proxy
+check kube-proxy kube-proxy --version
+check kube-proxy iptables -t nat -L -n
+check kube-proxy ip6tables-save
+check kube-proxy conntrack --version
+check kube-proxy iptables --version # "iptables v1.8.9 (nf_tables)" or "(legacy)"
+if ! grep -q "(${backend/nft/nf_tables})" "${tmp}/check.log"; then
+	echo "build-kube-images: ${ref[kube-proxy]}'s iptables is not the ${backend} backend: $(cat "${tmp}/check.log")" >&2
+	exit 1
+fi
+echo "build-kube-images: kube-proxy image: iptables-${backend}, $(du -sh "${kp}/rootfs" | cut -f1) uncompressed"
+
+# coredns: upstream's image is distroless with /coredns as its entrypoint.
+mkdir -p "${tmp}/coredns"
+cp "${bin}/coredns" "${tmp}/coredns/coredns"
+{
+	echo "FROM scratch"
+	echo "COPY coredns /coredns"
+	echo "EXPOSE 53 53/udp"
+	echo "ENTRYPOINT [\"/coredns\"]"
+} >"${tmp}/coredns/Dockerfile"
+build coredns
+check coredns -version
 
 echo "build-kube-images: docker save ${refs[*]}"
 docker save -o "${tmp}/images.tar" "${refs[@]}"
 chmod 0644 "${tmp}/images.tar"
-printf '%s\n' "${refs[@]}" >"${tmp}/images.list"
-rm -f "${bin}"/kube-images-v*.tar "${bin}"/kube-images-v*.list # other versions
+printf '%s\n' "${wanted[@]}" >"${tmp}/images.list"
+rm -f "${bin}"/kube-images-v*.tar "${bin}"/kube-images-v*.list "${bin}"/.kube-images-v* # other versions, recipes
 mv -f "${tmp}/images.tar" "${tarball}"
 mv -f "${tmp}/images.list" "${list}"
+touch "${stamp}"
 # cleanup (the trap) removes the local tags: the images live on in the tarball only.
-echo "build-kube-images: done in $(($(date +%s) - start))s: ${tarball} ($(du -h "${tarball}" | cut -f1)), local tags removed"
+echo "build-kube-images: done in $(($(date +%s) - start))s: ${tarball} ($(du -h "${tarball}" | cut -f1)), ${#refs[@]} images, local tags removed"
