@@ -38,6 +38,9 @@ import (
 //     whose content (one trailing newline removed) is a valid VRRP secret: at most
 //     limits.MaxVRRPSecretLength characters (keepalived silently truncates longer ones), see
 //     v1alpha1.VRRPSecretProblem. Messages never quote it.
+//   - spec.kubernetes: the local kubelet, kubeadm and kubectl binaries, the image archives (readable,
+//     together holding every image kubeadm needs) and the kubelet configuration file (strict; see
+//     ReadKubeletConfiguration).
 //
 // It returns every problem, each at its field; wrap them with Cluster.ValidationError for
 // "source:line:" and exit code 2. It is separate from Load so commands that contact no host need
@@ -98,7 +101,8 @@ func ValidateLocalFiles(c *v1alpha1.Cluster) field.ErrorList {
 			}
 		}
 	}
-	return append(errs, validateLBLocalFiles(c)...)
+	errs = append(errs, validateLBLocalFiles(c)...)
+	return append(errs, validateKubeLocalFiles(c)...)
 }
 
 // checkKeyFile checks one local private key file ("" = not set: nothing to check).

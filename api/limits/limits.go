@@ -69,3 +69,25 @@ const (
 	DefaultTopVRRPPriority  = 150
 	DefaultVRRPPriorityStep = 10
 )
+
+// Kubernetes. Sources: the version-skew policy (kubernetes.io/releases/version-skew-policy: kubelet
+// must not be newer than kube-apiserver and may be up to three minor versions older);
+// kube-controller-manager's node IPAM (the node CIDR mask may be at most 16 bits longer than the
+// cluster CIDR's: pkg/controller/nodeipam, "--node-cidr-mask-size ... too big"); kube-apiserver's
+// service CIDR check (at most 20 host bits: cmd/kube-apiserver/app/options/validation.go).
+const (
+	// MaxKubeletMinorSkew is how many minor versions kubelet may lag the control plane.
+	MaxKubeletMinorSkew = 3
+	// MaxNodeCIDRBits is how many bits longer a node's pod range may be than the pod subnet.
+	MaxNodeCIDRBits = 16
+	// MaxServiceSubnetHostBits bounds the service subnet: at most 2^20 addresses.
+	MaxServiceSubnetHostBits = 20
+)
+
+// Kubernetes ports hactl's preflight checks on a node before it joins (kubeadm's own preflight
+// checks the same: kubernetes.io/docs/reference/networking/ports-and-protocols).
+const (
+	KubeletPort               = 10250
+	KubeControllerManagerPort = 10257
+	KubeSchedulerPort         = 10259
+)

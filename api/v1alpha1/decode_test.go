@@ -265,8 +265,8 @@ func enableExampleSections(ex string) (string, int) {
 // valid spec.
 func TestExampleSections(t *testing.T) {
 	ex, n := enableExampleSections(string(ExampleSpec()))
-	if n != 4 {
-		t.Fatalf("%d commented-out sections, want 4 (bastion, download, loadBalancer, backup):\n%s", n, ex)
+	if n != 5 {
+		t.Fatalf("%d commented-out sections, want 5 (bastion, download, loadBalancer, kubernetes, backup):\n%s", n, ex)
 	}
 	lbHosts := regexp.MustCompile(`(?m)^  #- (\{name: lb-.*)$`)
 	if got := len(lbHosts.FindAllString(ex, -1)); got != 2 {
@@ -292,7 +292,8 @@ func TestExampleSections(t *testing.T) {
 	for _, fe := range ve.Errors {
 		got = append(got, fe.Field)
 	}
-	if want := []string{"spec.etcd.download", "spec.etcd.download.sha256"}; !slices.Equal(got, want) {
+	if want := []string{"spec.etcd.download", "spec.etcd.download.sha256", "spec.kubernetes.download.kubelet",
+		"spec.kubernetes.download.kubeadm", "spec.kubernetes.download.kubectl"}; !slices.Equal(got, want) {
 		t.Errorf("errors at %v, want %v\n%v", got, want, err)
 	}
 	// Binaries removed, sha256 filled in: valid, no warnings.
@@ -300,8 +301,9 @@ func TestExampleSections(t *testing.T) {
 	if !binRE.MatchString(ex) {
 		t.Fatal("no binaries section in the example")
 	}
-	ex = binRE.ReplaceAllString(ex, "")
+	ex = binRE.ReplaceAllString(ex, "") // etcd's and Kubernetes' binaries
 	ex = strings.Replace(ex, "<the tarball's sha256>", strings.Repeat("0123456789ABCDEF", 4), 1)
+	ex = strings.ReplaceAll(ex, "<its sha256>", strings.Repeat("0123456789abcdef", 4))
 	c, warns, err := Decode([]byte(ex), "example.yaml", exampleDirs(t), nil)
 	if err != nil || len(warns) > 0 {
 		t.Fatalf("example with bastion and download: %v %v\n%s", err, warns, ex)
@@ -317,6 +319,9 @@ func TestExampleSections(t *testing.T) {
 	}
 	if got := hostNames(c.LBHosts()); !slices.Equal(got, []string{"lb-a", "lb-b"}) {
 		t.Errorf("LB hosts %v, want lb-a, lb-b", got)
+	}
+	if k := c.Spec.Kubernetes; k == nil || k.Version != "v1.37.2" || k.Download.Kubelet == nil || k.Binaries.Kubelet != "" || k.CNI != CNINone || k.NodeSubnet != "10.0.1.0/24" {
+		t.Errorf("kubernetes %+v", k)
 	}
 }
 

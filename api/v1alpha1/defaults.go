@@ -99,6 +99,11 @@ const (
 // auto for *.amazonaws.com endpoints and path for others; its local paths (objectStore.tls.caFile,
 // objectStore.credentials.file, encryption.recipientsFile) are resolved like the ones above.
 //
+// spec.kubernetes (when set): kubeletVersion = version, imageRepository registry.k8s.io, podSubnet
+// 10.244.0.0/16, serviceSubnet 10.96.0.0/12, nodeCIDRMaskSize 24 (64 for an IPv6 pod subnet), cni
+// bridge, nodeSubnet the network of spec.loadBalancer.vip; download sha256s lower-cased; its local
+// paths (binaries.*, imageArchives[*], kubeletConfigurationFile) are resolved like the ones above.
+//
 // Addresses (spec.hosts[*].address, and spec.ssh.bastion.address when it is an IP literal; a
 // bastion may be a DNS name, left as written) are canonicalised with net/netip: IPv6 is lower-cased and compressed
 // ("2001:DB8::0001" -> "2001:db8::1"), and an IPv4-mapped IPv6 address is written as the IPv4
@@ -232,6 +237,9 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 	}
 	if s.Backup != nil {
 		paths = append(paths, s.Backup.setDefaults()...)
+	}
+	if s.Kubernetes != nil {
+		paths = append(paths, s.Kubernetes.setDefaults(lb)...)
 	}
 	for _, p := range paths {
 		*p = LocalPath(*p, dirs)

@@ -26,7 +26,7 @@ type Role string
 // Roles a host may carry.
 const (
 	RoleEtcd         Role = "etcd"          // an etcd member
-	RoleControlPlane Role = "control-plane" // runs kube-apiserver (later issues)
+	RoleControlPlane Role = "control-plane" // runs kube-apiserver (a Kubernetes node with spec.kubernetes)
 	RoleLB           Role = "lb"            // runs HAProxy + Keepalived (later issues)
 )
 
@@ -72,6 +72,9 @@ type ClusterSpec struct {
 	// LoadBalancer puts HAProxy + Keepalived (a VRRP VIP) in front of the kube-apiservers; nil when
 	// the spec has no load balancer.
 	LoadBalancer *LoadBalancer `json:"loadBalancer,omitempty"`
+	// Kubernetes is the cluster kubeadm builds on etcd and the VIP (types_kube.go); nil: hactl
+	// builds etcd and the load balancer only.
+	Kubernetes *Kubernetes `json:"kubernetes,omitempty"`
 	// Backup is where `hactl backup` stores etcd snapshots (types_backup.go); nil when the spec
 	// has no backup.
 	Backup *Backup `json:"backup,omitempty"`

@@ -161,6 +161,7 @@ func Validate(c *Cluster, failover FailoverRule) (field.ErrorList, []Warning) {
 	v.etcd(&c.Spec.Etcd, spec.Child("etcd"))
 	v.topology(c, spec.Child("hosts"))
 	v.loadBalancer(c, spec.Child("loadBalancer"))
+	v.kubernetes(c, spec.Child("kubernetes"))
 	v.backup(c.Spec.Backup, spec.Child("backup"))
 	return v.errs, v.warns
 }
@@ -417,11 +418,11 @@ func (v *validator) address(p *field.Path, a string) bool {
 	return false
 }
 
-func validRoles() []Role { return []Role{RoleEtcd, RoleControlPlane, RoleLB} }
+func validRoles() []Role { return []Role{RoleEtcd, RoleControlPlane, RoleLB, RoleWorker} }
 
 func (v *validator) roles(p *field.Path, roles []Role) {
 	if len(roles) == 0 {
-		v.add(field.Required(p, "give the host at least one role: etcd, control-plane or lb"))
+		v.add(field.Required(p, "give the host at least one role: etcd, control-plane, worker or lb"))
 		return
 	}
 	seen := map[Role]bool{}
@@ -581,11 +582,15 @@ func (v *validator) download(d *EtcdDownload, p *field.Path) {
 		v.add(field.Invalid(up, shown, msg))
 	}
 
-	hp := p.Child("sha256")
-	h := d.SHA256
+	v.sha256(p.Child("sha256"), d.SHA256, "the tarball", "the release's SHA256SUMS file or `sha256sum <tarball>`")
+}
+
+// sha256 checks a mandatory sha256 of a download (what names the file in messages, source where
+// its digest is found).
+func (v *validator) sha256(hp *field.Path, h, what, source string) {
 	switch {
 	case h == "":
-		v.add(field.Required(hp, "URL without sha256: set the tarball's sha256 (64 hex digits, from the release's SHA256SUMS file or `sha256sum <tarball>`); hactl never installs a download it can't verify"))
+		v.add(field.Required(hp, fmt.Sprintf("URL without sha256: set %s's sha256 (64 hex digits, from %s); hactl never installs a download it can't verify", what, source)))
 	case strings.HasPrefix(h, "sha256:") && isSHA256Hex(strings.TrimPrefix(h, "sha256:")):
 		v.add(field.Invalid(hp, h, "write the 64 hex digits without the \"sha256:\" prefix"))
 	case strings.ContainsFunc(h, unicode.IsSpace):

@@ -54,6 +54,8 @@ func zeroDefault(path string) (accepts string, def any, ok bool) {
 		return "at least 1", DefaultLBCheckFall, true
 	case "spec.loadBalancer.healthCheck.rise":
 		return "at least 1", DefaultLBCheckRise, true
+	case "spec.kubernetes.nodeCIDRMaskSize":
+		return "a prefix length between podSubnet's and 30 (126 for IPv6)", DefaultNodeCIDRMaskSize, true
 	}
 	return "", nil, false
 }
