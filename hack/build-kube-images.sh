@@ -19,22 +19,31 @@
 #     to bind port 53, which a FROM-scratch COPY cannot carry; kubeadm's Deployment drops every
 #     capability but NET_BIND_SERVICE. About 75 MB (CoreDNS' full plugin set).
 # Each image is checked by running it once (kube-proxy: iptables, ip6tables-save, conntrack and
-# kube-proxy --version), then all are saved into one tarball, and the local docker tags are
-# removed again, so the machine keeps no docker image outside the lab's hactl-lab* names. The lab
-# imports the tarball into each node's containerd (`ctr -n k8s.io images import`); kubeadm runs
-# with imagePullPolicy Never.
+# kube-proxy --version), then all are saved twice: into one tarball (`docker save` of all six) and
+# one archive per image (`docker save <ref>`, so its manifest.json's RepoTags is exactly that
+# reference), and the local docker tags are removed again, so the machine keeps no docker image
+# outside the lab's hactl-lab* names. hactl uploads to each node only the per-image archives of the
+# images the node lacks (a worker needs kube-proxy, pause and coredns only: 154 MiB instead of the
+# tarball's 445 MiB) and imports them into its containerd (`ctr -n k8s.io images import`); the
+# lab's older code imports the combined tarball. kubeadm runs with imagePullPolicy Never.
 #
 # Not built: etcd (the cluster's etcd is hactl's, external to kubeadm).
 #
 # Output (git-ignored): bin/kube-images-<version>.tar and bin/kube-images-<version>.list (the
-# image references in the tarball, one per line), and the stamp bin/.kube-images-<version>-r<recipe>.
-# Skips everything when the list names exactly the images wanted (kubeadm's list without etcd)
-# and the stamp of this recipe exists; bump `recipe` below when an image's content changes in a way
-# the list does not show. Needs the Kubernetes binaries (hack/build-kubernetes.sh), bin/coredns
-# (hack/build-coredns.sh; its version must be kubeadm's) and a docker daemon
-# (hack/ensure-docker.sh). Uses the classic builder (DOCKER_BUILDKIT=0): it builds FROM scratch
-# offline. About 35 s on 2 cores with the host image present (debootstrap adds ~3 minutes
-# when it is not); the tarball is about 450 MB.
+# image references in the tarball, one per line), bin/kube-images-<version>/<name>.tar (one
+# archive per image, <name> the reference's last path element without its tag: kube-apiserver.tar,
+# kube-controller-manager.tar, kube-scheduler.tar, kube-proxy.tar, pause.tar, coredns.tar; nothing
+# else in that directory), and the stamp bin/.kube-images-<version>-r<recipe>.
+# Skips everything when the list names exactly the images wanted (kubeadm's list without etcd),
+# the stamp of this recipe exists and the per-image directory holds exactly the six archives; bump
+# `recipe` below when an image's content changes in a way the list does not show. When only the
+# per-image directory is missing or incomplete, it is made from the tarball (`docker load`, one
+# `docker save` per reference, tags removed again: about 10 s) without building anything. Needs the
+# Kubernetes binaries (hack/build-kubernetes.sh), bin/coredns (hack/build-coredns.sh; its version
+# must be kubeadm's) and a docker daemon (hack/ensure-docker.sh). Uses the classic builder
+# (DOCKER_BUILDKIT=0): it builds FROM scratch offline. About 20 s on 2 cores with the host image
+# present and Go's build cache warm (debootstrap adds ~3 minutes when the host image is missing);
+# the tarball is 445 MiB, and the per-image archives add as much again.
 #
 # Usage: hack/build-kube-images.sh            (no arguments)
 set -euo pipefail
@@ -59,6 +68,7 @@ fi
 tarball="${bin}/kube-images-${version}.tar"
 list="${bin}/kube-images-${version}.list"
 stamp="${bin}/.kube-images-${version}-r${recipe}"
+per_image="${bin}/kube-images-${version}" # <name>.tar for each of wanted_names
 
 # The references kubeadm will look for, in its order, e.g. registry.k8s.io/kube-apiserver:v1.37.2,
 # registry.k8s.io/coredns/coredns:v1.14.6 and registry.k8s.io/pause:3.10.2 (etcd left out).
@@ -81,13 +91,27 @@ for name in "${wanted_names[@]}"; do
 	fi
 done
 
-# complete: the tarball is there and holds exactly the wanted images, built by this recipe.
-complete() {
+# tarball_complete: the tarball is there and holds exactly the wanted images, built by this recipe.
+tarball_complete() {
 	[[ -s "${tarball}" && -f "${stamp}" && -f "${list}" ]] &&
 		[[ "$(cat "${list}")" == "$(printf '%s\n' "${wanted[@]}")" ]]
 }
+# per_image_complete: the per-image directory holds exactly one non-empty <name>.tar per wanted
+# image. It is only ever written whole, next to (or from) the tarball of the same build.
+per_image_complete() {
+	local n files
+	[[ -d "${per_image}" ]] || return 1
+	files=("${per_image}"/*) # an empty directory leaves the pattern itself: one entry
+	((${#files[@]} == ${#wanted_names[@]})) || return 1
+	for n in "${wanted_names[@]}"; do
+		[[ -s "${per_image}/${n}.tar" ]] || return 1
+	done
+}
+complete() {
+	tarball_complete && per_image_complete
+}
 if complete; then
-	echo "build-kube-images: images for Kubernetes ${version} (${#wanted[@]}) already in ${tarball}; skipping"
+	echo "build-kube-images: images for Kubernetes ${version} (${#wanted[@]}) already in ${tarball} and ${per_image}/; skipping"
 	exit 0
 fi
 
@@ -102,6 +126,43 @@ if complete; then
 	echo "build-kube-images: images for Kubernetes ${version} built by the other run; skipping"
 	exit 0
 fi
+start=$(date +%s)
+
+tmp="$(mktemp -d "${bin}/.kube-images-build.XXXXXX")"
+refs=() # the references tagged locally by this run, removed again on exit
+cleanup() {
+	rm -rf "${tmp}"
+	if ((${#refs[@]} > 0)); then
+		docker image rm "${refs[@]}" >/dev/null 2>&1 || true
+	fi
+}
+trap cleanup EXIT
+
+# save_per_image: `docker save` of each wanted reference (tagged locally) into its own archive,
+# then the directory replaces ${per_image} (and any other version's) whole.
+save_per_image() {
+	local n
+	mkdir -p "${tmp}/per-image"
+	for n in "${wanted_names[@]}"; do
+		docker save -o "${tmp}/per-image/${n}.tar" "${ref[${n}]}"
+		chmod 0644 "${tmp}/per-image/${n}.tar"
+	done
+	chmod 0755 "${tmp}/per-image"
+	rm -rf "${bin}"/kube-images-v*/
+	mv "${tmp}/per-image" "${per_image}"
+}
+
+# The tarball of this recipe is there, the per-image archives are not (or not all): they are made
+# from the tarball, building nothing.
+if tarball_complete; then
+	echo "build-kube-images: ${tarball} is complete, ${per_image}/ is not: docker load, then one docker save per image"
+	refs=("${wanted[@]}")
+	docker load -q -i "${tarball}" >/dev/null
+	save_per_image
+	echo "build-kube-images: done in $(($(date +%s) - start))s: ${per_image}/ ($(du -sh "${per_image}" | cut -f1)), ${#refs[@]} images, local tags removed"
+	exit 0
+fi
+
 for c in "${components[@]}" kube-proxy; do
 	if [[ ! -x "${bin}/${c}" ]]; then
 		echo "build-kube-images: ${bin}/${c} is missing: run hack/build-kubernetes.sh (make kubernetes-bins) first" >&2
@@ -119,8 +180,6 @@ if [[ "${coredns_got}" != "${coredns_want}" ]]; then
 	echo "build-kube-images: ${bin}/coredns is ${coredns_got}, kubeadm ${version} deploys ${ref[coredns]}: set that version in hack/build-coredns.sh and run it" >&2
 	exit 1
 fi
-start=$(date +%s)
-
 # The lab's host image (the nodes' Debian bookworm), built first when missing (about 3 minutes).
 # `hactl-lab image` prints "hactl-lab/host:<tag> (<duration>)".
 if ! host_out="$(cd "${root}" && GOWORK=off go run ./e2e/cmd/hactl-lab image)"; then
@@ -132,16 +191,6 @@ if [[ ! "${host_image}" =~ ^hactl-lab/host:[0-9a-f]+$ ]]; then
 	echo "build-kube-images: 'go run ./e2e/cmd/hactl-lab image' printed no host image reference: '${host_out}'" >&2
 	exit 1
 fi
-
-tmp="$(mktemp -d "${bin}/.kube-images-build.XXXXXX")"
-refs=()
-cleanup() {
-	rm -rf "${tmp}"
-	if ((${#refs[@]} > 0)); then
-		docker image rm "${refs[@]}" >/dev/null 2>&1 || true
-	fi
-}
-trap cleanup EXIT
 
 # build NAME: docker build of the context ${tmp}/NAME (its Dockerfile written by the caller),
 # tagged ${ref[NAME]}.
@@ -256,8 +305,11 @@ docker save -o "${tmp}/images.tar" "${refs[@]}"
 chmod 0644 "${tmp}/images.tar"
 printf '%s\n' "${wanted[@]}" >"${tmp}/images.list"
 rm -f "${bin}"/kube-images-v*.tar "${bin}"/kube-images-v*.list "${bin}"/.kube-images-v* # other versions, recipes
+# The per-image archives first: the stamp, written last, makes the tarball count as complete.
+echo "build-kube-images: docker save of each image into ${per_image}/"
+save_per_image
 mv -f "${tmp}/images.tar" "${tarball}"
 mv -f "${tmp}/images.list" "${list}"
 touch "${stamp}"
-# cleanup (the trap) removes the local tags: the images live on in the tarball only.
-echo "build-kube-images: done in $(($(date +%s) - start))s: ${tarball} ($(du -h "${tarball}" | cut -f1)), ${#refs[@]} images, local tags removed"
+# cleanup (the trap) removes the local tags: the images live on in the archives only.
+echo "build-kube-images: done in $(($(date +%s) - start))s: ${tarball} ($(du -h "${tarball}" | cut -f1)) and ${per_image}/ ($(du -sh "${per_image}" | cut -f1)), ${#refs[@]} images, local tags removed"
