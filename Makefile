@@ -40,8 +40,14 @@ kube-images: host-deps kubernetes-bins coredns-bin lab-image ## build the contro
 host-deps: ## install docker.io + debootstrap and start dockerd when missing (fails loudly if impossible)
 	bash hack/ensure-docker.sh
 
+.PHONY: apt-repo
+apt-repo: host-deps ## build the mirror's apt repository of the Kubernetes node packages into bin/apt-<hash>/ (skipped when present; needs Debian's archive)
+	$(GO) run ./hack/apt-repo
+
+# lab-image also builds the apt repository: the image lacks the Kubernetes node packages, which the
+# lab's nodes install from the mirror (e2e, demo, bench and lab-up all depend on lab-image).
 .PHONY: lab-image
-lab-image: host-deps ## build the lab host image (cached by package-list hash)
+lab-image: host-deps apt-repo ## build the lab host image (cached by package-list hash)
 	$(LAB) image
 
 .PHONY: vet

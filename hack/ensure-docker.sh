@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes this machine able to run hactl's lab (e2e/lab): installs docker.io and debootstrap from
+# Makes this machine able to run hactl's lab (e2e/lab): installs docker.io, debootstrap and dpkg-dev from
 # Debian's archive when missing, starts dockerd in the background when `docker info` fails, and
 # waits until the daemon answers. Skips whatever is already there. Fails loudly (exit 1, with the
 # reason) when the machine cannot run the lab. See shared LAB.md for the verified recipe.
@@ -23,6 +23,8 @@ if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; 
 	missing+=(docker.io)
 fi
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+# The lab's apt repository (hack/apt-repo) is indexed with dpkg-scanpackages.
+command -v dpkg-scanpackages >/dev/null 2>&1 || missing+=(dpkg-dev)
 # The lb package's tests validate rendered configs with the real tools (haproxy -c, keepalived
 # --config-test in a network namespace) and run HAProxy against fake apiservers.
 command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
@@ -36,9 +38,9 @@ if ((${#missing[@]} > 0)); then
 	apt-get update -q || die "apt-get update failed (is Debian's archive reachable?)"
 	apt-get install -y -q "${missing[@]}" || die "apt-get install ${missing[*]} failed"
 else
-	log "docker, debootstrap, haproxy, keepalived and curl already installed; skipping apt-get"
+	log "docker, debootstrap, dpkg-dev, haproxy, keepalived and curl already installed; skipping apt-get"
 fi
-for c in docker dockerd debootstrap tar; do
+for c in docker dockerd debootstrap dpkg-scanpackages tar; do
 	command -v "$c" >/dev/null 2>&1 || die "'$c' is still not on PATH after installing packages"
 done
 

@@ -50,21 +50,22 @@ const (
 )
 
 // HostPackages returns the Debian packages installed into the host image (debootstrap --include),
-// as verified in LAB.md: the base host, then what a Kubernetes node needs (containerd and runc, the
-// CNI plugins in /usr/lib/cni, and the tools kubelet and kubeadm call). A fresh slice on every call.
+// as verified in LAB.md: the base host, plus socat (e2e/lb's port squatter and bench/lb's stats
+// read use it on the load balancers). What hactl installs on a Kubernetes node (containerd, runc,
+// the CNI plugins, conntrack, ethtool, kmod: AptPackages) is not in the image: the lab's Kubernetes
+// nodes install it from the mirror's apt repository (EnsureAptRepo, AptSourcesScript), the way a
+// real machine does. A fresh slice on every call.
 func HostPackages() []string {
 	return []string{
 		"systemd", "systemd-sysv", "openssh-server", "iproute2", "procps", "ca-certificates",
-		"curl", "iptables", "haproxy", "keepalived", "sudo", "busybox",
-		"containerd", "runc", "containernetworking-plugins", "conntrack", "socat", "ethtool", "kmod",
+		"curl", "iptables", "haproxy", "keepalived", "sudo", "busybox", "socat",
 	}
 }
 
 // disabledUnits are enabled by their packages' postinst scripts but must not run until hactl
-// (haproxy, keepalived) or the lab's node preparation (containerd, see PrepareKubeNodes)
 // configures them: a host starts clean, as a freshly installed machine whose admin has not
 // configured these services yet.
-var disabledUnits = [...]string{"haproxy.service", "keepalived.service", "containerd.service"}
+var disabledUnits = [...]string{"haproxy.service", "keepalived.service"}
 
 // importChanges are the Dockerfile instructions applied by `docker import --change`: systemd is
 // the default command and knows it runs in a container. (docker import rejects STOPSIGNAL; the

@@ -234,12 +234,17 @@ WantedBy=multi-user.target
 `, mirrorRoot, MirrorPort)
 }
 
-// setupMirror copies the tarball (and a SHA256SUMS file) into the mirror host and starts
-// mirrorUnit, returning once the tarball is served on 127.0.0.1.
+// setupMirror copies the tarball (and a SHA256SUMS file) and the lab's apt repository (EnsureAptRepo,
+// built first when missing, into mirrorRoot/AptRepoPath) into the mirror host and starts mirrorUnit,
+// returning once both are served on 127.0.0.1.
 func (l *Lab) setupMirror(ctx context.Context, h Host) error {
 	t, err := l.tarball()
 	if err != nil {
 		return err
+	}
+	repo, err := EnsureAptRepo(ctx, l.opts.BinDir, l.opts.Logf, l.opts.Debugf)
+	if err != nil {
+		return fmt.Errorf("mirror: %w", err)
 	}
 	sums := fmt.Sprintf("%s  %s\n", t.SHA256, t.Name)
 	script := fmt.Sprintf(`set -e
@@ -254,15 +259,29 @@ cat > /etc/systemd/system/%[3]s <<'EOF'
 	if _, err := l.d.run(ctx, nil, "cp", t.Path, h.Container+":"+mirrorRoot+"/"+t.Name); err != nil {
 		return fmt.Errorf("mirror: copy tarball: %w", err)
 	}
+	// "DIR/." copies the directory's content into mirrorRoot/AptRepoPath (created by docker cp).
+	if _, err := l.d.run(ctx, nil, "cp", repo.Dir+"/.", h.Container+":"+mirrorRoot+"/"+AptRepoPath); err != nil {
+		return fmt.Errorf("mirror: copy apt repository: %w", err)
+	}
 	probe := MirrorURL("127.0.0.1", t.Name)
+	probeApt := MirrorURL("127.0.0.1", AptRepoPath+"/Packages.gz")
 	if _, err := l.d.run(ctx, nil, "exec", h.Container, "sh", "-c",
 		"systemctl daemon-reload && systemctl enable --now "+mirrorUnit+
-			" && for i in $(seq 50); do curl -fsS -o /dev/null -r 0-0 "+probe+" && exit 0; sleep 0.1; done; exit 1"); err != nil {
+			" && for i in $(seq 50); do curl -fsS -o /dev/null -r 0-0 "+probe+" && curl -fsS -o /dev/null "+probeApt+
+			" && exit 0; sleep 0.1; done; exit 1"); err != nil {
 		status, _ := l.d.run(context.WithoutCancel(ctx), nil, "exec", h.Container, "systemctl", "status", "--no-pager", mirrorUnit)
 		return fmt.Errorf("mirror: start %s: %w\n%s", mirrorUnit, err, status)
 	}
-	l.opts.Logf.printf("lab: mirror serves %s (sha256 %s)", t.URL, t.SHA256)
+	l.opts.Logf.printf("lab: mirror serves %s (sha256 %s) and the apt repository %s (%d packages)",
+		t.URL, t.SHA256, AptRepoURL(MirrorAddress), len(repo.Packages))
 	return nil
+}
+
+// AptRepoURL returns the URL of the lab's apt repository on the mirror at addr,
+// http://addr:MirrorPort/apt/ (addr bracketed when IPv6), "" when addr is "". Its base,
+// MirrorURL(addr, ""), is what AptSourcesScript takes.
+func AptRepoURL(addr string) string {
+	return MirrorURL(addr, AptRepoPath+"/")
 }
 
 // tarball returns the lab's etcd tarball, building it on first use (safe for concurrent use).
