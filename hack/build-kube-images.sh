@@ -9,10 +9,14 @@
 #   - kube-proxy (iptables mode): FROM scratch with bin/kube-proxy in /usr/local/bin plus Debian
 #     bookworm's iptables, ip6tables (-save, -restore) and conntrack, copied out of the lab's host
 #     image (hactl-lab/host:<tag>, `go run ./e2e/cmd/hactl-lab image`, which builds it when
-#     missing): the xtables multi binary the host's own `iptables` resolves to (so kube-proxy
-#     uses the nodes' backend: nf_tables on bookworm), conntrack, the xtables extensions (libxt_*,
-#     libipt_*, libip6t_*), exactly the shared libraries `ldd` names for them, and /etc/protocols
-#     and /etc/services. About 85 MB, of which the kube-proxy binary is 79 MB;
+#     missing). The host image has iptables but not conntrack (a Kubernetes node installs it from
+#     the mirror's apt repository): the extracting container installs it first from the lab's apt
+#     repository (`go run ./hack/apt-repo`, bin/apt-<hash>/, mounted read-only; the container runs
+#     without network, Debian's archive disabled). Copied: the xtables multi binary the host's own
+#     `iptables` resolves to (so kube-proxy uses the nodes' backend: nf_tables on bookworm),
+#     conntrack, the xtables extensions (libxt_*, libipt_*, libip6t_*), exactly the shared
+#     libraries `ldd` names for them, and /etc/protocols and /etc/services. About 85 MB, of which
+#     the kube-proxy binary is 79 MB;
 #   - coredns (the DNS add-on): FROM scratch, bin/coredns (hack/build-coredns.sh) as /coredns,
 #     ENTRYPOINT ["/coredns"] as upstream's (kubeadm's Deployment passes -conf
 #     /etc/coredns/Corefile). It runs as root: upstream's runs as nonroot with a file capability
@@ -40,7 +44,8 @@
 # per-image directory is missing or incomplete, it is made from the tarball (`docker load`, one
 # `docker save` per reference, tags removed again: about 10 s) without building anything. Needs the
 # Kubernetes binaries (hack/build-kubernetes.sh), bin/coredns (hack/build-coredns.sh; its version
-# must be kubeadm's) and a docker daemon (hack/ensure-docker.sh). Uses the classic builder
+# must be kubeadm's), the lab's apt repository (hack/apt-repo, make apt-repo: built when missing,
+# which needs Debian's archive) and a docker daemon (hack/ensure-docker.sh). Uses the classic builder
 # (DOCKER_BUILDKIT=0): it builds FROM scratch offline. About 20 s on 2 cores with the host image
 # present and Go's build cache warm (debootstrap adds ~3 minutes when the host image is missing);
 # the tarball is 445 MiB, and the per-image archives add as much again.
@@ -191,6 +196,20 @@ if [[ ! "${host_image}" =~ ^hactl-lab/host:[0-9a-f]+$ ]]; then
 	echo "build-kube-images: 'go run ./e2e/cmd/hactl-lab image' printed no host image reference: '${host_out}'" >&2
 	exit 1
 fi
+# The lab's apt repository (a flat repository: `deb [trusted=yes] file:DIR ./`), built first when
+# missing; kube-proxy's conntrack comes from it (the host image lacks it). `apt-repo` prints the
+# directory as its last line, e.g. bin/apt-e13a180f8849/.
+if ! apt_repo="$(cd "${root}" && GOWORK=off go run ./hack/apt-repo | tail -1)"; then
+	echo "build-kube-images: 'go run ./hack/apt-repo' failed: kube-proxy's conntrack comes from the lab's apt repository" >&2
+	exit 1
+fi
+if [[ "${apt_repo}" != /* ]]; then
+	apt_repo="${root}/${apt_repo}"
+fi
+if [[ ! -s "${apt_repo}/Packages" ]]; then
+	echo "build-kube-images: 'go run ./hack/apt-repo' printed '${apt_repo}', which holds no Packages index" >&2
+	exit 1
+fi
 
 # build NAME: docker build of the context ${tmp}/NAME (its Dockerfile written by the caller),
 # tagged ${ref[NAME]}.
@@ -242,12 +261,21 @@ echo "build-kube-images: building pause (tools/kubernetes/pause, CGO_ENABLED=0)"
 scratch pause "${tmp}/pause.bin" entrypoint
 
 # kube-proxy: its iptables and conntrack come from the lab's host image (Debian bookworm, as the
-# nodes), so they match the nodes' own iptables (version and backend).
-echo "build-kube-images: kube-proxy's iptables (the backend of the host's own iptables) and conntrack from ${host_image}"
-# Runs inside the host image: writes to stdout a tar of the multi binary `iptables` resolves to,
-# conntrack, the xtables extensions, every shared library ldd names for them (under the paths ldd
-# prints: /lib/x86_64-linux-gnu/..., /lib64/ld-linux-x86-64.so.2) and two files of /etc.
+# nodes), so they match the nodes' own iptables (version and backend); conntrack is installed into
+# the (throw-away) container from the lab's apt repository, as a node installs it.
+echo "build-kube-images: kube-proxy's iptables (the backend of the host's own iptables) from ${host_image}, conntrack from ${apt_repo}"
+# Runs inside the host image, without network: installs conntrack when missing from the apt
+# repository mounted at /hactl-lab-apt (Debian's archive, unreachable, disabled; apt's output to
+# stderr), then writes to stdout a tar of the multi binary `iptables` resolves to, conntrack, the
+# xtables extensions, every shared library ldd names for them (under the paths ldd prints:
+# /lib/x86_64-linux-gnu/..., /lib64/ld-linux-x86-64.so.2) and two files of /etc.
 extract='set -eu
+if ! command -v conntrack >/dev/null; then
+	mkdir -p /etc/apt/hactl-lab-disabled
+	if [ -e /etc/apt/sources.list ]; then mv -f /etc/apt/sources.list /etc/apt/hactl-lab-disabled/; fi
+	echo "deb [trusted=yes] file:/hactl-lab-apt ./" >/etc/apt/sources.list.d/hactl-lab.list
+	{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends conntrack; } >&2
+fi
 multi="$(readlink -f "$(command -v iptables)")"
 case "${multi}" in */xtables-nft-multi | */xtables-legacy-multi) ;; *) echo "iptables resolves to ${multi}, not an xtables multi binary" >&2; exit 1 ;; esac
 x=/usr/lib/x86_64-linux-gnu/xtables
@@ -257,7 +285,8 @@ cd /
 tar -ch $(for f in ${elf} ${libs} /etc/protocols /etc/services; do echo "${f#/}"; done)'
 kp="${tmp}/kube-proxy"
 mkdir -p "${kp}/rootfs"
-docker run --rm --name hactl-lab-kube-images-extract --network none --entrypoint /bin/sh "${host_image}" -c "${extract}" |
+docker run --rm --name hactl-lab-kube-images-extract --network none -v "${apt_repo}:/hactl-lab-apt:ro" \
+	--entrypoint /bin/sh "${host_image}" -c "${extract}" |
 	tar -C "${kp}/rootfs" -x
 multi="$(cd "${kp}/rootfs/usr/sbin" && ls xtables-*-multi)" # xtables-nft-multi or xtables-legacy-multi
 backend="${multi#xtables-}"
