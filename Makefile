@@ -42,7 +42,7 @@ host-deps: ## install docker.io + debootstrap and start dockerd when missing (fa
 
 .PHONY: apt-repo
 apt-repo: host-deps ## build the mirror's apt repository of the Kubernetes node packages into bin/apt-<hash>/ (skipped when present; needs Debian's archive)
-	$(GO) run ./hack/apt-repo
+	$(GO) run ./e2e/cmd/apt-repo
 
 # lab-image also builds the apt repository: the image lacks the Kubernetes node packages, which the
 # lab's nodes install from the mirror (e2e, demo, bench and lab-up all depend on lab-image).
@@ -78,33 +78,25 @@ e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin build lab-image #
 test: vet unit e2e ## everything CI runs: vet, unit tests, e2e suite (installs what a fresh machine lacks)
 
 .PHONY: demo
-demo: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## lab up, hactl bootstrap (etcd + VIP), kubeadm control plane, status, kubectl via the VIP; leaves the lab running
-	$(LAB) up --members 3
+demo: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## lab up, one hactl bootstrap (etcd, LB, 3 control planes, 3 workers), status, kubectl via the VIP; leaves the lab running
+	$(LAB) up --members 3 --workers
 	bin/hactl bootstrap -f .lab/cluster-3.yaml
-	$(LAB) kube-up --hactl bin/hactl -f .lab/cluster-3.yaml
-	@# status after kube-up: before it, no apiserver runs and every HAProxy backend is DOWN (exit 3)
 	bin/hactl status -f .lab/cluster-3.yaml
-	bin/kubectl --kubeconfig .lab/admin.conf get nodes -o wide
+	bin/hactl kubeconfig -f .lab/cluster-3.yaml --out .lab/admin.conf
+	bin/kubectl --kubeconfig .lab/admin.conf get nodes -o wide -L topology.kubernetes.io/zone
 	@echo
-	@echo "The lab is running: etcd on cp-a, cp-b, cp-c (zones az-a, az-b, az-c), HAProxy + Keepalived on lb-a, lb-b"
-	@echo "holding the VIP 172.28.0.100, and a kubeadm control plane on cp-a, cp-b, cp-c built on both."
+	@echo "The lab is running: etcd + Kubernetes control planes on cp-a, cp-b, cp-c (zones az-a, az-b, az-c), workers"
+	@echo "w-a, w-b, w-c, HAProxy + Keepalived on lb-a, lb-b holding the VIP 172.28.0.100 - all built by the one bootstrap."
 	@echo "Try next:"
-	@echo "  bin/kubectl --kubeconfig .lab/admin.conf get pods -n kube-system -o wide   # through the VIP (https://172.28.0.100:6443)"
-	@echo "  docker exec hactl-lab-lb-a systemctl stop haproxy; sleep 6; bin/hactl status -f .lab/cluster-3.yaml"
-	@echo "        # the VIP moved to lb-b within ~4.5 s (README: Load balancer); status exits 3: haproxy is down on lb-a"
-	@echo "  bin/kubectl --kubeconfig .lab/admin.conf get nodes                          # answers through the VIP on lb-b"
-	@echo "  docker exec hactl-lab-lb-a systemctl start haproxy   # ~3 s later the VIP moves back to lb-a (higher priority; see nopreempt)"
-	@echo "  bin/hactl drill kill-leader -f .lab/cluster-3.yaml --yes   # kill the etcd leader: election, RTO, catch-up; proves no acknowledged write was lost"
-	@echo "  bin/hactl bootstrap -f .lab/cluster-3.yaml      # a re-run: nothing changes, nothing restarted"
-	@echo "  bin/hactl status -f .lab/cluster-3.yaml -o json"
-	@echo "  docker kill hactl-lab-cp-b; bin/hactl status -f .lab/cluster-3.yaml   # quorum holds with 2 of 3 (status waits out cp-b's timeout)"
-	@echo "  docker start hactl-lab-cp-b                     # etcd back in ~8 s, its apiserver UP in HAProxy in ~20 s"
-	@echo "  ETCDCTL='bin/etcdctl --endpoints https://172.28.0.11:2379 --cacert .lab/state-3/pki/ca.crt --cert .lab/state-3/pki/hactl-etcd-client.crt --key .lab/state-3/pki/hactl-etcd-client.key'; \$$ETCDCTL member list -w table"
+	@echo "  bin/kubectl --kubeconfig .lab/admin.conf get pods -A -o wide          # through the VIP (https://172.28.0.100:6443)"
+	@echo "  bin/kubectl --kubeconfig .lab/admin.conf create deployment web --image registry.k8s.io/pause:3.10.2 --replicas 3"
+	@echo "  bin/hactl bootstrap -f .lab/cluster-3.yaml      # a re-run: no kubeadm command, nothing restarted"
+	@echo "  docker kill hactl-lab-cp-b; bin/hactl status -f .lab/cluster-3.yaml   # quorum holds; status names the NotReady node (exit 3)"
+	@echo "  docker start hactl-lab-cp-b                     # etcd back in ~8 s, the node Ready again within a minute"
+	@echo "  docker exec hactl-lab-lb-a systemctl stop haproxy; sleep 6; bin/hactl status -f .lab/cluster-3.yaml   # the VIP moved to lb-b"
+	@echo "  bin/hactl drill kill-leader -f .lab/cluster-3.yaml --yes   # kill the etcd leader: election, RTO; no acknowledged write lost"
+	@echo "  bin/hactl reset -f .lab/cluster-3.yaml --hosts w-c --yes   # a worker out of the cluster (bootstrap joins it again)"
 	@echo "Remove the lab with: make lab-down"
-
-.PHONY: kube-up
-kube-up: kubernetes-bins kube-images build ## on a running, bootstrapped lab: kubeadm control plane on cp-a/b/c (idempotent)
-	$(LAB) kube-up --hactl bin/hactl -f .lab/cluster-3.yaml
 
 .PHONY: lab-up
 lab-up: host-deps etcd-bins lab-image

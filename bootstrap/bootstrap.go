@@ -12,6 +12,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/etcdphases"
 	"github.com/hactl/hactl/bootstrap/frontphases"
+	"github.com/hactl/hactl/bootstrap/kubephases"
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/internal/sumcache"
@@ -22,7 +23,7 @@ import (
 )
 
 // Checks lists every preflight check name, for --ignore-preflight-errors.
-var Checks = etcdphases.Checks
+var Checks = append(append([]string{}, etcdphases.Checks...), kubephases.Checks...)
 
 // Options configure one bootstrap run.
 type Options struct {
@@ -59,6 +60,7 @@ type Bootstrapper struct {
 	run    *runctx.Run
 	etcd   *etcdphases.Group
 	front  *frontphases.Group
+	kube   *kubephases.Group
 	seed   *restore.Group
 	phases phase.List
 }
@@ -76,7 +78,10 @@ func New(opt Options) (*Bootstrapper, error) {
 		return nil, err
 	}
 	b.front = frontphases.New(b.run)
-	if b.phases, err = phaseList(b.etcd.Phases(), b.front.Phases()); err != nil {
+	if b.kube, err = kubephases.New(b.run, kubephases.Options{IgnorePreflightErrors: opt.IgnorePreflightErrors, SumCache: opt.SumCache}); err != nil {
+		return nil, err
+	}
+	if b.phases, err = phaseList(b.etcd.Phases(), b.front.Phases(), b.kube.Phases()); err != nil {
 		return nil, err
 	}
 	if opt.RestoreFrom != nil {
@@ -90,30 +95,32 @@ func New(opt Options) (*Bootstrapper, error) {
 	return b, nil
 }
 
-// phaseList interleaves the etcd and front groups: kube/preflight right after preflight, kube/plan
-// after plan (so a dry run shows both plans), lb/packages and lb/install before etcd/install, and
-// kube/etcd-certs and lb/wait after etcd/wait. The load balancer goes in first because nothing in it
-// depends on etcd (its backends are the kube-apiservers, which come later), while Keepalived's first
-// election takes a fixed time (a new BACKUP claims the VIP only after the Master_Down_Interval,
-// 3 × advert_int plus a skew: RFC 3768 §6.1): that time runs while etcd is installed and started
-// instead of after it, and lb/wait at the end only confirms the holder.
-func phaseList(etcd, front phase.List) (phase.List, error) {
-	pre, err := front.Pick(frontphases.PhasePreflight)
-	if err != nil {
-		return nil, err
+// phaseList interleaves the etcd, front and Kubernetes groups: lb/preflight and kube/preflight right
+// after preflight, lb/plan and kube/plan after plan (so a dry run shows every plan), kube/binaries
+// next (the Kubernetes binaries' checksums and versions are proven before anything is installed on
+// any host), lb/packages and lb/install before etcd/install, kube/etcd-certs and lb/wait after
+// etcd/wait, then the rest of the Kubernetes group (runtime, kubelet, images, init, join, cni,
+// wait). The load balancer goes in first because nothing in it depends on etcd (its backends are
+// the kube-apiservers, which come later), while Keepalived's first election takes a fixed time (a
+// new BACKUP claims the VIP only after the Master_Down_Interval, 3 × advert_int plus a skew: RFC
+// 3768 §6.1): that time runs while etcd is installed and started instead of after it, and lb/wait
+// only confirms the holder.
+func phaseList(etcd, front, kube phase.List) (phase.List, error) {
+	pick := func(l phase.List, titles ...string) phase.List {
+		if l == nil {
+			return nil
+		}
+		out, err := l.Pick(titles...)
+		if err != nil {
+			panic(err) // the groups' own titles: a programming error
+		}
+		return out
 	}
-	plan, err := front.Pick(frontphases.PhasePlan)
-	if err != nil {
-		return nil, err
-	}
-	lb, err := front.Pick(frontphases.PhasePackages, frontphases.PhaseInstall)
-	if err != nil {
-		return nil, err
-	}
-	rest, err := front.Pick(frontphases.PhaseEtcdCerts, frontphases.PhaseWait)
-	if err != nil {
-		return nil, err
-	}
+	pre := append(pick(front, frontphases.PhasePreflight), pick(kube, kubephases.PhasePreflight)...)
+	plan := append(pick(front, frontphases.PhasePlan), pick(kube, kubephases.PhasePlan, kubephases.PhaseBinaries)...)
+	lb := pick(front, frontphases.PhasePackages, frontphases.PhaseInstall)
+	rest := append(pick(front, frontphases.PhaseEtcdCerts, frontphases.PhaseWait), pick(kube, kubephases.PhaseRuntime, kubephases.PhaseKubelet,
+		kubephases.PhaseImages, kubephases.PhaseInit, kubephases.PhaseJoin, kubephases.PhaseCNI, kubephases.PhaseWait)...)
 	l, err := etcd.InsertAfter(etcdphases.PhasePreflight, pre...)
 	if err != nil {
 		return nil, err
@@ -138,10 +145,36 @@ func (b *Bootstrapper) Run(ctx context.Context) (*report.Cluster, error) {
 	r := &phase.Runner{Phases: b.phases, Skip: b.opt.SkipPhases, DryRun: b.opt.DryRun, Reporter: b.opt.Printer}
 	err := r.Run(ctx)
 	res := &report.Cluster{Cluster: b.opt.Cluster.Metadata.Name, ClusterID: b.etcd.ClusterID(), DryRun: b.opt.DryRun,
-		Duration: time.Since(started).Round(time.Millisecond).String(), Members: b.etcd.Report(), Hosts: b.front.Report()}
+		Duration: time.Since(started).Round(time.Millisecond).String(), Members: b.etcd.Report(), Hosts: mergeHosts(b.opt.Cluster, b.front.Report(), b.kube.Report())}
 	res.VIP, res.VIPHolder = b.front.VIP()
 	if b.seed != nil {
 		res.RestoredRevision = b.seed.Revision()
 	}
 	return res, err
+}
+
+// mergeHosts joins the front and Kubernetes groups' host reports (a control-plane host is in
+// both), in spec order.
+func mergeHosts(c *v1alpha1.Cluster, groups ...[]report.Host) []report.Host {
+	byName := map[string]*report.Host{}
+	for _, g := range groups {
+		for _, h := range g {
+			if have := byName[h.Name]; have != nil {
+				have.Changes = append(have.Changes, h.Changes...)
+				if h.Action == "changed" {
+					have.Action = "changed"
+				}
+				continue
+			}
+			hc := h
+			byName[h.Name] = &hc
+		}
+	}
+	var out []report.Host
+	for _, h := range c.Spec.Hosts {
+		if r := byName[h.Name]; r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out
 }

@@ -29,7 +29,8 @@ func TestPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "preflight kube/preflight pki detect plan kube/plan lb/packages lb/install etcd/install etcd/start etcd/wait kube/etcd-certs lb/wait"
+	want := "preflight lb/preflight kube/preflight pki detect plan lb/plan kube/plan kube/binaries lb/packages lb/install etcd/install etcd/start etcd/wait " +
+		"kube/etcd-certs lb/wait kube/runtime kube/kubelet kube/images kube/init kube/join kube/cni kube/wait"
 	if got := strings.Join(phase.Titles(b.Phases()), " "); got != want {
 		t.Errorf("phases:\n got %s\nwant %s", got, want)
 	}
@@ -40,8 +41,9 @@ func TestPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = "preflight kube/preflight pki detect plan restore/check kube/plan lb/packages lb/install etcd/install restore/ship restore/seed " +
-		"etcd/start etcd/wait restore/verify kube/etcd-certs lb/wait"
+	want = "preflight lb/preflight kube/preflight pki detect plan restore/check lb/plan kube/plan kube/binaries lb/packages lb/install etcd/install " +
+		"restore/ship restore/seed etcd/start etcd/wait restore/verify kube/etcd-certs lb/wait kube/runtime kube/kubelet kube/images kube/init " +
+		"kube/join kube/cni kube/wait"
 	if got := strings.Join(phase.Titles(b.Phases()), " "); got != want {
 		t.Errorf("phases with --restore-from:\n got %s\nwant %s", got, want)
 	}

@@ -11,7 +11,7 @@
 #     image (hactl-lab/host:<tag>, `go run ./e2e/cmd/hactl-lab image`, which builds it when
 #     missing). The host image has iptables but not conntrack (a Kubernetes node installs it from
 #     the mirror's apt repository): the extracting container installs it first from the lab's apt
-#     repository (`go run ./hack/apt-repo`, bin/apt-<hash>/, mounted read-only; the container runs
+#     repository (`go run ./e2e/cmd/apt-repo`, bin/apt-<hash>/, mounted read-only; the container runs
 #     without network, Debian's archive disabled). Copied: the xtables multi binary the host's own
 #     `iptables` resolves to (so kube-proxy uses the nodes' backend: nf_tables on bookworm),
 #     conntrack, the xtables extensions (libxt_*, libipt_*, libip6t_*), exactly the shared
@@ -44,7 +44,7 @@
 # per-image directory is missing or incomplete, it is made from the tarball (`docker load`, one
 # `docker save` per reference, tags removed again: about 10 s) without building anything. Needs the
 # Kubernetes binaries (hack/build-kubernetes.sh), bin/coredns (hack/build-coredns.sh; its version
-# must be kubeadm's), the lab's apt repository (hack/apt-repo, make apt-repo: built when missing,
+# must be kubeadm's), the lab's apt repository (e2e/cmd/apt-repo, make apt-repo: built when missing,
 # which needs Debian's archive) and a docker daemon (hack/ensure-docker.sh). Uses the classic builder
 # (DOCKER_BUILDKIT=0): it builds FROM scratch offline. About 20 s on 2 cores with the host image
 # present and Go's build cache warm (debootstrap adds ~3 minutes when the host image is missing);
@@ -199,15 +199,15 @@ fi
 # The lab's apt repository (a flat repository: `deb [trusted=yes] file:DIR ./`), built first when
 # missing; kube-proxy's conntrack comes from it (the host image lacks it). `apt-repo` prints the
 # directory as its last line, e.g. bin/apt-e13a180f8849/.
-if ! apt_repo="$(cd "${root}" && GOWORK=off go run ./hack/apt-repo | tail -1)"; then
-	echo "build-kube-images: 'go run ./hack/apt-repo' failed: kube-proxy's conntrack comes from the lab's apt repository" >&2
+if ! apt_repo="$(cd "${root}" && GOWORK=off go run ./e2e/cmd/apt-repo | tail -1)"; then
+	echo "build-kube-images: 'go run ./e2e/cmd/apt-repo' failed: kube-proxy's conntrack comes from the lab's apt repository" >&2
 	exit 1
 fi
 if [[ "${apt_repo}" != /* ]]; then
 	apt_repo="${root}/${apt_repo}"
 fi
 if [[ ! -s "${apt_repo}/Packages" ]]; then
-	echo "build-kube-images: 'go run ./hack/apt-repo' printed '${apt_repo}', which holds no Packages index" >&2
+	echo "build-kube-images: 'go run ./e2e/cmd/apt-repo' printed '${apt_repo}', which holds no Packages index" >&2
 	exit 1
 fi
 

@@ -570,3 +570,19 @@ func IsSHA256(s string) bool {
 	}
 	return true
 }
+
+// InstallCommand returns the command installing pkgs with package manager pm (HostInfo's: apt-get,
+// dnf, yum), non-interactively. apt-get refreshes its index only when the first attempt fails (a
+// fresh image has none). Errors: pm is none of the three.
+func InstallCommand(pm string, pkgs []string) (string, error) {
+	list := shell.Join(pkgs...)
+	switch pm {
+	case "apt-get":
+		inst := "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends " + list
+		return inst + " || { apt-get update && " + inst + "; }", nil
+	case "dnf", "yum":
+		return pm + " install -y " + list, nil
+	default:
+		return "", fmt.Errorf("no supported package manager (apt-get, dnf, yum) to install %s", list)
+	}
+}

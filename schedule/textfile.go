@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/hactl/hactl/internal/atomicfile"
 )
@@ -143,7 +144,8 @@ func Parse(data []byte) (Metrics, error) {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		data = append(data[:len(data):len(data)], '\n')
 	}
-	var p expfmt.TextParser
+	// node_exporter's textfile collector reads the classic names (Prometheus' legacy validation).
+	p := expfmt.NewTextParser(model.LegacyValidation)
 	families, err := p.TextToMetricFamilies(bytes.NewReader(data))
 	if err != nil {
 		return Metrics{}, fmt.Errorf("textfile: %w", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func TestFormat(t *testing.T) {
@@ -88,7 +89,7 @@ hactl_backup_last_success_timestamp_seconds{cluster="lab",member="cp-a"} 1.79609
 // what a scraper sees, whatever the order and float form of the text.
 func families(t *testing.T, text []byte) []string {
 	t.Helper()
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.LegacyValidation)
 	fs, err := p.TextToMetricFamilies(bytes.NewReader(text))
 	if err != nil {
 		t.Fatalf("parsing %q: %v", text, err)

@@ -144,7 +144,7 @@ func run(hactl string, runs, vipRuns int, keep bool) error {
 		return err
 	}
 	dir := filepath.Join(root, ".lab-bench")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, RepoRoot: root, Dir: dir, Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, RepoRoot: root, Dir: dir, Logf: logf})
 	if err != nil {
 		return err
 	}
@@ -155,9 +155,7 @@ func run(hactl string, runs, vipRuns int, keep bool) error {
 	if err := hactlRun(hactl, "bootstrap", "-f", spec); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
-	if err := l.KubeUp(ctx, hactl, spec); err != nil {
-		return err
-	}
+	// The bootstrap built the kubeadm control plane too (the lab's specs have spec.kubernetes).
 	kubeCA := filepath.Join(dir, "kubernetes-ca.crt")
 	ca, err := l.Exec(ctx, "cp-a", "cat", "/etc/kubernetes/pki/ca.crt")
 	if err != nil {

@@ -124,7 +124,7 @@ func run(hactl string, runs int, keep bool) error {
 		return err
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-	l, err := lab.Up(ctx, lab.Options{Members: 3, RepoRoot: root, Dir: filepath.Join(root, ".lab-bench"), Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, RepoRoot: root, Dir: filepath.Join(root, ".lab-bench"), Logf: logf})
 	if err != nil {
 		return err
 	}
@@ -138,15 +138,13 @@ func run(hactl string, runs int, keep bool) error {
 		if err != nil {
 			return fmt.Errorf("hactl bootstrap: %w\n%s", err, out)
 		}
-		logf("bench/lb: hactl bootstrap (etcd + load balancer) took %s", time.Since(start).Round(100*time.Millisecond))
+		logf("bench/lb: hactl bootstrap (etcd + load balancer + control plane) took %s", time.Since(start).Round(100*time.Millisecond))
 		return nil
 	}
 	if err := boot(); err != nil {
 		return err
 	}
-	if err := l.KubeUp(ctx, hactl, spec); err != nil {
-		return err
-	}
+	// The bootstrap built the kubeadm control plane too (the lab's specs have spec.kubernetes).
 	c, _, err := specload.Load(spec)
 	if err != nil {
 		return err

@@ -32,8 +32,8 @@ import (
 
 // Phase titles: the identity other groups insert their phases by (phase.List).
 const (
-	PhasePreflight = "kube/preflight"
-	PhasePlan      = "kube/plan"
+	PhasePreflight = "lb/preflight"
+	PhasePlan      = "lb/plan"
 	PhaseEtcdCerts = "kube/etcd-certs"
 	PhasePackages  = "lb/packages"
 	PhaseInstall   = "lb/install"

@@ -103,21 +103,6 @@ func isLBFile(df runctx.DesiredFile) bool { return df.Note == "load balancer" }
 // packageTimeout bounds a package installation (index refresh + download + install).
 const packageTimeout = 10 * time.Minute
 
-// installCommand returns the command installing pkgs with package manager pm (apt-get, dnf, yum).
-// apt-get refreshes its index only when the first attempt fails (a fresh image has none).
-func installCommand(pm string, pkgs []string) (string, error) {
-	list := strings.Join(pkgs, " ")
-	switch pm {
-	case "apt-get":
-		inst := "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends " + list
-		return inst + " || { apt-get update && " + inst + "; }", nil
-	case "dnf", "yum":
-		return pm + " install -y " + list, nil
-	default:
-		return "", fmt.Errorf("no supported package manager (apt-get, dnf, yum) to install %s", list)
-	}
-}
-
 // Packages installs the missing LB packages (lbBinaries) with the host's package manager.
 type Packages struct{ g *Group }
 
@@ -145,7 +130,7 @@ func (ph *Packages) Run(ctx context.Context) error {
 		if len(p.packages) == 0 {
 			return nil
 		}
-		cmd, err := installCommand(b.facts[h.host.Name].PkgManager, p.packages)
+		cmd, err := provision.InstallCommand(b.facts[h.host.Name].PkgManager, p.packages)
 		if err != nil {
 			return fmt.Errorf("%s: %w", PhasePackages, err)
 		}

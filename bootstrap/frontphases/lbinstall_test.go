@@ -213,19 +213,3 @@ func touch(t *testing.T, p string) {
 		t.Fatal(err)
 	}
 }
-
-func TestInstallCommand(t *testing.T) {
-	for pm, want := range map[string]string{
-		"apt-get": "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy curl || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy curl; }",
-		"dnf":     "dnf install -y haproxy curl",
-		"yum":     "yum install -y haproxy curl",
-	} {
-		got, err := installCommand(pm, []string{"haproxy", "curl"})
-		if err != nil || got != want {
-			t.Errorf("%s: %q, %v; want %q", pm, got, err, want)
-		}
-	}
-	if _, err := installCommand("", []string{"haproxy"}); err == nil || !strings.Contains(err.Error(), "no supported package manager") {
-		t.Errorf("no package manager: %v", err)
-	}
-}

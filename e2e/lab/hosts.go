@@ -99,18 +99,19 @@ type Host struct {
 	Jump string
 	// IPv6Only: the host removes its IPv4 address (which docker insists on) at every boot.
 	IPv6Only bool
-	// PodSubnet is the host's own pod CIDR when it is a Kubernetes node of the lab (cp-a/b/c:
-	// 10.244.1.0/24, .2, .3; inside kubeadm's default pod subnet 10.244.0.0/16), "" otherwise. A
-	// Kubernetes node gets containerd's data on a named volume (ContainerdVolume) and the machine's
-	// /lib/modules read-only; PrepareKubeNodes installs kubelet, its CNI config and routes.
-	PodSubnet string
+	// Kube: the host is a Kubernetes node of the lab (Options.Kubernetes: cp-a/b/c; Options.Workers
+	// also w-a/b/c). A Kubernetes node runs in its own cgroup namespace (kubeNodeInit), gets
+	// containerd's data on a named volume (ContainerdVolume), the machine's /lib/modules read-only
+	// and, at every boot, what kubelet needs inside a container (kubeNodePrepUnit); everything else
+	// (containerd, kubelet, the CNI, kubeadm) is hactl's.
+	Kube bool
 	// Volumes are further named docker volumes as "NAME:PATH" (docker run -v), every NAME starting
 	// with Prefix+"-" so Down removes them; Recreate replaces them with empty ones.
 	Volumes []string
 }
 
-// KubeNode reports whether h is a Kubernetes node of the lab (it has a PodSubnet).
-func (h Host) KubeNode() bool { return h.PodSubnet != "" }
+// KubeNode reports whether h is a Kubernetes node of the lab.
+func (h Host) KubeNode() bool { return h.Kube }
 
 // ContainerdVolume is the named docker volume holding a Kubernetes node's /var/lib/containerd
 // (containerd's overlay snapshotter cannot run on docker's own overlay filesystem), "" for other
@@ -138,12 +139,18 @@ func memberHost(name, addr, zone string, roles ...v1alpha1.Role) Host {
 
 var cpRoles = []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}
 
-// kubeNode is memberHost for a control-plane host that also becomes a Kubernetes node with pod
-// subnet podSubnet.
-func kubeNode(name, addr, zone, podSubnet string) Host {
-	h := memberHost(name, addr, zone, cpRoles...)
-	h.PodSubnet = podSubnet
-	return h
+// WorkerHosts are the names of the lab's worker nodes (Options.Workers), in spec order.
+var WorkerHosts = [...]string{"w-a", "w-b", "w-c"}
+
+// workerHosts returns w-a, w-b, w-c (zones az-a, az-b, az-c): Kubernetes workers.
+func workerHosts() []Host {
+	var out []Host
+	for i, name := range WorkerHosts {
+		h := memberHost(name, fmt.Sprintf("172.28.0.%d", 51+i), fmt.Sprintf("az-%c", 'a'+i), v1alpha1.RoleWorker)
+		h.Kube = true
+		out = append(out, h)
+	}
+	return named(out)
 }
 
 // labHosts returns the hosts of a lab with members etcd members (3 or 5), in spec order:
@@ -152,9 +159,9 @@ func kubeNode(name, addr, zone, podSubnet string) Host {
 // Losing any one zone leaves a quorum in both variants (3: 2 of 3; 5: 3 of 5) and a load balancer.
 func labHosts(members int) ([]Host, error) {
 	all := []Host{
-		kubeNode("cp-a", "172.28.0.11", "az-a", "10.244.1.0/24"),
-		kubeNode("cp-b", "172.28.0.12", "az-b", "10.244.2.0/24"),
-		kubeNode("cp-c", "172.28.0.13", "az-c", "10.244.3.0/24"),
+		memberHost("cp-a", "172.28.0.11", "az-a", cpRoles...),
+		memberHost("cp-b", "172.28.0.12", "az-b", cpRoles...),
+		memberHost("cp-c", "172.28.0.13", "az-c", cpRoles...),
 		memberHost("etcd-d", "172.28.0.14", "az-a", v1alpha1.RoleEtcd),
 		memberHost("etcd-e", "172.28.0.15", "az-b", v1alpha1.RoleEtcd),
 	}
@@ -222,11 +229,20 @@ func mirrorHost(internal, ipv6 bool) Host {
 }
 
 // hostsFor returns every host of a lab with options o (o.Members already defaulted), in order:
-// members, then bastion and in-*, v6-*, mirror, objstore.
+// members (Kubernetes nodes with o.Kubernetes), w-* (o.Workers), then bastion and in-*, v6-*,
+// mirror, objstore.
 func hostsFor(o Options) ([]Host, error) {
 	hosts, err := labHosts(o.Members)
 	if err != nil {
 		return nil, err
+	}
+	if o.Kubernetes || o.Workers {
+		for i := range hosts {
+			hosts[i].Kube = hosts[i].HasRole(v1alpha1.RoleControlPlane)
+		}
+	}
+	if o.Workers {
+		hosts = append(hosts, workerHosts()...)
 	}
 	if o.Bastion {
 		hosts = append(hosts, bastionHosts()...)
@@ -255,3 +271,6 @@ func named(hosts []Host) []Host {
 func isLabName(name string) bool {
 	return name == Prefix || len(name) > len(Prefix) && name[:len(Prefix)+1] == Prefix+"-"
 }
+
+// HasRole reports whether h carries spec role r.
+func (h Host) HasRole(r v1alpha1.Role) bool { return slices.Contains(h.Roles, r) }

@@ -25,7 +25,7 @@ func TestLabIntegration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	l, err := Up(ctx, Options{Members: 3, Dir: t.TempDir(), Logf: t.Logf, Debugf: t.Logf})
+	l, err := Up(ctx, Options{Members: 3, Kubernetes: true, Dir: t.TempDir(), Logf: t.Logf, Debugf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLabIntegration(t *testing.T) {
 			t.Errorf("ssh %s: hostname %q", h.Name, got)
 		}
 	}
-	for _, u := range []string{"haproxy", "keepalived", "containerd"} {
+	for _, u := range []string{"haproxy", "keepalived"} {
 		if out, err := l.Exec(ctx, "lb-a", "systemctl", "is-enabled", u); err == nil || strings.TrimSpace(out) != "disabled" {
 			t.Errorf("%s on lb-a: %q, %v; want disabled", u, out, err)
 		}
@@ -72,48 +72,42 @@ func TestLabIntegration(t *testing.T) {
 		t.Errorf("Attach: hosts %s image %s, want %s %s", got, a.Image(), want, l.Image())
 	}
 
-	// Kubernetes nodes: prepared in parallel, idempotently.
-	t0 := time.Now()
-	if err := l.PrepareKubeNodes(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("PrepareKubeNodes took %s", time.Since(t0))
+	// Kubernetes nodes (cp-a/b/c): prepared as a user's machines would be, nothing of Kubernetes.
 	checkNode := func(host string) {
 		t.Helper()
-		for _, u := range []string{"containerd", kubeBootUnit} {
-			if out, err := l.Exec(ctx, host, "systemctl", "is-active", u); err != nil {
-				t.Errorf("%s: %s is %q: %v", host, u, out, err)
-			}
-		}
-		if out, err := l.Exec(ctx, host, "systemctl", "is-enabled", "kubelet"); err != nil {
-			t.Errorf("%s: kubelet is %q: %v", host, out, err)
-		}
 		if out, err := l.Exec(ctx, host, "readlink", "/dev/kmsg"); err != nil || strings.TrimSpace(out) != "/dev/null" {
 			t.Errorf("%s: /dev/kmsg -> %q, %v", host, out, err)
 		}
-		out, err := l.Exec(ctx, host, "ip", "route")
-		for _, n := range l.KubeNodes() {
-			if want := n.PodSubnet + " via " + n.Address + " "; (n.Name != host) != strings.Contains(out, want) || err != nil {
-				t.Errorf("%s: routes (want one to every other node's pod subnet):\n%s %v", host, out, err)
-			}
+		if out, err := l.Exec(ctx, host, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward && cat /proc/sys/net/ipv4/ip_forward"); err != nil || strings.TrimSpace(out) != "1" {
+			t.Errorf("%s: /proc/sys not writable: %q, %v", host, out, err)
 		}
-		_, refs, _ := KubeImages(l.opts.BinDir)
-		out, err = l.Exec(ctx, host, "ctr", "-n", "k8s.io", "images", "ls", "-q")
-		for _, r := range refs {
-			if err != nil || !strings.Contains(out, r) {
-				t.Errorf("%s: image %s missing: %s %v", host, r, out, err)
-			}
+		// Its own cgroup hierarchy: systemd's init.scope at the root, and a cgroup made on this node
+		// is invisible on another.
+		if out, err := l.Exec(ctx, host, "grep", ":memory:", "/proc/1/cgroup"); err != nil || strings.TrimSpace(out) != "4:memory:/init.scope" && !strings.HasSuffix(strings.TrimSpace(out), ":memory:/init.scope") {
+			t.Errorf("%s: PID 1's memory cgroup %q, %v; want /init.scope (a private cgroup namespace)", host, out, err)
+		}
+		if out, err := l.Exec(ctx, host, "sh", "-c", "ls /sys/fs/cgroup/"); err != nil || strings.Contains(out, "hugetlb") || strings.Contains(out, "perf_event") {
+			t.Errorf("%s: cgroup hierarchies %q, %v: the machine's shared roots must not be mounted", host, out, err)
+		}
+		if out, err := l.Exec(ctx, host, "sh", "-c", "test ! -e /usr/bin/containerd && grep -h '^deb' /etc/apt/sources.list.d/*.list"); err != nil ||
+			!strings.Contains(out, "http://"+MirrorAddress+":8080/apt") {
+			t.Errorf("%s: containerd preinstalled or apt not pointed at the mirror: %q, %v", host, out, err)
 		}
 	}
 	for _, h := range l.KubeNodes() {
 		checkNode(h.Name)
 	}
-	mtimes, _ := l.Exec(ctx, "cp-a", "stat", "-c", "%Y", "/usr/local/bin/kubelet", "/etc/containerd/config.toml")
-	if err := l.PrepareKubeNodes(ctx); err != nil {
+	if _, err := l.Exec(ctx, "cp-a", "mkdir", "/sys/fs/cgroup/memory/hactl-lab-probe"); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := l.Exec(ctx, "cp-a", "stat", "-c", "%Y", "/usr/local/bin/kubelet", "/etc/containerd/config.toml"); again != mtimes {
-		t.Errorf("a second PrepareKubeNodes rewrote files: %q -> %q", mtimes, again)
+	if out, err := l.Exec(ctx, "cp-b", "sh", "-c", "find /sys/fs/cgroup/memory -name hactl-lab-probe | wc -l"); err != nil || strings.TrimSpace(out) != "0" {
+		t.Errorf("cp-b sees cp-a's cgroup: %q, %v", out, err)
+	}
+	if _, err := l.Exec(ctx, "cp-a", "rmdir", "/sys/fs/cgroup/memory/hactl-lab-probe"); err != nil {
+		t.Error(err)
+	}
+	if out, err := l.Exec(ctx, "cp-a", "sh", "-c", "apt-get update -q >/dev/null && apt-cache policy containerd | grep -c "+MirrorAddress); err != nil || strings.TrimSpace(out) == "0" {
+		t.Errorf("cp-a: the mirror's repository does not offer containerd: %q, %v", out, err)
 	}
 	// Every host has its own host key.
 	keys := map[string]string{}
@@ -136,7 +130,7 @@ func TestLabIntegration(t *testing.T) {
 	if _, err := l.Dial(ctx, "cp-b"); err == nil {
 		t.Error("ssh into a killed host succeeded")
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	if err := l.Start(ctx, "cp-b"); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +138,7 @@ func TestLabIntegration(t *testing.T) {
 	if got := hostname("cp-b"); got != "cp-b" {
 		t.Errorf("after restart: hostname %q", got)
 	}
-	checkNode("cp-b") // the boot unit ran again; containerd's volume kept the images
+	checkNode("cp-b") // the prep unit ran again at boot
 
 	// Recreate: new container, new host key, known_hosts updated.
 	before, _ := os.ReadFile(l.KnownHostsFile())
@@ -160,10 +154,11 @@ func TestLabIntegration(t *testing.T) {
 	if got := hostname("cp-c"); got != "cp-c" {
 		t.Errorf("after recreate: hostname %q", got)
 	}
-	// A fresh disk and a fresh containerd volume: not prepared any more.
-	if out, err := l.Exec(ctx, "cp-c", "sh", "-c", "ls /var/lib/containerd; test -e /usr/local/bin/kubelet"); err == nil || strings.TrimSpace(out) != "" {
-		t.Errorf("recreated cp-c still has containerd data or kubelet: %q, %v", out, err)
+	// A fresh disk and a fresh containerd volume, prepared as a node again.
+	if out, err := l.Exec(ctx, "cp-c", "sh", "-c", "ls /var/lib/containerd"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("recreated cp-c still has containerd data: %q, %v", out, err)
 	}
+	checkNode("cp-c")
 }
 
 // labObjects lists docker objects named with the lab prefix.

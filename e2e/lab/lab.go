@@ -72,6 +72,14 @@ type Options struct {
 	// access key created by the lab (see Lab.ObjectStore); every spec the lab writes then has
 	// spec.backup (BackupSpec). Off by default: other suites and `make demo` don't pay for it.
 	ObjectStore bool
+	// Kubernetes makes cp-a/b/c Kubernetes nodes (see Host.Kube) and gives the specs
+	// spec.kubernetes (WithKubernetes): hactl bootstrap then builds the control plane. It implies
+	// Mirror (the nodes install containerd and the other runtime packages from the mirror's apt
+	// repository, as from a site's package mirror).
+	Kubernetes bool
+	// Workers adds the worker nodes w-a, w-b, w-c (zones az-a, az-b, az-c) to the lab and to the
+	// specs; it implies Kubernetes.
+	Workers bool
 	// KeepOnFailure leaves the containers and network in place when Up fails (for debugging);
 	// by default a failed Up removes everything it created.
 	KeepOnFailure bool
@@ -91,6 +99,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 2 * time.Minute
+	}
+	if o.Workers {
+		o.Kubernetes = true
+	}
+	if o.Kubernetes {
+		o.Mirror = true
 	}
 	if o.RepoRoot == "" && (o.Dir == "" || o.BinDir == "") {
 		wd, err := os.Getwd()
@@ -229,6 +243,11 @@ func (l *Lab) up(ctx context.Context) error {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return err
 	}
+	if o.Kubernetes {
+		if _, err := writeKubeNodeInit(o.Dir); err != nil {
+			return err
+		}
+	}
 	// Every hactl state dir of the previous lab (state-3, state-5, the variants', and any a test
 	// created, e.g. state-dr): its clusters are gone with the hosts. A fixed list left a test's own
 	// state dir behind, and the next run took the old cluster for a live one.
@@ -237,7 +256,7 @@ func (l *Lab) up(ctx context.Context) error {
 		return fmt.Errorf("reset hactl state dirs: %w", err)
 	}
 	// The previous lab's Kubernetes cluster is gone too: its admin.conf (KubeUp writes a new one).
-	stateDirs = append(stateDirs, filepath.Join(o.Dir, adminConfFile))
+	stateDirs = append(stateDirs, filepath.Join(o.Dir, kubeconfigFile))
 	for _, sd := range stateDirs {
 		if err := os.RemoveAll(sd); err != nil {
 			return fmt.Errorf("reset hactl state dir: %w", err)
@@ -276,7 +295,7 @@ func (l *Lab) up(ctx context.Context) error {
 			}
 		}
 	}
-	if _, err := writeSpecs(o.Dir, o.BinDir, o.ObjectStore, static...); err != nil {
+	if _, err := writeSpecs(o.Dir, o.BinDir, specOpts{backup: o.ObjectStore, kube: o.Kubernetes, workers: o.Workers}, static...); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(o.BinDir, "etcd")); err != nil {
@@ -365,17 +384,11 @@ var containerFlags = []string{
 	"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
 }
 
-// kubeNodeFlags are LAB.md's extra docker run flags of a Kubernetes node: containerd's data on the
-// named volume (its overlay snapshotter fails on docker's overlay) and the kernel modules read-only.
-func kubeNodeFlags(volume string) []string {
-	return []string{"-v", volume + ":/var/lib/containerd", "-v", "/lib/modules:/lib/modules:ro"}
-}
-
 // containerCommands returns the docker commands (argument lists) that start h's container from
 // image: `docker run -d` for a host on one network; `docker create`, one `docker network connect`
 // per further network, `docker start` otherwise (so every interface exists when systemd boots).
 // Addresses are pinned (--ip, --ip6) so they survive restarts.
-func containerCommands(h Host, image string) [][]string {
+func containerCommands(h Host, image, initPath string) [][]string {
 	addrFlags := func(a Attachment) []string {
 		var f []string
 		if a.IPv4 != "" {
@@ -389,14 +402,17 @@ func containerCommands(h Host, image string) [][]string {
 	first := h.Networks[0]
 	args := []string{"--name", h.Container, "--hostname", h.Name, "--network", first.Network}
 	args = append(args, addrFlags(first)...)
-	args = append(args, containerFlags...)
-	if v := h.ContainerdVolume(); v != "" {
-		args = append(args, kubeNodeFlags(v)...)
+	init := "/lib/systemd/systemd"
+	if h.KubeNode() {
+		args = append(args, kubeNodeFlags(h.ContainerdVolume(), initPath)...)
+		init = kubeNodeInitPath
+	} else {
+		args = append(args, containerFlags...)
 	}
 	for _, v := range h.Volumes {
 		args = append(args, "-v", v)
 	}
-	args = append(args, image, "/lib/systemd/systemd")
+	args = append(args, image, init)
 	if len(h.Networks) == 1 {
 		return [][]string{append([]string{"run", "-d"}, args...)}
 	}
@@ -504,7 +520,7 @@ cat /etc/ssh/ssh_host_*_key.pub
 // startHost runs the container of h, waits for systemd, sets the host up (hostSetupScript; the
 // mirror's HTTP server on the mirror) and returns the known_hosts lines of its host keys.
 func (l *Lab) startHost(ctx context.Context, h Host) ([]string, error) {
-	for _, args := range containerCommands(h, l.image) {
+	for _, args := range containerCommands(h, l.image, filepath.Join(l.opts.Dir, kubeNodeInitFile)) {
 		if _, err := l.d.run(ctx, nil, args...); err != nil {
 			return nil, fmt.Errorf("start container: %w", err)
 		}
@@ -514,7 +530,11 @@ func (l *Lab) startHost(ctx context.Context, h Host) ([]string, error) {
 	}
 	l.opts.Debugf.printf("# standard input of the next command: %s.pub, then the sudo password of %s", l.IdentityFile(), SudoPasswordUser)
 	stdin := strings.TrimRight(string(l.pub), "\n") + "\n" + l.sudoPassword + "\n"
-	pubs, err := l.d.run(ctx, strings.NewReader(stdin), "exec", "-i", h.Container, "sh", "-c", hostSetupScript(h))
+	script := hostSetupScript(h)
+	if h.KubeNode() {
+		script = kubeNodeSetup(l.aptSources()) + script
+	}
+	pubs, err := l.d.run(ctx, strings.NewReader(stdin), "exec", "-i", h.Container, "sh", "-c", script)
 	if err != nil {
 		return nil, fmt.Errorf("set the host up: %w", err)
 	}
@@ -687,7 +707,7 @@ func (l *Lab) Down(ctx context.Context) error {
 }
 
 // Recreate replaces the named hosts with fresh containers (empty disks and containerd volumes, new
-// SSH host keys; a Kubernetes node needs PrepareKubeNodes again), in
+// SSH host keys; a Kubernetes node is prepared again), in
 // parallel, records their new host keys in known_hosts and returns once SSH logins work.
 func (l *Lab) Recreate(ctx context.Context, names ...string) error {
 	var hosts []Host

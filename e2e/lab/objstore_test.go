@@ -40,7 +40,7 @@ func TestObjectStoreHostShape(t *testing.T) {
 			t.Errorf("volume %q would survive lab down", v)
 		}
 	}
-	cmds := containerCommands(h, "img:1")
+	cmds := containerCommands(h, "img:1", "/lab/init")
 	want := "run -d --name hactl-lab-objstore --hostname objstore --network hactl-lab --ip 172.28.0.31 " +
 		strings.Join(containerFlags, " ") + " -v hactl-lab-objstore-data:/srv/minio img:1 /lib/systemd/systemd"
 	if len(cmds) != 1 || strings.Join(cmds[0], " ") != want {

@@ -44,8 +44,8 @@ func TestHostsForDefaultIsUnchanged(t *testing.T) {
 			if !slices.Equal(h.Roles, wantRoles) {
 				t.Errorf("%s: roles %v, want %v", h.Name, h.Roles, wantRoles)
 			}
-			if h.KubeNode() != strings.HasPrefix(h.Name, "cp-") || (h.ContainerdVolume() != "") != h.KubeNode() {
-				t.Errorf("%s: pod subnet %q, volume %q: only cp-* are kubernetes nodes", h.Name, h.PodSubnet, h.ContainerdVolume())
+			if h.KubeNode() || h.ContainerdVolume() != "" {
+				t.Errorf("%s: a Kubernetes node (volume %q) in a lab without Options.Kubernetes", h.Name, h.ContainerdVolume())
 			}
 		}
 		for _, h := range hosts {
@@ -154,27 +154,30 @@ func TestHostsForEverything(t *testing.T) {
 	if other, taken := seen["address"+VIP]; taken {
 		t.Errorf("host %s has the VIP", other)
 	}
-	// Kubernetes nodes: cp-a/b/c only, each with its own pod subnet inside kubeadm's default pod
-	// subnet and outside every lab network; in-* and v6-* are not nodes.
-	pods := netip.MustParsePrefix("10.244.0.0/16")
-	var subnets []netip.Prefix
-	for _, h := range hosts {
+	// Kubernetes nodes (Options.Workers): cp-a/b/c and w-a/b/c, each in its zone, workers with role
+	// worker only and addresses outside docker's range; in-* and v6-* are not nodes.
+	kube, err := hostsFor(Options{Members: 3, Workers: true, Bastion: true, IPv6: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, h := range kube {
 		if !h.KubeNode() {
 			continue
 		}
-		p := netip.MustParsePrefix(h.PodSubnet)
-		if !strings.HasPrefix(h.Name, "cp-") || !pods.Contains(p.Addr()) || p.Bits() != 24 {
-			t.Errorf("%s: pod subnet %s", h.Name, p)
+		nodes = append(nodes, h.Name+"/"+h.Zone)
+		if h.ContainerdVolume() != Prefix+"-"+h.Name+"-containerd" {
+			t.Errorf("%s: containerd volume %q", h.Name, h.ContainerdVolume())
 		}
-		for _, q := range subnets {
-			if q.Overlaps(p) {
-				t.Errorf("%s: pod subnet %s overlaps %s", h.Name, p, q)
-			}
+		if a := netip.MustParseAddr(h.Address); netip.MustParsePrefix(IPRange).Contains(a) || !netip.MustParsePrefix(Subnet).Contains(a) {
+			t.Errorf("%s: address %s must be in %s, outside %s", h.Name, a, Subnet, IPRange)
 		}
-		subnets = append(subnets, p)
+		if strings.HasPrefix(h.Name, "w-") && !slices.Equal(h.Roles, []v1alpha1.Role{v1alpha1.RoleWorker}) {
+			t.Errorf("%s: roles %v", h.Name, h.Roles)
+		}
 	}
-	if len(subnets) != 3 {
-		t.Errorf("%d kubernetes nodes, want cp-a, cp-b, cp-c", len(subnets))
+	if want := []string{"cp-a/az-a", "cp-b/az-b", "cp-c/az-c", "w-a/az-a", "w-b/az-b", "w-c/az-c"}; !slices.Equal(nodes, want) {
+		t.Errorf("kubernetes nodes %v, want %v", nodes, want)
 	}
 }
 
@@ -209,23 +212,33 @@ func TestContainerCommands(t *testing.T) {
 		byName[h.Name] = h
 	}
 	flags := strings.Join(containerFlags, " ")
-	cp := containerCommands(byName["cp-a"], "img:1")
-	if len(cp) != 1 || strings.Join(cp[0], " ") != "run -d --name hactl-lab-cp-a --hostname cp-a --network hactl-lab --ip 172.28.0.11 "+flags+
-		" -v hactl-lab-cp-a-containerd:/var/lib/containerd -v /lib/modules:/lib/modules:ro img:1 /lib/systemd/systemd" {
-		t.Errorf("cp-a: %q", cp)
+	cp := containerCommands(byName["cp-a"], "img:1", "/lab/init")
+	if len(cp) != 1 || strings.Join(cp[0], " ") != "run -d --name hactl-lab-cp-a --hostname cp-a --network hactl-lab --ip 172.28.0.11 "+flags+" img:1 /lib/systemd/systemd" {
+		t.Errorf("cp-a (no Kubernetes): %q", cp)
 	}
-	lb := containerCommands(byName["lb-b"], "img:1")
+	kube, _ := hostsFor(Options{Members: 3, Kubernetes: true})
+	node := strings.Join(containerCommands(kube[0], "img:1", "/lab/init")[0], " ")
+	for _, want := range []string{"--cgroupns=private", "-v /lab/init:/hactl-lab-init:ro", "-v hactl-lab-cp-a-containerd:/var/lib/containerd",
+		"-v /lib/modules:/lib/modules:ro", "--device-cgroup-rule a *:* rwm", "img:1 /hactl-lab-init"} {
+		if !strings.Contains(node, want) {
+			t.Errorf("cp-a as a Kubernetes node lacks %q: %s", want, node)
+		}
+	}
+	if strings.Contains(node, "/sys/fs/cgroup") || strings.Contains(node, "cgroupns=host") {
+		t.Errorf("a Kubernetes node must not see the machine's cgroup hierarchy: %s", node)
+	}
+	lb := containerCommands(byName["lb-b"], "img:1", "/lab/init")
 	if len(lb) != 1 || strings.Join(lb[0], " ") != "run -d --name hactl-lab-lb-b --hostname lb-b --network hactl-lab --ip 172.28.0.22 "+flags+" img:1 /lib/systemd/systemd" {
 		t.Errorf("lb-b: %q", lb)
 	}
-	if in := strings.Join(containerCommands(byName["in-a"], "img:1")[0], " "); strings.Contains(in, "containerd") {
+	if in := strings.Join(containerCommands(byName["in-a"], "img:1", "/lab/init")[0], " "); strings.Contains(in, "containerd") {
 		t.Errorf("in-a is no kubernetes node: %s", in)
 	}
-	v6 := containerCommands(byName["v6-b"], "img:1")
+	v6 := containerCommands(byName["v6-b"], "img:1", "/lab/init")
 	if len(v6) != 1 || !strings.Contains(strings.Join(v6[0], " "), "--network hactl-lab-v6 --ip 172.30.0.12 --ip6 fd00:db8:28::12 ") {
 		t.Errorf("v6-b: %q", v6)
 	}
-	b := containerCommands(byName["bastion"], "img:1")
+	b := containerCommands(byName["bastion"], "img:1", "/lab/init")
 	want := [][]string{
 		append(append([]string{"create", "--name", "hactl-lab-bastion", "--hostname", "bastion", "--network", "hactl-lab", "--ip", "172.28.0.40"},
 			containerFlags...), "img:1", "/lib/systemd/systemd"),
@@ -235,7 +248,7 @@ func TestContainerCommands(t *testing.T) {
 	if !reflect.DeepEqual(b, want) {
 		t.Errorf("bastion:\n%q\nwant\n%q", b, want)
 	}
-	m := containerCommands(byName["mirror"], "img:1")
+	m := containerCommands(byName["mirror"], "img:1", "/lab/init")
 	if len(m) != 4 || strings.Join(m[2], " ") != "network connect --ip 172.30.0.32 --ip6 fd00:db8:28::32 hactl-lab-v6 hactl-lab-mirror" {
 		t.Errorf("mirror: %q", m)
 	}
@@ -510,12 +523,18 @@ func TestTarballURLs(t *testing.T) {
 
 func TestImageRecipe(t *testing.T) {
 	pk := strings.Join(HostPackages(), " ")
-	for _, p := range []string{"sudo", "busybox", "openssh-server", "systemd", "containerd", "runc", "containernetworking-plugins", "conntrack"} {
+	for _, p := range []string{"sudo", "busybox", "openssh-server", "systemd", "socat", "iptables"} {
 		if !strings.Contains(" "+pk+" ", " "+p+" ") {
 			t.Errorf("host packages lack %s: %s", p, pk)
 		}
 	}
-	for _, u := range []string{"haproxy.service", "keepalived.service", "containerd.service"} {
+	// The Kubernetes node packages come from the mirror's apt repository, installed by hactl.
+	for _, p := range []string{"containerd", "runc", "containernetworking-plugins", "conntrack", "kmod"} {
+		if strings.Contains(" "+pk+" ", " "+p+" ") {
+			t.Errorf("host packages hold %s, which hactl must install from the mirror: %s", p, pk)
+		}
+	}
+	for _, u := range []string{"haproxy.service", "keepalived.service"} {
 		if !slices.Contains(disabledUnits[:], u) {
 			t.Errorf("%s must not start at boot (disabledUnits %v)", u, disabledUnits)
 		}

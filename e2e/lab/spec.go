@@ -227,13 +227,13 @@ func WriteSpec(c *v1alpha1.Cluster, dir, name string) (string, error) {
 // cluster-sudopw.yaml (see BuildVariantSpec) into dir and returns their paths in that order.
 // Files are replaced atomically.
 func WriteSpecs(dir, binDir string) ([]string, error) {
-	return writeSpecs(dir, binDir, false, VariantSudo, VariantSudoPassword)
+	return writeSpecs(dir, binDir, specOpts{}, VariantSudo, VariantSudoPassword)
 }
 
 // WriteObjectStoreSpecs is WriteSpecs for a lab with the object store: every spec has spec.backup
 // (BackupSpec).
 func WriteObjectStoreSpecs(dir, binDir string) ([]string, error) {
-	return writeSpecs(dir, binDir, true, VariantSudo, VariantSudoPassword)
+	return writeSpecs(dir, binDir, specOpts{backup: true}, VariantSudo, VariantSudoPassword)
 }
 
 // WriteVariantSpec writes variant v's spec (see BuildVariantSpec) into dir and returns its path.
@@ -253,9 +253,18 @@ func writeVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDown
 	return WriteSpec(c, dir, variantFileName(v))
 }
 
+// specOpts are what a lab adds to its specs.
+type specOpts struct {
+	backup  bool // spec.backup (BackupSpec)
+	kube    bool // spec.kubernetes on cluster-3 and cluster-5 (WithKubernetes)
+	workers bool // and the workers
+}
+
 // writeSpecs writes cluster-3.yaml, cluster-5.yaml and the given variants (not VariantDownload),
-// each with spec.backup (BackupSpec) when backup is set.
-func writeSpecs(dir, binDir string, backup bool, variants ...Variant) ([]string, error) {
+// each with spec.backup (BackupSpec) when so.backup is set; cluster-3 and cluster-5 with
+// spec.kubernetes when so.kube is.
+func writeSpecs(dir, binDir string, so specOpts, variants ...Variant) ([]string, error) {
+	backup := so.backup
 	var paths []string
 	for _, n := range []int{3, 5} {
 		c, err := BuildSpec(n, dir, binDir)
@@ -264,6 +273,11 @@ func writeSpecs(dir, binDir string, backup bool, variants ...Variant) ([]string,
 		}
 		if backup {
 			WithBackup(c)
+		}
+		if so.kube {
+			if err := WithKubernetes(c, dir, binDir, so.workers); err != nil {
+				return nil, err
+			}
 		}
 		p, err := WriteSpec(c, dir, specFileName(n))
 		if err != nil {

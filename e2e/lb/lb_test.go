@@ -129,9 +129,9 @@ func mainPID(t *testing.T, host, unit string) string {
 }
 
 // TestLoadBalancerAndKubeadm is one story, in order (each step needs the previous one): hactl
-// bootstraps etcd, the VIP and the etcd credentials; kubeadm builds a control plane on them with
-// hactl's kubeadm-config; HAProxy then verifies the apiservers with kubeadm's CA; faults of an
-// apiserver and of the VIP holder are ridden out; a reload that fails is rolled back.
+// bootstraps etcd, the VIP, the etcd credentials and (spec.kubernetes) a kubeadm control plane on
+// them; HAProxy then verifies the apiservers with kubeadm's CA; faults of an apiserver and of the
+// VIP holder are ridden out; a reload that fails is rolled back.
 func TestLoadBalancerAndKubeadm(t *testing.T) {
 	spec := suite.Lab.SpecPath(3)
 	ctx := context.Background()
@@ -162,7 +162,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				}
 			}
 		}},
-		{"bootstrap installs etcd, the load balancer and kube-apiserver's etcd credentials", func(t *testing.T) {
+		{"bootstrap installs etcd, the load balancer, kube-apiserver's etcd credentials and the control plane", func(t *testing.T) {
 			res := suite.BootstrapJSON(t, spec)
 			if res.VIP != lab.VIP || res.VIPHolder != "lb-a" {
 				t.Errorf("VIP %s on %q; want %s on lb-a (highest priority)", res.VIP, res.VIPHolder, lab.VIP)
@@ -223,10 +223,8 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				}
 			}
 		}},
-		{"kubeadm builds a control plane on hactl's etcd and VIP", func(t *testing.T) {
-			if err := suite.Lab.KubeUp(ctx, suite.Bin, spec); err != nil {
-				t.Fatal(err)
-			}
+		{"hactl's kubeadm control plane runs on hactl's etcd and VIP", func(t *testing.T) {
+			suite.MustHactl(t, "kubeconfig", "-f", spec, "--out", suite.Lab.Kubeconfig())
 			out, err := suite.Lab.Kubectl(ctx, "get", "nodes", "-o", "wide")
 			if err != nil {
 				t.Fatalf("kubectl get nodes: %v\n%s", err, out)

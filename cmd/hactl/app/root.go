@@ -82,6 +82,7 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 		newPlanCommand(s, g),
 		newBootstrapCommand(s, g),
 		newStatusCommand(s, g),
+		newKubeconfigCommand(s, g),
 		newPKICommand(s, g),
 		newKubeadmConfigCommand(s, g),
 		newBackupCommand(s, g),

@@ -1,13 +1,11 @@
 // Command hactl-lab brings hactl's e2e lab up and down for the Makefile and for people trying hactl
 // by hand:
 //
-//	go run ./e2e/cmd/hactl-lab up [--members 3|5] [--bastion] [--ipv6] [--mirror] [--object-store] [--all] [--dir DIR] [-v]
+//	go run ./e2e/cmd/hactl-lab up [--members 3|5] [--bastion] [--ipv6] [--mirror] [--object-store] [--kubernetes] [--workers] [--all] [--dir DIR] [-v]
 //	go run ./e2e/cmd/hactl-lab down [-v]      remove every hactl-lab container, network, volume
 //	go run ./e2e/cmd/hactl-lab image [-v]     build (or reuse) the host image
 //	go run ./e2e/cmd/hactl-lab spec [--bastion] [--ipv6] [--mirror] [--object-store] [--all] [--dir DIR]
 //	                                          (re)write the lab's cluster specs only
-//	go run ./e2e/cmd/hactl-lab kube-up [--hactl bin/hactl] [-f .lab/cluster-3.yaml] [--dir DIR] [-v]
-//	                                          kubeadm control plane on cp-a/b/c (after hactl bootstrap)
 //
 // -v prints every docker command as it runs. The lab itself lives in package e2e/lab.
 package main
@@ -38,12 +36,6 @@ commands:
   image  [-v]                                         build the host image unless it is cached
   spec   [FEATURES] [--dir DIR]                       write the lab's specs (cluster-3, -5, -sudo, -sudopw
                                                       and those of FEATURES) without starting anything
-  kube-up [--hactl FILE] [-f SPEC] [--dir DIR] [-v]   on the running lab, after 'hactl bootstrap -f SPEC':
-                                                      prepare cp-a/b/c as Kubernetes nodes, kubeadm init
-                                                      with 'hactl kubeadm-config', join the others, wait
-                                                      until all are Ready through the VIP; writes
-                                                      DIR/admin.conf (default hactl bin/hactl, SPEC
-                                                      DIR/cluster-3.yaml)
 
 FEATURES (extra hosts and specs; none by default):
   --bastion   bastion 172.28.0.40 + in-a/b/c on the internal network 172.29.0.0/24 (cluster-bastion.yaml)
@@ -52,6 +44,11 @@ FEATURES (extra hosts and specs; none by default):
   --object-store
               objstore 172.28.0.31 running MinIO (bin/minio, make minio-bin) on :9000 with the bucket
               hactl-backups; every spec gets spec.backup, its access key in DIR/objstore.env
+  --kubernetes
+              cp-a/b/c become Kubernetes nodes (own cgroup namespace, containerd volume, /dev/kmsg and a
+              writable /proc/sys at boot; containerd and the rest from the mirror's apt repository, so
+              implies --mirror) and cluster-3/-5 get spec.kubernetes: hactl bootstrap builds the cluster
+  --workers   also the workers w-a/b/c (172.28.0.51-53, zones az-a/b/c); implies --kubernetes
   --all       all of the above
 `
 
@@ -87,9 +84,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ipv6 := fs.Bool("ipv6", false, "add the IPv6-only hosts")
 	mirror := fs.Bool("mirror", false, "add the HTTP mirror of the etcd tarball")
 	objStore := fs.Bool("object-store", false, "add the object store (MinIO) and spec.backup")
-	all := fs.Bool("all", false, "--bastion --ipv6 --mirror --object-store")
-	hactlBin := fs.String("hactl", "", "hactl binary (kube-up; default <repo>/bin/hactl)")
-	specFile := fs.String("f", "", "cluster spec (kube-up; default <lab dir>/cluster-3.yaml)")
+	kube := fs.Bool("kubernetes", false, "make cp-a/b/c Kubernetes nodes and give the specs spec.kubernetes")
+	workers := fs.Bool("workers", false, "add the workers w-a/b/c (implies --kubernetes)")
+	all := fs.Bool("all", false, "--bastion --ipv6 --mirror --object-store --kubernetes --workers")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -101,9 +98,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := log.New(stderr, "", log.Ltime)
 	if *all {
-		*bastion, *ipv6, *mirror, *objStore = true, true, true, true
+		*bastion, *ipv6, *mirror, *objStore, *kube, *workers = true, true, true, true, true, true
 	}
-	opts := lab.Options{Members: *members, Dir: *dir, Logf: logger.Printf, Bastion: *bastion, IPv6: *ipv6, Mirror: *mirror, ObjectStore: *objStore}
+	opts := lab.Options{Members: *members, Dir: *dir, Logf: logger.Printf, Bastion: *bastion, IPv6: *ipv6, Mirror: *mirror, ObjectStore: *objStore,
+		Kubernetes: *kube, Workers: *workers}
 	if *verbose {
 		opts.Debugf = logger.Printf
 	}
@@ -158,7 +156,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  ssh %s -o ProxyCommand='ssh %s -W %%h:%%p %s@%s' root@172.29.0.11\n", sshOpts, sshOpts, lab.SudoUser, b.Address)
 		}
 		fmt.Fprintf(stdout, "  bin/hactl plan -f %s        # then bin/hactl bootstrap -f ..., bin/hactl status -f ...\n", spec)
-		fmt.Fprintf(stdout, "  go run ./e2e/cmd/hactl-lab kube-up -f %s   # after bootstrap: kubeadm on cp-a/b/c through the VIP %s\n", spec, lab.VIP)
+		if opts.Kubernetes {
+			fmt.Fprintf(stdout, "  bin/hactl kubeconfig -f %s --out %s/admin.conf   # after bootstrap: kubectl through the VIP %s\n", spec, l.Dir(), lab.VIP)
+		}
 		fmt.Fprintf(stdout, "remove the lab: make lab-down\n\n")
 		return nil
 	case "down":
@@ -222,42 +222,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, p)
 		}
 		return nil
-	case "kube-up":
-		return kubeUp(ctx, opts, *hactlBin, *specFile, stdout)
 	default:
 		return usageError{fmt.Errorf("unknown command %q", cmd)}
 	}
-}
-
-// kubeUp runs Lab.KubeUp on the running lab and prints how to use the cluster.
-func kubeUp(ctx context.Context, opts lab.Options, hactlBin, specFile string, stdout io.Writer) error {
-	start := time.Now()
-	l, err := lab.Attach(ctx, opts)
-	if err != nil {
-		return err
-	}
-	if hactlBin == "" {
-		root, err := lab.FindRepoRoot(".")
-		if err != nil {
-			return err
-		}
-		hactlBin = filepath.Join(root, "bin", "hactl")
-	}
-	if specFile == "" {
-		specFile = l.SpecPath(3)
-	}
-	if hactlBin, err = filepath.Abs(hactlBin); err != nil {
-		return err
-	}
-	if specFile, err = filepath.Abs(specFile); err != nil {
-		return err
-	}
-	if err := l.KubeUp(ctx, hactlBin, specFile); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "kubernetes control plane up in %s; kubeconfig (server https://%s:6443): %s\n",
-		time.Since(start).Round(100*time.Millisecond), lab.VIP, l.Kubeconfig())
-	return nil
 }
 
 func fileExists(p string) bool {

@@ -7,9 +7,9 @@
 // With -sources URL it builds nothing and prints e2e/lab.AptSourcesScript(URL) instead: the sh
 // snippet that points a host's apt at the repository served under URL (e.g. http://172.28.0.32:8080).
 //
-// Usage: go run ./hack/apt-repo [-bin DIR] [-v]
+// Usage: go run ./e2e/cmd/apt-repo [-bin DIR] [-v]
 //
-//	go run ./hack/apt-repo -sources URL
+//	go run ./e2e/cmd/apt-repo -sources URL
 package main
 
 import (
