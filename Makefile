@@ -33,7 +33,7 @@ coredns-bin: ## build the CoreDNS server kubeadm deploys into bin/coredns for th
 # kube-images copies kube-proxy's iptables and conntrack out of the lab's host image: lab-image first
 # (the script would build a missing host image itself, but not twice in parallel with lab-image).
 .PHONY: kube-images
-kube-images: host-deps kubernetes-bins coredns-bin apt-repo lab-image ## build the control-plane, kube-proxy, coredns and pause images into bin/kube-images-<version>.tar (skipped when present)
+kube-images: host-deps kubernetes-bins coredns-bin apt-repo lab-image ## build the control-plane, kube-proxy, coredns and pause images into bin/kube-images-<version>.tar and one archive per image in bin/kube-images-<version>/ (skipped when present)
 	bash hack/build-kube-images.sh
 
 .PHONY: host-deps

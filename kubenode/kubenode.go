@@ -32,6 +32,9 @@ const (
 	// ConfigDir holds the kubeadm configurations hactl writes for one command (0600: they carry the
 	// join secrets), removed after the command.
 	ConfigDir = "/etc/kubernetes/hactl"
+	// PrevSuffix keeps the first configuration hactl replaced (a package's own, a hand-written one);
+	// hactl reset puts it back.
+	PrevSuffix = ".hactl-prev"
 	// CRISocket is containerd's CRI socket.
 	CRISocket = "unix:///run/containerd/containerd.sock"
 )

@@ -65,7 +65,7 @@ func validateKubeLocalFiles(c *v1alpha1.Cluster) field.ErrorList {
 		}
 		var missing []string
 		for _, img := range k.KubeImages() {
-			if !have[img] {
+			if !have[images.Normalize(img)] {
 				missing = append(missing, img)
 			}
 		}

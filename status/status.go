@@ -54,6 +54,9 @@ type Report struct {
 	// LoadBalancer is HAProxy and Keepalived on the LB hosts, read over SSH; absent when the spec has
 	// no spec.loadBalancer. Its problems are in Problems too (prefixed "load balancer: ").
 	LoadBalancer *lb.Status `json:"loadBalancer,omitempty"`
+	// Kubernetes is the cluster hactl built (spec.kubernetes), asked from a control-plane host over
+	// SSH; absent without spec.kubernetes. Its problems are in Problems too ("kubernetes: ").
+	Kubernetes *KubeStatus `json:"kubernetes,omitempty"`
 
 	// hostByURL maps each spec member's client URL to its host name, to name endpoints that did
 	// not answer (etcd reports no member name for them).
@@ -87,7 +90,7 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer tunnel.Close()
 	lbDialer := tunnel.Dialer
-	if c.Spec.LoadBalancer != nil && lbDialer == nil {
+	if (c.Spec.LoadBalancer != nil || c.Spec.Kubernetes != nil) && lbDialer == nil {
 		if lbDialer, err = provision.FromSpec(c, provision.SpecOptions{Prompt: o.Prompt}); err != nil {
 			return nil, err
 		}
@@ -101,10 +104,20 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 			lbStatus = collectLB(ctx, c, o.Timeout, sshLBProbe(c, lbDialer, o.Printer))
 		}
 	}()
+	var kube *KubeStatus
+	kubeDone := make(chan struct{})
+	go func() {
+		defer close(kubeDone)
+		if c.Spec.Kubernetes != nil {
+			kube = collectKube(ctx, c, lbDialer, o.Timeout, o.Printer)
+		}
+	}()
 	rep, err := collectEtcd(ctx, c, o.Timeout, tunnel.Etcd())
 	<-lbDone
+	<-kubeDone
 	if rep != nil {
 		rep.addLB(lbStatus)
+		rep.addKube(kube)
 	}
 	return rep, err
 }
@@ -282,6 +295,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.LoadBalancer != nil {
 		printLB(w, r.LoadBalancer)
+	}
+	if r.Kubernetes != nil {
+		printKube(w, r.Kubernetes)
 	}
 	if len(r.Problems) > 0 {
 		fmt.Fprintf(w, "\nDEGRADED: %s\n", strings.Join(r.Problems, "; "))

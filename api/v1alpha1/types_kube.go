@@ -24,12 +24,12 @@ type Kubernetes struct {
 	KubeletVersion string `json:"kubeletVersion,omitempty"`
 	// Binaries are local files uploaded to the hosts (air-gapped installs); Download fetches them on
 	// each host instead. Every artifact (kubelet, kubeadm, kubectl) comes from exactly one of the two.
-	Binaries KubeBinaries `json:"binaries,omitempty"`
+	Binaries KubeBinaries `json:"binaries,omitzero"`
 	// Download is where each host fetches an artifact from, verified against its sha256 before
 	// anything is installed.
-	Download KubeDownloads `json:"download,omitempty"`
+	Download KubeDownloads `json:"download,omitzero"`
 	// Runtime is the container runtime (containerd).
-	Runtime ContainerRuntime `json:"runtime,omitempty"`
+	Runtime ContainerRuntime `json:"runtime,omitzero"`
 	// ImageArchives are local `docker save` tarballs (or OCI archives) uploaded to every node and
 	// imported into containerd's k8s.io namespace when an image they hold is missing there: the
 	// air-gapped path. Together they must hold every image the cluster needs (KubeImages). Empty:

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -29,20 +30,30 @@ func main() {
 	hactl := flag.String("hactl", "bin/hactl", "hactl binary (after)")
 	before := flag.String("before", "", "a second hactl binary to measure the same way (before); empty: none")
 	runs := flag.Int("runs", 3, "repetitions of each measurement")
+	kubeRuns := flag.Int("kube-runs", 2, "repetitions of the Kubernetes bootstrap (about 2 minutes each)")
 	keep := flag.Bool("keep", false, "leave the lab running afterwards")
 	flag.Parse()
 	if err := run(*hactl, *before, *runs, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+	if err := runKube(*hactl, *kubeRuns, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
 }
 
-// sample is one bootstrap run: its wall time and the SSH commands per host (members and the
-// control-plane and LB hosts).
+// sample is one bootstrap run: its wall time, the SSH commands per host (members and the
+// control-plane, LB and worker hosts) and the time of each phase that ran (progress lines "[title]
+// ✓ 1.2s").
 type sample struct {
 	wall     time.Duration
 	commands map[string]int
+	phases   map[string]time.Duration
+	order    []string
 }
+
+var phaseDone = regexp.MustCompile(`^\[([^\]]+)\] ✓ (\S+)$`)
 
 func bootstrapOnce(hactl, spec string) (sample, error) {
 	start := time.Now()
@@ -57,7 +68,15 @@ func bootstrapOnce(hactl, spec string) (sample, error) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return sample{}, err
 	}
-	s := sample{wall: wall, commands: map[string]int{}}
+	s := sample{wall: wall, commands: map[string]int{}, phases: map[string]time.Duration{}}
+	for _, line := range strings.Split(errb.String(), "\n") {
+		if m := phaseDone.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			if d, err := time.ParseDuration(m[2]); err == nil {
+				s.phases[m[1]] = d
+				s.order = append(s.order, m[1])
+			}
+		}
+	}
 	for _, m := range res.Members {
 		s.commands[m.Name] = m.Commands
 	}
@@ -230,4 +249,86 @@ func printRows(rows []*measurement, withBefore bool) {
 		}
 	}
 	fmt.Println("\n/goal = best wall time / goal (below 1.00 meets it); after/before = best after / best before (below 1.00 is faster)")
+}
+
+// runKube measures the Kubernetes bootstrap (issue 12): etcd, the load balancer, 3 control planes
+// and 3 workers on fresh hosts, then the no-op re-run: wall time, SSH commands per host and the
+// time of each phase, next to the goals (fresh <= 90 s, re-run <= 5 s) and the anchors measured in
+// this lab before hactl built Kubernetes (kubeadm init 7-11 s, a control-plane join about 21 s).
+func runKube(hactl string, runs int, keep bool) error {
+	ctx := context.Background()
+	hactl, err := filepath.Abs(hactl)
+	if err != nil {
+		return err
+	}
+	root, err := lab.FindRepoRoot(".")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, ".lab-bench")
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, RepoRoot: root, Dir: dir, Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }})
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer l.Down(ctx)
+	}
+	c, err := lab.ReadSpec(l.SpecPath(3))
+	if err != nil {
+		return err
+	}
+	var hosts []string
+	for _, h := range c.Spec.Hosts {
+		hosts = append(hosts, h.Name)
+	}
+	var fresh, noop []sample
+	for i := 0; i < runs; i++ {
+		if i > 0 {
+			if err := l.Recreate(ctx, hosts...); err != nil {
+				return err
+			}
+		}
+		os.RemoveAll(filepath.Join(dir, "state-3"))
+		f, err := bootstrapOnce(hactl, l.SpecPath(3))
+		if err != nil {
+			return err
+		}
+		n, err := bootstrapOnce(hactl, l.SpecPath(3))
+		if err != nil {
+			return err
+		}
+		fresh, noop = append(fresh, f), append(noop, n)
+	}
+	fmt.Println("\nKubernetes: etcd + load balancer + 3 control planes + 3 workers (issue 12)")
+	fmt.Printf("%-34s %-10s %-22s %-6s\n", "measurement", "goal", "runs", "/goal")
+	fmt.Printf("%-34s %-10s %-22s %.2f\n", "bootstrap, fresh hosts", "90s", walls(fresh), float64(best(fresh))/float64(90*time.Second))
+	fmt.Printf("%-34s %-10s %-22s %.2f\n", "no-op re-run", "5s", walls(noop), float64(best(noop))/float64(5*time.Second))
+	after, most := commands(noop)
+	fmt.Printf("SSH commands per host on the no-op re-run: %s (most %d)\n", after, most)
+	freshCmds, freshMost := commands(fresh)
+	fmt.Printf("SSH commands per host on the fresh run: %s (most %d)\n", freshCmds, freshMost)
+	fmt.Println("\ntime per phase (fresh runs; anchors: kubeadm init 7-11s, a control-plane join about 21s, measured in this lab by the lab's own kubeadm code)")
+	for _, ph := range fresh[len(fresh)-1].order {
+		var ds []string
+		for _, s := range fresh {
+			ds = append(ds, s.phases[ph].Round(10*time.Millisecond).String())
+		}
+		anchor := ""
+		switch ph {
+		case "kube/init":
+			anchor = "anchor 7-11s"
+		case "kube/join":
+			anchor = "anchor ~21s per control plane (2 here, one at a time), then the workers"
+		}
+		fmt.Printf("  %-18s %-26s %s\n", ph, strings.Join(ds, " "), anchor)
+	}
+	fmt.Println("\ntime per phase (no-op re-runs)")
+	for _, ph := range noop[len(noop)-1].order {
+		var ds []string
+		for _, s := range noop {
+			ds = append(ds, s.phases[ph].Round(time.Millisecond).String())
+		}
+		fmt.Printf("  %-18s %s\n", ph, strings.Join(ds, " "))
+	}
+	return nil
 }

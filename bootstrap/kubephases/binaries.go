@@ -76,9 +76,11 @@ func (e *VersionError) Error() string {
 
 // Run does the phase's work, on every node at once within maxParallel. Errors per host:
 // *ChecksumError, *VersionError, upload and command errors.
+//
+// It also starts the installation of the runtime packages in the background (see startPackages).
 func (ph *Binaries) Run(ctx context.Context) error {
 	g := ph.g
-	return g.forEach(ctx, g.nodes, func(ctx context.Context, n node) error {
+	err := g.forEach(ctx, g.nodes, func(ctx context.Context, n node) error {
 		arts := g.plan(n.host.Name).binaries
 		if len(arts) == 0 {
 			return nil
@@ -123,6 +125,10 @@ func (ph *Binaries) Run(ctx context.Context) error {
 		g.run.Printer.Hostf(n.host.Name, "installed %s (sha256 and version checked)", strings.Join(names, ", "))
 		return nil
 	})
+	if err == nil {
+		g.startPackages(ctx) // after the checks: nothing is installed when a binary is refused
+	}
+	return err
 }
 
 // versionCommand prints the version artifact name reports (one line, e.g. "v1.37.2").
@@ -150,10 +156,14 @@ func (g *Group) wantVersion(name string) string {
 // then renames them all into place. Staged files are removed on any failure.
 func (g *Group) installScript(arts []artifact) string {
 	var b strings.Builder
-	b.WriteString("set -eu\nstaged=''\ncleanup() { [ -z \"$staged\" ] || rm -f $staged; }\ntrap cleanup EXIT\n")
+	// Every staged file (uploaded ones included) is removed when anything fails.
+	var staged []string
+	for _, a := range arts {
+		staged = append(staged, binPath(a.name)+stageSuffix)
+	}
+	fmt.Fprintf(&b, "set -eu\nstaged=%s\ncleanup() { [ -z \"$staged\" ] || rm -f $staged; }\ntrap cleanup EXIT\n", shell.Quote(strings.Join(staged, " ")))
 	for _, a := range arts {
 		st := binPath(a.name) + stageSuffix
-		fmt.Fprintf(&b, "staged=\"$staged %s\"\n", shell.Quote(st))
 		if a.dl != nil {
 			fmt.Fprintf(&b, `if command -v curl >/dev/null 2>&1; then curl -fsSL --retry 3 -o %[1]s %[2]s || { echo "fetch %[3]s: curl failed" >&2; exit %[4]d; }
 elif command -v wget >/dev/null 2>&1; then wget -q -O %[1]s %[2]s || { echo "fetch %[3]s: wget failed" >&2; exit %[4]d; }

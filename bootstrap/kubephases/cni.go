@@ -10,6 +10,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/runctx"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubenode"
 	"github.com/hactl/hactl/provision"
 )
@@ -36,14 +37,23 @@ func (ph *CNI) ShouldRun() bool {
 // Run does the phase's work. Errors: a Node without a pod range after the wait; per host, writing.
 func (ph *CNI) Run(ctx context.Context) error {
 	g := ph.g
+	g.network.Wait() // the networks of the nodes joined in this run, written right after their joins
 	ranges := map[string]netip.Prefix{}
 	for _, n := range g.nodes {
 		f := g.facts[n.host.Name]
-		if g.joined[n.host.Name] && f.joined() == false {
-			continue // joined in this run: its range is only in the API
-		}
-		if r, ok := kubenode.BridgeRange(f.CNIConf); ok {
+		g.mu.Lock()
+		r, learned := g.podCIDRs[n.host.Name]
+		joinedNow := g.joined[n.host.Name] && !f.joined()
+		g.mu.Unlock()
+		switch {
+		case learned:
 			ranges[n.host.Name] = r
+		case joinedNow:
+			// joined in this run, its range not learned: only the API knows it
+		default:
+			if r, ok := kubenode.BridgeRange(f.CNIConf); ok {
+				ranges[n.host.Name] = r
+			}
 		}
 	}
 	if len(ranges) < len(g.nodes) {
@@ -66,7 +76,13 @@ func (ph *CNI) Run(ctx context.Context) error {
 		conf := kubenode.BridgeConfig(ranges[n.host.Name])
 		unit := kubenode.RoutesUnitText(routesFor(n.host.Name))
 		var files []provision.File
-		if !bytes.Equal(f.CNIConf, conf) {
+		g.mu.Lock()
+		have, wrote := g.written[n.host.Name]
+		g.mu.Unlock()
+		if !wrote {
+			have = f.CNIConf
+		}
+		if !bytes.Equal(have, conf) {
 			files = append(files, provision.File{Path: kubenode.CNIConfPath, Mode: 0o644, Content: conf})
 		}
 		unitChanged := f.Sums[kubenode.RoutesUnitPath] != runctx.Sum(unit)
@@ -138,4 +154,44 @@ func (g *Group) podCIDRsFromAPI(ctx context.Context) (map[string]netip.Prefix, e
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// networkSoon writes node n's bridge network in the background as soon as kube-controller-manager
+// has given its Node a pod range (asked through the source control plane): the node turns Ready,
+// and pods scheduled on it start, while the next nodes join. kube/cni waits for it, adds the
+// routes, and writes whatever this did not.
+func (g *Group) networkSoon(ctx context.Context, n node) {
+	if g.run.Spec.Spec.Kubernetes.CNI != v1alpha1.CNIBridge {
+		return
+	}
+	g.network.Add(1)
+	go func() {
+		defer g.network.Done()
+		src := g.nodeNamed(g.source)
+		cmd := "kubectl --kubeconfig " + adminConf + " get node " + shell.Quote(n.host.Name) + " -o jsonpath='{.spec.podCIDR}' --request-timeout 5s"
+		deadline := time.Now().Add(time.Minute)
+		for ctx.Err() == nil && time.Now().Before(deadline) {
+			sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			res, err := g.run.Exec(sctx, src.host.Name, PhaseCNI, cmd)
+			cancel()
+			if p, perr := netip.ParsePrefix(strings.TrimSpace(string(res.Stdout))); err == nil && perr == nil {
+				conf := kubenode.BridgeConfig(p)
+				uctx, cancel := g.run.StepCtx(ctx)
+				err := g.run.Upload(uctx, n.host.Name, PhaseCNI, []provision.File{{Path: kubenode.CNIConfPath, Mode: 0o644, Content: conf}})
+				cancel()
+				if err != nil {
+					g.run.Printer.Debugf("%s: pod network after the join: %v (kube/cni writes it)", n.host.Name, err)
+					return
+				}
+				g.mu.Lock()
+				g.podCIDRs[n.host.Name], g.written[n.host.Name] = p, conf
+				g.mu.Unlock()
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
 }

@@ -1,6 +1,7 @@
 package kubephases
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -37,8 +38,17 @@ func managedFiles() []string {
 		kubenode.SysctlPath, kubenode.ModulesPath, kubenode.CNIConfPath, kubenode.RoutesUnitPath}
 }
 
-// factsRequest is what preflight gathers on node n (one command with the other groups' requests).
-func factsRequest(n node) provision.FactsRequest {
+// Resolver files: kubelet hands a pod with dnsPolicy Default (CoreDNS) the node's resolv.conf —
+// systemd-resolved's upstream file when it exists (kubeadm's choice), else /etc/resolv.conf —
+// unless the KubeletConfiguration names another (resolvConf).
+const (
+	etcResolvConf      = "/etc/resolv.conf"
+	resolvedResolvConf = "/run/systemd/resolve/resolv.conf"
+)
+
+// factsRequest is what preflight gathers on node n (one command with the other groups' requests);
+// resolvConf is the KubeletConfiguration's resolvConf ("" when unset).
+func factsRequest(n node, resolvConf string) provision.FactsRequest {
 	files := managedFiles()
 	for _, b := range kubenode.Binaries {
 		files = append(files, binPath(b.Name))
@@ -48,6 +58,11 @@ func factsRequest(n node) provision.FactsRequest {
 		files = append(files, kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, kubeadm.EtcdClientKeyFile)
 	}
 	read := []string{kubenode.MarkerPath, kubenode.CNIConfPath}
+	if resolvConf != "" {
+		read = append(read, resolvConf)
+	} else {
+		read = append(read, etcResolvConf, resolvedResolvConf)
+	}
 	if n.cp {
 		read = append(read, "/etc/kubernetes/pki/ca.crt")
 	}
@@ -80,10 +95,13 @@ type nodeFacts struct {
 	CNIBin               string
 	ContainerdVersion    string
 	Images               map[string]bool
+	// ResolvConf is the resolver file kubelet gives pods, and its content (nil when missing).
+	ResolvConf     string
+	ResolvConfData []byte
 }
 
-// factsFrom reads node n's view from the gathered facts.
-func factsFrom(pf *provision.Facts) *nodeFacts {
+// factsFrom reads node n's view from the gathered facts (resolvConf as for factsRequest).
+func factsFrom(pf *provision.Facts, resolvConf string) *nodeFacts {
 	f := &nodeFacts{OS: pf.Host.OSPretty, Arch: pf.Host.Arch, PkgManager: pf.Host.PackageManager, Systemd: pf.Host.Systemd,
 		Sums: pf.Sums, Have: pf.Commands, Listen: pf.Listen, Images: map[string]bool{}}
 	if f.Sums == nil {
@@ -105,7 +123,38 @@ func factsFrom(pf *provision.Facts) *nodeFacts {
 	for _, i := range pf.Values("kube.image") {
 		f.Images[i] = true
 	}
+	switch {
+	case resolvConf != "":
+		f.ResolvConf = resolvConf
+	case pf.Files[resolvedResolvConf] != nil:
+		f.ResolvConf = resolvedResolvConf
+	default:
+		f.ResolvConf = etcResolvConf
+	}
+	f.ResolvConfData = pf.Files[f.ResolvConf]
 	return f
+}
+
+// loopbackResolvers returns the nameservers of a resolv.conf when every one is a loopback address
+// (nil otherwise, and for a file without nameservers: then the C library's default, also
+// loopback, applies — reported too).
+func loopbackResolvers(conf []byte) []string {
+	var all []string
+	for _, line := range strings.Split(string(conf), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "nameserver" {
+			all = append(all, f[1])
+		}
+	}
+	if len(all) == 0 {
+		return []string{"(none: the default 127.0.0.1)"}
+	}
+	for _, ns := range all {
+		if a, err := netip.ParseAddr(ns); err != nil || !a.IsLoopback() {
+			return nil
+		}
+	}
+	return all
 }
 
 // joined: hactl's kubeadm init or join finished on the node.

@@ -57,10 +57,11 @@ const (
 	CheckKubePorts  = "kube-ports"
 	CheckKubeArch   = "kube-arch"
 	CheckPkgManager = "kube-packages"
+	CheckResolvConf = "kube-resolv-conf"
 )
 
 // Checks lists the group's preflight checks.
-var Checks = []string{CheckSwap, CheckNetfilter, CheckIPForward, CheckKubePorts, CheckKubeArch, CheckPkgManager}
+var Checks = []string{CheckSwap, CheckNetfilter, CheckIPForward, CheckKubePorts, CheckKubeArch, CheckPkgManager, CheckResolvConf}
 
 // Options configure the group.
 type Options struct {
@@ -102,15 +103,19 @@ type Group struct {
 
 	kubelet  map[string]any // the user's KubeletConfiguration (nil: none)
 	params   kubeadm.NodeParams
-	endpoint string              // the API endpoint every node uses (VIP:port)
-	images   map[string][]string // image → local archives holding it
-	sums     map[string]string   // local binary path → sha256
-	secrets  *kubeadm.Secrets    // made for this run's joins (nil until needed)
-	caHash   string              // the cluster CA's discovery hash
-	source   string              // a joined control-plane host: runs the kubectl and token commands
-	joined   map[string]bool     // nodes joined (marker) after this run's kube/init and kube/join
-	changed  bool                // some node changed in this run (kube/wait runs)
-	podCIDRs map[string]netip.Prefix
+	endpoint string                  // the API endpoint every node uses (VIP:port)
+	images   map[string][]string     // image → local archives holding it
+	sums     map[string]string       // local binary path → sha256
+	secrets  *kubeadm.Secrets        // made for this run's joins (nil until needed)
+	caHash   string                  // the cluster CA's discovery hash
+	source   string                  // a joined control-plane host: runs the kubectl and token commands
+	joined   map[string]bool         // nodes joined (marker) after this run's kube/init and kube/join
+	changed  bool                    // some node changed in this run (kube/wait runs)
+	podCIDRs map[string]netip.Prefix // nodes' pod ranges learned in this run (kube/init, kube/join)
+	imports  map[string]*pendingImport
+	packages map[string]*pendingImport // runtime packages installing in the background
+	network  sync.WaitGroup            // nodes' networks written after their join, in the background
+	written  map[string][]byte         // bridge networks written in this run
 }
 
 // New prepares the group and registers the facts it needs from every node with run. It contacts
@@ -125,12 +130,12 @@ func New(run *runctx.Run, opt Options) (*Group, error) {
 		return nil, fmt.Errorf("spec.kubernetes.kubeletConfigurationFile: %w", err)
 	}
 	g := &Group{run: run, opt: opt, kubelet: kubelet, facts: map[string]*nodeFacts{}, plans: map[string]*nodePlan{}, joined: map[string]bool{},
-		podCIDRs: map[string]netip.Prefix{}}
+		podCIDRs: map[string]netip.Prefix{}, imports: map[string]*pendingImport{}, packages: map[string]*pendingImport{}, written: map[string][]byte{}}
 	for _, h := range run.Spec.KubeNodes() {
 		a, _ := netip.ParseAddr(h.Address) // validated by specload.Load
 		n := node{host: h, addr: a, cp: h.HasRole(v1alpha1.RoleControlPlane)}
 		g.nodes = append(g.nodes, n)
-		run.Need(h, factsRequest(n))
+		run.Need(h, factsRequest(n, g.resolvConf()))
 	}
 	return g, nil
 }
@@ -222,4 +227,10 @@ func contains(list []string, s string) bool { return slices.Contains(list, s) }
 // stepf formats an error of step on node n.
 func stepf(n node, step, format string, args ...any) error {
 	return fmt.Errorf("host %s: step %s: %s", n.host.Name, step, fmt.Sprintf(format, args...))
+}
+
+// resolvConf is the user's KubeletConfiguration resolvConf ("" when unset).
+func (g *Group) resolvConf() string {
+	s, _ := g.kubelet["resolvConf"].(string)
+	return s
 }

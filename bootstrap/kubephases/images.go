@@ -41,13 +41,63 @@ func (ph *Images) ShouldRun() bool {
 
 // Run does the phase's work, on every node at once. Errors per host: upload or import failures, or
 // an image still missing after the import.
+//
+// Workers' imports run in the background: a worker needs its images only once it has joined
+// (kube-proxy's pod), so they overlap kubeadm init and the control planes' joins, which mostly
+// wait; kube/join waits for a worker's import before it joins it (and reports its failure).
 func (ph *Images) Run(ctx context.Context) error {
 	g := ph.g
-	return g.forEach(ctx, g.nodes, func(ctx context.Context, n node) error {
-		p := g.plan(n.host.Name)
-		if len(p.archives) == 0 {
-			return nil
+	var cps []node
+	for _, n := range g.nodes {
+		if len(g.plan(n.host.Name).archives) == 0 {
+			continue
 		}
+		if n.cp {
+			cps = append(cps, n)
+			continue
+		}
+		imp := &pendingImport{done: make(chan struct{})}
+		g.mu.Lock()
+		g.imports[n.host.Name] = imp
+		g.mu.Unlock()
+		go func(n node) {
+			defer close(imp.done)
+			imp.err = g.importImages(ctx, n)
+		}(n)
+	}
+	return g.forEach(ctx, cps, g.importImages)
+}
+
+// pendingImport is a worker's import running in the background.
+type pendingImport struct {
+	done chan struct{}
+	err  error
+}
+
+// waitImport waits for node n's background import, if any, and returns its error.
+func (g *Group) waitImport(ctx context.Context, n node) error {
+	g.mu.Lock()
+	imp := g.imports[n.host.Name]
+	g.mu.Unlock()
+	if imp == nil {
+		return nil
+	}
+	select {
+	case <-imp.done:
+		if imp.err != nil {
+			return fmt.Errorf("%s: %w", PhaseImages, imp.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// importImages streams the archives node n lacks images of into its containerd and checks the
+// images are there.
+func (g *Group) importImages(ctx context.Context, n node) error {
+	{
+		p := g.plan(n.host.Name)
 		ictx, cancel := context.WithTimeout(ctx, importTimeout)
 		defer cancel()
 		start := time.Now()
@@ -88,5 +138,5 @@ func (ph *Images) Run(ctx context.Context) error {
 		}
 		g.run.Printer.Hostf(n.host.Name, "imported %d image(s) from %d archive(s) in %s", len(p.missingImages), len(p.archives), time.Since(start).Round(100*time.Millisecond))
 		return nil
-	})
+	}
 }

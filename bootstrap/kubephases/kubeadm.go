@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -27,7 +29,7 @@ const kubeadmTimeout = 10 * time.Minute
 const backupDir = "/var/lib/hactl/backup"
 
 // adminConf is kubeadm's admin kubeconfig on control-plane hosts (its server: the endpoint).
-const adminConf = "/etc/kubernetes/admin.conf"
+const adminConf = kubenode.AdminConf
 
 // Init runs `kubeadm init` on the first control-plane host when no control-plane host has joined
 // yet (none has hactl's marker): with hactl's configuration (kubeadm.InitConfig) in a 0600 file,
@@ -75,6 +77,7 @@ func (ph *Init) Run(ctx context.Context) error {
 	g.source, g.joined[n.host.Name], g.changed = n.host.Name, true, true
 	p.kubeadm = "init"
 	g.mu.Unlock()
+	g.networkSoon(ctx, n)
 	g.run.Printer.Hostf(n.host.Name, "kubeadm init done in %s: control plane up behind %s", time.Since(start).Round(100*time.Millisecond), g.endpoint)
 	return nil
 }
@@ -97,26 +100,67 @@ func (g *Group) ensureSecrets() error {
 // kubeadm uploads cfg (0600) into kubenode.ConfigDir/name on node n and runs script with $cfg set
 // to it; the file is removed whatever happens, and the marker is written when script succeeds.
 // Secrets in the command's error are redacted.
+//
+// An interrupted run (ctx done: a timeout, Ctrl-C) must not leave kubeadm running on the host, to
+// finish or not after hactl has gone: script runs as its own process group, and a watcher reading
+// the command's standard input — held open by hactl until ctx is done or the command ends — kills
+// that group when it reaches end of file (the SSH session closed or hactl stopped). The marker is
+// then not written, and the next run resets the node and joins it again.
 func (g *Group) kubeadm(ctx context.Context, n node, step, name string, cfg []byte, script string) (provision.Result, error) {
 	remote := path.Join(kubenode.ConfigDir, name)
 	if err := g.run.Upload(ctx, n.host.Name, step, []provision.File{{Path: remote, Mode: 0o600, Content: cfg}}); err != nil {
 		return provision.Result{}, err
 	}
 	marker := fmt.Sprintf("role=%s\nversion=%s\njoined=%s\n", n.role(), g.run.Spec.Spec.Kubernetes.Version, time.Now().UTC().Format(time.RFC3339))
-	cmd := fmt.Sprintf(`set -e
-cfg=%s
-trap 'rm -f "$cfg"' EXIT
-%s
-mkdir -p %s
-printf '%%s' %s > %s.tmp
-mv -f %s.tmp %s
-`, shell.Quote(remote), script, shell.Quote(path.Dir(kubenode.MarkerPath)), shell.Quote(marker),
-		shell.Quote(kubenode.MarkerPath), shell.Quote(kubenode.MarkerPath), shell.Quote(kubenode.MarkerPath))
-	res, err := g.run.Exec(ctx, n.host.Name, step, cmd)
+	cmd := guardedScript(remote, script, kubenode.MarkerPath, marker)
+	hold, release := holdOpen(ctx)
+	res, err := g.run.Exec(ctx, n.host.Name, step, cmd, provision.WithStdin(hold))
+	release()
 	if err != nil {
 		return res, g.redact(err)
 	}
 	return res, nil
+}
+
+// guardedScript is the command of Group.kubeadm: script (with $cfg = cfgPath, removed on exit) in a
+// session of its own (setsid: its own process group, so kubeadm and its children go with it), killed
+// when standard input reaches end of file, then the marker written.
+func guardedScript(cfgPath, script, markerPath, marker string) string {
+	return fmt.Sprintf(`set -e
+exec 3<&0 </dev/null
+cfg=%s
+export cfg
+trap 'rm -f "$cfg"' EXIT
+setsid sh -ec %s &
+job=$!
+( while read -r _ <&3; do :; done; kill -TERM -$job && sleep 2 && kill -KILL -$job ) >/dev/null 2>&1 &
+watch=$!
+exec 3<&-
+rc=0; wait $job || rc=$?
+kill $watch 2>/dev/null || true
+[ $rc -eq 0 ] || exit $rc
+mkdir -p %s
+printf '%%s' %s > %s.tmp
+mv -f %s.tmp %s
+`, shell.Quote(cfgPath), shell.Quote(script), shell.Quote(path.Dir(markerPath)), shell.Quote(marker),
+		shell.Quote(markerPath), shell.Quote(markerPath), shell.Quote(markerPath))
+}
+
+// holdOpen returns a reader that blocks until ctx is done or release is called, then reports end
+// of file: a remote command's standard input that closes when the step is abandoned.
+func holdOpen(ctx context.Context) (io.Reader, func()) {
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(done) }) }
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+		}
+		pw.Close()
+	}()
+	return pr, release
 }
 
 // redact removes the run's secrets from a command error's output.
@@ -262,9 +306,13 @@ func (g *Group) joinCredentials(ctx context.Context, controlPlanes bool) error {
 	return nil
 }
 
-// joinNode resets node n when its last join was interrupted, then joins it.
+// joinNode resets node n when its last join was interrupted, then joins it (a worker once its
+// images are imported).
 func (g *Group) joinNode(ctx context.Context, n node) error {
 	p := g.plan(n.host.Name)
+	if err := g.waitImport(ctx, n); err != nil {
+		return err
+	}
 	cfg, err := kubeadm.JoinConfig(g.run.Spec, n.host.Name, g.params, *g.secrets, g.caHash)
 	if err != nil {
 		return err
@@ -283,6 +331,7 @@ func (g *Group) joinNode(ctx context.Context, n node) error {
 	g.mu.Lock()
 	g.joined[n.host.Name], g.changed = true, true
 	g.mu.Unlock()
+	g.networkSoon(ctx, n)
 	what := "worker"
 	if n.cp {
 		what = "control plane"

@@ -31,7 +31,8 @@ func (e *PreflightError) Error() string {
 
 // Preflight checks every node's facts (gathered by preflight, runctx.Run.Connect): systemd, swap,
 // bridge netfilter, IPv4 forwarding, the Kubernetes ports on nodes that have not joined yet, the
-// architecture of the local binaries, and a package manager for missing runtime packages.
+// architecture of the local binaries, a package manager for missing runtime packages, and (with
+// CoreDNS) that the resolver file kubelet hands CoreDNS names a resolver outside the node.
 type Preflight struct{ g *Group }
 
 // Title is PhasePreflight.
@@ -64,7 +65,7 @@ func (ph *Preflight) Run(ctx context.Context) error {
 		if !ok {
 			return nil
 		}
-		f := factsFrom(g.run.Facts(host))
+		f := factsFrom(g.run.Facts(host), g.resolvConf())
 		g.mu.Lock()
 		g.facts[host] = f
 		g.mu.Unlock()
@@ -122,6 +123,15 @@ func (ph *Preflight) Run(ctx context.Context) error {
 		}
 		if len(missing) > 0 && f.PkgManager == "" {
 			fail(CheckPkgManager, "%s missing and no package manager (apt-get, dnf, yum): install them by hand", strings.Join(missing, ", "))
+		}
+		if k.CoreDNSEnabled() {
+			if f.ResolvConfData == nil {
+				fail(CheckResolvConf, "%s, the resolver file kubelet gives CoreDNS, is missing", f.ResolvConf)
+			} else if lo := loopbackResolvers(f.ResolvConfData); lo != nil {
+				fail(CheckResolvConf, "%s names only loopback resolvers (%s): CoreDNS forwards to them from its pod and reaches itself, then stops (its loop plugin); "+
+					"set resolvConf to a file with the upstream resolvers in spec.kubernetes.kubeletConfigurationFile (hosts with systemd-resolved: /run/systemd/resolve/resolv.conf)",
+					f.ResolvConf, strings.Join(lo, ", "))
+			}
 		}
 		if errs != nil {
 			return errs.ErrorOrNil()
@@ -320,10 +330,11 @@ func localSum(o Options, path string) (string, error) {
 	return sumFile(path)
 }
 
-// wantedImages are the images node n needs: every image on control planes; on workers kube-proxy,
-// pause and CoreDNS (its pods run on workers).
-func wantedImages(k *v1alpha1.Kubernetes, cp bool) []string {
-	all := k.KubeImages()
+// wantedImages are the images of the archives (refs, sorted) node n needs: every image on control
+// planes; on workers all but the control-plane components (kube-proxy, pause, CoreDNS and the
+// user's own images stay).
+func wantedImages(refs []string, cp bool) []string {
+	all := refs
 	if cp {
 		return all
 	}
@@ -414,7 +425,12 @@ func (g *Group) planNode(n node) (*nodePlan, error) {
 	}
 	// Images.
 	if g.images != nil {
-		for _, img := range wantedImages(k, n.cp) {
+		refs := make([]string, 0, len(g.images))
+		for r := range g.images {
+			refs = append(refs, r)
+		}
+		sort.Strings(refs)
+		for _, img := range wantedImages(refs, n.cp) {
 			if f.Images[img] {
 				continue
 			}

@@ -15,11 +15,9 @@ import (
 // packageTimeout bounds a package installation (index refresh + download + install).
 const packageTimeout = 10 * time.Minute
 
-// prevSuffix keeps the first configuration hactl replaced (a package's own, a hand-written one).
-const prevSuffix = ".hactl-prev"
-
 // Runtime installs the container runtime on every node: the missing packages (containerd, runc,
-// the CNI plugins, conntrack, socat, ethtool, iptables, kmod) with the host's package manager,
+// the CNI plugins, conntrack, socat, ethtool, iptables, kmod) with the host's package manager
+// (started in the background by kube/binaries; waited for here),
 // containerd's configuration, the kernel modules and settings (loaded and applied now and at every
 // boot); containerd is enabled and (re)started when its configuration changed, and must answer on
 // its socket before the phase ends.
@@ -61,30 +59,19 @@ func (ph *Runtime) Run(ctx context.Context) error {
 	g := ph.g
 	return g.forEach(ctx, g.nodes, func(ctx context.Context, n node) error {
 		p := g.plan(n.host.Name)
-		f := g.facts[n.host.Name]
 		files := runtimeFiles(p)
 		if len(p.packages) == 0 && len(files) == 0 && !p.restartContainerd && !p.startContainerd {
 			return nil
 		}
-		if len(p.packages) > 0 {
-			cmd, err := provision.InstallCommand(f.PkgManager, p.packages)
-			if err != nil {
-				return fmt.Errorf("host %s: step %s: %w", n.host.Name, PhaseRuntime, err)
-			}
-			pctx, cancel := context.WithTimeout(ctx, packageTimeout)
-			_, err = g.run.Exec(pctx, n.host.Name, PhaseRuntime, cmd)
-			cancel()
-			if err != nil {
-				return err
-			}
-			g.run.Printer.Hostf(n.host.Name, "installed %s", strings.Join(p.packages, " "))
+		if err := g.waitPackages(ctx, n); err != nil {
+			return err
 		}
 		sctx, cancel := g.run.StepCtx(ctx)
 		defer cancel()
 		if len(files) > 0 {
 			var keep []string
 			for _, fl := range files {
-				keep = append(keep, fmt.Sprintf("if [ -e %[1]s ] && [ ! -e %[1]s%[2]s ]; then cp -p %[1]s %[1]s%[2]s; fi", shell.Quote(fl.Path), prevSuffix))
+				keep = append(keep, fmt.Sprintf("if [ -e %[1]s ] && [ ! -e %[1]s%[2]s ]; then cp -p %[1]s %[1]s%[2]s; fi", shell.Quote(fl.Path), kubenode.PrevSuffix))
 			}
 			if _, err := g.run.Exec(sctx, n.host.Name, PhaseRuntime, strings.Join(keep, "\n")); err != nil {
 				return err
@@ -139,3 +126,61 @@ until ctr version >/dev/null 2>&1; do i=$((i+1)); [ $i -lt 300 ] || { echo 'cont
 }
 
 func asCommandError(err error, target **provision.CommandError) bool { return errors.As(err, target) }
+
+// startPackages starts, in the background, the installation of every node's missing runtime
+// packages: they depend on nothing hactl installs, so they go in while the binaries are uploaded and
+// etcd and the load balancer come up; kube/runtime waits for them (waitPackages).
+func (g *Group) startPackages(ctx context.Context) {
+	for _, n := range g.nodes {
+		p := g.plan(n.host.Name)
+		if len(p.packages) == 0 {
+			continue
+		}
+		imp := &pendingImport{done: make(chan struct{})}
+		g.mu.Lock()
+		if g.packages[n.host.Name] != nil {
+			g.mu.Unlock()
+			continue
+		}
+		g.packages[n.host.Name] = imp
+		g.mu.Unlock()
+		go func(n node) {
+			defer close(imp.done)
+			imp.err = g.installPackages(ctx, n)
+		}(n)
+	}
+}
+
+// installPackages installs node n's missing runtime packages with its package manager.
+func (g *Group) installPackages(ctx context.Context, n node) error {
+	p, f := g.plan(n.host.Name), g.facts[n.host.Name]
+	cmd, err := provision.InstallCommand(f.PkgManager, p.packages)
+	if err != nil {
+		return fmt.Errorf("host %s: step %s: %w", n.host.Name, PhaseRuntime, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, packageTimeout)
+	defer cancel()
+	start := time.Now()
+	if _, err := g.run.Exec(pctx, n.host.Name, PhaseRuntime, cmd); err != nil {
+		return err
+	}
+	g.run.Printer.Hostf(n.host.Name, "installed %s (%s)", strings.Join(p.packages, " "), time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// waitPackages waits for node n's package installation (starting it when kube/binaries did not).
+func (g *Group) waitPackages(ctx context.Context, n node) error {
+	g.startPackages(ctx)
+	g.mu.Lock()
+	imp := g.packages[n.host.Name]
+	g.mu.Unlock()
+	if imp == nil {
+		return nil
+	}
+	select {
+	case <-imp.done:
+		return imp.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -220,12 +220,14 @@ func KubeImageArchives(binDir string) ([]string, error) {
 // reachable), the bridge CNI on the lab network, and kubeadm's SystemVerification check ignored
 // (it refuses the machine's cgroup v1, which kubelet accepts with failCgroupV1: false, set by hactl
 // from the hosts' facts), and kubelet's resolvConf in dir/kubelet-config.yaml (written here; see
-// nodeResolvConf). With workers, the worker hosts w-a/b/c join the spec.
-func WithKubernetes(c *v1alpha1.Cluster, dir, binDir string, workers bool) error {
+// nodeResolvConf). With workers, the worker hosts w-a/b/c join the spec. appArchives are more image
+// archives to import (a site's own application images; the lab's probe workload).
+func WithKubernetes(c *v1alpha1.Cluster, dir, binDir string, workers bool, appArchives ...string) error {
 	archives, err := KubeImageArchives(binDir)
 	if err != nil {
 		return err
 	}
+	archives = append(archives, appArchives...)
 	c.Spec.Kubernetes = &v1alpha1.Kubernetes{
 		Version: KubernetesVersion,
 		Binaries: v1alpha1.KubeBinaries{
@@ -233,9 +235,9 @@ func WithKubernetes(c *v1alpha1.Cluster, dir, binDir string, workers bool) error
 			Kubeadm: filepath.Join(binDir, "kubeadm"),
 			Kubectl: filepath.Join(binDir, "kubectl"),
 		},
-		ImageArchives:         archives,
-		PodSubnet:             v1alpha1.DefaultPodSubnet,
-		ServiceSubnet:         v1alpha1.DefaultServiceSubnet,
+		ImageArchives:            archives,
+		PodSubnet:                v1alpha1.DefaultPodSubnet,
+		ServiceSubnet:            v1alpha1.DefaultServiceSubnet,
 		CNI:                      v1alpha1.CNIBridge,
 		NodeSubnet:               Subnet,
 		IgnorePreflightErrors:    []string{"SystemVerification"},

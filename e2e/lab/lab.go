@@ -295,7 +295,15 @@ func (l *Lab) up(ctx context.Context) error {
 			}
 		}
 	}
-	if _, err := writeSpecs(o.Dir, o.BinDir, specOpts{backup: o.ObjectStore, kube: o.Kubernetes, workers: o.Workers}, static...); err != nil {
+	so := specOpts{backup: o.ObjectStore, kube: o.Kubernetes, workers: o.Workers}
+	if o.Kubernetes {
+		probe, err := ensureProbeArchive(ctx, o)
+		if err != nil {
+			return err
+		}
+		so.apps = []string{probe}
+	}
+	if _, err := writeSpecs(o.Dir, o.BinDir, so, static...); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(o.BinDir, "etcd")); err != nil {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -263,6 +264,18 @@ cat > /etc/systemd/system/%[3]s <<'EOF'
 	if _, err := l.d.run(ctx, nil, "cp", repo.Dir+"/.", h.Container+":"+mirrorRoot+"/"+AptRepoPath); err != nil {
 		return fmt.Errorf("mirror: copy apt repository: %w", err)
 	}
+	if l.opts.Kubernetes {
+		// kubelet, kubeadm and kubectl as dl.k8s.io lays them out, for spec.kubernetes.download.
+		dir := mirrorRoot + "/" + path.Dir(kubeBinaryPath("kubelet"))
+		if _, err := l.d.run(ctx, nil, "exec", h.Container, "mkdir", "-p", dir); err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+		for _, b := range []string{"kubelet", "kubeadm", "kubectl"} {
+			if _, err := l.d.run(ctx, nil, "cp", filepath.Join(l.opts.BinDir, b), h.Container+":"+dir+"/"+b); err != nil {
+				return fmt.Errorf("mirror: copy %s: %w", b, err)
+			}
+		}
+	}
 	probe := MirrorURL("127.0.0.1", t.Name)
 	probeApt := MirrorURL("127.0.0.1", AptRepoPath+"/Packages.gz")
 	if _, err := l.d.run(ctx, nil, "exec", h.Container, "sh", "-c",
@@ -290,4 +303,19 @@ func (l *Lab) tarball() (EtcdTarball, error) {
 		return EtcdTarball{}, errors.New("the lab has no mirror (Options.Mirror)")
 	}
 	return l.tarballOnce()
+}
+
+// kubeBinaryPath is where the mirror serves Kubernetes binary name (dl.k8s.io's layout).
+func kubeBinaryPath(name string) string {
+	return "kubernetes/" + KubernetesVersion + "/bin/linux/amd64/" + name
+}
+
+// KubeDownload returns spec.kubernetes.download's entry for Kubernetes binary name (kubelet,
+// kubeadm, kubectl) served by the lab's mirror (Options.Kubernetes), with its sha256 from BinDir.
+func (l *Lab) KubeDownload(name string) (*v1alpha1.Download, error) {
+	sum, err := fileSHA256(filepath.Join(l.opts.BinDir, name))
+	if err != nil {
+		return nil, err
+	}
+	return &v1alpha1.Download{URL: MirrorURL(MirrorAddress, kubeBinaryPath(name)), SHA256: sum}, nil
 }

@@ -255,9 +255,10 @@ func writeVariantSpec(v Variant, dir, binDir string, download *v1alpha1.EtcdDown
 
 // specOpts are what a lab adds to its specs.
 type specOpts struct {
-	backup  bool // spec.backup (BackupSpec)
-	kube    bool // spec.kubernetes on cluster-3 and cluster-5 (WithKubernetes)
-	workers bool // and the workers
+	backup  bool     // spec.backup (BackupSpec)
+	kube    bool     // spec.kubernetes on cluster-3 and cluster-5 (WithKubernetes)
+	workers bool     // and the workers
+	apps    []string // application image archives for spec.kubernetes.imageArchives
 }
 
 // writeSpecs writes cluster-3.yaml, cluster-5.yaml and the given variants (not VariantDownload),
@@ -275,7 +276,7 @@ func writeSpecs(dir, binDir string, so specOpts, variants ...Variant) ([]string,
 			WithBackup(c)
 		}
 		if so.kube {
-			if err := WithKubernetes(c, dir, binDir, so.workers); err != nil {
+			if err := WithKubernetes(c, dir, binDir, so.workers, so.apps...); err != nil {
 				return nil, err
 			}
 		}
@@ -299,4 +300,18 @@ func writeSpecs(dir, binDir string, so specOpts, variants ...Variant) ([]string,
 // one atomic writer).
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	return atomicfile.WriteFile(path, data, mode)
+}
+
+// ReadSpec reads a spec the lab wrote (WriteSpec, MarshalSpec) back into a Cluster, to change and
+// write again; it is not defaulted.
+func ReadSpec(path string) (*v1alpha1.Cluster, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c v1alpha1.Cluster
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return nil, fmt.Errorf("read spec %s: %w", path, err)
+	}
+	return &c, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 )
 
 // ArchiveImages returns the image references a local image archive holds: a `docker save` tarball
@@ -71,10 +72,29 @@ func ArchiveImages(path string) ([]string, error) {
 	if !found {
 		return nil, fmt.Errorf("%s: neither manifest.json (docker save) nor index.json (OCI layout) in the archive", path)
 	}
+	for i, r := range refs {
+		refs[i] = Normalize(r)
+	}
 	slices.Sort(refs)
 	refs = slices.Compact(refs)
 	if len(refs) == 0 {
 		return nil, fmt.Errorf("%s: the archive names no image (docker save needs NAME:TAG arguments, not image IDs)", path)
 	}
 	return refs, nil
+}
+
+// Normalize returns an image reference the way containerd names it after an import (the Docker
+// reference rules of github.com/distribution/reference): a name without a registry host (no "."
+// or ":" in its first element, and not "localhost") is on docker.io, and a one-element name there
+// is under "library/": "busybox:1" → "docker.io/library/busybox:1", "me/app:v1" →
+// "docker.io/me/app:v1"; "registry.k8s.io/pause:3.10.2" stays.
+func Normalize(ref string) string {
+	first, rest, found := strings.Cut(ref, "/")
+	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return ref
+	}
+	if !found {
+		return "docker.io/library/" + ref
+	}
+	return "docker.io/" + first + "/" + rest
 }

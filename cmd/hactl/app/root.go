@@ -83,6 +83,7 @@ installs it as systemd services, and keeps it converged: re-running changes noth
 		newBootstrapCommand(s, g),
 		newStatusCommand(s, g),
 		newKubeconfigCommand(s, g),
+		newResetCommand(s, g),
 		newPKICommand(s, g),
 		newKubeadmConfigCommand(s, g),
 		newBackupCommand(s, g),

@@ -1,0 +1,72 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/reset"
+	"github.com/hactl/hactl/ui"
+)
+
+type resetOptions struct {
+	hosts  []string
+	yes    bool
+	dryRun bool
+}
+
+func newResetCommand(s Streams, g *globalOptions) *cobra.Command {
+	o := &resetOptions{}
+	cmd := &cobra.Command{
+		Use:   "reset",
+		Short: "Take Kubernetes nodes without an etcd member out of the cluster and remove what hactl installed",
+		Long: `Resets the named hosts: workers, and control planes whose etcd role is on other hosts. Per host,
+in order: the Node is drained and deleted (kubectl on a control plane that stays), /etc/kubernetes
+is saved to /var/lib/hactl/backup, 'kubeadm reset' runs, kubelet is stopped and disabled, and
+hactl's files are removed (kubelet unit and kubeadm drop-in, kubelet/kubeadm/kubectl, the CNI
+network and pod routes, kernel settings, hactl's marker); containerd's configuration from before
+hactl is put back when hactl kept one. Packages and imported images stay.
+
+Hosts running an etcd member are refused (exit 2): remove the member first. The plan is shown and
+confirmed (--yes in scripts; --dry-run shows it only). A host left in the spec joins again on the
+next 'hactl bootstrap'.
+
+  hactl reset -f cluster.yaml --hosts w-c --yes`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p := ui.New(s.Err, g.verbose, false)
+			c, err := loadSpec(g.file, p, false)
+			if err != nil {
+				return err
+			}
+			opts := reset.Options{Cluster: c, Hosts: o.hosts, Prompt: terminalPrompter(s.In, s.Err), Printer: p}
+			plan, err := reset.NewPlan(opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "reset plan (nodes drained and deleted through %s):\n%s", plan.Via, plan)
+			if o.dryRun {
+				return nil
+			}
+			confirm, err := confirmer(s, o.yes, ", or --dry-run to see the plan only")
+			if err != nil {
+				return err
+			}
+			if confirm != nil {
+				ok, err := confirm(fmt.Sprintf("reset %d host(s)?", len(plan.Hosts)))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errors.New("not confirmed: nothing was changed")
+				}
+			}
+			return reset.Run(cmd.Context(), opts, plan)
+		},
+	}
+	cmd.Flags().StringSliceVar(&o.hosts, "hosts", nil, "the hosts to reset (comma-separated spec host names)")
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the plan and change nothing")
+	return cmd
+}

@@ -1,0 +1,215 @@
+// Package reset implements `hactl reset`: Kubernetes nodes without an etcd member (workers, and
+// control planes whose etcd role is on other hosts) taken out of the cluster and cleaned of what
+// hactl installed. Per host: the Node is drained and deleted through a control plane that stays;
+// /etc/kubernetes is saved aside; `kubeadm reset`; kubelet stopped and disabled; hactl's units,
+// binaries, CNI network, routes and kernel settings removed, containerd's configuration put back
+// as it was before hactl (when hactl kept it). Packages and imported images stay. A host that keeps
+// its place in the spec joins again on the next `hactl bootstrap`.
+package reset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/shell"
+	"github.com/hactl/hactl/kubenode"
+	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/ui"
+)
+
+// Options are one `hactl reset` call.
+type Options struct {
+	Cluster *v1alpha1.Cluster
+	// Hosts are the spec hosts to reset.
+	Hosts []string
+	// DrainTimeout bounds `kubectl drain` of each Node (default 2m).
+	DrainTimeout time.Duration
+	Prompt       provision.Prompter
+	Printer      *ui.Printer
+}
+
+// InputError is a host list that cannot be reset, found before any host is contacted (exit 2).
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// ExitCode is 2.
+func (e *InputError) ExitCode() int { return 2 }
+
+// Plan is what Run does, per host, in order.
+type Plan struct {
+	Hosts []HostPlan
+	// Via is the control plane the Nodes are drained and deleted through ("" when none stays).
+	Via string
+}
+
+// HostPlan is one host's steps.
+type HostPlan struct {
+	Name, Role string
+	Steps      []string
+}
+
+// String renders the plan for the confirmation.
+func (p Plan) String() string {
+	var b strings.Builder
+	for _, h := range p.Hosts {
+		fmt.Fprintf(&b, "%s (%s):\n", h.Name, h.Role)
+		for _, s := range h.Steps {
+			fmt.Fprintf(&b, "  - %s\n", s)
+		}
+	}
+	return b.String()
+}
+
+// backupDir keeps /etc/kubernetes as it was before the reset.
+const backupDir = "/var/lib/hactl/backup"
+
+// NewPlan checks o.Hosts against the spec and returns the plan. Errors (*InputError, exit 2): no
+// spec.kubernetes, a host not in the spec or not a Kubernetes node, a host running an etcd member
+// (its member is removed first: a later `hactl member remove`), every control plane at once (the
+// cluster itself: nothing would remain to drain through).
+func NewPlan(o Options) (Plan, error) {
+	c := o.Cluster
+	if c.Spec.Kubernetes == nil {
+		return Plan{}, &InputError{"the spec has no spec.kubernetes: there is no Kubernetes node to reset"}
+	}
+	if len(o.Hosts) == 0 {
+		return Plan{}, &InputError{"--hosts: name the hosts to reset, e.g. --hosts w-c"}
+	}
+	byName := map[string]v1alpha1.Host{}
+	for _, h := range c.Spec.Hosts {
+		byName[h.Name] = h
+	}
+	var p Plan
+	var errs []string
+	for _, name := range o.Hosts {
+		h, ok := byName[name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Sprintf("--hosts: %s is not a host of the spec", name))
+			continue
+		case h.HasRole(v1alpha1.RoleEtcd):
+			errs = append(errs, fmt.Sprintf("--hosts: %s runs an etcd member: resetting it would take a member away without removing it from the cluster; remove the member first (member removal comes with hactl's day-2 commands), or move its etcd role elsewhere", name))
+			continue
+		case !h.HasRole(v1alpha1.RoleControlPlane) && !h.HasRole(v1alpha1.RoleWorker):
+			errs = append(errs, fmt.Sprintf("--hosts: %s is no Kubernetes node (roles %v)", name, h.Roles))
+			continue
+		}
+		role := "worker"
+		if h.HasRole(v1alpha1.RoleControlPlane) {
+			role = "control-plane"
+		}
+		p.Hosts = append(p.Hosts, HostPlan{Name: name, Role: role})
+	}
+	if len(errs) > 0 {
+		return Plan{}, &InputError{strings.Join(errs, "\n")}
+	}
+	for _, h := range c.ControlPlaneHosts() {
+		if !slices.Contains(o.Hosts, h.Name) {
+			p.Via = h.Name
+			break
+		}
+	}
+	if p.Via == "" {
+		return Plan{}, &InputError{"--hosts names every control-plane host: that is the whole cluster, not a node of it; hactl reset takes nodes out of a cluster that stays"}
+	}
+	for i := range p.Hosts {
+		h := &p.Hosts[i]
+		h.Steps = []string{
+			fmt.Sprintf("drain Node %s and delete it (kubectl on %s)", h.Name, p.Via),
+			"save /etc/kubernetes to " + backupDir + "/etc-kubernetes-<time>.tgz",
+			"kubeadm reset (kubelet stopped, kubeadm's files and the node's containers removed)",
+			"remove hactl's kubelet unit and drop-in, kubelet/kubeadm/kubectl, the CNI network, the pod routes, kernel settings and the marker",
+			"put back containerd's configuration from before hactl (when kept) and restart containerd",
+		}
+	}
+	return p, nil
+}
+
+// Run carries out p, host by host. Errors are aggregated per host (*provision.HostError).
+func Run(ctx context.Context, o Options, p Plan) error {
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = 2 * time.Minute
+	}
+	c := o.Cluster
+	d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: o.Prompt})
+	if err != nil {
+		return fmt.Errorf("ssh: %w", err)
+	}
+	defer d.Close()
+	hosts := map[string]v1alpha1.Host{}
+	for _, h := range c.Spec.Hosts {
+		hosts[h.Name] = h
+	}
+	via, err := d.Dial(ctx, provision.TargetOf(hosts[p.Via]))
+	if err != nil {
+		return err
+	}
+	defer via.Close()
+	var errs *multierror.Error
+	for _, hp := range p.Hosts {
+		if err := resetHost(ctx, d, via, hosts[hp.Name], o); err != nil {
+			errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: err})
+			continue
+		}
+		o.Printer.Hostf(hp.Name, "reset: out of the cluster, hactl's files removed (/etc/kubernetes saved under %s)", backupDir)
+	}
+	return errs.ErrorOrNil()
+}
+
+func resetHost(ctx context.Context, d *provision.Dialer, via *provision.Client, h v1alpha1.Host, o Options) error {
+	const step = "reset"
+	k := "kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout 20s"
+	drain := fmt.Sprintf(`set -e
+if %[1]s get node %[2]s >/dev/null 2>&1; then
+  %[1]s drain %[2]s --ignore-daemonsets --delete-emptydir-data --force --timeout %[3]s >/dev/null
+  %[1]s delete node %[2]s >/dev/null
+fi`, k, shell.Quote(h.Name), o.DrainTimeout)
+	dctx, cancel := context.WithTimeout(ctx, o.DrainTimeout+time.Minute)
+	_, err := via.Run(dctx, step+"/drain", drain)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("drain and delete Node %s: %w", h.Name, err)
+	}
+	o.Printer.Hostf(h.Name, "Node drained and deleted")
+	cli, err := d.Dial(ctx, provision.TargetOf(h))
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	var rm []string
+	for _, b := range kubenode.Binaries {
+		rm = append(rm, kubenode.BinDir+"/"+b.Name)
+	}
+	rm = append(rm, kubenode.KubeletUnitPath, kubenode.KubeadmDropInPath, kubenode.CNIConfPath, kubenode.RoutesUnitPath,
+		kubenode.SysctlPath, kubenode.ModulesPath, kubenode.MarkerPath)
+	script := fmt.Sprintf(`set -e
+mkdir -p %[1]s && chmod 0700 %[1]s
+if [ -d /etc/kubernetes ]; then tar -czf %[1]s/etc-kubernetes-$(date +%%Y%%m%%dT%%H%%M%%S).tgz -C / etc/kubernetes; fi
+if command -v kubeadm >/dev/null 2>&1; then kubeadm reset -f --cri-socket %[2]s >/dev/null 2>&1 || kubeadm reset -f --cri-socket %[2]s; fi
+systemctl disable --now kubelet >/dev/null 2>&1 || true
+systemctl disable --now %[3]s >/dev/null 2>&1 || true
+rm -f %[4]s
+ip link delete cni0 2>/dev/null || true
+if [ -e %[5]s%[6]s ]; then mv -f %[5]s%[6]s %[5]s; else rm -f %[5]s; fi
+systemctl daemon-reload
+if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart containerd; fi
+`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), kubenode.ContainerdConfigPath, kubenode.PrevSuffix)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if _, err := cli.Run(rctx, step, script); err != nil {
+		var ce *provision.CommandError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("kubeadm reset and clean-up: %w", err)
+		}
+		return err
+	}
+	return nil
+}
