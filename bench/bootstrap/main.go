@@ -32,10 +32,13 @@ func main() {
 	runs := flag.Int("runs", 3, "repetitions of each measurement")
 	kubeRuns := flag.Int("kube-runs", 2, "repetitions of the Kubernetes bootstrap (about 2 minutes each)")
 	keep := flag.Bool("keep", false, "leave the lab running afterwards")
+	kubeOnly := flag.Bool("kube-only", false, "measure only the Kubernetes bootstrap")
 	flag.Parse()
-	if err := run(*hactl, *before, *runs, *keep); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	if !*kubeOnly {
+		if err := run(*hactl, *before, *runs, *keep); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
 	}
 	if err := runKube(*hactl, *kubeRuns, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -15,8 +15,8 @@ import (
 
 // Attach returns the lab a previous Up started (e.g. `hactl-lab up` in another process), without
 // changing it: the hosts are derived from the running containers (5 members when etcd-d exists;
-// the bastion, IPv6, mirror and object store hosts when theirs exist; the corresponding fields of opts are
-// ignored), the key pair, known_hosts and sudo password are read from the lab directory. It fails
+// the bastion, IPv6, mirror, object store hosts and workers when theirs exist, Kubernetes nodes when
+// cp-a's containerd volume does; the corresponding fields of opts are ignored), the key pair, known_hosts and sudo password are read from the lab directory. It fails
 // when a host's container is missing or not running.
 func Attach(ctx context.Context, opts Options) (*Lab, error) {
 	o, err := opts.withDefaults()
@@ -43,6 +43,11 @@ func Attach(ctx context.Context, opts Options) (*Lab, error) {
 		o.Members = 5
 	}
 	o.Bastion, o.IPv6, o.Mirror, o.ObjectStore = has(BastionHost), has("v6-a"), has(MirrorHost), has(ObjectStoreHost)
+	// Kubernetes nodes: the workers' containers, or cp-a's containerd volume.
+	o.Workers = has(WorkerHosts[0])
+	if vols, err := d.run(ctx, nil, "volume", "ls", "--format", "{{.Name}}"); err == nil {
+		o.Kubernetes = o.Workers || slices.Contains(strings.Fields(vols), Prefix+"-cp-a-containerd")
+	}
 	hosts, err := hostsFor(o)
 	if err != nil {
 		return nil, err
