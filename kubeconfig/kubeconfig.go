@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -76,9 +77,15 @@ func (o Options) withDefaults() (Options, error) {
 	if !nameRE.MatchString(o.User) {
 		return o, &UsageError{fmt.Sprintf("--user %q: use letters, digits and : . _ @ - (at most 128 characters)", o.User)}
 	}
+	if strings.HasPrefix(o.User, "system:") {
+		return o, &UsageError{fmt.Sprintf("--user %q: names under system: belong to Kubernetes' own components (a kubelet, a controller); give a person's or a tool's name", o.User)}
+	}
 	for _, g := range o.Groups {
 		if !nameRE.MatchString(g) {
 			return o, &UsageError{fmt.Sprintf("--group %q: use letters, digits and : . _ @ - (at most 128 characters)", g)}
+		}
+		if strings.HasPrefix(g, "system:") {
+			return o, &UsageError{fmt.Sprintf("--group %q: groups under system: are Kubernetes' own (system:masters bypasses RBAC and cannot be revoked); use %s for cluster-admin, or kubeadm's break-glass /etc/kubernetes/super-admin.conf on a control plane", g, DefaultGroup)}
 		}
 	}
 	if o.Expiry < time.Minute || o.Expiry > MaxExpiry {

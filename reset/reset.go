@@ -89,11 +89,24 @@ func NewPlan(o Options) (Plan, error) {
 	}
 	var p Plan
 	var errs []string
+	var names []string
+	for _, n := range o.Hosts {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	o.Hosts = names
 	for _, name := range o.Hosts {
 		h, ok := byName[name]
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Sprintf("--hosts: %s is not a host of the spec", name))
+			var nodes []string
+			for _, kh := range c.KubeNodes() {
+				if !kh.HasRole(v1alpha1.RoleEtcd) {
+					nodes = append(nodes, kh.Name)
+				}
+			}
+			errs = append(errs, fmt.Sprintf("--hosts: %s is not a host of the spec (nodes without an etcd member: %s)", name, orNone(nodes)))
 			continue
 		case h.HasRole(v1alpha1.RoleEtcd):
 			errs = append(errs, fmt.Sprintf("--hosts: %s runs an etcd member: resetting it would take a member away without removing it from the cluster; remove the member first (member removal comes with hactl's day-2 commands), or move its etcd role elsewhere", name))
@@ -167,11 +180,15 @@ func Run(ctx context.Context, o Options, p Plan) error {
 func resetHost(ctx context.Context, d *provision.Dialer, via *provision.Client, h v1alpha1.Host, o Options) error {
 	const step = "reset"
 	k := "kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout 20s"
+	// Only a Node that does not exist is skipped: any other failure (API down, no admin.conf) stops
+	// the reset before kubeadm reset, with the Node left as it was.
 	drain := fmt.Sprintf(`set -e
-if %[1]s get node %[2]s >/dev/null 2>&1; then
-  %[1]s drain %[2]s --ignore-daemonsets --delete-emptydir-data --force --timeout %[3]s >/dev/null
-  %[1]s delete node %[2]s >/dev/null
-fi`, k, shell.Quote(h.Name), o.DrainTimeout)
+if ! out=$(%[1]s get node %[2]s -o name 2>&1); then
+  case "$out" in *NotFound*|*"not found"*) exit 0 ;; esac
+  echo "$out" >&2; exit 1
+fi
+%[1]s drain %[2]s --ignore-daemonsets --delete-emptydir-data --force --timeout %[3]s >/dev/null
+%[1]s delete node %[2]s >/dev/null`, k, shell.Quote(h.Name), o.DrainTimeout)
 	dctx, cancel := context.WithTimeout(ctx, o.DrainTimeout+time.Minute)
 	_, err := via.Run(dctx, step+"/drain", drain)
 	cancel()
@@ -212,4 +229,11 @@ if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart contai
 		return err
 	}
 	return nil
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

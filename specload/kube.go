@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -21,10 +22,13 @@ const (
 	KubeletKind       = "KubeletConfiguration"
 )
 
-// kubeletOwnedFields are the KubeletConfiguration fields hactl sets from the spec: a file setting
-// them would make kubelet and containerd disagree (cgroupDriver) or fight the spec.
+// kubeletOwnedFields are the KubeletConfiguration fields hactl sets from the spec or wires up
+// itself: a file setting them would make kubelet and containerd disagree (cgroupDriver) or break
+// what hactl installed (containerd's socket, kubeadm's static pods).
 var kubeletOwnedFields = map[string]string{
-	"cgroupDriver": "spec.kubernetes.runtime.cgroupDriver",
+	"cgroupDriver":             "spec.kubernetes.runtime.cgroupDriver",
+	"containerRuntimeEndpoint": "hactl's containerd (unix:///run/containerd/containerd.sock)",
+	"staticPodPath":            "kubeadm's /etc/kubernetes/manifests",
 }
 
 // validateKubeLocalFiles checks what spec.kubernetes names on this machine: the local binaries
@@ -122,9 +126,23 @@ func ReadKubeletConfiguration(c *v1alpha1.Cluster) (map[string]any, error) {
 	if bytes.Contains(data, []byte("\n---")) || bytes.HasPrefix(data, []byte("---\n---")) {
 		return nil, problemf("holds more than one YAML document: give only the %s document", KubeletKind)
 	}
+	// Strict and case-sensitive, as kubelet reads it (encoding/json would take "MaxPods" for
+	// maxPods, which kubelet then ignores).
+	js, err := yaml.YAMLToJSONStrict(data) // duplicate keys are errors
+	if err != nil {
+		return nil, problemf("is not valid YAML for a %s: %v", KubeletKind, err)
+	}
 	var typed kubeletv1beta1.KubeletConfiguration
-	if err := yaml.UnmarshalStrict(data, &typed); err != nil {
-		return nil, problemf("is not a valid %s (strict decoding against kubelet's types): %v", KubeletKind, err)
+	strict, err := sigsjson.UnmarshalStrict(js, &typed, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, problemf("is not a valid %s: %v", KubeletKind, err)
+	}
+	if len(strict) > 0 {
+		var msgs []string
+		for _, e := range strict {
+			msgs = append(msgs, e.Error())
+		}
+		return nil, problemf("is not a valid %s (strict decoding against kubelet's types, names are case-sensitive): %s", KubeletKind, strings.Join(msgs, "; "))
 	}
 	if typed.APIVersion != KubeletAPIVersion || typed.Kind != KubeletKind {
 		return nil, problemf("has apiVersion %q, kind %q: want apiVersion %s, kind %s", typed.APIVersion, typed.Kind, KubeletAPIVersion, KubeletKind)
@@ -135,8 +153,15 @@ func ReadKubeletConfiguration(c *v1alpha1.Cluster) (map[string]any, error) {
 	}
 	for f, owner := range kubeletOwnedFields {
 		if _, ok := m[f]; ok {
-			return nil, problemf("sets %s, which hactl sets from %s (for kubelet and containerd alike): remove it there and set %s", f, owner, owner)
+			return nil, problemf("sets %s, which hactl sets (%s): remove it", f, owner)
 		}
+	}
+	// Security by default: kubelet's API is not opened to anonymous or unauthorized callers.
+	if typed.Authentication.Anonymous.Enabled != nil && *typed.Authentication.Anonymous.Enabled {
+		return nil, problemf("sets authentication.anonymous.enabled: true: anyone reaching port 10250 could use kubelet's API; remove it")
+	}
+	if typed.Authorization.Mode == "AlwaysAllow" {
+		return nil, problemf("sets authorization.mode: AlwaysAllow: every authenticated caller could exec into every pod of the node; remove it (kubeadm's Webhook mode asks the API server)")
 	}
 	return m, nil
 }

@@ -139,3 +139,27 @@ func TestReadKubeletConfiguration(t *testing.T) {
 		t.Fatalf("ReadKubeletConfiguration = %v, %v", m, err)
 	}
 }
+
+func TestReadKubeletConfigurationRefuses(t *testing.T) {
+	dir := localFilesDir(t)
+	c := decodeDoc(t, kubeDoc, dir)
+	p := filepath.Join(dir, "kubelet.yaml")
+	c.Spec.Kubernetes.KubeletConfigurationFile = p
+	head := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	for body, want := range map[string]string{
+		"MaxPods: 50\n":           "case-sensitive",
+		"CgroupDriver: systemd\n": "case-sensitive",
+		"containerRuntimeEndpoint: unix:///run/docker.sock\n": "containerRuntimeEndpoint",
+		"staticPodPath: /nowhere\n":                           "staticPodPath",
+		"authorization: {mode: AlwaysAllow}\n":                "AlwaysAllow",
+		"authentication: {anonymous: {enabled: true}}\n":      "anonymous",
+		"maxPods: 50\nmaxPods: 60\n":                          "already set",
+	} {
+		if err := os.WriteFile(p, []byte(head+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadKubeletConfiguration(c); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error naming %q", body, err, want)
+		}
+	}
+}

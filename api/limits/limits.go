@@ -82,6 +82,14 @@ const (
 	MaxNodeCIDRBits = 16
 	// MaxServiceSubnetHostBits bounds the service subnet: at most 2^20 addresses.
 	MaxServiceSubnetHostBits = 20
+	// MinServiceSubnetHostBits is the least: kube-apiserver takes the first address for the
+	// kubernetes Service; MinServiceSubnetHostBitsDNS with CoreDNS, whose Service kubeadm puts at
+	// the tenth address.
+	MinServiceSubnetHostBits    = 3
+	MinServiceSubnetHostBitsDNS = 4
+	// NodePortMin and NodePortMax are kube-apiserver's default --service-node-port-range.
+	NodePortMin = 30000
+	NodePortMax = 32767
 )
 
 // Kubernetes ports hactl's preflight checks on a node before it joins (kubeadm's own preflight

@@ -635,6 +635,11 @@ func checkDownloadURL(raw string) (msg, shown string) {
 		}
 		return fmt.Sprintf("is not a valid URL (%v); write an http(s) URL such as https://mirror.example.com/etcd/etcd-v3.6.16-linux-amd64.tar.gz", err), unparsed
 	}
+	if u.RawQuery != "" {
+		q := *u
+		q.RawQuery = ""
+		return fmt.Sprintf("must not have a query string (presigned URLs carry their token there): the URL is written to the debug log and to the hosts' commands; serve the file at %s without one — its sha256 is what is trusted", &q), "(value not shown: its query string may hold credentials)"
+	}
 	if u.User != nil {
 		u.User = nil
 		return fmt.Sprintf("must not contain credentials (user:password@): the URL is written to the debug log and to the hosts' commands; the URL without them is %s: serve the tarball without authentication (its sha256 is checked) or from a mirror inside your network", u), "(value not shown: it contains credentials)"

@@ -25,16 +25,50 @@ func kubeMinor(v string) (string, bool) {
 	return m[1] + "." + m[2], true
 }
 
-// semver parses "vMAJOR.MINOR.PATCH[-pre]" into its three numbers.
+// semver parses "vMAJOR.MINOR.PATCH[-pre]" into its three numbers (no leading zeros: semver §2).
 func semver(v string) (nums [3]int, ok bool) {
 	m := versionRE.FindStringSubmatch(v)
 	if m == nil {
 		return nums, false
 	}
 	for i := range 3 {
-		nums[i], _ = strconv.Atoi(m[i+1])
+		n, err := strconv.Atoi(m[i+1])
+		if err != nil || (len(m[i+1]) > 1 && m[i+1][0] == '0') {
+			return nums, false
+		}
+		nums[i] = n
 	}
 	return nums, true
+}
+
+// prerelease returns a version's pre-release part ("rc.1" of "v1.37.0-rc.1"), "" for a release.
+func prerelease(v string) string {
+	if m := versionRE.FindStringSubmatch(v); m != nil {
+		return strings.TrimPrefix(m[4], "-")
+	}
+	return ""
+}
+
+func familyName(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// kubePortClash says why port can't be a load balancer port on a Kubernetes node ("" when it can).
+func kubePortClash(port int) string {
+	switch {
+	case port == limits.KubeletPort:
+		return fmt.Sprintf("%d is kubelet's port on every Kubernetes node", port)
+	case port == limits.KubeControllerManagerPort:
+		return fmt.Sprintf("%d is kube-controller-manager's port on the control planes", port)
+	case port == limits.KubeSchedulerPort:
+		return fmt.Sprintf("%d is kube-scheduler's port on the control planes", port)
+	case port >= limits.NodePortMin && port <= limits.NodePortMax:
+		return fmt.Sprintf("%d is in the NodePort range %d-%d that kube-proxy serves on every node", port, limits.NodePortMin, limits.NodePortMax)
+	}
+	return ""
 }
 
 // cutTag splits an image reference "repo/name:tag" at the tag's colon (a port's colon in the
@@ -105,14 +139,21 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 		cpOK = false
 	}
 	kp := p.Child("kubeletVersion")
-	if kv, ok := semver(k.KubeletVersion); !ok {
+	if kv, ok := semver(k.KubeletVersion); !ok && k.KubeletVersion != k.Version {
 		v.add(field.Invalid(kp, k.KubeletVersion, "must be a release version such as v1.37.2"))
-	} else if cpOK {
+	} else if ok && cpOK {
 		newer := slices.Compare(kv[:], cpVer[:]) > 0
+		// Same numbers: a release is newer than its pre-releases (semver §11).
+		if !newer && kv == cpVer {
+			newer = prerelease(k.Version) != "" && prerelease(k.KubeletVersion) != prerelease(k.Version) &&
+				(prerelease(k.KubeletVersion) == "" || prerelease(k.KubeletVersion) > prerelease(k.Version))
+		}
 		switch {
 		case newer:
 			v.add(field.Invalid(kp, k.KubeletVersion, fmt.Sprintf("kubelet must not be newer than the control plane (%s): Kubernetes' version-skew policy; upgrade the control plane first", k.Version)))
-		case kv[0] != cpVer[0] || cpVer[1]-kv[1] > limits.MaxKubeletMinorSkew:
+		case kv[0] != cpVer[0]:
+			v.add(field.Invalid(kp, k.KubeletVersion, fmt.Sprintf("kubelet must be of the control plane's major version (%s): Kubernetes' version-skew policy", k.Version)))
+		case cpVer[1]-kv[1] > limits.MaxKubeletMinorSkew:
 			v.add(field.Invalid(kp, k.KubeletVersion, fmt.Sprintf("kubelet may be at most %d minor versions older than the control plane (%s): Kubernetes' version-skew policy; use v%d.%d or newer",
 				limits.MaxKubeletMinorSkew, k.Version, cpVer[0], cpVer[1]-limits.MaxKubeletMinorSkew)))
 		}
@@ -184,6 +225,20 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 			vip = pr.Addr()
 		}
 	}
+	// Single-stack: the pods and Services are of the nodes' address family (kube-apiserver refuses
+	// a service range of another family than its advertise address).
+	if podOK {
+		for i, h := range c.Spec.Hosts {
+			if !h.HasRole(RoleControlPlane) && !h.HasRole(RoleWorker) {
+				continue
+			}
+			if a, err := netip.ParseAddr(h.Address); err == nil && a.Is4() != pod.Addr().Is4() {
+				v.add(field.Invalid(p.Child("podSubnet"), k.PodSubnet, fmt.Sprintf("is of another address family than the nodes (%s: %s): hactl builds single-stack clusters; use an %s pod and service subnet", hostsPath.Index(i), h.Address, familyName(a))))
+				podOK, svcOK = false, false
+				break
+			}
+		}
+	}
 	for _, s := range []struct {
 		path *field.Path
 		val  string
@@ -223,8 +278,36 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 		}
 	}
 	if svcOK {
-		if host := svc.Addr().BitLen() - svc.Bits(); host > limits.MaxServiceSubnetHostBits {
+		minBits := limits.MinServiceSubnetHostBits
+		if k.CoreDNSEnabled() {
+			minBits = limits.MinServiceSubnetHostBitsDNS
+		}
+		switch host := svc.Addr().BitLen() - svc.Bits(); {
+		case host > limits.MaxServiceSubnetHostBits:
 			v.add(field.Invalid(p.Child("serviceSubnet"), k.ServiceSubnet, fmt.Sprintf("has %d host bits; kube-apiserver takes at most %d (e.g. /%d)", host, limits.MaxServiceSubnetHostBits, svc.Addr().BitLen()-limits.MaxServiceSubnetHostBits)))
+		case host < minBits:
+			v.add(field.Invalid(p.Child("serviceSubnet"), k.ServiceSubnet, fmt.Sprintf("has %d host bits, too few: the kubernetes Service takes its first address and CoreDNS its tenth; use at least /%d", host, svc.Addr().BitLen()-minBits)))
+		}
+	}
+	// The load balancer's ports on Kubernetes nodes must leave kubelet's, the control plane's and
+	// the NodePort range alone (HAProxy would take them first: kube/preflight sees them free).
+	if lb := c.Spec.LoadBalancer; lb != nil {
+		onNodes := false
+		for _, h := range c.LBHosts() {
+			onNodes = onNodes || h.HasRole(RoleControlPlane) || h.HasRole(RoleWorker)
+		}
+		lp := field.NewPath("spec", "loadBalancer")
+		for _, pc := range []struct {
+			name string
+			port int
+			all  bool // the port is on every control-plane node (the apiserver's), not only the LB hosts
+		}{{"frontendPort", lb.FrontendPort, false}, {"apiServerPort", lb.APIServerPort, true}} {
+			if !onNodes && !pc.all {
+				continue
+			}
+			if msg := kubePortClash(pc.port); msg != "" {
+				v.add(field.Invalid(lp.Child(pc.name), pc.port, msg))
+			}
 		}
 	}
 

@@ -87,7 +87,35 @@ func TestValidateKubernetes(t *testing.T) {
 		{"unsupported version", func(c *Cluster) { c.Spec.Kubernetes.Version = "v1.30.0" },
 			[]string{"spec.kubernetes.version"}, "knows the images"},
 		{"no version", func(c *Cluster) { c.Spec.Kubernetes.Version = "" },
-			[]string{"spec.kubernetes.version", "spec.kubernetes.kubeletVersion"}, "set the Kubernetes release"},
+			[]string{"spec.kubernetes.version"}, "set the Kubernetes release"},
+		{"release kubelet on a pre-release control plane", func(c *Cluster) {
+			c.Spec.Kubernetes.Version, c.Spec.Kubernetes.KubeletVersion = "v1.37.0-rc.1", "v1.37.0"
+		}, []string{"spec.kubernetes.kubeletVersion"}, "must not be newer"},
+		{"pre-release kubelet on a release control plane", func(c *Cluster) {
+			c.Spec.Kubernetes.Version, c.Spec.Kubernetes.KubeletVersion = "v1.37.2", "v1.37.2-rc.0"
+		}, nil, ""},
+		{"leading zeros", func(c *Cluster) { c.Spec.Kubernetes.Version = "v1.37.02" }, []string{"spec.kubernetes.version"}, "release version"},
+		{"another major", func(c *Cluster) { c.Spec.Kubernetes.Version, c.Spec.Kubernetes.KubeletVersion = "v1.37.2", "v0.37.2" },
+			[]string{"spec.kubernetes.kubeletVersion"}, "major version"},
+		{"IPv6 pods on IPv4 nodes", func(c *Cluster) {
+			c.Spec.Kubernetes.PodSubnet, c.Spec.Kubernetes.ServiceSubnet = "fd00:10::/56", "fd00:20::/108"
+		}, []string{"spec.kubernetes.podSubnet"}, "single-stack"},
+		{"service subnet too small", func(c *Cluster) { c.Spec.Kubernetes.ServiceSubnet = "10.96.0.0/29" },
+			[]string{"spec.kubernetes.serviceSubnet"}, "too few"},
+		{"service subnet of 8 without CoreDNS", func(c *Cluster) {
+			off := false
+			c.Spec.Kubernetes.CoreDNS, c.Spec.Kubernetes.ServiceSubnet = &off, "10.96.0.0/29"
+		}, nil, ""},
+		{"frontend port on kubelet's, LB on the control planes", func(c *Cluster) {
+			c.Spec.LoadBalancer.Topology, c.Spec.LoadBalancer.FrontendPort = TopologyColocated, 10250
+			c.Spec.Hosts = append(c.Spec.Hosts[:3], c.Spec.Hosts[5:]...)
+		}, []string{"spec.loadBalancer.frontendPort"}, "kubelet's port"},
+		{"apiserver port in the NodePort range", func(c *Cluster) { c.Spec.LoadBalancer.APIServerPort = 30443 },
+			[]string{"spec.loadBalancer.apiServerPort"}, "NodePort range"},
+		{"download URL with a query string", func(c *Cluster) {
+			c.Spec.Kubernetes.Binaries.Kubelet = ""
+			c.Spec.Kubernetes.Download.Kubelet = &Download{URL: "https://dl.example.com/kubelet?token=s3cret", SHA256: strings.Repeat("ab", 32)}
+		}, []string{"spec.kubernetes.download.kubelet.url"}, "query string"},
 		{"artifact missing", func(c *Cluster) { c.Spec.Kubernetes.Binaries.Kubectl = "" },
 			[]string{"spec.kubernetes.binaries.kubectl"}, "spec.kubernetes.download.kubectl"},
 		{"artifact twice", func(c *Cluster) {

@@ -42,7 +42,8 @@ documents separated by "---":
                         address as extra apiserver certificate SANs
 
 Reads only the spec: no host is contacted. Needs spec.loadBalancer and at least one host with role
-control-plane (exit 2 naming the field otherwise).
+control-plane (exit 2 naming the field otherwise). For a spec without spec.kubernetes: with it, hactl
+bootstrap runs kubeadm itself (exit 2).
 
   hactl kubeadm-config -f cluster.yaml > kubeadm.yaml
   kubeadm config validate --config kubeadm.yaml
@@ -54,6 +55,9 @@ control-plane (exit 2 naming the field otherwise).
 			c, err := loadSpec(g.file, p, false)
 			if err != nil {
 				return err
+			}
+			if c.Spec.Kubernetes != nil {
+				return &UsageError{Err: fmt.Errorf("%s has spec.kubernetes: hactl bootstrap runs kubeadm itself with its own configuration; kubeadm-config is for a control plane you build with kubeadm (remove spec.kubernetes for that)", g.file)}
 			}
 			var kubelet []byte
 			if o.kubeletConfig != "" {

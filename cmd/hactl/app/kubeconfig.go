@@ -3,13 +3,13 @@ package app
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/internal/atomicfile"
 	"github.com/hactl/hactl/kubeconfig"
-	"github.com/hactl/hactl/ui"
 )
 
 type kubeconfigOptions struct {
@@ -41,11 +41,19 @@ standard output.
 			kubeconfig.DefaultUser, kubeconfig.DefaultGroup, kubeconfig.DefaultExpiry),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p := ui.New(s.Err, g.verbose, false)
-			c, err := loadSpec(g.file, p, false)
+			if cmd.Flags().Changed("expiry") && o.expiry == 0 {
+				return &UsageError{Err: fmt.Errorf("--expiry 0s: give the certificate's validity, e.g. 8h (default %s)", kubeconfig.DefaultExpiry)}
+			}
+			if o.out != "" {
+				if fi, err := os.Stat(filepath.Dir(o.out)); err != nil || !fi.IsDir() {
+					return &UsageError{Err: fmt.Errorf("--out %s: the directory %s does not exist", o.out, filepath.Dir(o.out))}
+				}
+			}
+			p, c, _, closeLog, err := hostRun(s, g)
 			if err != nil {
 				return err
 			}
+			defer closeLog()
 			kc, err := kubeconfig.Make(cmd.Context(), kubeconfig.Options{Cluster: c, User: o.user, Groups: o.groups, Expiry: o.expiry,
 				Prompt: terminalPrompter(s.In, s.Err), Printer: p})
 			if err != nil {

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/reset"
-	"github.com/hactl/hactl/ui"
 )
 
 type resetOptions struct {
@@ -35,11 +34,11 @@ next 'hactl bootstrap'.
   hactl reset -f cluster.yaml --hosts w-c --yes`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p := ui.New(s.Err, g.verbose, false)
-			c, err := loadSpec(g.file, p, false)
+			p, c, _, closeLog, err := hostRun(s, g)
 			if err != nil {
 				return err
 			}
+			defer closeLog()
 			opts := reset.Options{Cluster: c, Hosts: o.hosts, Prompt: terminalPrompter(s.In, s.Err), Printer: p}
 			plan, err := reset.NewPlan(opts)
 			if err != nil {
