@@ -159,18 +159,7 @@ func Config(c *v1alpha1.Cluster, opts Options) ([]byte, error) {
 		}
 		docs = append(docs, kc)
 	}
-	var out bytes.Buffer
-	for i, doc := range docs {
-		b, err := yaml.Marshal(doc)
-		if err != nil {
-			return nil, fmt.Errorf("kubeadm config: %w", err)
-		}
-		if i > 0 {
-			out.WriteString("---\n")
-		}
-		out.Write(b)
-	}
-	return out.Bytes(), nil
+	return marshalDocs(docs...)
 }
 
 // KubeletAPIVersion and KubeletKind identify the document Options.KubeletConfig must hold.

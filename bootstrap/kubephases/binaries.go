@@ -2,8 +2,6 @@ package kubephases
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -220,19 +218,6 @@ func (g *Group) binaryFailure(n node, arts []artifact, res provision.Result, err
 		return &VersionError{Host: n.host.Name, Artifact: fields[1], Want: g.wantVersion(fields[1]), Got: got}
 	}
 	return err
-}
-
-func sumFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func lastLine(s string) string {

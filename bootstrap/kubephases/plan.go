@@ -13,6 +13,7 @@ import (
 	"github.com/hactl/hactl/api/limits"
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/runctx"
+	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/kubeadm/images"
 	"github.com/hactl/hactl/kubenode"
@@ -327,7 +328,7 @@ func localSum(o Options, path string) (string, error) {
 	if o.SumCache != nil {
 		return o.SumCache.Sum(path)
 	}
-	return sumFile(path)
+	return sumcache.New("").Sum(path) // a cache that keeps nothing: the file is hashed
 }
 
 // wantedImages are the images of the archives (refs, sorted) node n needs: every image on control
