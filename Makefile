@@ -91,7 +91,7 @@ demo: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## lab up,
 	@echo "  bin/kubectl --kubeconfig .lab/admin.conf get pods -A -o wide          # through the VIP (https://172.28.0.100:6443)"
 	@echo "  bin/kubectl --kubeconfig .lab/admin.conf create deployment web --image registry.k8s.io/pause:3.10.2 --replicas 3"
 	@echo "  bin/hactl bootstrap -f .lab/cluster-3.yaml      # a re-run: no kubeadm command, nothing restarted"
-	@echo "  docker kill hactl-lab-cp-b; bin/hactl status -f .lab/cluster-3.yaml   # quorum holds; status names the NotReady node (exit 3)"
+	@echo "  docker kill hactl-lab-cp-b; bin/hactl status -f .lab/cluster-3.yaml   # exit 3: cp-b unreachable at once, its Node NotReady after ~40-60 s"
 	@echo "  docker start hactl-lab-cp-b                     # etcd back in ~8 s, the node Ready again within a minute"
 	@echo "  docker exec hactl-lab-lb-a systemctl stop haproxy; sleep 6; bin/hactl status -f .lab/cluster-3.yaml   # the VIP moved to lb-b"
 	@echo "  bin/hactl drill kill-leader -f .lab/cluster-3.yaml --yes   # kill the etcd leader: election, RTO; no acknowledged write lost"

@@ -217,6 +217,9 @@ func printKube(w io.Writer, ks *KubeStatus) {
 		readyz := "-"
 		if v, ok := ks.Readyz[n.Name]; ok {
 			readyz = v
+			if v != "ok" {
+				readyz = "FAILED" // the reason is in the problems below
+			}
 		}
 		rows = append(rows, []string{"  " + n.Name, n.Role, ready, dash(n.Version), dash(n.Zone), dash(n.PodCIDR), readyz, pods})
 	}

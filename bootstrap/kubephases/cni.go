@@ -31,7 +31,45 @@ func (*CNI) Mutates() bool { return true }
 // ShouldRun: cni bridge, and kube/join ran or some node lacks its network or routes. The decision
 // needs the ranges, so it is taken in Run; ShouldRun only excludes cni none.
 func (ph *CNI) ShouldRun() bool {
-	return ph.g.planned() && ph.g.run.Spec.Spec.Kubernetes.CNI == v1alpha1.CNIBridge && ph.g.source != ""
+	return ph.g.planned() && ph.g.run.Spec.Spec.Kubernetes.CNI == v1alpha1.CNIBridge && ph.g.source != "" && !ph.g.cniInSync()
+}
+
+// cniInSync reports whether every node's network and routes are as they must be according to the
+// facts alone (no node joined in this run, every node's range readable from its network): then
+// kube/cni has nothing to do and asks no one.
+func (g *Group) cniInSync() bool {
+	ranges := map[string]netip.Prefix{}
+	for _, n := range g.nodes {
+		f := g.facts[n.host.Name]
+		g.mu.Lock()
+		joinedNow := g.joined[n.host.Name] && !f.joined()
+		g.mu.Unlock()
+		r, ok := kubenode.BridgeRange(f.CNIConf)
+		if joinedNow || !ok {
+			return false
+		}
+		ranges[n.host.Name] = r
+	}
+	for _, n := range g.nodes {
+		f := g.facts[n.host.Name]
+		if !bytes.Equal(f.CNIConf, kubenode.BridgeConfig(ranges[n.host.Name])) ||
+			f.Sums[kubenode.RoutesUnitPath] != runctx.Sum(kubenode.RoutesUnitText(routesFor(g.nodes, ranges, n.host.Name))) ||
+			f.RoutesUnit.Active != "active" || f.RoutesUnit.Enabled != "enabled" {
+			return false
+		}
+	}
+	return true
+}
+
+// routesFor returns the routes node self needs: every other node's range via its address.
+func routesFor(nodes []node, ranges map[string]netip.Prefix, self string) []kubenode.Route {
+	var out []kubenode.Route
+	for _, n := range nodes {
+		if n.host.Name != self {
+			out = append(out, kubenode.Route{PodCIDR: ranges[n.host.Name], Via: n.addr})
+		}
+	}
+	return out
 }
 
 // Run does the phase's work. Errors: a Node without a pod range after the wait; per host, writing.
@@ -62,19 +100,10 @@ func (ph *CNI) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	var routesFor = func(self string) []kubenode.Route {
-		var out []kubenode.Route
-		for _, n := range g.nodes {
-			if n.host.Name != self {
-				out = append(out, kubenode.Route{PodCIDR: ranges[n.host.Name], Via: n.addr})
-			}
-		}
-		return out
-	}
 	return g.forEach(ctx, g.nodes, func(ctx context.Context, n node) error {
 		f := g.facts[n.host.Name]
 		conf := kubenode.BridgeConfig(ranges[n.host.Name])
-		unit := kubenode.RoutesUnitText(routesFor(n.host.Name))
+		unit := kubenode.RoutesUnitText(routesFor(g.nodes, ranges, n.host.Name))
 		var files []provision.File
 		g.mu.Lock()
 		have, wrote := g.written[n.host.Name]

@@ -136,7 +136,11 @@ func (g *Group) importImages(ctx context.Context, n node) error {
 		if len(still) > 0 {
 			return stepf(n, PhaseImages, "containerd lacks %s after importing %s", strings.Join(still, ", "), strings.Join(p.archives, ", "))
 		}
-		g.run.Printer.Hostf(n.host.Name, "imported %d image(s) from %d archive(s) in %s", len(p.missingImages), len(p.archives), time.Since(start).Round(100*time.Millisecond))
+		what := ""
+		if !n.cp {
+			what = "[" + PhaseImages + ", in the background] "
+		}
+		g.run.Printer.Hostf(n.host.Name, "%simported %d image(s) from %d archive(s) in %s", what, len(p.missingImages), len(p.archives), time.Since(start).Round(100*time.Millisecond))
 		return nil
 	}
 }

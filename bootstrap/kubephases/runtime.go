@@ -164,7 +164,7 @@ func (g *Group) installPackages(ctx context.Context, n node) error {
 	if _, err := g.run.Exec(pctx, n.host.Name, PhaseRuntime, cmd); err != nil {
 		return err
 	}
-	g.run.Printer.Hostf(n.host.Name, "installed %s (%s)", strings.Join(p.packages, " "), time.Since(start).Round(100*time.Millisecond))
+	g.run.Printer.Hostf(n.host.Name, "[%s, in the background] installed %s (%s)", PhaseRuntime, strings.Join(p.packages, " "), time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -49,7 +49,7 @@ func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &bootstrapOptions{}
 	cmd := &cobra.Command{
 		Use:   "bootstrap",
-		Short: "Converge the hosts into a healthy TLS etcd cluster",
+		Short: "Converge the hosts into a healthy TLS etcd cluster, its load balancer and Kubernetes",
 		Long: `Bootstrap runs these phases in order:
 
   preflight     SSH to every host (host keys verified), gather facts with one command, check root,
@@ -65,19 +65,34 @@ func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
   etcd/start    start new members together; restart changed members one at a time; join new ones as learners
   etcd/wait     wait for every member, check quorum with a write and a linearizable read
 
-With control-plane or LB hosts in the spec, these run among them (kube/preflight after preflight,
-kube/plan after plan, lb/packages and lb/install before etcd/install so that Keepalived's first
-election runs while etcd starts, kube/etcd-certs and lb/wait after etcd/wait):
+With control-plane, LB or worker hosts in the spec, these run among them (lb/preflight and
+kube/preflight after preflight; lb/plan, kube/plan and kube/binaries after plan; lb/packages and
+lb/install before etcd/install so that Keepalived's first election runs while etcd starts;
+kube/etcd-certs and lb/wait after etcd/wait; then the rest of the Kubernetes phases):
 
-  kube/preflight   one read-only command per control-plane / LB host (packages, files, units, addresses)
-  kube/plan        plan the load balancer (priorities, check weight, the VIP's interface per host) and
+  lb/preflight     the control-plane and LB hosts' facts (packages, files, units, addresses)
+  kube/preflight   the Kubernetes nodes' facts: swap, br_netfilter, forwarding, free ports, architecture,
+                   package manager, the resolver file CoreDNS gets
+  lb/plan          plan the load balancer (priorities, check weight, the VIP's interface per host) and
                    compare every file; printed with the plan (also by 'hactl plan')
+  kube/plan        per node: binaries, packages, files, images, kubeadm init / join / reset / nothing
+  kube/binaries    kubelet, kubeadm, kubectl uploaded or downloaded, sha256 and version checked on the
+                   host, then renamed in (a wrong one stops the run before anything is installed)
   kube/etcd-certs  the etcd CA and apiserver-etcd-client at kubeadm's paths on control-plane hosts
   lb/packages      install haproxy, keepalived, curl where missing (apt-get, dnf or yum)
   lb/install       upload haproxy.cfg / keepalived.conf next to the live ones, validate them on the host
                    (haproxy -c, keepalived --config-test), swap in keeping *.prev, reload or start,
                    check, and roll back to *.prev if the reload fails
   lb/wait          wait until exactly one LB host holds the VIP
+  kube/runtime     containerd and the runtime packages (installed in the background from kube/binaries
+                   on), containerd's configuration, kernel modules and sysctls
+  kube/kubelet     kubelet's unit and kubeadm's drop-in; a stopped kubelet on a joined node is started
+  kube/images      spec.kubernetes.imageArchives imported into containerd where images are missing
+  kube/init        kubeadm init on the first control plane when none has joined
+  kube/join        fresh join credentials (0600 files only); control planes one at a time, then workers;
+                   a node whose join was interrupted is kubeadm reset first
+  kube/cni         (cni bridge) each node's pod network and the routes between the nodes
+  kube/wait        every node Ready, static pods, kube-proxy and CoreDNS Ready, through the VIP
 
 Re-running on a healthy cluster changes nothing and restarts nothing.`,
 		Args: usageArgs(cobra.NoArgs),

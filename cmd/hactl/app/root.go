@@ -54,12 +54,15 @@ func NewRootCommand(s Streams) *cobra.Command {
 		Use:   "hactl",
 		Short: "Stand up and keep alive a highly available control plane over SSH",
 		Long: `hactl builds a TLS etcd cluster across availability zones on machines reached over SSH,
-installs it as systemd services, and keeps it converged: re-running changes nothing.
+the kube-apiserver load balancer (HAProxy + a Keepalived VIP) and, with spec.kubernetes, the
+Kubernetes control planes and workers on them (containerd, kubelet, kubeadm init/join), and keeps
+it all converged: re-running changes nothing.
 
   hactl init -f cluster.yaml         write a commented example spec
   hactl plan -f cluster.yaml         show what bootstrap would change
   hactl bootstrap -f cluster.yaml    converge the hosts into a healthy cluster
-  hactl status -f cluster.yaml       members, leader, raft, DB size, alarms, health, certificates
+  hactl status -f cluster.yaml       members, leader, raft, DB size, alarms, health, certificates; VIP; nodes
+  hactl kubeconfig -f cluster.yaml --out admin.conf   a kubeconfig through the VIP
   hactl pki check -f cluster.yaml    every certificate on every host and in the state dir: SANs, expiry, issuer
   hactl drill kill-leader --yes      kill the etcd leader: measured RTO, no acknowledged write lost`,
 		SilenceUsage:  true,

@@ -20,17 +20,25 @@ func newStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show members, leader, raft term/index, DB size, alarms, health, latency, certificate expiry and the load balancer",
+		Short: "Show members, leader, raft term/index, DB size, alarms, health, latency, certificate expiry, the load balancer and the Kubernetes nodes",
 		Long: `Asks every member over TLS (with hactl's client certificate from the state dir) for its status.
 
 With spec.loadBalancer, also reads every LB host over SSH (one command each, as root): which host
 holds the VIP, keepalived's VRRP state, whether the haproxy and keepalived units are active, and every
 kube-apiserver backend as that host's HAProxy sees it (UP/DOWN, last check, time since the last
-change). Without spec.loadBalancer no SSH is used.
+change).
+
+With spec.kubernetes, also asks the API through the VIP from the first control-plane host that
+answers (kubectl over SSH): every node (Ready, kubelet version, zone label, pod range), every
+control plane's static pods (kube-apiserver, kube-controller-manager, kube-scheduler) and its
+/readyz, kube-proxy and CoreDNS, and /readyz through the VIP. Without spec.loadBalancer and
+spec.kubernetes no SSH is used.
 
 Exit code 0 when the cluster is healthy (quorum, every member healthy, no alarm; with a load balancer:
 exactly one VIP holder, haproxy and keepalived active everywhere, no backend DOWN, every LB host
-readable), 3 when it is degraded, 1 when no member could be reached.`,
+readable; with Kubernetes: every node Ready, every static pod, kube-proxy and CoreDNS pod Ready, every
+/readyz ok), 3 when it is degraded, 1 when no member could be reached. A host that is down shows as
+unreachable at once; its Node turns NotReady after kube-controller-manager's grace period (about 40-60 s).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFormat(o.output); err != nil {
