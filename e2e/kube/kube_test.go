@@ -438,10 +438,16 @@ func TestKubernetes(t *testing.T) {
 			kubectl(t, "rollout", "status", "deployment/probe", "--timeout", "120s")
 		}},
 		{"every kubelet sees its own node's cgroups only", func(t *testing.T) {
+			// With one cgroup hierarchy for all nodes, each kubelet tried to remove the others' pod
+			// cgroups ("Failed to destroy orphaned pod cgroup", thousands of lines). A node that was
+			// reset may log its own old pods' volumes being cleaned up: that is not this.
 			for _, n := range sortedNodes() {
-				out := suite.ExecOn(t, n, "sh", "-c", "journalctl -u kubelet --no-pager -q | grep -c 'orphaned pod' || true")
-				if strings.TrimSpace(out) != "0" {
-					t.Errorf("%s: %s kubelet journal lines about orphaned pods (another node's cgroups?)", n, strings.TrimSpace(out))
+				out := suite.ExecOn(t, n, "sh", "-c", "journalctl -u kubelet --no-pager -q | grep -i 'orphaned pod cgroup' | tail -3 || true")
+				if strings.TrimSpace(out) != "" {
+					t.Errorf("%s: kubelet removes pod cgroups that are not its node's:\n%s", n, out)
+				}
+				if other := suite.ExecOn(t, n, "sh", "-c", "journalctl -u kubelet --no-pager -q | grep -i 'orphaned pod' | tail -3 || true"); strings.TrimSpace(other) != "" {
+					t.Logf("%s: kubelet's other lines about orphaned pods:\n%s", n, other)
 				}
 			}
 		}},
