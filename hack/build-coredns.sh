@@ -35,7 +35,7 @@ CGO_ENABLED=0 GOWORK=off GOFLAGS=-trimpath GOBIN="${tmp}" \
 mv -f "${tmp}/coredns" "${bin}/coredns"
 
 # Sanity check: the binary runs and reports the pinned version ("CoreDNS-1.14.6" on its first line).
-got="$("${bin}/coredns" -version | head -1)"
+got="$("${bin}/coredns" -version | sed -n 1p)"  # sed reads it all: head would SIGPIPE coredns under pipefail
 if [[ "${got}" != "CoreDNS-${version#v}" ]]; then
 	echo "build-coredns: ${bin}/coredns -version reports '${got}', want 'CoreDNS-${version#v}'" >&2
 	exit 1

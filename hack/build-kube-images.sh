@@ -180,7 +180,7 @@ if [[ ! -x "${bin}/coredns" ]]; then
 	echo "build-kube-images: ${bin}/coredns is missing: run hack/build-coredns.sh (make coredns-bin) first" >&2
 	exit 1
 fi
-coredns_got="$("${bin}/coredns" -version | head -1)"
+coredns_got="$("${bin}/coredns" -version | sed -n 1p)"  # sed reads it all: head would SIGPIPE coredns under pipefail
 if [[ "${coredns_got}" != "${coredns_want}" ]]; then
 	echo "build-kube-images: ${bin}/coredns is ${coredns_got}, kubeadm ${version} deploys ${ref[coredns]}: set that version in hack/build-coredns.sh and run it" >&2
 	exit 1

@@ -34,4 +34,4 @@ if ! "${bin}/minio" --version >/dev/null; then
 	exit 1
 fi
 touch "${stamp}"
-echo "build-minio: done in $(( $(date +%s) - start ))s: $("${bin}/minio" --version | head -1)"
+echo "build-minio: done in $(( $(date +%s) - start ))s: $("${bin}/minio" --version | sed -n 1p)"
