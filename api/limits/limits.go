@@ -98,4 +98,9 @@ const (
 	KubeletPort               = 10250
 	KubeControllerManagerPort = 10257
 	KubeSchedulerPort         = 10259
+	// KubeletHealthzPort is kubelet's localhost healthz port; KubeProxyMetricsPort and
+	// KubeProxyHealthzPort are kube-proxy's (the same page).
+	KubeletHealthzPort   = 10248
+	KubeProxyMetricsPort = 10249
+	KubeProxyHealthzPort = 10256
 )

@@ -241,6 +241,9 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 	if s.Kubernetes != nil {
 		paths = append(paths, s.Kubernetes.setDefaults(lb)...)
 	}
+	if s.Scheduler != nil {
+		paths = append(paths, s.Scheduler.setDefaults()...)
+	}
 	for _, p := range paths {
 		*p = LocalPath(*p, dirs)
 	}

@@ -75,6 +75,9 @@ type ClusterSpec struct {
 	// Kubernetes is the cluster kubeadm builds on etcd and the VIP (types_kube.go); nil: hactl
 	// builds etcd and the load balancer only.
 	Kubernetes *Kubernetes `json:"kubernetes,omitempty"`
+	// Scheduler is hactl-scheduler, deployed by `hactl scheduler deploy` (types_scheduler.go); nil:
+	// no custom scheduler.
+	Scheduler *Scheduler `json:"scheduler,omitempty"`
 	// Backup is where `hactl backup` stores etcd snapshots (types_backup.go); nil when the spec
 	// has no backup.
 	Backup *Backup `json:"backup,omitempty"`

@@ -162,6 +162,7 @@ func Validate(c *Cluster, failover FailoverRule) (field.ErrorList, []Warning) {
 	v.topology(c, spec.Child("hosts"))
 	v.loadBalancer(c, spec.Child("loadBalancer"))
 	v.kubernetes(c, spec.Child("kubernetes"))
+	v.scheduler(c, spec.Child("scheduler"))
 	v.backup(c.Spec.Backup, spec.Child("backup"))
 	return v.errs, v.warns
 }

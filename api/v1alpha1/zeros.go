@@ -54,6 +54,14 @@ func zeroDefault(path string) (accepts string, def any, ok bool) {
 		return "at least 1", DefaultLBCheckFall, true
 	case "spec.loadBalancer.healthCheck.rise":
 		return "at least 1", DefaultLBCheckRise, true
+	case "spec.scheduler.replicas":
+		return "at least 1", DefaultSchedulerReplicas, true
+	case "spec.scheduler.securePort":
+		return port + " other than the control plane's components'", DefaultSchedulerSecurePort, true
+	case "spec.scheduler.zonePreferenceWeight":
+		return "a score weight of at least 1", DefaultZonePreferenceWeight, true
+	case "spec.scheduler.leaderElection.leaseDuration", "spec.scheduler.leaderElection.renewDeadline", "spec.scheduler.leaderElection.retryPeriod":
+		return "a positive duration (leaseDuration > renewDeadline > 1.2 x retryPeriod)", "15s / 10s / 2s", true
 	case "spec.kubernetes.nodeCIDRMaskSize":
 		return "a prefix length between podSubnet's and 30 (126 for IPv6)", DefaultNodeCIDRMaskSize, true
 	}

@@ -1,0 +1,100 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// schedCluster returns kubeCluster with a defaulted spec.scheduler preferring az-a, then mutated.
+func schedCluster(mutate func(s *Scheduler)) *Cluster {
+	c := kubeCluster(func(c *Cluster) {
+		c.Spec.Scheduler = &Scheduler{PreferredZones: []PreferredZone{{Zone: "az-a", Weight: 100}}}
+	})
+	if mutate != nil {
+		mutate(c.Spec.Scheduler)
+	}
+	return c
+}
+
+func TestSchedulerDefaults(t *testing.T) {
+	s := schedCluster(nil).Spec.Scheduler
+	le := s.LeaderElection
+	if s.SchedulerName != "hactl-scheduler" || s.Replicas != 3 || s.SecurePort != 10261 || s.ZonePreferenceWeight != 5 ||
+		s.BinPacking.Strategy != "MostAllocated" || len(s.BinPacking.Resources) != 2 || le.LeaseDuration.Duration != 15*time.Second ||
+		le.RenewDeadline.Duration != 10*time.Second || le.RetryPeriod.Duration != 2*time.Second ||
+		le.ResourceName != "hactl-scheduler" || le.ResourceNamespace != "kube-system" || s.MaintenanceLabel != "hactl.io/maintenance" {
+		t.Fatalf("defaults: %+v (leader election %+v)", s, le)
+	}
+	if errs, _ := Validate(schedCluster(nil), nil); len(errs) > 0 {
+		t.Fatalf("valid spec: %v", errs)
+	}
+}
+
+func TestSchedulerInvalid(t *testing.T) {
+	w := func(n int32) *int32 { return &n }
+	for name, tc := range map[string]struct {
+		mutate func(s *Scheduler)
+		path   string
+		msg    string
+	}{
+		"profile default-scheduler": {func(s *Scheduler) { s.SchedulerName = "default-scheduler" }, "spec.scheduler.schedulerName", "kube-scheduler's own profile"},
+		"lease kube-scheduler":      {func(s *Scheduler) { s.LeaderElection.ResourceName = "kube-scheduler" }, "spec.scheduler.leaderElection.resourceName", "Kubernetes' own component"},
+		"lease <= renew":            {func(s *Scheduler) { s.LeaderElection.LeaseDuration.Duration = 10 * time.Second }, "spec.scheduler.leaderElection.leaseDuration", "greater than renewDeadline"},
+		"renew <= 1.2 retry":        {func(s *Scheduler) { s.LeaderElection.RetryPeriod.Duration = 9 * time.Second }, "spec.scheduler.leaderElection.renewDeadline", "1.2 x retryPeriod"},
+		"negative retry":            {func(s *Scheduler) { s.LeaderElection.RetryPeriod.Duration = -time.Second }, "spec.scheduler.leaderElection.retryPeriod", "positive"},
+		"zone nobody has":           {func(s *Scheduler) { s.PreferredZones[0].Zone = "az-x" }, "spec.scheduler.preferredZones[0].zone", "no node of the spec is in this zone (zones: az-a, az-b, az-c)"},
+		"zone weight 0":             {func(s *Scheduler) { s.PreferredZones[0].Weight = 0 }, "spec.scheduler.preferredZones[0].weight", "1-100"},
+		"zone twice":                {func(s *Scheduler) { s.PreferredZones = append(s.PreferredZones, PreferredZone{"az-a", 5}) }, "spec.scheduler.preferredZones[1].zone", "Duplicate"},
+		"percentage 101":            {func(s *Scheduler) { s.PercentageOfNodesToScore = w(101) }, "spec.scheduler.percentageOfNodesToScore", "0-100"},
+		"percentage -1":             {func(s *Scheduler) { s.PercentageOfNodesToScore = w(-1) }, "spec.scheduler.percentageOfNodesToScore", "0-100"},
+		"replicas > workers":        {func(s *Scheduler) { s.Replicas = 4 }, "spec.scheduler.replicas", "3 worker(s)"},
+		"port of kube-scheduler":    {func(s *Scheduler) { s.SecurePort = 10259 }, "spec.scheduler.securePort", "kube-scheduler's port"},
+		"port of etcd":              {func(s *Scheduler) { s.SecurePort = 2379 }, "spec.scheduler.securePort", "etcd port"},
+		"least allocated":           {func(s *Scheduler) { s.BinPacking.Strategy = "LeastAllocated" }, "spec.scheduler.binPacking.strategy", "spreads"},
+		"resource weight 0":         {func(s *Scheduler) { s.BinPacking.Resources[0].Weight = 0 }, "spec.scheduler.binPacking.resources[0].weight", "1-100"},
+		"shape with MostAllocated":  {func(s *Scheduler) { s.BinPacking.Shape = []UtilizationShapePoint{{0, 0}} }, "spec.scheduler.binPacking.shape", "only with strategy RequestedToCapacityRatio"},
+		"unknown plugin": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"filter": {Enabled: []SchedulerPlugin{{Name: "NoSuchPlugin"}}}}
+		}, "spec.scheduler.plugins[filter].enabled[0].name", "supported values"},
+		"removed plugin": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"score": {Enabled: []SchedulerPlugin{{Name: "NodeResourcesMostAllocated"}}}}
+		}, "spec.scheduler.plugins[score].enabled[0].name", "NodeResourcesFit with scoringStrategy MostAllocated"},
+		"plugin twice": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"score": {Enabled: []SchedulerPlugin{{Name: "ImageLocality"}, {Name: "ImageLocality"}}}}
+		}, "spec.scheduler.plugins[score].enabled[1].name", "enabled twice"},
+		"hactl's plugin again": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"filter": {Enabled: []SchedulerPlugin{{Name: "MaintenanceGuard"}}}}
+		}, "spec.scheduler.plugins[filter].enabled[0].name", "hactl enables it here already"},
+		"score weight 0": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"score": {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(0)}}}}
+		}, "spec.scheduler.plugins[score].enabled[0].weight", "at least 1"},
+		"score weight negative": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"score": {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(-2)}}}}
+		}, "spec.scheduler.plugins[score].enabled[0].weight", "at least 1"},
+		"weight off score": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"filter": {Enabled: []SchedulerPlugin{{Name: "NodePorts", Weight: w(2)}}}}
+		}, "spec.scheduler.plugins[filter].enabled[0].weight", "score extension point only"},
+		"unknown extension point": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"scoring": {}}
+		}, "spec.scheduler.plugins[scoring]", "supported values"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			errs, _ := Validate(schedCluster(tc.mutate), nil)
+			for _, e := range errs {
+				if e.Field == tc.path && strings.Contains(e.Error(), tc.msg) {
+					return
+				}
+			}
+			t.Fatalf("errors %v, want one at %s containing %q", errs, tc.path, tc.msg)
+		})
+	}
+}
+
+func TestSchedulerExplicitZeros(t *testing.T) {
+	doc := strings.Replace(string(ExampleSpec()), "  scheduler: null\n", "  scheduler: {zonePreferenceWeight: 0, replicas: 0}\n", 1)
+	_, _, err := Decode([]byte(doc), "cluster.yaml", Dirs{Base: t.TempDir()}, nil)
+	if err == nil || !strings.Contains(err.Error(), "spec.scheduler.zonePreferenceWeight") || !strings.Contains(err.Error(), "spec.scheduler.replicas") {
+		t.Fatalf("explicit zeros: %v, want errors for spec.scheduler.zonePreferenceWeight and replicas", err)
+	}
+}
