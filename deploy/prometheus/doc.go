@@ -1,0 +1,4 @@
+// Package prometheus holds hactl-scheduler's Prometheus alerting rules (hactl-scheduler.rules.yaml)
+// and their promtool unit tests (hactl-scheduler.rules_test.yaml); rules_test.go runs `promtool
+// check rules` and `promtool test rules` on them under `go test` (no Go code besides this test).
+package prometheus
