@@ -26,6 +26,18 @@ minio-bin: ## build the pinned MinIO server into bin/minio for the backup tests 
 kubernetes-bins: ## build the pinned kubeadm, kubelet, kube-apiserver, ... into bin/ (skipped when present)
 	bash hack/build-kubernetes.sh
 
+.PHONY: scheduler-bin
+scheduler-bin: ## build hactl-scheduler (the scheduler/ module) into bin/hactl-scheduler (cached by input hash)
+	bash hack/build-scheduler.sh
+
+.PHONY: scheduler-image
+scheduler-image: host-deps ## build hactl-scheduler's image FROM scratch into bin/hactl-scheduler-image.tar (cached by input hash; reference in bin/hactl-scheduler-image.ref)
+	bash hack/build-scheduler.sh --image
+
+.PHONY: promtool
+promtool: ## install promtool (Debian's prometheus package; no daemon left running) for deploy/prometheus's rule tests (skipped when present)
+	bash hack/ensure-promtool.sh
+
 .PHONY: coredns-bin
 coredns-bin: ## build the CoreDNS server kubeadm deploys into bin/coredns for the DNS add-on image (skipped when present)
 	bash hack/build-coredns.sh
@@ -53,6 +65,7 @@ lab-image: host-deps apt-repo ## build the lab host image (cached by package-lis
 .PHONY: vet
 vet: cross
 	$(GO) vet ./...
+	cd scheduler && GOWORK=off $(GO) vet ./...
 
 # CROSS_PLATFORMS are the GOOS/GOARCH pairs `make cross` builds hactl for besides the host's.
 CROSS_PLATFORMS := darwin/arm64 darwin/amd64 linux/arm64
@@ -67,11 +80,12 @@ cross: ## build hactl for macOS (arm64, amd64) and linux/arm64 into a temp dir (
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet ./cmd/hactl/...
 
 .PHONY: unit
-unit: host-deps kubernetes-bins minio-bin ## unit tests (no lab; the real haproxy, keepalived and kubeadm validate rendered configs; a real MinIO for backups)
-	HACTL_REQUIRE_KUBEADM=1 HACTL_REQUIRE_MINIO=1 $(GO) test -race -count=1 ./...
+unit: host-deps kubernetes-bins minio-bin scheduler-bin promtool ## unit tests (no lab; the real haproxy, keepalived, kubeadm and hactl-scheduler validate rendered configs; a real MinIO for backups; promtool tests the alert rules); the scheduler/ module's own tests
+	HACTL_REQUIRE_KUBEADM=1 HACTL_REQUIRE_MINIO=1 HACTL_REQUIRE_SCHEDULER=1 HACTL_REQUIRE_PROMTOOL=1 $(GO) test -race -count=1 ./...
+	cd scheduler && GOWORK=off $(GO) test -count=1 ./...
 
 .PHONY: e2e
-e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
+e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
 	HACTL_BIN=$(CURDIR)/bin/hactl $(GO) test -tags e2e -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
 .PHONY: test

@@ -92,6 +92,8 @@ it all converged: re-running changes nothing.
 		newBackupCommand(s, g),
 		newRestoreCommand(s, g),
 		newDrillCommand(s, g),
+		newSchedulerCommand(s, g),
+		newMaintenanceCommand(s, g),
 	)
 	usageCompletion(root)
 	return root
