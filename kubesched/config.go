@@ -61,7 +61,8 @@ func argsMeta(kind string) metav1.TypeMeta {
 // Config returns s (defaulted and validated by api/v1alpha1) as a KubeSchedulerConfiguration v1:
 // one profile named s.SchedulerName with ZonePreference at score (when s has preferred zones, at
 // s.ZonePreferenceWeight), MaintenanceGuard at filter, RecordingBinder in place of DefaultBinder,
-// NodeResourcesFit scoring by s.BinPacking with NodeResourcesBalancedAllocation disabled, then
+// NodeResourcesFit scoring by s.BinPacking with NodeResourcesBalancedAllocation disabled and no
+// default PodTopologySpread constraints (both spread pods), then
 // s.Plugins; Lease leader election with s's timings on s's Lease. kubeconfig is the file the
 // scheduler reaches the API with ("" in a pod: the in-cluster configuration).
 func Config(s *v1alpha1.Scheduler, kubeconfig string) *schedv1.KubeSchedulerConfiguration {
@@ -86,7 +87,12 @@ func Config(s *v1alpha1.Scheduler, kubeconfig string) *schedv1.KubeSchedulerConf
 	prof.PluginConfig = append(prof.PluginConfig,
 		schedv1.PluginConfig{Name: "MaintenanceGuard", Args: runtime.RawExtension{
 			Object: &maintenanceGuardArgs{TypeMeta: argsMeta("MaintenanceGuardArgs"), Label: s.MaintenanceLabel}}},
-		schedv1.PluginConfig{Name: "NodeResourcesFit", Args: runtime.RawExtension{Object: fitArgs(s.BinPacking)}})
+		schedv1.PluginConfig{Name: "NodeResourcesFit", Args: runtime.RawExtension{Object: fitArgs(s.BinPacking)}},
+		// kube-scheduler's system default spreading (PodTopologySpread, weight 2, by hostname and
+		// zone for every pod of a workload) would outweigh packing: only the constraints pods set
+		// themselves apply (kubernetes.io/docs: "disable cluster-level default constraints").
+		schedv1.PluginConfig{Name: "PodTopologySpread", Args: runtime.RawExtension{Object: &schedv1.PodTopologySpreadArgs{
+			TypeMeta: argsMeta("PodTopologySpreadArgs"), DefaultingType: schedv1.ListDefaulting}}})
 	for _, point := range v1alpha1.SchedulerExtensionPoints() {
 		set, ok := s.Plugins[point]
 		if !ok {

@@ -150,7 +150,7 @@ func Deploy(ctx context.Context, o DeployOptions) error {
 	if wait == 0 {
 		wait = 2 * time.Minute
 	}
-	st, err := waitHolder(ctx, d, c, p.s, wait)
+	st, err := waitHolder(ctx, d, c, p.s, wait, sum(p.config), len(cps))
 	if err != nil {
 		return err
 	}
@@ -321,6 +321,8 @@ type Replica struct {
 	Ready    bool   `json:"ready"`
 	Restarts int    `json:"restarts"`
 	Leader   bool   `json:"leader"`
+	// ConfigSHA256 is the sha256 of the configuration the replica runs (ConfigHashAnnotation).
+	ConfigSHA256 string `json:"configSHA256,omitempty"`
 }
 
 // ReadStatus asks the API (through a control plane, kubectl as admin) for the Lease of s and the
@@ -352,8 +354,11 @@ func ReadStatus(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, s
 	}
 	var pods struct {
 		Items []struct {
-			Metadata struct{ Name string } `json:"metadata"`
-			Spec     struct {
+			Metadata struct {
+				Name        string            `json:"name"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+			Spec struct {
 				NodeName string `json:"nodeName"`
 			} `json:"spec"`
 			Status struct {
@@ -369,7 +374,7 @@ func ReadStatus(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, s
 	}
 	holderHost, _, _ := strings.Cut(st.Lease.Holder, "_")
 	for _, p := range pods.Items {
-		r := Replica{Pod: p.Metadata.Name, Node: p.Spec.NodeName}
+		r := Replica{Pod: p.Metadata.Name, Node: p.Spec.NodeName, ConfigSHA256: p.Metadata.Annotations[ConfigHashAnnotation]}
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == "Ready" {
 				r.Ready = cond.Status == "True"
@@ -385,20 +390,28 @@ func ReadStatus(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, s
 	return st, nil
 }
 
-// waitHolder polls the Lease until a holder renewed it within its duration, or wait passes.
-func waitHolder(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, s *v1alpha1.Scheduler, wait time.Duration) (Status, error) {
+// waitHolder polls until replicas replicas run the configuration of sha256 config and are Ready (so
+// the old ones, which held the Lease with the previous configuration, are gone), and a holder renewed
+// the Lease within its duration; or wait passes.
+func waitHolder(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, s *v1alpha1.Scheduler, wait time.Duration, config string, replicas int) (Status, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		st, err := ReadStatus(ctx, d, c, s)
-		if err == nil && st.Lease.Holder != "" && time.Since(st.Lease.RenewTime) < s.LeaderElection.LeaseDuration.Duration {
+		current := 0
+		for _, r := range st.Replicas {
+			if r.Ready && r.ConfigSHA256 == config {
+				current++
+			}
+		}
+		if err == nil && current == replicas && st.Lease.Holder != "" && time.Since(st.Lease.RenewTime) < s.LeaderElection.LeaseDuration.Duration {
 			return st, nil
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
 				return st, fmt.Errorf("scheduler/wait: %w", err)
 			}
-			return st, fmt.Errorf("scheduler/wait: no replica holds Lease %s/%s after %s (holder %q): see kubectl -n kube-system logs -l component=%s",
-				s.LeaderElection.ResourceNamespace, s.LeaderElection.ResourceName, wait, st.Lease.Holder, User)
+			return st, fmt.Errorf("scheduler/wait: after %s, %d of %d replicas run the new configuration Ready, Lease %s/%s holder %q: see kubectl -n kube-system logs -l component=%s",
+				wait, current, replicas, s.LeaderElection.ResourceNamespace, s.LeaderElection.ResourceName, st.Lease.Holder, User)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,277 @@
+//go:build e2e
+
+package kubee2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/e2e/harness"
+	"github.com/hactl/hactl/kubesched"
+)
+
+// schedulerArchive is the image `make scheduler-image` built (bin/ next to the hactl under test).
+func schedulerArchive(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(suite.Bin), "hactl-scheduler-image.tar")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%v: make e2e builds it (make scheduler-image)", err)
+	}
+	return p
+}
+
+// schedSpec is the lab's Kubernetes spec with spec.scheduler preferring az-a, written as name.
+func schedSpec(t *testing.T, name string, mutate func(s *v1alpha1.Scheduler)) string {
+	t.Helper()
+	c := labSpec(t)
+	c.Spec.Scheduler = &v1alpha1.Scheduler{ImageArchive: schedulerArchive(t), PreferredZones: []v1alpha1.PreferredZone{{Zone: "az-a", Weight: 100}}}
+	if mutate != nil {
+		mutate(c.Spec.Scheduler)
+	}
+	return harness.WriteSpecIn(t, suite.Lab.Dir(), c, name)
+}
+
+type podList struct {
+	Items []struct {
+		Metadata struct {
+			Name        string            `json:"name"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec struct {
+			NodeName string `json:"nodeName"`
+		} `json:"spec"`
+		Status struct {
+			Conditions []struct{ Type, Status, Reason, Message string } `json:"conditions"`
+		} `json:"status"`
+	} `json:"items"`
+}
+
+func pods(t *testing.T, selector string) podList {
+	t.Helper()
+	var pl podList
+	if err := json.Unmarshal([]byte(kubectl(t, "get", "pods", "-n", "default", "-l", selector, "-o", "json")), &pl); err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// placement counts the bound pods of selector per node ("" when some are still unbound).
+func placement(t *testing.T, selector string, want int) (map[string]int, string) {
+	pl := pods(t, selector)
+	per := map[string]int{}
+	for _, p := range pl.Items {
+		if p.Spec.NodeName == "" {
+			return nil, p.Metadata.Name + " unbound"
+		}
+		per[p.Spec.NodeName]++
+	}
+	if len(pl.Items) != want {
+		return nil, fmt.Sprintf("%d pods, want %d", len(pl.Items), want)
+	}
+	return per, ""
+}
+
+// workload is replicas pods for hactl-scheduler, each requesting cpu.
+func workload(t *testing.T, name string, replicas int, cpu string) {
+	t.Helper()
+	manifest := filepath.Join(suite.Lab.Dir(), name+".yaml")
+	doc := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ` + name + `, namespace: default}
+spec:
+  replicas: ` + strconv.Itoa(replicas) + `
+  selector: {matchLabels: {app: ` + name + `}}
+  template:
+    metadata: {labels: {app: ` + name + `}}
+    spec:
+      schedulerName: hactl-scheduler
+      terminationGracePeriodSeconds: 0
+      containers:
+      - {name: pause, image: registry.k8s.io/pause:3.10.2, imagePullPolicy: Never, resources: {requests: {cpu: ` + cpu + `, memory: 8Mi}}}
+`
+	if err := os.WriteFile(manifest, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "-f", manifest)
+}
+
+// TestScheduler: on the cluster TestKubernetes built, bad scheduler specs are refused before any
+// host is contacted; hactl-scheduler is deployed as static pods on the three control planes, one
+// replica holds its Lease, and a re-run changes nothing; its pods land in the preferred zone and
+// every pod names the replica that bound it; a worker marked for maintenance receives nothing new,
+// and a pod with nowhere to go says which node is under maintenance; bin-packing fills one worker
+// before the next.
+func TestScheduler(t *testing.T) {
+	ctx := context.Background()
+	// The cluster may be where TestKubernetes left it, or not built at all when only this test runs.
+	suite.BootstrapJSON(t, suite.Lab.SpecPath(3))
+	spec := schedSpec(t, "cluster-sched.yaml", nil)
+	t.Cleanup(func() {
+		for _, n := range []string{"w-a", "w-b", "w-c"} {
+			suite.HactlQuiet(t, "maintenance", "end", n, "-f", spec)
+		}
+		suite.Lab.Kubectl(ctx, "delete", "deployment", "-n", "default", "zp", "pack", "--ignore-not-found", "--wait=false")
+	})
+	steps := []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"bad scheduler specs are refused with the field path, nothing deployed", func(t *testing.T) {
+			w := int32(0)
+			for name, tc := range map[string]struct {
+				mutate func(s *v1alpha1.Scheduler)
+				want   string
+			}{
+				"profile default-scheduler": {func(s *v1alpha1.Scheduler) { s.SchedulerName = "default-scheduler" }, "spec.scheduler.schedulerName"},
+				"lease of kube-scheduler":   {func(s *v1alpha1.Scheduler) { s.LeaderElection.ResourceName = "kube-scheduler" }, "spec.scheduler.leaderElection.resourceName"},
+				"timings client-go rejects": {func(s *v1alpha1.Scheduler) { s.LeaderElection.RetryPeriod = v1alpha1.Duration{Duration: 9 * time.Second} }, "spec.scheduler.leaderElection.renewDeadline"},
+				"zone no host has":          {func(s *v1alpha1.Scheduler) { s.PreferredZones[0].Zone = "az-q" }, "spec.scheduler.preferredZones[0].zone"},
+				"percentage 120":            {func(s *v1alpha1.Scheduler) { p := int32(120); s.PercentageOfNodesToScore = &p }, "spec.scheduler.percentageOfNodesToScore"},
+				"replicas > workers":        {func(s *v1alpha1.Scheduler) { s.Replicas = 5 }, "spec.scheduler.replicas"},
+				"removed plugin": {func(s *v1alpha1.Scheduler) {
+					s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "NodeResourcesMostAllocated"}}}}
+				}, "NodeResourcesFit with scoringStrategy MostAllocated"},
+				"plugin twice": {func(s *v1alpha1.Scheduler) {
+					s.Plugins = map[string]v1alpha1.PluginSet{"filter": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "NodePorts"}, {Name: "NodePorts"}}}}
+				}, "spec.scheduler.plugins[filter].enabled[1].name"},
+				"score weight 0": {func(s *v1alpha1.Scheduler) {
+					s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "ImageLocality", Weight: &w}}}}
+				}, "spec.scheduler.plugins[score].enabled[0].weight"},
+			} {
+				r := suite.Hactl(t, "scheduler", "deploy", "-f", schedSpec(t, "bad-sched.yaml", tc.mutate))
+				if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+					t.Errorf("%s: exit %d, want 2 naming %s:\n%s", name, r.Code, tc.want, r.Stderr)
+				}
+			}
+			if r := suite.Hactl(t, "maintenance", "start", "w-z", "-f", spec); r.Code != 2 || !strings.Contains(r.Stderr, `"w-z" is not a Kubernetes node`) {
+				t.Errorf("maintenance start w-z: exit %d, want 2:\n%s", r.Code, r.Stderr)
+			}
+			if out, err := suite.Lab.Exec(ctx, "cp-a", "test", "-e", kubesched.ManifestFile); err == nil {
+				t.Errorf("cp-a has %s after refused deploys: %s", kubesched.ManifestFile, out)
+			}
+		}},
+		{"deploy: a static pod on every control plane, one Lease holder; a re-run changes nothing", func(t *testing.T) {
+			start := time.Now()
+			r := suite.MustHactl(t, "scheduler", "deploy", "-f", spec)
+			t.Logf("first deploy took %s:\n%s", time.Since(start).Round(100*time.Millisecond), r.Stderr)
+			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
+				if !strings.Contains(r.Stderr, h) || !strings.Contains(r.Stderr, "static pod") {
+					t.Errorf("deploy output lacks %s's static pod:\n%s", h, r.Stderr)
+				}
+			}
+			harness.WaitFor(t, "3 scheduler replicas Ready, one leader", 2*time.Minute, 2*time.Second, func() string {
+				var st kubesched.Status
+				r := suite.HactlQuiet(t, "scheduler", "status", "-f", spec, "-o", "json")
+				if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
+					return err.Error() + ": " + r.Stderr
+				}
+				ready, leaders := 0, 0
+				for _, rep := range st.Replicas {
+					if rep.Ready {
+						ready++
+					}
+					if rep.Leader {
+						leaders++
+					}
+				}
+				if ready != 3 || leaders != 1 || st.Lease.Holder == "" {
+					return r.Stdout
+				}
+				return ""
+			})
+			pids := map[string]string{}
+			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
+				pids[h] = suite.ExecOn(t, h, "sh", "-c", "pgrep -f 'hactl-scheduler --config' | head -1")
+			}
+			r = suite.MustHactl(t, "scheduler", "deploy", "-f", spec)
+			if n := strings.Count(r.Stderr, "scheduler/install: unchanged"); n != 3 {
+				t.Errorf("re-run: %d hosts unchanged, want 3:\n%s", n, r.Stderr)
+			}
+			for h, pid := range pids {
+				if now := suite.ExecOn(t, h, "sh", "-c", "pgrep -f 'hactl-scheduler --config' | head -1"); now != pid {
+					t.Errorf("%s: the scheduler restarted on a re-run (pid %s → %s)", h, pid, now)
+				}
+			}
+		}},
+		{"its pods land in the preferred zone, each naming the replica that bound it", func(t *testing.T) {
+			workload(t, "zp", 6, "10m")
+			var per map[string]int
+			harness.WaitFor(t, "6 pods bound", time.Minute, time.Second, func() (why string) { per, why = placement(t, "app=zp", 6); return })
+			if per["w-a"] != 6 {
+				t.Errorf("placement %v, want all 6 on w-a (az-a, the preferred zone)", per)
+			}
+			for _, p := range pods(t, "app=zp").Items {
+				if by := p.Metadata.Annotations[kubesched.BoundByAnnotation]; !strings.HasPrefix(by, "cp-") {
+					t.Errorf("%s: %s = %q, want the binding replica's identity (cp-X_…)", p.Metadata.Name, kubesched.BoundByAnnotation, by)
+				}
+			}
+		}},
+		{"a worker under maintenance receives nothing new; with nowhere to go, the reason names it", func(t *testing.T) {
+			suite.MustHactl(t, "maintenance", "start", "w-a", "-f", spec, "--reason", "e2e")
+			kubectl(t, "scale", "deployment/zp", "--replicas", "9")
+			var per map[string]int
+			harness.WaitFor(t, "9 pods bound", time.Minute, time.Second, func() (why string) { per, why = placement(t, "app=zp", 9); return })
+			if per["w-a"] != 6 {
+				t.Errorf("placement %v: w-a under maintenance got new pods (want its 6, the 3 new elsewhere)", per)
+			}
+			for _, n := range []string{"w-b", "w-c"} {
+				suite.MustHactl(t, "maintenance", "start", n, "-f", spec)
+			}
+			kubectl(t, "scale", "deployment/zp", "--replicas", "10")
+			harness.WaitFor(t, "the 10th pod unschedulable, naming the nodes under maintenance", time.Minute, time.Second, func() string {
+				for _, p := range pods(t, "app=zp").Items {
+					for _, c := range p.Status.Conditions {
+						if c.Type == "PodScheduled" && c.Reason == "Unschedulable" {
+							for _, n := range []string{"w-a", "w-b", "w-c"} {
+								if !strings.Contains(c.Message, "node "+n+" is under maintenance") {
+									return "reason: " + c.Message
+								}
+							}
+							return ""
+						}
+					}
+				}
+				return "no unschedulable pod yet"
+			})
+			for _, n := range []string{"w-a", "w-b", "w-c"} {
+				suite.MustHactl(t, "maintenance", "end", n, "-f", spec)
+			}
+			harness.WaitFor(t, "the 10th pod bound once the mark is cleared", time.Minute, time.Second, func() (why string) { _, why = placement(t, "app=zp", 10); return })
+			kubectl(t, "delete", "deployment", "zp", "--wait=true", "--timeout", "60s")
+		}},
+		{"bin-packing fills one worker before the next", func(t *testing.T) {
+			// Without a zone preference, MostAllocated scores the fuller worker higher: 4 pods of
+			// 300m fill one 2-CPU worker's allocatable (kubelet reserves none here) before another.
+			suite.MustHactl(t, "scheduler", "deploy", "-f", schedSpec(t, "cluster-pack.yaml", func(s *v1alpha1.Scheduler) { s.PreferredZones = nil }))
+			workload(t, "pack", 4, "300m")
+			var per map[string]int
+			harness.WaitFor(t, "4 pods bound", 2*time.Minute, time.Second, func() (why string) { per, why = placement(t, "app=pack", 4); return })
+			var counts []int
+			for n, c := range per {
+				if !strings.HasPrefix(n, "w-") {
+					t.Errorf("a pod on %s", n)
+				}
+				counts = append(counts, c)
+			}
+			slices.Sort(counts)
+			if counts[len(counts)-1] < 3 {
+				t.Errorf("placement %v: not packed (stock spreading puts one or two per worker)", per)
+			}
+			kubectl(t, "delete", "deployment", "pack", "--wait=false")
+		}},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, s.fn) {
+			t.Fatalf("step %q failed; later steps depend on it", s.name)
+		}
+	}
+}
