@@ -75,3 +75,33 @@ func TestConfigValidatedByScheduler(t *testing.T) {
 }
 
 func d(s int) v1alpha1.Duration { return v1alpha1.Duration{Duration: time.Duration(s) * time.Second} }
+
+// TestManifestsGolden: the static pod, the RBAC and the Deployment mode's objects as YAML.
+func TestManifestsGolden(t *testing.T) {
+	s := labScheduler(t, nil)
+	cfg, err := ConfigYAML(s, KubeconfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := StaticPod(s, "ghcr.io/hactl/hactl-scheduler:dev", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/static-pod.yaml", pod, *update, "go test ./kubesched -update")
+	objs, _, err := Objects(s, "ghcr.io/hactl/hactl-scheduler:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := YAML(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/deployment.yaml", out, *update, "go test ./kubesched -update")
+	for _, want := range []string{"resourceNames:\n    - hactl-scheduler", "name: system:kube-scheduler", "name: system:volume-scheduler",
+		"name: extension-apiserver-authentication-reader", "topologyKey: kubernetes.io/hostname", "priorityClassName: system-cluster-critical",
+		"kind: PodDisruptionBudget", "maxUnavailable: 1"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("Deployment mode's objects lack %q", want)
+		}
+	}
+}

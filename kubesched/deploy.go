@@ -1,12 +1,9 @@
 package kubesched
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +15,7 @@ import (
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubeadm"
 	"github.com/hactl/hactl/kubeadm/images"
+	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/kubenode"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
@@ -53,7 +51,7 @@ type plan struct {
 	archive  string
 	config   []byte
 	manifest []byte
-	rbac     []byte
+	rbac     []any
 }
 
 func newPlan(o DeployOptions) (*plan, error) {
@@ -100,9 +98,7 @@ func newPlan(o DeployOptions) (*plan, error) {
 	if p.manifest, err = StaticPod(s, p.image, p.config); err != nil {
 		return nil, err
 	}
-	if p.rbac, err = RBAC(s, UserSubject()); err != nil {
-		return nil, err
-	}
+	p.rbac = RBAC(s, UserSubject())
 	return p, nil
 }
 
@@ -129,9 +125,14 @@ func Deploy(ctx context.Context, o DeployOptions) error {
 		return fmt.Errorf("ssh: %w", err)
 	}
 	defer d.Close()
+	api, err := kubeapi.FromSpec(ctx, c, o.Prompt)
+	if err != nil {
+		return err
+	}
+	defer api.Close()
 
-	// RBAC first, so the scheduler starts with its permissions; through the first control plane that answers.
-	if err := applyRBAC(ctx, d, c, p.rbac); err != nil {
+	// RBAC first, so the scheduler starts with its permissions.
+	if err := Apply(ctx, api, p.rbac); err != nil {
 		return err
 	}
 	o.Printer.Infof("scheduler/rbac: applied (user %s: system:kube-scheduler, system:volume-scheduler, Lease %s/%s)", User, p.s.LeaderElection.ResourceNamespace, p.s.LeaderElection.ResourceName)
@@ -150,7 +151,7 @@ func Deploy(ctx context.Context, o DeployOptions) error {
 	if wait == 0 {
 		wait = 2 * time.Minute
 	}
-	st, err := waitHolder(ctx, d, c, p.s, wait, sum(p.config), len(cps))
+	st, err := WaitReady(ctx, api, p.s, wait, sum(p.config), len(cps))
 	if err != nil {
 		return err
 	}
@@ -159,6 +160,10 @@ func Deploy(ctx context.Context, o DeployOptions) error {
 }
 
 func (p *plan) print(w io.Writer, cps []v1alpha1.Host) error {
+	rbac, err := YAML(p.rbac)
+	if err != nil {
+		return err
+	}
 	var b strings.Builder
 	names := make([]string, len(cps))
 	for i, h := range cps {
@@ -171,8 +176,8 @@ func (p *plan) print(w io.Writer, cps []v1alpha1.Host) error {
 		fmt.Fprintf(&b, "# image %s pulled by kubelet\n", p.image)
 	}
 	fmt.Fprintf(&b, "# %s: kubeadm kubeconfig user --client-name %s (made on each host when missing)\n", KubeconfigFile, User)
-	fmt.Fprintf(&b, "# %s:\n%s# %s:\n%s# RBAC (kubectl apply --server-side on the first control plane):\n%s", ConfigFile, p.config, ManifestFile, p.manifest, p.rbac)
-	_, err := io.WriteString(w, b.String())
+	fmt.Fprintf(&b, "# %s:\n%s# %s:\n%s# RBAC (server-side applied):\n%s", ConfigFile, p.config, ManifestFile, p.manifest, rbac)
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 
@@ -270,153 +275,4 @@ chown %[4]d:%[4]d %[2]s.tmp; mv -f %[2]s.tmp %[2]s`, remote, KubeconfigFile, Use
 	return err
 }
 
-// kubectl runs cmd (kubectl arguments) on the first control plane that answers, as kubeadm's admin.
-func kubectl(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, step, args string, stdin []byte) ([]byte, error) {
-	var errs []error
-	for _, h := range c.ControlPlaneHosts() {
-		cli, err := d.Dial(ctx, provision.TargetOf(h))
-		if err != nil {
-			errs = append(errs, &provision.HostError{Host: h.Name, Err: err})
-			continue
-		}
-		var opts []provision.RunOption
-		if stdin != nil {
-			opts = append(opts, provision.WithStdin(bytes.NewReader(stdin)))
-		}
-		res, err := cli.Run(ctx, step, "kubectl --kubeconfig "+kubenode.AdminConf+" --request-timeout 20s "+args, opts...)
-		cli.Close()
-		if err == nil {
-			return res.Stdout, nil
-		}
-		errs = append(errs, &provision.HostError{Host: h.Name, Err: err})
-	}
-	return nil, errors.Join(errs...)
-}
 
-func applyRBAC(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, rbac []byte) error {
-	_, err := kubectl(ctx, d, c, "scheduler/rbac", "apply --server-side --field-manager hactl -f -", rbac)
-	return err
-}
-
-// Status is the scheduler's replicas and its Lease, as `hactl scheduler status` prints them.
-type Status struct {
-	Lease    LeaseStatus `json:"lease"`
-	Replicas []Replica   `json:"replicas"`
-}
-
-// LeaseStatus is the Lease's spec: holderIdentity, renewTime (the holder's clock), transitions.
-type LeaseStatus struct {
-	Namespace   string    `json:"namespace"`
-	Name        string    `json:"name"`
-	Holder      string    `json:"holderIdentity"`
-	RenewTime   time.Time `json:"renewTime"`
-	Transitions int       `json:"leaseTransitions"`
-	Duration    int       `json:"leaseDurationSeconds"`
-}
-
-// Replica is one scheduler pod.
-type Replica struct {
-	Pod      string `json:"pod"`
-	Node     string `json:"node"`
-	Ready    bool   `json:"ready"`
-	Restarts int    `json:"restarts"`
-	Leader   bool   `json:"leader"`
-	// ConfigSHA256 is the sha256 of the configuration the replica runs (ConfigHashAnnotation).
-	ConfigSHA256 string `json:"configSHA256,omitempty"`
-}
-
-// ReadStatus asks the API (through a control plane, kubectl as admin) for the Lease of s and the
-// scheduler's pods (label component=hactl-scheduler in kube-system). A missing Lease is an empty
-// LeaseStatus, not an error.
-func ReadStatus(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, s *v1alpha1.Scheduler) (Status, error) {
-	le := s.LeaderElection
-	out, err := kubectl(ctx, d, c, "scheduler/status", fmt.Sprintf("get lease -n %s %s -o json --ignore-not-found; echo ---; kubectl --kubeconfig %s get pods -n kube-system -l component=%s -o json",
-		shell.Quote(le.ResourceNamespace), shell.Quote(le.ResourceName), kubenode.AdminConf, User), nil)
-	if err != nil {
-		return Status{}, err
-	}
-	leaseJSON, podsJSON, _ := bytes.Cut(out, []byte("---\n"))
-	st := Status{Lease: LeaseStatus{Namespace: le.ResourceNamespace, Name: le.ResourceName}}
-	if len(bytes.TrimSpace(leaseJSON)) > 0 {
-		var l struct {
-			Spec struct {
-				HolderIdentity       string    `json:"holderIdentity"`
-				RenewTime            time.Time `json:"renewTime"`
-				LeaseTransitions     int       `json:"leaseTransitions"`
-				LeaseDurationSeconds int       `json:"leaseDurationSeconds"`
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(leaseJSON, &l); err != nil {
-			return Status{}, fmt.Errorf("Lease %s/%s: %w", le.ResourceNamespace, le.ResourceName, err)
-		}
-		st.Lease.Holder, st.Lease.RenewTime = l.Spec.HolderIdentity, l.Spec.RenewTime
-		st.Lease.Transitions, st.Lease.Duration = l.Spec.LeaseTransitions, l.Spec.LeaseDurationSeconds
-	}
-	var pods struct {
-		Items []struct {
-			Metadata struct {
-				Name        string            `json:"name"`
-				Annotations map[string]string `json:"annotations"`
-			} `json:"metadata"`
-			Spec struct {
-				NodeName string `json:"nodeName"`
-			} `json:"spec"`
-			Status struct {
-				Conditions        []struct{ Type, Status string } `json:"conditions"`
-				ContainerStatuses []struct {
-					RestartCount int `json:"restartCount"`
-				} `json:"containerStatuses"`
-			} `json:"status"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(podsJSON, &pods); err != nil {
-		return Status{}, fmt.Errorf("scheduler pods: %w", err)
-	}
-	holderHost, _, _ := strings.Cut(st.Lease.Holder, "_")
-	for _, p := range pods.Items {
-		r := Replica{Pod: p.Metadata.Name, Node: p.Spec.NodeName, ConfigSHA256: p.Metadata.Annotations[ConfigHashAnnotation]}
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == "Ready" {
-				r.Ready = cond.Status == "True"
-			}
-		}
-		for _, cs := range p.Status.ContainerStatuses {
-			r.Restarts += cs.RestartCount
-		}
-		// holderIdentity is the holder's hostname, "_", a UUID; a static pod's hostname is its node's.
-		r.Leader = holderHost != "" && (holderHost == r.Node || holderHost == r.Pod)
-		st.Replicas = append(st.Replicas, r)
-	}
-	return st, nil
-}
-
-// waitHolder polls until replicas replicas run the configuration of sha256 config and are Ready (so
-// the old ones, which held the Lease with the previous configuration, are gone), and a holder renewed
-// the Lease within its duration; or wait passes.
-func waitHolder(ctx context.Context, d *provision.Dialer, c *v1alpha1.Cluster, s *v1alpha1.Scheduler, wait time.Duration, config string, replicas int) (Status, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		st, err := ReadStatus(ctx, d, c, s)
-		current := 0
-		for _, r := range st.Replicas {
-			if r.Ready && r.ConfigSHA256 == config {
-				current++
-			}
-		}
-		if err == nil && current == replicas && st.Lease.Holder != "" && time.Since(st.Lease.RenewTime) < s.LeaderElection.LeaseDuration.Duration {
-			return st, nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return st, fmt.Errorf("scheduler/wait: %w", err)
-			}
-			return st, fmt.Errorf("scheduler/wait: after %s, %d of %d replicas run the new configuration Ready, Lease %s/%s holder %q: see kubectl -n kube-system logs -l component=%s",
-				wait, current, replicas, s.LeaderElection.ResourceNamespace, s.LeaderElection.ResourceName, st.Lease.Holder, User)
-		}
-		select {
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
-}

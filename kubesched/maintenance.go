@@ -2,14 +2,18 @@ package kubesched
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/internal/shell"
-	"github.com/hactl/hactl/provision"
 )
 
 // Maintenance annotations next to the label (scheduler/plugins/maintenanceguard quotes them).
@@ -18,21 +22,18 @@ const (
 	MaintenanceReasonAnnotation = "hactl.io/maintenance-reason"
 )
 
-// MaintenanceLabel is the node label that marks maintenance for c: spec.scheduler.maintenanceLabel,
-// else v1alpha1.DefaultMaintenanceLabel.
+// MaintenanceLabel is the node label that marks maintenance for c (nil: no spec):
+// spec.scheduler.maintenanceLabel, else v1alpha1.DefaultMaintenanceLabel.
 func MaintenanceLabel(c *v1alpha1.Cluster) string {
-	if s := c.Spec.Scheduler; s != nil && s.MaintenanceLabel != "" {
-		return s.MaintenanceLabel
+	if c != nil && c.Spec.Scheduler != nil && c.Spec.Scheduler.MaintenanceLabel != "" {
+		return c.Spec.Scheduler.MaintenanceLabel
 	}
 	return v1alpha1.DefaultMaintenanceLabel
 }
 
-// SetMaintenance marks node for maintenance (on: the label set to "true", the since and reason
-// annotations) or clears the mark (off: all three removed), through a control plane as admin.
-// MaintenanceGuard then keeps new pods of hactl-scheduler off the node; pods on it stay. Errors:
-// *UsageError when node is not a Kubernetes node of the spec (found before any host is contacted);
-// the kubectl failure per control plane otherwise.
-func SetMaintenance(ctx context.Context, c *v1alpha1.Cluster, p provision.Prompter, node string, on bool, reason string, now time.Time) error {
+// CheckSpecNode returns a *UsageError when node is not a Kubernetes node of c (checked before any
+// host is contacted).
+func CheckSpecNode(c *v1alpha1.Cluster, node string) error {
 	var names []string
 	for _, h := range c.KubeNodes() {
 		names = append(names, h.Name)
@@ -40,21 +41,35 @@ func SetMaintenance(ctx context.Context, c *v1alpha1.Cluster, p provision.Prompt
 	if !slices.Contains(names, node) {
 		return &UsageError{"NODE", fmt.Sprintf("%q is not a Kubernetes node of the spec (nodes: %s)", node, strings.Join(names, ", "))}
 	}
-	d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: p})
-	if err != nil {
-		return fmt.Errorf("ssh: %w", err)
-	}
-	defer d.Close()
-	label := MaintenanceLabel(c)
-	n := shell.Quote(node)
-	var args string
+	return nil
+}
+
+// SetMaintenance marks node for maintenance (on: label set to "true", the since and reason
+// annotations) or clears the mark (off: all three removed), in one merge patch. MaintenanceGuard then
+// keeps new pods of hactl-scheduler off the node; pods on it stay. Errors: *UsageError when the API
+// has no such node; the API's error otherwise.
+func SetMaintenance(ctx context.Context, cs kubernetes.Interface, label, node string, on bool, reason string, now time.Time) error {
+	var labels, annotations map[string]any
 	if on {
-		args = fmt.Sprintf("annotate node %s --overwrite %s %s && kubectl --kubeconfig /etc/kubernetes/admin.conf label node %s --overwrite %s",
-			n, shell.Quote(MaintenanceSinceAnnotation+"="+now.UTC().Format(time.RFC3339)), shell.Quote(MaintenanceReasonAnnotation+"="+reason), n, shell.Quote(label+"=true"))
+		labels = map[string]any{label: "true"}
+		annotations = map[string]any{MaintenanceSinceAnnotation: now.UTC().Format(time.RFC3339), MaintenanceReasonAnnotation: nil}
+		if reason != "" {
+			annotations[MaintenanceReasonAnnotation] = reason
+		}
 	} else {
-		args = fmt.Sprintf("label node %s %s && kubectl --kubeconfig /etc/kubernetes/admin.conf annotate node %s %s %s",
-			n, shell.Quote(label+"-"), n, shell.Quote(MaintenanceSinceAnnotation+"-"), shell.Quote(MaintenanceReasonAnnotation+"-"))
+		labels = map[string]any{label: nil}
+		annotations = map[string]any{MaintenanceSinceAnnotation: nil, MaintenanceReasonAnnotation: nil}
 	}
-	_, err = kubectl(ctx, d, c, "maintenance", args, nil)
-	return err
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}})
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return &UsageError{"NODE", fmt.Sprintf("the cluster has no node %q (kubectl get nodes lists them)", node)}
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
+	return nil
 }

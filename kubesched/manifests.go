@@ -42,7 +42,7 @@ func StaticPod(s *v1alpha1.Scheduler, image string, config []byte) ([]byte, erro
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: User, Namespace: "kube-system",
-			Labels:      map[string]string{"component": User, "tier": "control-plane"},
+			Labels:      map[string]string{"component": User, "tier": "control-plane", NameLabel: User},
 			Annotations: map[string]string{ConfigHashAnnotation: hex.EncodeToString(sum[:])},
 		},
 		Spec: corev1.PodSpec{
@@ -88,7 +88,7 @@ func StaticPod(s *v1alpha1.Scheduler, image string, config []byte) ([]byte, erro
 //   - a Role on exactly the scheduler's Lease (get, update), which system:kube-scheduler lacks;
 //   - extension-apiserver-authentication-reader in kube-system, for the secure port's delegated
 //     authentication (as kubeadm grants kube-scheduler).
-func RBAC(s *v1alpha1.Scheduler, subject rbacv1.Subject) ([]byte, error) {
+func RBAC(s *v1alpha1.Scheduler, subject rbacv1.Subject) []any {
 	le := s.LeaderElection
 	name := func(suffix string) string { return User + ":" + suffix }
 	objs := []any{
@@ -104,11 +104,16 @@ func RBAC(s *v1alpha1.Scheduler, subject rbacv1.Subject) ([]byte, error) {
 		roleBinding(name("extension-apiserver-authentication-reader"), "kube-system",
 			rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"}, subject),
 	}
+	return objs
+}
+
+// YAML renders objects as one multi-document YAML.
+func YAML(objects []any) ([]byte, error) {
 	var b bytes.Buffer
-	for _, o := range objs {
+	for _, o := range objects {
 		out, err := yaml.Marshal(o)
 		if err != nil {
-			return nil, fmt.Errorf("rendering RBAC: %w", err)
+			return nil, fmt.Errorf("rendering %T: %w", o, err)
 		}
 		b.WriteString("---\n")
 		b.Write(out)
@@ -116,7 +121,13 @@ func RBAC(s *v1alpha1.Scheduler, subject rbacv1.Subject) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func labels() map[string]string { return map[string]string{"app.kubernetes.io/managed-by": "hactl", "app.kubernetes.io/name": User} }
+// NameLabel is on every object and pod of the scheduler, static or Deployment (value User).
+const NameLabel = "app.kubernetes.io/name"
+
+// Selector selects the scheduler's pods and objects.
+const Selector = NameLabel + "=" + User
+
+func labels() map[string]string { return map[string]string{"app.kubernetes.io/managed-by": "hactl", NameLabel: User} }
 
 func clusterRoleBinding(name, role string, subject rbacv1.Subject) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{

@@ -72,15 +72,34 @@ func (s *Scheduler) HactlSchedulerPlugins() map[string][]string {
 	return m
 }
 
+// DefaultScheduler returns s with SetDefaults' defaults applied (s itself is changed too).
+func DefaultScheduler(s *Scheduler) *Scheduler {
+	s.setDefaults()
+	return s
+}
+
+// ValidateStandaloneScheduler checks a defaulted s as spec.scheduler would be checked, for a cluster
+// hactl has no spec of (deploy through a kubeconfig): the checks against the spec's hosts (zones,
+// replicas per node) are left to the caller, which asks the cluster. Field paths start at path.
+func ValidateStandaloneScheduler(s *Scheduler, path *field.Path) field.ErrorList {
+	v := &validator{}
+	v.schedulerFields(&Cluster{Spec: ClusterSpec{Scheduler: s}}, path)
+	return v.errs
+}
+
 // forbiddenLeaseNames are Leases owned by Kubernetes' own components.
 var forbiddenLeaseNames = []string{"kube-scheduler", "kube-controller-manager"}
 
 // scheduler checks spec.scheduler (see Scheduler's fields for each rule).
 func (v *validator) scheduler(c *Cluster, p *field.Path) {
-	s := c.Spec.Scheduler
-	if s == nil {
+	if c.Spec.Scheduler == nil {
 		return
 	}
+	v.schedulerFields(c, p)
+}
+
+func (v *validator) schedulerFields(c *Cluster, p *field.Path) {
+	s := c.Spec.Scheduler
 	if errs := validation.IsDNS1123Subdomain(s.SchedulerName); len(errs) > 0 {
 		v.add(field.Invalid(p.Child("schedulerName"), s.SchedulerName, strings.Join(errs, "; ")))
 	} else if s.SchedulerName == kubeSchedulerDefaultName {
@@ -92,11 +111,10 @@ func (v *validator) scheduler(c *Cluster, p *field.Path) {
 	if s.Replicas < 1 {
 		v.add(field.Invalid(p.Child("replicas"), s.Replicas, "at least 1"))
 	} else if c.Spec.Kubernetes != nil {
-		// Without workers the spec does not say where a Deployment would run (`scheduler deploy
-		// --kubeconfig` counts the cluster's schedulable nodes then).
-		if workers := len(c.WorkerHosts()); workers > 0 && s.Replicas > workers {
+		// The replicas tolerate the control planes' NoSchedule taint, as a control-plane component.
+		if nodes := len(c.KubeNodes()); s.Replicas > nodes {
 			v.add(field.Invalid(p.Child("replicas"), s.Replicas, fmt.Sprintf(
-				"the Deployment's replicas require anti-affinity per hostname (one replica per node), and the spec has %d worker(s) to schedule them on (kubeadm taints the control planes NoSchedule): set replicas to at most %d, or add workers", workers, workers)))
+				"the Deployment's replicas require anti-affinity per hostname (one replica per node), and the spec has %d Kubernetes node(s): set replicas to at most %d, or add nodes", nodes, nodes)))
 		}
 	}
 	v.schedulerPort(c, p.Child("securePort"), s.SecurePort)
@@ -163,7 +181,7 @@ func (v *validator) preferredZones(c *Cluster, p *field.Path, zones []PreferredZ
 			v.add(field.Required(zp.Child("zone"), "a zone of the hosts, e.g. "+strings.Join(known, ", ")))
 		case seen[z.Zone]:
 			v.add(field.Duplicate(zp.Child("zone"), z.Zone))
-		case !have[z.Zone]:
+		case len(hosts) > 0 && !have[z.Zone]:
 			v.add(field.Invalid(zp.Child("zone"), z.Zone, fmt.Sprintf("no node of the spec is in this zone (zones: %s); a preference for it would never be met", strings.Join(known, ", "))))
 		}
 		seen[z.Zone] = true

@@ -48,7 +48,7 @@ func TestSchedulerInvalid(t *testing.T) {
 		"zone twice":                {func(s *Scheduler) { s.PreferredZones = append(s.PreferredZones, PreferredZone{"az-a", 5}) }, "spec.scheduler.preferredZones[1].zone", "Duplicate"},
 		"percentage 101":            {func(s *Scheduler) { s.PercentageOfNodesToScore = w(101) }, "spec.scheduler.percentageOfNodesToScore", "0-100"},
 		"percentage -1":             {func(s *Scheduler) { s.PercentageOfNodesToScore = w(-1) }, "spec.scheduler.percentageOfNodesToScore", "0-100"},
-		"replicas > workers":        {func(s *Scheduler) { s.Replicas = 4 }, "spec.scheduler.replicas", "3 worker(s)"},
+		"replicas > nodes":          {func(s *Scheduler) { s.Replicas = 7 }, "spec.scheduler.replicas", "6 Kubernetes node(s)"},
 		"port of kube-scheduler":    {func(s *Scheduler) { s.SecurePort = 10259 }, "spec.scheduler.securePort", "kube-scheduler's port"},
 		"port of etcd":              {func(s *Scheduler) { s.SecurePort = 2379 }, "spec.scheduler.securePort", "etcd port"},
 		"least allocated":           {func(s *Scheduler) { s.BinPacking.Strategy = "LeastAllocated" }, "spec.scheduler.binPacking.strategy", "spreads"},

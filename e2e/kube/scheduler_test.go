@@ -136,7 +136,7 @@ func TestScheduler(t *testing.T) {
 				"timings client-go rejects": {func(s *v1alpha1.Scheduler) { s.LeaderElection.RetryPeriod = v1alpha1.Duration{Duration: 9 * time.Second} }, "spec.scheduler.leaderElection.renewDeadline"},
 				"zone no host has":          {func(s *v1alpha1.Scheduler) { s.PreferredZones[0].Zone = "az-q" }, "spec.scheduler.preferredZones[0].zone"},
 				"percentage 120":            {func(s *v1alpha1.Scheduler) { p := int32(120); s.PercentageOfNodesToScore = &p }, "spec.scheduler.percentageOfNodesToScore"},
-				"replicas > workers":        {func(s *v1alpha1.Scheduler) { s.Replicas = 5 }, "spec.scheduler.replicas"},
+				"replicas > nodes":          {func(s *v1alpha1.Scheduler) { s.Replicas = 7 }, "spec.scheduler.replicas"},
 				"removed plugin": {func(s *v1alpha1.Scheduler) {
 					s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "NodeResourcesMostAllocated"}}}}
 				}, "NodeResourcesFit with scoringStrategy MostAllocated"},

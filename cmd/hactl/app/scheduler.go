@@ -2,34 +2,121 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/kubeadm/images"
+	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/kubesched"
-	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
 func newSchedulerCommand(s Streams, g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scheduler",
-		Short: "hactl-scheduler: render its configuration, deploy it as HA static pods, show its Lease",
+		Short: "hactl-scheduler: render its configuration, deploy it HA (static pods or a Deployment), show its Lease",
 		Long: `hactl-scheduler is kube-scheduler with hactl's plugins (ZonePreference, MaintenanceGuard,
 RecordingBinder), for pods that set schedulerName: hactl-scheduler (spec.scheduler.schedulerName).
 Its replicas elect a leader on their own Lease (kube-system/hactl-scheduler by default).
 
+Two ways to run it: static pods on the control planes hactl built (over SSH, -f cluster.yaml), or
+a Deployment in any cluster (--kubeconfig; e.g. kind in CI, with spec.scheduler from -f when the
+file exists, else the defaults and the flags).
+
   hactl scheduler config -f cluster.yaml          # the KubeSchedulerConfiguration spec.scheduler gives
   make scheduler-image                            # bin/hactl-scheduler-image.tar, FROM scratch
   hactl scheduler deploy -f cluster.yaml --image-archive bin/hactl-scheduler-image.tar
-  hactl scheduler status -f cluster.yaml          # replicas, Lease holder, renew time, transitions`,
+  hactl scheduler status -f cluster.yaml          # replicas, Lease holder, renew time, transitions
+  kind load image-archive bin/hactl-scheduler-image.tar
+  hactl scheduler deploy --kubeconfig kind.conf --image-archive bin/hactl-scheduler-image.tar --replicas 1`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newSchedulerConfigCommand(s, g), newSchedulerDeployCommand(s, g), newSchedulerStatusCommand(s, g))
+	cmd.AddCommand(newSchedulerConfigCommand(s, g), newSchedulerDeployCommand(s, g), newSchedulerStatusCommand(s, g), newSchedulerRemoveCommand(s, g))
 	return cmd
+}
+
+// schedulerFlags are the settings of a deploy through a kubeconfig without a spec file.
+type schedulerFlags struct {
+	kubeconfig string
+	replicas   int
+	zones      []string
+}
+
+func (f *schedulerFlags) add(cmd *cobra.Command, deploy bool) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "reach the cluster through this kubeconfig (the Deployment mode) instead of over SSH")
+	if deploy {
+		cmd.Flags().IntVar(&f.replicas, "replicas", 0, "with --kubeconfig and no spec file: replicas (default 3)")
+		cmd.Flags().StringSliceVar(&f.zones, "preferred-zone", nil, "with --kubeconfig and no spec file: ZONE=WEIGHT (repeatable), e.g. az-a=100")
+	}
+}
+
+// schedulerTarget resolves spec.scheduler and the way to the API: with --kubeconfig, the spec file
+// when it exists (or was named with -f), else the defaults and the flags (validated with the flags
+// as field paths); without, the spec over SSH. cluster is nil in the first case without a file.
+func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedulerFlags) (*ui.Printer, *v1alpha1.Cluster, *v1alpha1.Scheduler, func(), error) {
+	p := ui.New(s.Err, g.verbose, false)
+	_, statErr := os.Stat(g.file)
+	if f.kubeconfig != "" && statErr != nil && !cmd.Flags().Changed("file") {
+		sch := &v1alpha1.Scheduler{Replicas: f.replicas}
+		for _, z := range f.zones {
+			name, w, ok := strings.Cut(z, "=")
+			n, err := strconv.Atoi(w)
+			if !ok || err != nil {
+				return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--preferred-zone %q: ZONE=WEIGHT, e.g. az-a=100", z)}
+			}
+			sch.PreferredZones = append(sch.PreferredZones, v1alpha1.PreferredZone{Zone: name, Weight: int32(n)})
+		}
+		v1alpha1.DefaultScheduler(sch)
+		if errs := v1alpha1.ValidateStandaloneScheduler(sch, field.NewPath("--")); len(errs) > 0 {
+			return nil, nil, nil, nil, &UsageError{Err: errors.New(flagPaths(errs.ToAggregate().Error()))}
+		}
+		return p, nil, sch, func() {}, nil
+	}
+	p, c, _, closeLog, err := hostRun(s, g)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if c.Spec.Scheduler == nil {
+		closeLog()
+		return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("%s: spec.scheduler: the spec has no scheduler section: add one (hactl init shows it)", g.file)}
+	}
+	return p, c, c.Spec.Scheduler, closeLog, nil
+}
+
+var flagPathRE = regexp.MustCompile(`--\.preferredZones\[(\d+)\]\.(zone|weight)|--\.replicas|--\.`)
+
+// flagPaths names the flags in the field paths of a standalone spec.scheduler ("--" root): the N-th
+// --preferred-zone, --replicas.
+func flagPaths(msg string) string {
+	return flagPathRE.ReplaceAllStringFunc(msg, func(m string) string {
+		switch sub := flagPathRE.FindStringSubmatch(m); {
+		case sub[1] != "":
+			n, _ := strconv.Atoi(sub[1])
+			return fmt.Sprintf("--preferred-zone #%d (%s)", n+1, sub[2])
+		case m == "--.replicas":
+			return "--replicas"
+		}
+		return "spec.scheduler."
+	})
+}
+
+// apiClient is the kubeconfig's client, or the spec's over SSH.
+func apiClient(cmd *cobra.Command, s Streams, c *v1alpha1.Cluster, kubeconfig string) (*kubeapi.Client, error) {
+	if kubeconfig != "" {
+		return kubeapi.FromKubeconfig(kubeconfig)
+	}
+	return kubeapi.FromSpec(cmd.Context(), c, terminalPrompter(s.In, s.Err))
 }
 
 func newSchedulerConfigCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -39,10 +126,11 @@ func newSchedulerConfigCommand(s Streams, g *globalOptions) *cobra.Command {
 		Short: "Print the KubeSchedulerConfiguration (v1) of spec.scheduler",
 		Long: `Prints the KubeSchedulerConfiguration hactl deploys: profile spec.scheduler.schedulerName with
 ZonePreference (spec.scheduler.preferredZones), MaintenanceGuard and RecordingBinder, NodeResourcesFit
-scoring by spec.scheduler.binPacking (NodeResourcesBalancedAllocation disabled), and Lease leader
-election with spec.scheduler.leaderElection. hactl checks spec.scheduler itself (exit 2 with the
-field path); the scheduler's own check of the file is 'hactl-scheduler validate --config FILE',
-which 'hactl scheduler deploy' runs on the hosts before it swaps a configuration in.
+scoring by spec.scheduler.binPacking (NodeResourcesBalancedAllocation disabled, no default
+PodTopologySpread constraints), and Lease leader election with spec.scheduler.leaderElection. hactl
+checks spec.scheduler itself (exit 2 with the field path); the scheduler's own check of the file is
+'hactl-scheduler validate --config FILE', which 'hactl scheduler deploy' runs on the hosts before it
+swaps a configuration in.
 
   hactl scheduler config -f cluster.yaml > config.yaml && bin/hactl-scheduler validate --config config.yaml`,
 		Args: usageArgs(cobra.NoArgs),
@@ -73,40 +161,84 @@ which 'hactl scheduler deploy' runs on the hosts before it swaps a configuration
 
 func newSchedulerDeployCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := kubesched.DeployOptions{}
+	f := &schedulerFlags{}
 	cmd := &cobra.Command{
 		Use:   "deploy",
-		Short: "Run hactl-scheduler as a static pod on every control-plane host (over SSH)",
-		Long: fmt.Sprintf(`Deploys hactl-scheduler on every control-plane host as the static pod %s:
-the image (imported into containerd from --image-archive or spec.scheduler.imageArchive when a host
+		Short: "Run hactl-scheduler HA: static pods on the control planes (over SSH) or a Deployment (--kubeconfig)",
+		Long: fmt.Sprintf(`Over SSH (-f cluster.yaml): a static pod %s on every control-plane host: the
+image (imported into containerd from --image-archive or spec.scheduler.imageArchive when a host
 lacks it, else pulled), %s with a kubeconfig for the user %s made on the host
 (kubeadm kubeconfig user: the CA key stays there), the configuration (checked by
 'hactl-scheduler validate' in that image before it replaces the running one), and the RBAC a second
-scheduler needs (kube-scheduler's ClusterRoles, its own Lease, the authentication reader). Then it
-waits until a replica holds the Lease. A re-run with the same spec changes nothing.
+scheduler needs (kube-scheduler's ClusterRoles, its own Lease, the authentication reader).
+
+Through a kubeconfig (--kubeconfig): a ServiceAccount with that RBAC, the configuration in a
+ConfigMap, a Deployment (replicas one per node by required anti-affinity, spread across zones,
+system-cluster-critical, the control planes' taint tolerated, probes on the secure port) and a
+PodDisruptionBudget; the nodes must have the image (kind load image-archive; --image-archive only
+reads the reference from the archive).
+
+Either way it then waits until every replica runs the configuration and one holds the Lease. A
+re-run with the same settings changes nothing.
 
   hactl scheduler deploy -f cluster.yaml --image-archive bin/hactl-scheduler-image.tar
-  hactl scheduler deploy -f cluster.yaml --dry-run      # the files and the RBAC, no host contacted`,
+  hactl scheduler deploy -f cluster.yaml --dry-run      # the files and the RBAC, no host contacted
+  hactl scheduler deploy --kubeconfig kind.conf --image-archive bin/hactl-scheduler-image.tar --preferred-zone az-a=100`,
 			kubesched.ManifestFile, kubesched.Dir, kubesched.User),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, c, _, closeLog, err := hostRun(s, g)
+			p, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f)
 			if err != nil {
 				return err
 			}
 			defer closeLog()
-			o.Cluster, o.Out, o.Printer, o.Prompt = c, s.Out, p, terminalPrompter(s.In, s.Err)
-			return kubesched.Deploy(cmd.Context(), o)
+			if f.kubeconfig == "" {
+				o.Cluster, o.Out, o.Printer, o.Prompt = c, s.Out, p, terminalPrompter(s.In, s.Err)
+				return kubesched.Deploy(cmd.Context(), o)
+			}
+			image := o.Image
+			if image == "" {
+				image = sch.Image
+			}
+			if o.ImageArchive != "" && o.Image == "" {
+				refs, err := images.ArchiveImages(o.ImageArchive)
+				if err != nil || len(refs) != 1 {
+					return &UsageError{Err: fmt.Errorf("--image-archive %s: want an archive of one image (%v, %v)", o.ImageArchive, refs, err)}
+				}
+				image = refs[0]
+			}
+			field := "spec.scheduler"
+			if c == nil {
+				field = "--"
+			}
+			opts := kubesched.APIDeployOptions{Scheduler: sch, Field: field, Image: image, DryRun: o.DryRun, Wait: o.Wait, Out: s.Out, Printer: p}
+			if o.DryRun {
+				return kubesched.DeployThroughAPI(cmd.Context(), nil, opts)
+			}
+			api, err := kubeapi.FromKubeconfig(f.kubeconfig)
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			defer api.Close()
+			err = kubesched.DeployThroughAPI(cmd.Context(), api, opts)
+			var ue *kubesched.UsageError
+			if c == nil && errors.As(err, &ue) {
+				return &UsageError{Err: errors.New(flagPaths(ue.Msg))}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&o.ImageArchive, "image-archive", "", "a docker save / OCI archive of the image (make scheduler-image writes bin/hactl-scheduler-image.tar)")
 	cmd.Flags().StringVar(&o.Image, "image", "", "the image reference (default spec.scheduler.image, or the one the archive holds)")
-	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the files and RBAC it would write; contact no host")
-	cmd.Flags().DurationVar(&o.Wait, "wait", 2*time.Minute, "how long to wait for a Lease holder after the manifests are in place")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what it would write and apply; contact nothing")
+	cmd.Flags().DurationVar(&o.Wait, "wait", 3*time.Minute, "how long to wait for every replica and a Lease holder")
+	f.add(cmd, true)
 	return cmd
 }
 
 func newSchedulerStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 	var output string
+	f := &schedulerFlags{}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show hactl-scheduler's replicas and its Lease (holder, renew time, transitions)",
@@ -115,20 +247,17 @@ func newSchedulerStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 			if output != "table" && output != "json" {
 				return &UsageError{Err: fmt.Errorf("-o %s: table or json", output)}
 			}
-			_, c, _, closeLog, err := hostRun(s, g)
+			_, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f)
 			if err != nil {
 				return err
 			}
 			defer closeLog()
-			if c.Spec.Scheduler == nil {
-				return &UsageError{Err: fmt.Errorf("%s: spec.scheduler: the spec has no scheduler section", g.file)}
-			}
-			d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: terminalPrompter(s.In, s.Err)})
+			api, err := apiClient(cmd, s, c, f.kubeconfig)
 			if err != nil {
-				return fmt.Errorf("ssh: %w", err)
+				return err
 			}
-			defer d.Close()
-			st, err := kubesched.ReadStatus(cmd.Context(), d, c, c.Spec.Scheduler)
+			defer api.Close()
+			st, err := kubesched.ReadStatus(cmd.Context(), api, sch)
 			if err != nil {
 				return err
 			}
@@ -152,6 +281,58 @@ func newSchedulerStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	f.add(cmd, false)
+	return cmd
+}
+
+func newSchedulerRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
+	var yes bool
+	f := &schedulerFlags{}
+	cmd := &cobra.Command{
+		Use:   "remove",
+		Short: "Take hactl-scheduler out: static pods' files moved aside on the control planes, or the Deployment and its objects deleted",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			what := "the Deployment, PodDisruptionBudget, ConfigMap, ServiceAccount and RBAC of hactl-scheduler in kube-system (through " + f.kubeconfig + ")"
+			if f.kubeconfig == "" {
+				what = "hactl-scheduler's static pod on every control plane (manifest and " + kubesched.Dir + " moved to " + kubesched.BackupDir + "), then its RBAC"
+			}
+			fmt.Fprintf(s.Err, "Plan: remove %s. Pods with schedulerName %s stay Pending until it is back.\n", what, sch.SchedulerName)
+			confirm, err := confirmer(s, yes, "")
+			if err != nil {
+				return err
+			}
+			if confirm != nil {
+				ok, err := confirm("Remove hactl-scheduler?")
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errors.New("not confirmed: nothing was changed")
+				}
+			}
+			if f.kubeconfig == "" {
+				return kubesched.RemoveStatic(cmd.Context(), c, terminalPrompter(s.In, s.Err), p, time.Now())
+			}
+			api, err := kubeapi.FromKubeconfig(f.kubeconfig)
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			defer api.Close()
+			if err := kubesched.RemoveThroughAPI(cmd.Context(), api, sch); err != nil {
+				return err
+			}
+			p.Infof("hactl-scheduler removed")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	f.add(cmd, false)
 	return cmd
 }
 
@@ -162,7 +343,7 @@ func newMaintenanceCommand(s Streams, g *globalOptions) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	var reason string
+	var reason, kubeconfig string
 	mk := func(on bool) *cobra.Command {
 		use, short := "end NODE", "Clear the maintenance mark of NODE"
 		if on {
@@ -172,12 +353,25 @@ func newMaintenanceCommand(s Streams, g *globalOptions) *cobra.Command {
 			Use: use, Short: short,
 			Args: usageArgs(cobra.ExactArgs(1)),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				p, c, _, closeLog, err := hostRun(s, g)
+				p := ui.New(s.Err, g.verbose, false)
+				var cluster *v1alpha1.Cluster
+				if kubeconfig == "" {
+					var closeLog func()
+					var err error
+					if p, cluster, _, closeLog, err = hostRun(s, g); err != nil {
+						return err
+					}
+					defer closeLog()
+					if err := kubesched.CheckSpecNode(cluster, args[0]); err != nil {
+						return err
+					}
+				}
+				api, err := apiClient(cmd, s, cluster, kubeconfig)
 				if err != nil {
 					return err
 				}
-				defer closeLog()
-				if err := kubesched.SetMaintenance(cmd.Context(), c, terminalPrompter(s.In, s.Err), args[0], on, reason, time.Now()); err != nil {
+				defer api.Close()
+				if err := kubesched.SetMaintenance(cmd.Context(), api, kubesched.MaintenanceLabel(cluster), args[0], on, reason, time.Now()); err != nil {
 					return err
 				}
 				state := "under maintenance: hactl-scheduler places no new pod on it (pods on it stay; drain them separately)"
@@ -188,6 +382,7 @@ func newMaintenanceCommand(s Streams, g *globalOptions) *cobra.Command {
 				return nil
 			},
 		}
+		c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "reach the cluster through this kubeconfig instead of over SSH")
 		if on {
 			c.Flags().StringVar(&reason, "reason", "", "why (shown in the pods' unschedulable reason)")
 		}
