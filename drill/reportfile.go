@@ -24,8 +24,11 @@ func CheckReportPath(path string) error {
 
 // WriteFile writes the report as indented JSON with a trailing newline to path (mode 0644),
 // atomically (atomicfile). Errors name --report and path.
-func (r *Report) WriteFile(path string) error {
-	raw, err := json.MarshalIndent(r, "", "  ")
+func (r *Report) WriteFile(path string) error { return WriteJSON(path, r) }
+
+// WriteJSON writes any drill's report v as WriteFile does (the Lease drill's report too).
+func WriteJSON(path string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}

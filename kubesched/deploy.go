@@ -202,7 +202,7 @@ func (p *plan) install(ctx context.Context, d *provision.Dialer, c *v1alpha1.Clu
 	have := string(res.Stdout)
 	if !strings.Contains(have, "image\n") {
 		if p.archive == "" {
-			if _, err := cli.Run(ctx, "scheduler/image", "crictl pull "+shell.Quote(p.image)+" >/dev/null"); err != nil {
+			if _, err := cli.Run(ctx, "scheduler/image", "ctr -n k8s.io images pull --hosts-dir /etc/containerd/certs.d "+shell.Quote(p.image)+" >/dev/null"); err != nil {
 				return "", err
 			}
 			changed = append(changed, "image pulled")

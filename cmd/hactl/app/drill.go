@@ -8,6 +8,7 @@ import (
 
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/drill/fault"
+	"github.com/hactl/hactl/drill/lease"
 )
 
 // drillOptions are the flags every drill shares, plus each drill's own.
@@ -28,6 +29,9 @@ type drillOptions struct {
 	yes          bool
 	dryRun       bool
 	output       string
+	// kill-leader --target lease/...: the Lease drill.
+	target, kubeconfig, schedulerName, podImage string
+	podRate                                     int
 }
 
 func newDrillCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -121,6 +125,13 @@ spec.loadBalancer.healthCheck.caFile.`
 		f.IntVar(&o.rate, "rate", drill.DefaultRate, "workload puts per second (the RTO's resolution is 1/rate)")
 		f.DurationVar(&o.reqTimeout, "request-timeout", drill.DefaultRequestTimeout, "deadline of each workload request")
 	}
+	if kind == drill.KillLeader {
+		f.StringVar(&o.target, "target", "", "lease/NAMESPACE/NAME: take down the holder of that Lease instead of the etcd leader (e.g. lease/kube-system/hactl-scheduler; --method process or graceful)")
+		f.StringVar(&o.kubeconfig, "kubeconfig", "", "--target: reach the cluster through this kubeconfig (the holder's pod is deleted) instead of over SSH")
+		f.StringVar(&o.schedulerName, "scheduler-name", "", "--target: the workload pods' schedulerName (default: default-scheduler for kube-scheduler's Lease, none for kube-controller-manager's, else the Lease's name)")
+		f.StringVar(&o.podImage, "pod-image", "", "--target: the workload pods' image (default spec.kubernetes' pause image, else "+defaultPodImage+")")
+		f.IntVar(&o.podRate, "pod-rate", lease.DefaultRate, "--target: workload pods created per second")
+	}
 	if kind == drill.AZOutage {
 		f.StringVar(&o.zone, "zone", "", "the availability zone to take down (spec.hosts[*].zone)")
 		f.BoolVar(&o.expectOutage, "expect-outage", false, "run even though losing the zone loses quorum; measure the recovery after it returns")
@@ -145,6 +156,12 @@ spec.loadBalancer.healthCheck.caFile.`
 func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, kind drill.Kind) error {
 	if err := outputFormat(o.output); err != nil {
 		return err
+	}
+	if o.target != "" {
+		return runLeaseDrill(cmd, s, g, o)
+	}
+	if o.kubeconfig != "" {
+		return &UsageError{Err: fmt.Errorf("--kubeconfig is for --target lease/...: the etcd drills reach the members over SSH")}
 	}
 	p, c, logPath, closeLog, err := hostRun(s, g)
 	if err != nil {
