@@ -51,11 +51,17 @@ func TestConfigValidatedByScheduler(t *testing.T) {
 	}
 	w := int32(2)
 	for name, mutate := range map[string]func(s *v1alpha1.Scheduler){
-		"default":        nil,
-		"no zones":       func(s *v1alpha1.Scheduler) { s.PreferredZones = nil },
-		"rtc":            func(s *v1alpha1.Scheduler) { s.BinPacking = &v1alpha1.BinPacking{Strategy: v1alpha1.BinPackingRequestedToCapacity} },
-		"more plugins":   func(s *v1alpha1.Scheduler) { s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "ImageLocality", Weight: &w}}}} },
-		"tuned election": func(s *v1alpha1.Scheduler) { s.LeaderElection = v1alpha1.SchedulerLeaderElection{LeaseDuration: d(5), RenewDeadline: d(3), RetryPeriod: d(1)} },
+		"default":  nil,
+		"no zones": func(s *v1alpha1.Scheduler) { s.PreferredZones = nil },
+		"rtc": func(s *v1alpha1.Scheduler) {
+			s.BinPacking = &v1alpha1.BinPacking{Strategy: v1alpha1.BinPackingRequestedToCapacity}
+		},
+		"more plugins": func(s *v1alpha1.Scheduler) {
+			s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "ImageLocality", Weight: &w}}}}
+		},
+		"tuned election": func(s *v1alpha1.Scheduler) {
+			s.LeaderElection = v1alpha1.SchedulerLeaderElection{LeaseDuration: d(5), RenewDeadline: d(3), RetryPeriod: d(1)}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := ConfigYAML(labScheduler(t, mutate), "")

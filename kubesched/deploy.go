@@ -274,5 +274,3 @@ chown %[4]d:%[4]d %[2]s.tmp; mv -f %[2]s.tmp %[2]s`, remote, KubeconfigFile, Use
 	_, err = cli.Run(ctx, "scheduler/kubeconfig", cmd)
 	return err
 }
-
-

@@ -86,8 +86,8 @@ func Objects(s *v1alpha1.Scheduler, image string) ([]any, []byte, error) {
 					Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 					Containers: []corev1.Container{{
 						Name: User, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
-						Command: []string{"/usr/local/bin/hactl-scheduler", "--config=" + podConfigDir + "/config.yaml", "--secure-port=" + strconv.Itoa(s.SecurePort)},
-						Ports:   []corev1.ContainerPort{{Name: "https", ContainerPort: int32(s.SecurePort)}},
+						Command:        []string{"/usr/local/bin/hactl-scheduler", "--config=" + podConfigDir + "/config.yaml", "--secure-port=" + strconv.Itoa(s.SecurePort)},
+						Ports:          []corev1.ContainerPort{{Name: "https", ContainerPort: int32(s.SecurePort)}},
 						LivenessProbe:  probe("/livez"),
 						ReadinessProbe: probe("/readyz"),
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{

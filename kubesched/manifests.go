@@ -9,8 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -127,7 +127,9 @@ const NameLabel = "app.kubernetes.io/name"
 // Selector selects the scheduler's pods and objects.
 const Selector = NameLabel + "=" + User
 
-func labels() map[string]string { return map[string]string{"app.kubernetes.io/managed-by": "hactl", NameLabel: User} }
+func labels() map[string]string {
+	return map[string]string{"app.kubernetes.io/managed-by": "hactl", NameLabel: User}
+}
 
 func clusterRoleBinding(name, role string, subject rbacv1.Subject) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{

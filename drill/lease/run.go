@@ -301,8 +301,16 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = DrillLabel + "=" + id }))
 		pi := podInf.Core().V1().Pods().Informer()
 		pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { if n, ok := ob.pod(obj); ok { deleteNow(n) } },
-			UpdateFunc: func(_, obj any) { if n, ok := ob.pod(obj); ok { deleteNow(n) } },
+			AddFunc: func(obj any) {
+				if n, ok := ob.pod(obj); ok {
+					deleteNow(n)
+				}
+			},
+			UpdateFunc: func(_, obj any) {
+				if n, ok := ob.pod(obj); ok {
+					deleteNow(n)
+				}
+			},
 		})
 		podInf.Start(ictx.Done())
 		if !cache.WaitForCacheSync(ictx.Done(), pi.HasSynced) {
