@@ -190,8 +190,8 @@ func holderOf(l *coordinationv1.Lease) string {
 	return *l.Spec.HolderIdentity
 }
 
-// hostOf is the hostname part of a holderIdentity (client-go's leader election: hostname "_" UUID).
-func hostOf(holder string) string {
+// HostOf is the hostname part of a holderIdentity (client-go's leader election: hostname "_" UUID).
+func HostOf(holder string) string {
 	h, _, _ := strings.Cut(holder, "_")
 	return h
 }
@@ -199,7 +199,7 @@ func hostOf(holder string) string {
 // victim finds the holder's replica: the spec host whose name is the identity's hostname (static
 // pods on the host network), else the pod of that name.
 func (o *Options) victim(ctx context.Context, holder string) (string, error) {
-	host := hostOf(holder)
+	host := HostOf(holder)
 	if o.Cluster != nil {
 		for _, h := range o.Cluster.ControlPlaneHosts() {
 			if h.Name == host {

@@ -5,8 +5,10 @@ package kubee2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/lease"
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/kubesched"
 )
@@ -104,16 +107,64 @@ spec:
 	kubectl(t, "apply", "-f", manifest)
 }
 
+// leaseDrill runs kill-leader on hactl-scheduler's Lease by method with args and checks what holds
+// whatever the timing: another identity took over, every pod was bound, and RecordingBinder's
+// identities bound in disjoint revision windows (two of them at least: the old leader's and the new).
+func leaseDrill(t *testing.T, method string, args ...string) lease.Report {
+	t.Helper()
+	rf := filepath.Join(t.TempDir(), "drill.json")
+	all := append([]string{"drill", "kill-leader", "--target", "lease/kube-system/hactl-scheduler", "--method", method, "--yes", "-o", "json", "--report", rf}, args...)
+	r := suite.MustHactl(t, all...)
+	var rep lease.Report
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%s: %v\n%s", method, err, r.Stdout)
+	}
+	if raw, err := os.ReadFile(rf); err != nil || !strings.Contains(string(raw), `"result": "pass"`) {
+		t.Errorf("%s: --report %s: %v", method, rf, err)
+	}
+	if rep.Result != "pass" || len(rep.Iter) != 1 {
+		t.Fatalf("%s: result %s (%v)", method, rep.Result, rep.Failures)
+	}
+	it := rep.Iter[0]
+	if it.NewHolder == "" || it.NewHolder == it.OldHolder || it.TakeoverMs == nil || it.FirstBindMs == nil {
+		t.Errorf("%s: old %s, new %s, takeover %s, first bind %s", method, it.OldHolder, it.NewHolder, fmtMs(it.TakeoverMs), fmtMs(it.FirstBindMs))
+	}
+	if it.PodsBound != it.PodsCreated || it.PodsCreated == 0 || len(it.Overlaps) > 0 || len(it.Windows) < 2 || !strings.HasPrefix(it.Proof, "held") {
+		t.Errorf("%s: %d/%d pods bound, windows %+v, overlaps %v, proof %q", method, it.PodsBound, it.PodsCreated, it.Windows, it.Overlaps, it.Proof)
+	}
+	return rep
+}
+
+func fmtMs(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 0, 64) + "ms"
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
 // TestScheduler: on the cluster TestKubernetes built, bad scheduler specs are refused before any
 // host is contacted; hactl-scheduler is deployed as static pods on the three control planes, one
 // replica holds its Lease, and a re-run changes nothing; its pods land in the preferred zone and
 // every pod names the replica that bound it; a worker marked for maintenance receives nothing new,
 // and a pod with nowhere to go says which node is under maintenance; bin-packing fills one worker
-// before the next.
+// before the next; the Lease drill by SIGKILL and SIGTERM proves a clean takeover; the Deployment
+// mode through a kubeconfig deploys, reports, survives the drill by pod deletion, and is removed.
 func TestScheduler(t *testing.T) {
 	ctx := context.Background()
 	// The cluster may be where TestKubernetes left it, or not built at all when only this test runs.
 	suite.BootstrapJSON(t, suite.Lab.SpecPath(3))
+	suite.MustHactl(t, "kubeconfig", "-f", suite.Lab.SpecPath(3), "--out", suite.Lab.Kubeconfig())
 	spec := schedSpec(t, "cluster-sched.yaml", nil)
 	t.Cleanup(func() {
 		for _, n := range []string{"w-a", "w-b", "w-c"} {
@@ -267,6 +318,94 @@ func TestScheduler(t *testing.T) {
 				t.Errorf("placement %v: not packed (stock spreading puts one or two per worker)", per)
 			}
 			kubectl(t, "delete", "deployment", "pack", "--wait=false")
+		}},
+		{"lease drill over SSH: SIGKILL and SIGTERM of the holder's container, another replica takes over, no two leaders", func(t *testing.T) {
+			for _, method := range []string{"process", "graceful"} {
+				rep := leaseDrill(t, method, "-f", spec)
+				it := rep.Iter[0]
+				if !strings.HasPrefix(it.Killed, "container hactl-scheduler on cp-") || lease.HostOf(it.NewHolder) == "" {
+					t.Errorf("%s: killed %q, new holder %q", method, it.Killed, it.NewHolder)
+				}
+				t.Logf("%s: takeover %s, first bind %s, longest gap %s, pending peak %d, %d pods", method,
+					fmtMs(it.TakeoverMs), fmtMs(it.FirstBindMs), fmtMs(it.LongestGapMs), it.PendingPeak, it.PodsBound)
+			}
+			if r := suite.Hactl(t, "drill", "kill-leader", "-f", spec, "--target", "lease/kube-system", "--yes"); r.Code != 2 {
+				t.Errorf("--target lease/kube-system: exit %d, want 2:\n%s", r.Code, r.Stderr)
+			}
+			if r := suite.Hactl(t, "drill", "kill-leader", "-f", spec, "--target", "lease/kube-system/hactl-scheduler", "--method", "network", "--yes"); r.Code != 2 {
+				t.Errorf("--method network on a Lease: exit %d, want 2:\n%s", r.Code, r.Stderr)
+			}
+		}},
+		{"Deployment mode through a kubeconfig: deploy, status, the lease drill by pod deletion, remove", func(t *testing.T) {
+			suite.MustHactl(t, "scheduler", "remove", "-f", spec, "--yes")
+			harness.WaitFor(t, "the static pods gone", time.Minute, time.Second, func() string {
+				if out := kubectl(t, "get", "pods", "-n", "kube-system", "-l", kubesched.Selector, "-o", "name"); strings.TrimSpace(out) != "" {
+					return out
+				}
+				return ""
+			})
+			// The nodes get the image as `kind load image-archive` gives it to a kind cluster's.
+			for _, n := range sortedNodes() {
+				h, err := suite.Lab.Host(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.CommandContext(ctx, "docker", "exec", "-i", h.Container, "ctr", "-n", "k8s.io", "images", "import", "-")
+				f, err := os.Open(schedulerArchive(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd.Stdin = f
+				out, err := cmd.CombinedOutput()
+				f.Close()
+				if err != nil {
+					t.Fatalf("%s: ctr import: %v\n%s", n, err, out)
+				}
+			}
+			kc := suite.Lab.Kubeconfig()
+			// Without a spec file: the defaults and the flags; checked against the cluster's nodes.
+			noSpec := filepath.Join(t.TempDir(), "absent.yaml")
+			for _, bad := range [][]string{{"--preferred-zone", "az-q=100"}, {"--replicas", "7"}, {"--preferred-zone", "az-a=0"}} {
+				args := append([]string{"scheduler", "deploy", "--kubeconfig", kc, "--image-archive", schedulerArchive(t)}, bad...)
+				r := suite.Command(t, args...)
+				r.Dir = filepath.Dir(noSpec)
+				out, err := r.CombinedOutput()
+				if code := exitCode(err); code != 2 {
+					t.Errorf("%v: exit %d, want 2:\n%s", bad, code, out)
+				}
+			}
+			if out := kubectl(t, "get", "deployment", "-n", "kube-system", "--ignore-not-found", "-o", "name"); strings.Contains(out, "hactl-scheduler") {
+				t.Fatalf("a refused deploy created the Deployment: %s", out)
+			}
+			r := suite.MustHactl(t, "scheduler", "deploy", "-f", spec, "--kubeconfig", kc)
+			t.Logf("%s", r.Stderr)
+			var st kubesched.Status
+			if err := json.Unmarshal([]byte(suite.MustHactl(t, "scheduler", "status", "-f", spec, "--kubeconfig", kc, "-o", "json").Stdout), &st); err != nil {
+				t.Fatal(err)
+			}
+			nodes, leaders := map[string]bool{}, 0
+			for _, rep := range st.Replicas {
+				nodes[rep.Node] = true
+				if rep.Leader {
+					leaders++
+				}
+			}
+			if len(st.Replicas) != 3 || len(nodes) != 3 || leaders != 1 {
+				t.Errorf("status %+v: want 3 replicas on 3 nodes, one leader", st)
+			}
+			for _, method := range []string{"process", "graceful"} {
+				rep := leaseDrill(t, method, "-f", spec, "--kubeconfig", kc)
+				it := rep.Iter[0]
+				if !strings.HasPrefix(it.Killed, "pod kube-system/hactl-scheduler-") {
+					t.Errorf("%s: killed %q, want the holder's pod", method, it.Killed)
+				}
+				t.Logf("%s: takeover %s, first bind %s, longest gap %s, pending peak %d, %d pods", method,
+					fmtMs(it.TakeoverMs), fmtMs(it.FirstBindMs), fmtMs(it.LongestGapMs), it.PendingPeak, it.PodsBound)
+			}
+			suite.MustHactl(t, "scheduler", "remove", "-f", spec, "--kubeconfig", kc, "--yes")
+			if out := kubectl(t, "get", "deployment,configmap,serviceaccount,pdb", "-n", "kube-system", "-l", kubesched.Selector, "-o", "name"); strings.TrimSpace(out) != "" {
+				t.Errorf("left after remove: %s", out)
+			}
 		}},
 	}
 	for _, s := range steps {

@@ -196,14 +196,15 @@ re-run with the same settings changes nothing.
 				o.Cluster, o.Out, o.Printer, o.Prompt = c, s.Out, p, terminalPrompter(s.In, s.Err)
 				return kubesched.Deploy(cmd.Context(), o)
 			}
-			image := o.Image
-			if image == "" {
-				image = sch.Image
+			// The nodes must have the image already (kind load image-archive): an archive only names it.
+			image, archive, flag := o.Image, o.ImageArchive, "--image-archive"
+			if image == "" && archive == "" {
+				image, archive, flag = sch.Image, sch.ImageArchive, "spec.scheduler.imageArchive"
 			}
-			if o.ImageArchive != "" && o.Image == "" {
-				refs, err := images.ArchiveImages(o.ImageArchive)
+			if image == "" && archive != "" {
+				refs, err := images.ArchiveImages(archive)
 				if err != nil || len(refs) != 1 {
-					return &UsageError{Err: fmt.Errorf("--image-archive %s: want an archive of one image (%v, %v)", o.ImageArchive, refs, err)}
+					return &UsageError{Err: fmt.Errorf("%s %s: want an archive of one image (%v, %v)", flag, archive, refs, err)}
 				}
 				image = refs[0]
 			}
