@@ -57,6 +57,9 @@ type Report struct {
 	// Kubernetes is the cluster hactl built (spec.kubernetes), asked from a control-plane host over
 	// SSH; absent without spec.kubernetes. Its problems are in Problems too ("kubernetes: ").
 	Kubernetes *KubeStatus `json:"kubernetes,omitempty"`
+	// Scheduler is hactl-scheduler's replicas and Lease (spec.scheduler), through the API over SSH;
+	// absent without spec.scheduler. Its problems are in Problems too ("scheduler: ").
+	Scheduler *SchedulerStatus `json:"scheduler,omitempty"`
 
 	// hostByURL maps each spec member's client URL to its host name, to name endpoints that did
 	// not answer (etcd reports no member name for them).
@@ -112,12 +115,22 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 			kube = collectKube(ctx, c, lbDialer, o.Timeout, o.Printer)
 		}
 	}()
+	var sched *SchedulerStatus
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		if c.Spec.Kubernetes != nil && c.Spec.Scheduler != nil {
+			sched = collectScheduler(ctx, c, o.Prompt, o.Timeout)
+		}
+	}()
 	rep, err := collectEtcd(ctx, c, o.Timeout, tunnel.Etcd())
 	<-lbDone
 	<-kubeDone
+	<-schedDone
 	if rep != nil {
 		rep.addLB(lbStatus)
 		rep.addKube(kube)
+		rep.addScheduler(sched)
 	}
 	return rep, err
 }
@@ -298,6 +311,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.Kubernetes != nil {
 		printKube(w, r.Kubernetes)
+	}
+	if r.Scheduler != nil {
+		printScheduler(w, r.Scheduler)
 	}
 	if len(r.Problems) > 0 {
 		fmt.Fprintf(w, "\nDEGRADED: %s\n", strings.Join(r.Problems, "; "))

@@ -130,7 +130,9 @@ func stop(cmd *exec.Cmd) {
 	}
 }
 
-// apiserver starts etcd and kube-apiserver in dir and returns a client and a kubeconfig for the
+// apiserver starts etcd and kube-apiserver in dir (admission without ServiceAccount, whose default
+// accounts kube-controller-manager would create, and without TaintNodesByCondition, whose not-ready
+// taint kubelet would clear) and returns a client and a kubeconfig for the
 // schedulers (a static token of a system:masters user; the server's self-signed certificate).
 func apiserver(root, dir string) (*kubernetes.Clientset, string, func(), error) {
 	bin := filepath.Join(root, "bin")
@@ -156,7 +158,7 @@ func apiserver(root, dir string) (*kubernetes.Clientset, string, func(), error) 
 		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", tokens, "--authorization-mode", "RBAC",
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
 		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", "10.0.0.0/24",
-		"--disable-admission-plugins", "ServiceAccount", "--max-requests-inflight", "3000", "--max-mutating-requests-inflight", "1000")
+		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition", "--max-requests-inflight", "3000", "--max-mutating-requests-inflight", "1000")
 	if err != nil {
 		stop(etcd)
 		return nil, "", nil, err
