@@ -62,6 +62,8 @@ func main() {
 	skipThroughput := flag.Bool("skip-throughput", false, "skip the throughput part")
 	skipLease := flag.Bool("skip-lease", false, "skip the Lease takeover part (the lab)")
 	keep := flag.Bool("keep", false, "leave the lab running afterwards")
+	rounds := flag.Int("rounds", 3, "throughput runs per scheduler, in alternating order (the median is reported)")
+	breakdown := flag.Bool("breakdown", true, "also run hactl-scheduler with the stock profile and with spreading, to show where a difference comes from")
 	flag.Parse()
 	root, err := lab.FindRepoRoot(".")
 	if err != nil {
@@ -69,7 +71,7 @@ func main() {
 	}
 	var errs []error
 	if !*skipThroughput {
-		if err := throughput(root, *nodes, *pods); err != nil {
+		if err := throughput(root, *nodes, *pods, *rounds, *breakdown); err != nil {
 			errs = append(errs, fmt.Errorf("throughput: %w", err))
 		}
 	}
@@ -234,7 +236,6 @@ func createNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 var podSizes = []int64{100, 250, 500, 750}
 
 type result struct {
-	name      string
 	pods      int
 	duration  time.Duration
 	nodesUsed int
@@ -243,7 +244,7 @@ type result struct {
 // schedule creates pods pending pods for schedulerName in namespace ns, starts the scheduler (start)
 // and measures from the first binding to the last.
 func schedule(ctx context.Context, cs kubernetes.Interface, name, schedulerName, ns string, pods int, startSched func() (*exec.Cmd, error)) (result, error) {
-	res := result{name: name, pods: pods}
+	res := result{pods: pods}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return res, err
 	}
@@ -333,7 +334,7 @@ func withClient(config []byte, kubeconfig string) ([]byte, error) {
 	return yaml.Marshal(doc)
 }
 
-func throughput(root string, nodes, pods int) error {
+func throughput(root string, nodes, pods, rounds int, breakdown bool) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "bench-scheduler-")
 	if err != nil {
@@ -374,22 +375,70 @@ func throughput(root string, nodes, pods int) error {
 				"--authentication-skip-lookup", "--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics")
 		}
 	}
-	a, err := schedule(ctx, cs, "kube-scheduler (stock, default profile)", "default-scheduler", "bench-stock", pods, run("kube-scheduler", "kube-scheduler", stock))
+	spread := v1alpha1.DefaultScheduler(&v1alpha1.Scheduler{PreferredZones: s.PreferredZones})
+	spread.BinPacking.Strategy = "LeastAllocated"
+	r2, err := kubesched.ConfigYAML(spread, kc)
 	if err != nil {
-		return fmt.Errorf("stock: %w (log %s)", err, dir)
+		return err
 	}
-	b, err := schedule(ctx, cs, "hactl-scheduler (ZonePreference, MaintenanceGuard, RecordingBinder, MostAllocated)", "hactl-scheduler", "bench-hactl", pods, run("hactl-scheduler", "hactl-scheduler", ours))
+	spreadCfg, err := withClient(r2, kc)
 	if err != nil {
-		return fmt.Errorf("hactl-scheduler: %w", err)
+		return err
 	}
-	fmt.Printf("\nthroughput: %d pods (cpu %v m, cycled) onto %d Node objects, one kube-apiserver + etcd, no kubelets, client QPS 5000\n", pods, podSizes, nodes)
-	for _, r := range []result{a, b} {
-		fmt.Printf("  %-90s %7.1f pods/s  (%s first to last binding)  nodes used %d\n", r.name, float64(r.pods)/r.duration.Seconds(), r.duration.Round(time.Millisecond), r.nodesUsed)
+	type variant struct {
+		name, scheduler, binary string
+		config                  []byte
 	}
-	ratio := (float64(b.pods) / b.duration.Seconds()) / (float64(a.pods) / a.duration.Seconds())
+	variants := []variant{
+		{"kube-scheduler (stock, default profile)", "default-scheduler", "kube-scheduler", stock},
+		{"hactl-scheduler (ZonePreference, MaintenanceGuard, RecordingBinder, MostAllocated)", "hactl-scheduler", "hactl-scheduler", ours},
+	}
+	if breakdown {
+		// Where a difference comes from: the same binary with the stock profile, then hactl's
+		// plugins with kube-scheduler's spreading (LeastAllocated) instead of packing.
+		variants = append(variants,
+			variant{"  breakdown: hactl-scheduler binary, stock default profile", "default-scheduler", "hactl-scheduler", stock},
+			variant{"  breakdown: hactl's plugins, LeastAllocated instead of MostAllocated", "hactl-scheduler", "hactl-scheduler", spreadCfg})
+	}
+	// Rounds alternate the order (a run after another finds the apiserver and etcd warmer); the
+	// median of each variant's runs is reported.
+	rates := make([][]float64, len(variants))
+	used := make([]int, len(variants))
+	for r := range rounds {
+		order := make([]int, len(variants))
+		for i := range order {
+			order[i] = i
+		}
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, i := range order {
+			v := variants[i]
+			res, err := schedule(ctx, cs, v.name, v.scheduler, fmt.Sprintf("bench-%d-%d", r, i), pods, run(fmt.Sprintf("%s-%d-%d", v.binary, r, i), v.binary, v.config))
+			if err != nil {
+				return fmt.Errorf("%s: %w (logs in %s)", v.name, err, dir)
+			}
+			rates[i] = append(rates[i], float64(res.pods)/res.duration.Seconds())
+			used[i] = res.nodesUsed
+			logf("bench/scheduler: round %d: %s: %.1f pods/s, %d nodes", r+1, strings.TrimSpace(v.name), rates[i][len(rates[i])-1], res.nodesUsed)
+		}
+	}
+	fmt.Printf("\nthroughput: %d pods (cpu %v m, cycled) onto %d Node objects, one kube-apiserver + etcd, no kubelets, client QPS 5000; median of %d rounds (first to last binding)\n", pods, podSizes, nodes, rounds)
+	for i, v := range variants {
+		fmt.Printf("  %-90s %7.1f pods/s  (runs %s)  nodes used %d\n", v.name, pct(rates[i], 50), fmtRates(rates[i]), used[i])
+	}
+	ratio := pct(rates[1], 50) / pct(rates[0], 50)
 	fmt.Printf("  goal hactl-scheduler >= 0.9 x stock pods/s: %.2f x: %s\n", ratio, verdict(ratio >= 0.9))
-	fmt.Printf("  bin-packing: hactl-scheduler used %d nodes, stock spreading %d (%.2f x)\n", b.nodesUsed, a.nodesUsed, float64(b.nodesUsed)/float64(a.nodesUsed))
+	fmt.Printf("  bin-packing: hactl-scheduler used %d nodes, stock spreading %d (%.2f x)\n", used[1], used[0], float64(used[1])/float64(used[0]))
 	return nil
+}
+
+func fmtRates(xs []float64) string {
+	var parts []string
+	for _, x := range xs {
+		parts = append(parts, strconv.FormatFloat(x, 'f', 0, 64))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func verdict(ok bool) string {

@@ -55,18 +55,21 @@ func ParseTarget(s string) (Target, error) {
 
 // Report is the drill's outcome: its settings, one Iteration per --count, and the verdict.
 type Report struct {
-	Drill     string      `json:"drill"`
-	Target    string      `json:"target"`
-	Via       string      `json:"via"`
-	Method    string      `json:"method"`
-	Scheduler string      `json:"schedulerName,omitempty"`
-	Rate      int         `json:"ratePodsPerSecond"`
-	MaxRTOMs  float64     `json:"maxRTOMs"`
-	Started   time.Time   `json:"started"`
-	Iter      []Iteration `json:"iterations"`
-	Result    string      `json:"result"`
-	Failures  []string    `json:"failures,omitempty"`
-	Error     string      `json:"error,omitempty"`
+	Drill     string  `json:"drill"`
+	Target    string  `json:"target"`
+	Via       string  `json:"via"`
+	Method    string  `json:"method"`
+	Scheduler string  `json:"schedulerName,omitempty"`
+	Rate      int     `json:"ratePodsPerSecond"`
+	MaxRTOMs  float64 `json:"maxRTOMs"`
+	// ResolutionMs bounds the timing error of every figure: events are stamped when the watch
+	// delivers them, and the drill checks for the end every ResolutionMs.
+	ResolutionMs float64     `json:"resolutionMs"`
+	Started      time.Time   `json:"started"`
+	Iter         []Iteration `json:"iterations"`
+	Result       string      `json:"result"`
+	Failures     []string    `json:"failures,omitempty"`
+	Error        string      `json:"error,omitempty"`
 }
 
 // Iteration is one fault and what was observed, times in ms after the fault was sent.

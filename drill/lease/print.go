@@ -10,8 +10,8 @@ import (
 // Print writes the report as the etcd drills do: settings, one row per iteration, the proof and the
 // verdict.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "drill kill-leader --target %s (%s, via %s): %d pods/s for %s, budget %.0fms\n\n", r.Target, r.Method, r.Via,
-		r.Rate, dash(r.Scheduler), r.MaxRTOMs)
+	fmt.Fprintf(w, "drill kill-leader --target %s (%s, via %s): %d pods/s for %s, budget %.0fms, resolution %.0fms (watch events, this machine's clock)\n\n", r.Target, r.Method, r.Via,
+		r.Rate, dash(r.Scheduler), r.MaxRTOMs, r.ResolutionMs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tKILLED\tOLD HOLDER\tNEW HOLDER\tTAKEOVER\tFIRST BIND\tLONGEST GAP\tPENDING PEAK\tBOUND\tRESULT")
 	for i, it := range r.Iter {

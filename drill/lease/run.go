@@ -32,6 +32,9 @@ import (
 	"github.com/hactl/hactl/ui"
 )
 
+// pollEvery is how often the drill looks at what the watches delivered.
+const pollEvery = 20 * time.Millisecond
+
 // BoundByAnnotation is RecordingBinder's annotation (scheduler/plugins/bindrecorder).
 const BoundByAnnotation = "scheduler.hactl.io/bound-by"
 
@@ -100,7 +103,7 @@ func ContainerName(t Target) string {
 // (exit 3) when an iteration failed its checks; runtime errors naming the step.
 func Run(ctx context.Context, o *Options) (*Report, error) {
 	rep := &Report{Drill: "kill-leader", Target: o.Target.String(), Via: o.Via, Method: o.Method, Scheduler: o.SchedulerName,
-		Rate: o.Rate, MaxRTOMs: ms(o.MaxRTO), Started: time.Now().UTC()}
+		Rate: o.Rate, MaxRTOMs: ms(o.MaxRTO), ResolutionMs: ms(pollEvery), Started: time.Now().UTC()}
 	defer func() {
 		if o.Report != "" {
 			if err := drill.WriteJSON(o.Report, rep); err != nil {
@@ -406,7 +409,7 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 				break
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pollEvery)
 	}
 	if o.SchedulerName != "" {
 		close(stopWork)
