@@ -177,7 +177,7 @@ func TestScheduler(t *testing.T) {
 		fn   func(t *testing.T)
 	}{
 		{"bad scheduler specs are refused with the field path, nothing deployed", func(t *testing.T) {
-			w := int32(0)
+			w, neg := int32(0), int32(-3)
 			for name, tc := range map[string]struct {
 				mutate func(s *v1alpha1.Scheduler)
 				want   string
@@ -197,6 +197,13 @@ func TestScheduler(t *testing.T) {
 				"score weight 0": {func(s *v1alpha1.Scheduler) {
 					s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "ImageLocality", Weight: &w}}}}
 				}, "spec.scheduler.plugins[score].enabled[0].weight"},
+				"score weight negative": {func(s *v1alpha1.Scheduler) {
+					s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "ImageLocality", Weight: &neg}}}}
+				}, "spec.scheduler.plugins[score].enabled[0].weight"},
+				"plugin that does not exist": {func(s *v1alpha1.Scheduler) {
+					s.Plugins = map[string]v1alpha1.PluginSet{"filter": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "ZoneGuard"}}}}
+				}, "spec.scheduler.plugins[filter].enabled[0].name"},
+				"timings kube-scheduler would die on": {func(s *v1alpha1.Scheduler) { s.LeaderElection.LeaseDuration = v1alpha1.Duration{Duration: 10 * time.Second} }, "spec.scheduler.leaderElection.leaseDuration"},
 			} {
 				r := suite.Hactl(t, "scheduler", "deploy", "-f", schedSpec(t, "bad-sched.yaml", tc.mutate))
 				if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
