@@ -1,7 +1,15 @@
 package kubesched
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"flag"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,11 +111,38 @@ func TestManifestsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/deployment.yaml", out, *update, "go test ./kubesched -update")
-	for _, want := range []string{"resourceNames:\n    - hactl-scheduler", "name: system:kube-scheduler", "name: system:volume-scheduler",
+	for _, want := range []string{"resourceNames:\n  - hactl-scheduler", "name: system:kube-scheduler", "name: system:volume-scheduler",
 		"name: extension-apiserver-authentication-reader", "topologyKey: kubernetes.io/hostname", "priorityClassName: system-cluster-critical",
 		"kind: PodDisruptionBudget", "maxUnavailable: 1"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("Deployment mode's objects lack %q", want)
+		}
+	}
+}
+
+func TestKubeconfigDue(t *testing.T) {
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	cert := func(notAfter time.Time) string {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: User}, NotBefore: now.Add(-time.Hour), NotAfter: notAfter}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	}
+	for name, tc := range map[string]struct {
+		probe string
+		want  bool
+	}{
+		"missing":       {"image\n", true},
+		"fresh":         {"kubeconfig\ncert " + cert(now.Add(300*24*time.Hour)) + "\n", false},
+		"expiring soon": {"kubeconfig\ncert " + cert(now.Add(10*24*time.Hour)) + "\n", true},
+		"no cert":       {"kubeconfig\n", true},
+		"garbage":       {"kubeconfig\ncert !!!\n", true},
+	} {
+		if got, why := kubeconfigDue(tc.probe, now); got != tc.want {
+			t.Errorf("%s: due %t (%s), want %t", name, got, why, tc.want)
 		}
 	}
 }

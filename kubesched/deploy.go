@@ -3,7 +3,10 @@ package kubesched
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"os"
@@ -193,7 +196,7 @@ func (p *plan) install(ctx context.Context, d *provision.Dialer, c *v1alpha1.Clu
 	defer cli.Close()
 	var changed []string
 	// What is there: the image, the kubeconfig, the sums of the config and the manifest.
-	probe := fmt.Sprintf(`install -d -m 0700 -o %[1]d -g %[1]d %[2]s; `, UID, Dir) + fmt.Sprintf(`ctr -n k8s.io images ls -q name==%s | grep -qxF %s && echo image; [ -s %s ] && echo kubeconfig; sha256sum %s %s 2>/dev/null; true`,
+	probe := fmt.Sprintf(`install -d -m 0700 -o %[1]d -g %[1]d %[2]s; `, UID, Dir) + fmt.Sprintf(`ctr -n k8s.io images ls -q name==%s | grep -qxF %s && echo image; [ -s %[3]s ] && echo kubeconfig && sed -n 's/^ *client-certificate-data: */cert /p' %[3]s; sha256sum %[4]s %[5]s 2>/dev/null; true`,
 		shell.Quote(p.image), shell.Quote(p.image), KubeconfigFile, ConfigFile, ManifestFile)
 	res, err := cli.Run(ctx, "scheduler/inspect", probe)
 	if err != nil {
@@ -216,11 +219,12 @@ func (p *plan) install(ctx context.Context, d *provision.Dialer, c *v1alpha1.Clu
 	if err := cli.Upload(ctx, "scheduler/files", []provision.File{{Path: ConfigFile + ".new", Mode: 0o600, Owner: fmt.Sprint(UID), Group: fmt.Sprint(UID), Content: p.config}}); err != nil {
 		return "", err
 	}
-	if !strings.Contains(have, "kubeconfig\n") {
+	// The client certificate (public; the key stays on the host) is renewed within RenewBefore of its end.
+	if renew, why := kubeconfigDue(have, time.Now()); renew {
 		if err := makeKubeconfig(ctx, cli, c); err != nil {
 			return "", err
 		}
-		changed = append(changed, "kubeconfig made")
+		changed = append(changed, "kubeconfig "+why)
 	}
 	// The scheduler's own validation, with the image that will run it, before the swap.
 	validate := fmt.Sprintf("ctr -n k8s.io run --rm --mount type=bind,src=%[1]s,dst=%[1]s,options=rbind:ro %[2]s hactl-scheduler-validate-$$ /usr/local/bin/hactl-scheduler validate --config %[3]s.new 2>&1",
@@ -244,6 +248,41 @@ func (p *plan) install(ctx context.Context, d *provision.Dialer, c *v1alpha1.Clu
 		return "unchanged", nil
 	}
 	return strings.Join(changed, ", "), nil
+}
+
+// RenewBefore is how long before its client certificate expires the scheduler's kubeconfig is made
+// again (it is valid a year).
+const RenewBefore = 30 * 24 * time.Hour
+
+// kubeconfigDue reads the probe's output: "kubeconfig" when the file exists, "cert <base64 PEM>" its
+// client certificate. It says whether to make the kubeconfig and why ("made", "renewed").
+func kubeconfigDue(probe string, now time.Time) (bool, string) {
+	if !strings.Contains(probe, "kubeconfig\n") {
+		return true, "made"
+	}
+	for _, line := range strings.Split(probe, "\n") {
+		b64, ok := strings.CutPrefix(line, "cert ")
+		if !ok {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+		if err != nil {
+			return true, "renewed (unreadable certificate)"
+		}
+		block, _ := pem.Decode(raw)
+		if block == nil {
+			return true, "renewed (unreadable certificate)"
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return true, "renewed (unreadable certificate)"
+		}
+		if cert.NotAfter.Sub(now) < RenewBefore {
+			return true, "renewed (certificate expires " + cert.NotAfter.UTC().Format(time.RFC3339) + ")"
+		}
+		return false, ""
+	}
+	return true, "renewed (no client certificate in it)"
 }
 
 func importArchive(ctx context.Context, cli *provision.Client, path string) error {

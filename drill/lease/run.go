@@ -32,6 +32,9 @@ import (
 	"github.com/hactl/hactl/ui"
 )
 
+// kubeletMaxBackoff is kubelet's longest crash-loop back-off (MaxContainerBackOff).
+const kubeletMaxBackoff = 5 * time.Minute
+
 // pollEvery is how often the drill looks at what the watches delivered.
 const pollEvery = 20 * time.Millisecond
 
@@ -68,7 +71,7 @@ type Options struct {
 // Validate checks the options locally; errors are *drill.InputError (exit 2).
 func (o *Options) Validate() error {
 	if o.Method != MethodProcess && o.Method != MethodGraceful {
-		return &drill.InputError{Err: fmt.Errorf("--method %s: a Lease drill takes process (SIGKILL; through a kubeconfig the pod deleted with no grace) or graceful (SIGTERM; the pod's grace period)", o.Method)}
+		return &drill.InputError{Err: fmt.Errorf("--method %s: a Lease drill takes process (SIGKILL of the holder's container; through a kubeconfig its pod deleted with no grace) or graceful (SIGTERM; through a kubeconfig the pod's grace period)", o.Method)}
 	}
 	if o.Count < 1 {
 		return &drill.InputError{Err: fmt.Errorf("--count %d: must be at least 1", o.Count)}
@@ -112,16 +115,19 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 		}
 	}()
 	l, err := o.API.CoordinationV1().Leases(o.Target.Namespace).Get(ctx, o.Target.Name, metav1.GetOptions{})
-	if err != nil {
-		return rep, &drill.RefusedError{Reasons: []string{fmt.Sprintf("%s: %v", o.Target, err)}}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, &drill.RefusedError{Reasons: []string{fmt.Sprintf("%s does not exist (no replica elected there yet)", o.Target)}, Fix: "deploy the component first, or name another Lease (kubectl get leases -A)"}
+	case err != nil:
+		return nil, fmt.Errorf("reading %s via %s: %w", o.Target, o.Via, err)
 	}
 	holder := holderOf(l)
 	if holder == "" {
-		return rep, &drill.RefusedError{Reasons: []string{o.Target.String() + " has no holder: nothing to take down"}}
+		return nil, &drill.RefusedError{Reasons: []string{o.Target.String() + " has no holder: nothing to take down"}, Fix: "wait for a replica to take the Lease (hactl scheduler status)"}
 	}
 	victim, err := o.victim(ctx, holder)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
 	plan := []string{
 		fmt.Sprintf("%s is held by %s (%s)", o.Target, holder, victim),
@@ -209,11 +215,21 @@ func (o *Options) victim(ctx context.Context, holder string) (string, error) {
 				return "container " + ContainerName(o.Target) + " on " + h.Name, nil
 			}
 		}
-		return "", &drill.RefusedError{Reasons: []string{fmt.Sprintf("the holder %s is not a control-plane host of the spec: through a kubeconfig (--kubeconfig) the drill deletes the holder's pod instead", holder)}}
+		return "", &drill.RefusedError{Reasons: []string{fmt.Sprintf("the holder %s is not a control-plane host of the spec", holder)},
+			Fix: "for a replica that runs as a pod (a Deployment), pass --kubeconfig: the drill deletes the holder's pod"}
 	}
 	pods, err := o.API.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", host).String()})
-	if err != nil || len(pods.Items) != 1 {
-		return "", &drill.RefusedError{Reasons: []string{fmt.Sprintf("no single pod named %s (the holder %s's hostname): %v", host, holder, err)}}
+	if err != nil {
+		return "", fmt.Errorf("finding the holder's pod %s: %w", host, err)
+	}
+	if len(pods.Items) != 1 {
+		// A static pod's holder identity is its node's hostname; deleting its mirror pod through the
+		// API would not stop it.
+		if _, nerr := o.API.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{}); nerr == nil {
+			return "", &drill.RefusedError{Reasons: []string{fmt.Sprintf("the holder %s is a static pod on node %s: the API cannot stop it (deleting a mirror pod leaves the container running)", holder, host)},
+				Fix: "run the drill over SSH with the cluster's spec (-f cluster.yaml, without --kubeconfig)"}
+		}
+		return "", &drill.RefusedError{Reasons: []string{fmt.Sprintf("no single pod named %s (the holder %s's hostname)", host, holder)}, Fix: "check kubectl get pods -A -o wide"}
 	}
 	return "pod " + pods.Items[0].Namespace + "/" + host, nil
 }
@@ -660,7 +676,10 @@ kill -%[3]s "$pid"`, shell.Quote(`labels."io.kubernetes.container.name"==`+Conta
 // waitBack waits until the replicas are as many Ready as before and the victim was restarted
 // (static pod) or replaced (a pod).
 func (o *Options) waitBack(ctx context.Context, victim string, before replicaState) error {
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
+	// A container killed again and again is restarted after kubelet's crash back-off, which doubles
+	// up to 5 minutes (and resets after 10 minutes of running): allow for the longest one.
+	timeout := max(o.Timeout, kubeletMaxBackoff+time.Minute)
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		n, err := o.readyCount(ctx, before)
 		if err != nil || n < before.ready {
 			return false, nil
@@ -680,7 +699,7 @@ func (o *Options) waitBack(ctx context.Context, victim string, before replicaSta
 		return r > before.restarts, nil
 	})
 	if err != nil {
-		return fmt.Errorf("put back: %s not Ready again within %s: %w", victim, o.Timeout, err)
+		return fmt.Errorf("put back: %s not Ready again within %s: %w", victim, timeout, err)
 	}
 	return nil
 }

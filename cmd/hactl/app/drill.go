@@ -87,7 +87,32 @@ Measured every 20 ms: time until a new leader is elected, time until the first a
 (the RTO), the longest gap between acknowledged writes, write latency p50/p99, and after the put-back
 the time until the member's applied index reaches the leader's commit index. Then every acknowledged
 key is read back (any missing: data lost, exit 3), revisions must follow acknowledgement order and
-no two acknowledged writes may share a revision.`
+no two acknowledged writes may share a revision.
+
+With --target lease/NAMESPACE/NAME the drill takes down the holder of that Lease instead
+(hactl-scheduler's, kube-scheduler's, kube-controller-manager's: any client-go leader election),
+found from its holderIdentity, while --pod-rate pods per second are created for the scheduler
+(--scheduler-name; none for kube-controller-manager) in namespace hactl-drill and deleted once bound.
+
+  --method process   over SSH (-f cluster.yaml): SIGKILL of the holder's container on its host; the
+                     others wait out the lease duration
+  --method graceful  over SSH: SIGTERM; client-go's ReleaseOnCancel hands the Lease over at once
+  --kubeconfig FILE  the holder's pod is deleted (a Deployment's replica): with no grace for
+                     process, its grace period for graceful; kubelet sends SIGTERM first either way,
+                     so both hand over at once - only the SSH mode crashes a replica. Static pods
+                     cannot be stopped through the API: use the SSH mode for them.
+
+Measured from watch events on this machine's clock (never the Lease's renewTime): time until another
+identity holds the Lease, until the first pod is bound by another replica, the longest gap between
+bindings, the pods pending at the peak. With hactl-scheduler every pod names the replica that bound
+it (scheduler.hactl.io/bound-by): ordered by revision, the bindings of two identities must never
+interleave. Exit 3 over --max-rto (default 30s for a Lease), with a pod never bound, or interleaved
+bindings. Kubernetes puts the replica back (kubelet, the Deployment); the drill waits until it is
+Ready again.
+
+  hactl drill kill-leader -f cluster.yaml --target lease/kube-system/hactl-scheduler --yes
+  hactl drill kill-leader -f cluster.yaml --target lease/kube-system/hactl-scheduler --method graceful --count 10 --report takeover.json --yes
+  hactl drill kill-leader --kubeconfig kind.conf --target lease/kube-system/hactl-scheduler --yes`
 	case drill.AZOutage:
 		cmd.Short = "Take down every etcd member and LB host of one availability zone; prediction vs observation"
 		cmd.Long = `Predicts from the spec what losing --zone must do ("losing az-b leaves 2 of 3 members: quorum
@@ -119,7 +144,11 @@ spec.loadBalancer.healthCheck.caFile.`
 		if kind == drill.AZOutage {
 			def = string(drill.MethodNetwork)
 		}
-		f.StringVar(&o.method, "method", def, "how to take hosts down: process, network or host")
+		methods := "process, network or host"
+		if kind == drill.KillLeader {
+			methods += "; with --target: process or graceful"
+		}
+		f.StringVar(&o.method, "method", def, "how to take hosts down: "+methods)
 		f.StringVar(&o.down, "down-command", "", "--method host: command run here to take a host down (Go template: {{.Host}} {{.Address}} {{.Zone}})")
 		f.StringVar(&o.up, "up-command", "", "--method host: command run here to bring the host back (same template fields)")
 		f.IntVar(&o.rate, "rate", drill.DefaultRate, "workload puts per second (the RTO's resolution is 1/rate)")
@@ -144,7 +173,7 @@ spec.loadBalancer.healthCheck.caFile.`
 	}
 	f.DurationVar(&o.hold, "hold", drill.DefaultHold, "how long the fault is held before everything is put back")
 	f.IntVar(&o.count, "count", 1, "iterations; the report gives min/median/max")
-	f.DurationVar(&o.maxRTO, "max-rto", 0, "fail (exit 3) when any iteration's RTO exceeds this (e.g. 5s)")
+	f.DurationVar(&o.maxRTO, "max-rto", 0, "fail (exit 3) when any iteration's RTO exceeds this (e.g. 5s; default none, with --target 30s)")
 	f.StringVar(&o.report, "report", "", "also write the JSON report to this file")
 	f.BoolVar(&o.force, "force", false, "run although preflight found the cluster unhealthy (never with an earlier drill's leftovers)")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")

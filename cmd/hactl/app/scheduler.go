@@ -18,6 +18,7 @@ import (
 	"github.com/hactl/hactl/kubeadm/images"
 	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/kubesched"
+	"github.com/hactl/hactl/status"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -61,18 +62,24 @@ func (f *schedulerFlags) add(cmd *cobra.Command, deploy bool) {
 	}
 }
 
-// schedulerTarget resolves spec.scheduler and the way to the API: with --kubeconfig, the spec file
-// when it exists (or was named with -f), else the defaults and the flags (validated with the flags
-// as field paths); without, the spec over SSH. cluster is nil in the first case without a file.
-func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedulerFlags) (*ui.Printer, *v1alpha1.Cluster, *v1alpha1.Scheduler, func(), error) {
+// schedulerTarget resolves spec.scheduler and how the cluster is reached. With --kubeconfig: the
+// spec file when it exists or -f names it (spec.scheduler only: no host, binary or SSH check, the
+// hosts are not contacted), else the defaults and the flags. Over SSH (hosts: true) the spec with
+// its local files and SSH environment, as every command that contacts hosts; without (dry runs) the
+// spec only. --replicas and --preferred-zone go with no spec file only (exit 2 otherwise).
+func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedulerFlags, hosts bool) (*ui.Printer, *v1alpha1.Cluster, *v1alpha1.Scheduler, func(), error) {
 	p := ui.New(s.Err, g.verbose, false)
+	fl := cmd.Flags()
 	_, statErr := os.Stat(g.file)
 	if f.kubeconfig != "" && statErr != nil && !cmd.Flags().Changed("file") {
+		if fl.Changed("replicas") && f.replicas < 1 {
+			return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--replicas %d: at least 1", f.replicas)}
+		}
 		sch := &v1alpha1.Scheduler{Replicas: f.replicas}
 		for _, z := range f.zones {
 			name, w, ok := strings.Cut(z, "=")
 			n, err := strconv.Atoi(w)
-			if !ok || err != nil {
+			if !ok || err != nil || name == "" {
 				return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--preferred-zone %q: ZONE=WEIGHT, e.g. az-a=100", z)}
 			}
 			sch.PreferredZones = append(sch.PreferredZones, v1alpha1.PreferredZone{Zone: name, Weight: int32(n)})
@@ -83,13 +90,28 @@ func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedul
 		}
 		return p, nil, sch, func() {}, nil
 	}
-	p, c, _, closeLog, err := hostRun(s, g)
-	if err != nil {
+	for _, name := range []string{"replicas", "preferred-zone"} {
+		if fl.Lookup(name) != nil && fl.Changed(name) {
+			return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--%s is for --kubeconfig without a spec file; %s is used: set spec.scheduler there instead", name, g.file)}
+		}
+	}
+	var c *v1alpha1.Cluster
+	closeLog := func() {}
+	var err error
+	if hosts && f.kubeconfig == "" {
+		if p, c, _, closeLog, err = hostRun(s, g); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	} else if c, err = loadSpec(g.file, p, false); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if c.Spec.Scheduler == nil {
 		closeLog()
-		return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("%s: spec.scheduler: the spec has no scheduler section: add one (hactl init shows it)", g.file)}
+		return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("%s: spec.scheduler: the spec has no scheduler section: replace `scheduler: null` with the mapping below it in `hactl init`'s example (uncommented), e.g. scheduler: {imageArchive: bin/hactl-scheduler-image.tar}", g.file)}
+	}
+	if f.kubeconfig == "" && c.Spec.Kubernetes == nil {
+		closeLog()
+		return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("%s: spec.kubernetes: over SSH hactl-scheduler runs as static pods on the control planes hactl built; for another cluster pass --kubeconfig FILE", g.file)}
 	}
 	return p, c, c.Spec.Scheduler, closeLog, nil
 }
@@ -187,7 +209,7 @@ re-run with the same settings changes nothing.
 			kubesched.ManifestFile, kubesched.Dir, kubesched.User),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f)
+			p, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f, !o.DryRun)
 			if err != nil {
 				return err
 			}
@@ -243,12 +265,18 @@ func newSchedulerStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show hactl-scheduler's replicas and its Lease (holder, renew time, transitions)",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `Reads hactl-scheduler's Lease (holderIdentity, renewTime, leaseTransitions) and its pods (static
+pods or the Deployment's, label app.kubernetes.io/name=hactl-scheduler in kube-system): over SSH
+through a control plane (-f cluster.yaml), or through --kubeconfig. A replica is the leader when the
+holderIdentity's hostname is its node (static pods) or its pod name (Deployment). Exit 3 when
+replicas are deployed but none holds the Lease, the holder stopped renewing (no renewal for twice the
+lease duration), or a replica is not Ready; hactl status shows the same section.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
 				return &UsageError{Err: fmt.Errorf("-o %s: table or json", output)}
 			}
-			_, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f)
+			_, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f, true)
 			if err != nil {
 				return err
 			}
@@ -262,10 +290,20 @@ func newSchedulerStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			problems := status.SchedulerProblems(st, sch, time.Now())
+			verdict := func() error {
+				if len(problems) == 0 {
+					return nil
+				}
+				return &VerdictError{Err: fmt.Errorf("hactl-scheduler is degraded: %s", strings.Join(problems, "; "))}
+			}
 			if output == "json" {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				if err := enc.Encode(st); err != nil {
+					return err
+				}
+				return verdict()
 			}
 			l := st.Lease
 			renew := "-"
@@ -278,7 +316,13 @@ func newSchedulerStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 			for _, r := range st.Replicas {
 				fmt.Fprintf(tw, "%s\t%s\t%t\t%d\t%t\n", r.Pod, r.Node, r.Ready, r.Restarts, r.Leader)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(st.Replicas) == 0 {
+				fmt.Fprintln(s.Out, "not deployed: hactl scheduler deploy")
+			}
+			return verdict()
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
@@ -294,7 +338,7 @@ func newSchedulerRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 		Short: "Take hactl-scheduler out: static pods' files moved aside on the control planes, or the Deployment and its objects deleted",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f)
+			p, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f, true)
 			if err != nil {
 				return err
 			}
@@ -341,14 +385,24 @@ func newMaintenanceCommand(s Streams, g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "maintenance",
 		Short: "Mark a node for maintenance (hactl-scheduler places no new pod on it) or clear the mark",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long: `hactl maintenance start NODE sets the maintenance label on the Node (spec.scheduler.maintenanceLabel,
+default hactl.io/maintenance; any value marks it) with the annotations hactl.io/maintenance-since and
+-reason. hactl-scheduler's MaintenanceGuard then places no new pod there, and the pods' unschedulable
+reason names the node; pods already there stay (drain them separately). A pod that tolerates a
+NoSchedule taint of the label's key is let through (as DaemonSets tolerate unschedulable nodes).
+Over SSH the node must be a Kubernetes node of the spec (checked before any host is contacted); with
+--kubeconfig the API must have it. Both exit 2 otherwise.
+
+  hactl maintenance start w-b -f cluster.yaml --reason "kernel upgrade"
+  hactl maintenance end w-b -f cluster.yaml`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	var reason, kubeconfig string
 	mk := func(on bool) *cobra.Command {
 		use, short := "end NODE", "Clear the maintenance mark of NODE"
 		if on {
-			use, short = "start NODE", "Mark NODE for maintenance: label hactl.io/maintenance=true, annotations since and reason"
+			use, short = "start NODE", "Mark NODE for maintenance: label spec.scheduler.maintenanceLabel (default hactl.io/maintenance) =true, annotations since and reason"
 		}
 		c := &cobra.Command{
 			Use: use, Short: short,
@@ -356,6 +410,12 @@ func newMaintenanceCommand(s Streams, g *globalOptions) *cobra.Command {
 			RunE: func(cmd *cobra.Command, args []string) error {
 				p := ui.New(s.Err, g.verbose, false)
 				var cluster *v1alpha1.Cluster
+				if _, err := os.Stat(g.file); kubeconfig != "" && (err == nil || cmd.Flags().Changed("file")) {
+					// The spec names the label (spec.scheduler.maintenanceLabel); the API names the nodes.
+					if cluster, err = loadSpec(g.file, p, false); err != nil {
+						return err
+					}
+				}
 				if kubeconfig == "" {
 					var closeLog func()
 					var err error
@@ -369,6 +429,9 @@ func newMaintenanceCommand(s Streams, g *globalOptions) *cobra.Command {
 				}
 				api, err := apiClient(cmd, s, cluster, kubeconfig)
 				if err != nil {
+					if kubeconfig != "" {
+						return &UsageError{Err: err}
+					}
 					return err
 				}
 				defer api.Close()
