@@ -184,10 +184,12 @@ func TestScheduler(t *testing.T) {
 			}{
 				"profile default-scheduler": {func(s *v1alpha1.Scheduler) { s.SchedulerName = "default-scheduler" }, "spec.scheduler.schedulerName"},
 				"lease of kube-scheduler":   {func(s *v1alpha1.Scheduler) { s.LeaderElection.ResourceName = "kube-scheduler" }, "spec.scheduler.leaderElection.resourceName"},
-				"timings client-go rejects": {func(s *v1alpha1.Scheduler) { s.LeaderElection.RetryPeriod = v1alpha1.Duration{Duration: 9 * time.Second} }, "spec.scheduler.leaderElection.renewDeadline"},
-				"zone no host has":          {func(s *v1alpha1.Scheduler) { s.PreferredZones[0].Zone = "az-q" }, "spec.scheduler.preferredZones[0].zone"},
-				"percentage 120":            {func(s *v1alpha1.Scheduler) { p := int32(120); s.PercentageOfNodesToScore = &p }, "spec.scheduler.percentageOfNodesToScore"},
-				"replicas > nodes":          {func(s *v1alpha1.Scheduler) { s.Replicas = 7 }, "spec.scheduler.replicas"},
+				"timings client-go rejects": {func(s *v1alpha1.Scheduler) {
+					s.LeaderElection.RetryPeriod = v1alpha1.Duration{Duration: 9 * time.Second}
+				}, "spec.scheduler.leaderElection.renewDeadline"},
+				"zone no host has": {func(s *v1alpha1.Scheduler) { s.PreferredZones[0].Zone = "az-q" }, "spec.scheduler.preferredZones[0].zone"},
+				"percentage 120":   {func(s *v1alpha1.Scheduler) { p := int32(120); s.PercentageOfNodesToScore = &p }, "spec.scheduler.percentageOfNodesToScore"},
+				"replicas > nodes": {func(s *v1alpha1.Scheduler) { s.Replicas = 7 }, "spec.scheduler.replicas"},
 				"removed plugin": {func(s *v1alpha1.Scheduler) {
 					s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "NodeResourcesMostAllocated"}}}}
 				}, "NodeResourcesFit with scoringStrategy MostAllocated"},
@@ -203,7 +205,9 @@ func TestScheduler(t *testing.T) {
 				"plugin that does not exist": {func(s *v1alpha1.Scheduler) {
 					s.Plugins = map[string]v1alpha1.PluginSet{"filter": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "ZoneGuard"}}}}
 				}, "spec.scheduler.plugins[filter].enabled[0].name"},
-				"timings kube-scheduler would die on": {func(s *v1alpha1.Scheduler) { s.LeaderElection.LeaseDuration = v1alpha1.Duration{Duration: 10 * time.Second} }, "spec.scheduler.leaderElection.leaseDuration"},
+				"timings kube-scheduler would die on": {func(s *v1alpha1.Scheduler) {
+					s.LeaderElection.LeaseDuration = v1alpha1.Duration{Duration: 10 * time.Second}
+				}, "spec.scheduler.leaderElection.leaseDuration"},
 			} {
 				r := suite.Hactl(t, "scheduler", "deploy", "-f", schedSpec(t, "bad-sched.yaml", tc.mutate))
 				if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
