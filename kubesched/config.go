@@ -141,6 +141,7 @@ func pluginSet(p *schedv1.Plugins, point string) *schedv1.PluginSet {
 		"preEnqueue": &p.PreEnqueue, "queueSort": &p.QueueSort, "preFilter": &p.PreFilter, "filter": &p.Filter,
 		"postFilter": &p.PostFilter, "preScore": &p.PreScore, "score": &p.Score, "reserve": &p.Reserve,
 		"permit": &p.Permit, "preBind": &p.PreBind, "bind": &p.Bind, "postBind": &p.PostBind, "multiPoint": &p.MultiPoint,
+		"placementGenerate": &p.PlacementGenerate, "placementScore": &p.PlacementScore, "podGroupPostFilter": &p.PodGroupPostFilter,
 	}
 	return m[point]
 }

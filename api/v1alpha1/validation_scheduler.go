@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	_ "embed"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -16,26 +18,40 @@ import (
 //go:embed scheduler_plugins.txt
 var schedulerPluginsFile string
 
-// SchedulerPlugin kinds, as scheduler_plugins.txt lists them.
+// schedulerPluginInfo is one line of scheduler_plugins.txt.
 type schedulerPluginInfo struct {
-	hactl   bool   // one of hactl-scheduler's own plugins
-	removed string // removed from Kubernetes: what replaces it
-	inTree  bool
+	hactl   bool     // one of hactl-scheduler's own plugins
+	removed string   // removed from Kubernetes: what replaces it
+	points  []string // the extension points it implements (what multiPoint expands it to)
 }
+
+// schedulerPoints is the "points" line of scheduler_plugins.txt.
+var schedulerPoints = sync.OnceValue(func() []string {
+	for _, line := range strings.Split(schedulerPluginsFile, "\n") {
+		if rest, ok := strings.CutPrefix(line, "points "); ok {
+			return strings.Fields(rest)
+		}
+	}
+	panic("scheduler_plugins.txt has no points line")
+})
 
 var schedulerPluginTable = sync.OnceValue(func() map[string]schedulerPluginInfo {
 	t := map[string]schedulerPluginInfo{}
 	for _, line := range strings.Split(schedulerPluginsFile, "\n") {
 		line = strings.TrimSpace(line)
 		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "points "):
 		case strings.HasPrefix(line, "removed "):
 			name, repl, _ := strings.Cut(strings.TrimPrefix(line, "removed "), ": ")
 			t[name] = schedulerPluginInfo{removed: repl}
-		case strings.HasPrefix(line, "hactl "):
-			t[strings.TrimPrefix(line, "hactl ")] = schedulerPluginInfo{hactl: true}
 		default:
-			t[line] = schedulerPluginInfo{inTree: true}
+			f := strings.Fields(line)
+			info := schedulerPluginInfo{}
+			if f[0] == "hactl" {
+				info.hactl, f = true, f[1:]
+			}
+			info.points = f[1:]
+			t[f[0]] = info
 		}
 	}
 	return t
@@ -55,10 +71,9 @@ func SchedulerPluginNames() []string {
 }
 
 // SchedulerExtensionPoints are the keys of spec.scheduler.plugins (KubeSchedulerConfiguration v1's
-// Plugins fields).
+// Plugins fields, the "points" line of scheduler_plugins.txt), in the v1 type's order.
 func SchedulerExtensionPoints() []string {
-	return []string{"preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
-		"reserve", "permit", "preBind", "bind", "postBind", "multiPoint"}
+	return slices.Clone(schedulerPoints())
 }
 
 // HactlSchedulerPlugins returns, per extension point, the plugins hactl enables itself for s (after
@@ -87,6 +102,13 @@ func ValidateStandaloneScheduler(s *Scheduler, path *field.Path) field.ErrorList
 	return v.errs
 }
 
+// imageRefRE is an image reference as github.com/distribution/reference's grammar has it (domain
+// with optional port, lower-case path components, optional tag of at most 128 characters, optional
+// sha256 digest), anchored.
+var imageRefRE = regexp.MustCompile(`^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?` +
+	`[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*` +
+	`(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
+
 // forbiddenLeaseNames are Leases owned by Kubernetes' own components.
 var forbiddenLeaseNames = []string{"kube-scheduler", "kube-controller-manager"}
 
@@ -105,8 +127,8 @@ func (v *validator) schedulerFields(c *Cluster, p *field.Path) {
 	} else if s.SchedulerName == kubeSchedulerDefaultName {
 		v.add(field.Invalid(p.Child("schedulerName"), s.SchedulerName, "default-scheduler is kube-scheduler's own profile; pods would be placed by both: name hactl-scheduler's profile otherwise, e.g. hactl-scheduler"))
 	}
-	if strings.ContainsAny(s.Image, " \t\n") {
-		v.add(field.Invalid(p.Child("image"), s.Image, "an image reference has no whitespace, e.g. ghcr.io/hactl/hactl-scheduler:v0.1.0"))
+	if s.Image != "" && !imageRefRE.MatchString(s.Image) {
+		v.add(field.Invalid(p.Child("image"), s.Image, "an image reference [REGISTRY[:PORT]/]PATH[:TAG][@sha256:DIGEST] in lower case, e.g. ghcr.io/hactl/hactl-scheduler:v0.1.0"))
 	}
 	if s.Replicas < 1 {
 		v.add(field.Invalid(p.Child("replicas"), s.Replicas, "at least 1"))
@@ -144,9 +166,21 @@ func (v *validator) schedulerPort(c *Cluster, p *field.Path, port int) {
 		v.add(field.Invalid(p, port, "a TCP port between 1 and 65535"))
 		return
 	}
+	if port < 1024 {
+		v.add(field.Invalid(p, port, fmt.Sprintf("a port of 1024 or more: hactl-scheduler runs as a non-root user with every capability dropped, so it cannot bind a privileged port; e.g. %d", DefaultSchedulerSecurePort)))
+		return
+	}
 	clash := kubePortClash(port)
+	sshPort := c.Spec.SSH.Port
+	for _, h := range c.Spec.Hosts {
+		if h.Port == port {
+			sshPort = port
+		}
+	}
 	switch {
 	case clash != "":
+	case port == sshPort:
+		clash = fmt.Sprintf("%d is an SSH port of the hosts", port)
 	case port == c.Spec.Etcd.ClientPort || port == c.Spec.Etcd.PeerPort || port == limits.EtcdMetricsPort:
 		clash = fmt.Sprintf("%d is an etcd port on the control planes that are members", port)
 	case port == limits.KubeletHealthzPort || port == limits.KubeProxyMetricsPort || port == limits.KubeProxyHealthzPort:
@@ -260,6 +294,11 @@ func (v *validator) leaderElection(p *field.Path, le *SchedulerLeaderElection) {
 	}
 }
 
+// schedulerPlugins checks spec.scheduler.plugins against scheduler_plugins.txt: known names, each
+// enabled at an extension point it implements, weights at score only, exactly one queueSort plugin in
+// the result (kube-scheduler's rule), and hactl's own plugins and binder left to spec.scheduler's
+// settings (enabling them again or disabling them would be refused or silently ignored by the
+// scheduler).
 func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 	points := SchedulerExtensionPoints()
 	own := s.HactlSchedulerPlugins()
@@ -269,6 +308,7 @@ func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 	}
 	slices.Sort(keys)
 	table := schedulerPluginTable()
+	queueSort := map[string]bool{"PrioritySort": true} // kube-scheduler's default profile
 	for _, point := range keys {
 		pp := p.Key(point)
 		if !slices.Contains(points, point) {
@@ -277,24 +317,30 @@ func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 		}
 		set := s.Plugins[point]
 		enabled := map[string]bool{}
-		for _, n := range own[point] {
-			enabled[n] = true
-		}
 		for i, pl := range set.Enabled {
 			ep := pp.Child("enabled").Index(i)
 			if !v.pluginName(ep.Child("name"), pl.Name, table, false) {
 				continue
 			}
-			if enabled[pl.Name] {
-				msg := "enabled twice at this extension point"
-				if slices.Contains(own[point], pl.Name) {
-					msg = "hactl enables it here already (spec.scheduler's own settings)"
-				}
+			info := table[pl.Name]
+			switch {
+			case enabled[pl.Name]:
 				e := field.Duplicate(ep.Child("name"), pl.Name)
-				e.Detail = msg
+				e.Detail = "enabled twice at this extension point"
 				v.add(e)
+			case pl.Name == "ZonePreference" && len(s.PreferredZones) == 0:
+				v.add(field.Invalid(ep.Child("name"), pl.Name, "hactl enables ZonePreference at score when spec.scheduler.preferredZones is set (its args); set preferredZones instead"))
+			case info.hactl:
+				v.add(field.Invalid(ep.Child("name"), pl.Name, fmt.Sprintf("hactl enables its own plugin itself (%s); remove it here", ownPoints(own, pl.Name))))
+			case pl.Name == "DefaultBinder" && (point == "bind" || point == "multiPoint"):
+				v.add(field.Invalid(ep.Child("name"), pl.Name, "RecordingBinder binds in its place (it records the binding replica on the Binding, which the Lease drill reads); remove it here"))
+			case point != "multiPoint" && !slices.Contains(info.points, point):
+				v.add(field.Invalid(ep.Child("name"), pl.Name, fmt.Sprintf("does not implement %s (its extension points: %s); kube-scheduler would refuse the profile", point, strings.Join(info.points, ", "))))
 			}
 			enabled[pl.Name] = true
+			if point == "queueSort" || (point == "multiPoint" && slices.Contains(info.points, "queueSort")) {
+				queueSort[pl.Name] = true
+			}
 			if pl.Weight != nil {
 				switch {
 				case point != "score" && point != "multiPoint":
@@ -305,9 +351,38 @@ func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 			}
 		}
 		for i, pl := range set.Disabled {
-			v.pluginName(pp.Child("disabled").Index(i).Child("name"), pl.Name, table, true)
+			dp := pp.Child("disabled").Index(i).Child("name")
+			if !v.pluginName(dp, pl.Name, table, true) {
+				continue
+			}
+			if table[pl.Name].hactl {
+				v.add(field.Invalid(dp, pl.Name, "hactl's own plugin is not disabled here (the scheduler would ignore it): "+hactlPluginOff[pl.Name]))
+			}
+			if (point == "queueSort" || point == "multiPoint") && (pl.Name == "*" || pl.Name == "PrioritySort") {
+				delete(queueSort, "PrioritySort")
+			}
 		}
 	}
+	if len(queueSort) != 1 {
+		names := slices.Sorted(maps.Keys(queueSort))
+		v.add(field.Invalid(p.Key("queueSort"), strings.Join(names, ", "), "a profile has exactly one queueSort plugin (kube-scheduler's rule; the default is PrioritySort)"))
+	}
+}
+
+// hactlPluginOff says how each of hactl's plugins is turned off, since plugins cannot.
+var hactlPluginOff = map[string]string{
+	"ZonePreference":   "it runs only with spec.scheduler.preferredZones; remove those to turn it off",
+	"MaintenanceGuard": "it only keeps pods off nodes marked for maintenance; end the maintenance with `hactl maintenance end NODE`",
+	"RecordingBinder":  "it is hactl-scheduler's binder (DefaultBinder's binding plus the binding replica's identity)",
+}
+
+func ownPoints(own map[string][]string, name string) string {
+	for point, names := range own {
+		if slices.Contains(names, name) {
+			return "at " + point
+		}
+	}
+	return "from spec.scheduler's settings"
 }
 
 // pluginName reports an empty, unknown or removed plugin name; "*" (all defaults) only when disabling.

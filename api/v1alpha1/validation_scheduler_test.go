@@ -65,7 +65,26 @@ func TestSchedulerInvalid(t *testing.T) {
 		}, "spec.scheduler.plugins[score].enabled[1].name", "enabled twice"},
 		"hactl's plugin again": {func(s *Scheduler) {
 			s.Plugins = map[string]PluginSet{"filter": {Enabled: []SchedulerPlugin{{Name: "MaintenanceGuard"}}}}
-		}, "spec.scheduler.plugins[filter].enabled[0].name", "hactl enables it here already"},
+		}, "spec.scheduler.plugins[filter].enabled[0].name", "hactl enables its own plugin itself (at filter)"},
+		"plugin off its extension point": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"score": {Enabled: []SchedulerPlugin{{Name: "NodePorts"}}}}
+		}, "spec.scheduler.plugins[score].enabled[0].name", "does not implement score (its extension points: preFilter, filter)"},
+		"ZonePreference without zones": {func(s *Scheduler) {
+			s.PreferredZones = nil
+			s.Plugins = map[string]PluginSet{"score": {Enabled: []SchedulerPlugin{{Name: "ZonePreference"}}}}
+		}, "spec.scheduler.plugins[score].enabled[0].name", "set preferredZones instead"},
+		"MaintenanceGuard disabled": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"filter": {Disabled: []SchedulerPlugin{{Name: "MaintenanceGuard"}}}}
+		}, "spec.scheduler.plugins[filter].disabled[0].name", "hactl maintenance end"},
+		"DefaultBinder back": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"bind": {Enabled: []SchedulerPlugin{{Name: "DefaultBinder"}}}}
+		}, "spec.scheduler.plugins[bind].enabled[0].name", "RecordingBinder binds in its place"},
+		"no queueSort": {func(s *Scheduler) {
+			s.Plugins = map[string]PluginSet{"queueSort": {Disabled: []SchedulerPlugin{{Name: "*"}}}}
+		}, "spec.scheduler.plugins[queueSort]", "exactly one queueSort plugin"},
+		"privileged port": {func(s *Scheduler) { s.SecurePort = 443 }, "spec.scheduler.securePort", "1024 or more"},
+		"image with scheme": {func(s *Scheduler) { s.Image = "https://ghcr.io/hactl/x:1" }, "spec.scheduler.image", "an image reference"},
+		"image upper case": {func(s *Scheduler) { s.Image = "ghcr.io/Hactl/x:1" }, "spec.scheduler.image", "an image reference"},
 		"score weight 0": {func(s *Scheduler) {
 			s.Plugins = map[string]PluginSet{"score": {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(0)}}}}
 		}, "spec.scheduler.plugins[score].enabled[0].weight", "at least 1"},
@@ -96,5 +115,31 @@ func TestSchedulerExplicitZeros(t *testing.T) {
 	_, _, err := Decode([]byte(doc), "cluster.yaml", Dirs{Base: t.TempDir()}, nil)
 	if err == nil || !strings.Contains(err.Error(), "spec.scheduler.zonePreferenceWeight") || !strings.Contains(err.Error(), "spec.scheduler.replicas") {
 		t.Fatalf("explicit zeros: %v, want errors for spec.scheduler.zonePreferenceWeight and replicas", err)
+	}
+}
+
+func TestSchedulerPortOnSSH(t *testing.T) {
+	c := schedCluster(func(s *Scheduler) { s.SecurePort = 2222 })
+	c.Spec.Hosts[0].Port = 2222
+	errs, _ := Validate(c, nil)
+	for _, e := range errs {
+		if e.Field == "spec.scheduler.securePort" && strings.Contains(e.Error(), "SSH port") {
+			return
+		}
+	}
+	t.Fatalf("errors %v, want spec.scheduler.securePort on an SSH port", errs)
+}
+
+func TestSchedulerImageReferences(t *testing.T) {
+	for _, ref := range []string{"hactl-scheduler", "ghcr.io/hactl/hactl-scheduler:v0.1.0", "localhost:5000/x/y:dev-1a2b",
+		"registry.example.com/a__b/c-d.e@sha256:" + strings.Repeat("ab", 32), "ghcr.io/hactl/s:1@sha256:" + strings.Repeat("0", 64)} {
+		if !imageRefRE.MatchString(ref) {
+			t.Errorf("%s refused", ref)
+		}
+	}
+	for _, ref := range []string{"a b", "ghcr.io/x:", "ghcr.io/x@sha256:12", ":tag", "x/-y", "x:" + strings.Repeat("t", 129)} {
+		if imageRefRE.MatchString(ref) {
+			t.Errorf("%s accepted", ref)
+		}
 	}
 }

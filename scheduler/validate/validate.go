@@ -50,7 +50,7 @@ func File(ctx context.Context, path string, outOfTree frameworkruntime.Registry)
 	if err := leaderElection(cfg); err != nil {
 		return nil, err
 	}
-	if err := frameworks(ctx, cfg, outOfTree); err != nil {
+	if _, err := frameworks(ctx, cfg, outOfTree); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -86,15 +86,16 @@ func leaderElection(cfg *schedconfig.KubeSchedulerConfiguration) error {
 }
 
 // frameworks builds the scheduler with cfg's profiles against a fake clientset, as a run would after
-// loading: every plugin's factory runs with its args.
-func frameworks(ctx context.Context, cfg *schedconfig.KubeSchedulerConfiguration, outOfTree frameworkruntime.Registry) error {
+// loading: every plugin's factory runs with its args. It returns the scheduler built (its Profiles
+// hold the frameworks).
+func frameworks(ctx context.Context, cfg *schedconfig.KubeSchedulerConfiguration, outOfTree frameworkruntime.Registry) (*scheduler.Scheduler, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	client := fake.NewClientset()
 	informers := scheduler.NewInformerFactory(client, 0, nil)
 	dyn := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0, "", nil)
 	recorders := func(string) events.EventRecorderLogger { return events.NewFakeRecorder(100) }
-	_, err := scheduler.New(ctx, client, informers, dyn, recorders,
+	sched, err := scheduler.New(ctx, client, informers, dyn, recorders,
 		scheduler.WithProfiles(cfg.Profiles...),
 		scheduler.WithPercentageOfNodesToScore(cfg.PercentageOfNodesToScore),
 		scheduler.WithFrameworkOutOfTreeRegistry(outOfTree),
@@ -102,9 +103,9 @@ func frameworks(ctx context.Context, cfg *schedconfig.KubeSchedulerConfiguration
 		scheduler.WithParallelism(cfg.Parallelism),
 	)
 	if err != nil {
-		return fmt.Errorf("building the profiles' frameworks: %w", err)
+		return nil, fmt.Errorf("building the profiles' frameworks: %w", err)
 	}
-	return nil
+	return sched, nil
 }
 
 // Report writes what a valid configuration holds: one line per profile with its scheduler name and

@@ -78,9 +78,9 @@ func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedul
 		sch := &v1alpha1.Scheduler{Replicas: f.replicas}
 		for _, z := range f.zones {
 			name, w, ok := strings.Cut(z, "=")
-			n, err := strconv.Atoi(w)
+			n, err := strconv.ParseInt(w, 10, 32)
 			if !ok || err != nil || name == "" {
-				return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--preferred-zone %q: ZONE=WEIGHT, e.g. az-a=100", z)}
+				return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--preferred-zone %q: ZONE=WEIGHT with a weight 1-100, e.g. az-a=100", z)}
 			}
 			sch.PreferredZones = append(sch.PreferredZones, v1alpha1.PreferredZone{Zone: name, Weight: int32(n)})
 		}
