@@ -109,6 +109,9 @@ var imageRefRE = regexp.MustCompile(`^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.
 	`[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*` +
 	`(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
 
+// IsImageReference reports whether ref is an image reference by that grammar.
+func IsImageReference(ref string) bool { return imageRefRE.MatchString(ref) }
+
 // forbiddenLeaseNames are Leases owned by Kubernetes' own components.
 var forbiddenLeaseNames = []string{"kube-scheduler", "kube-controller-manager"}
 

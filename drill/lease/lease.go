@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/hactl/hactl/drill"
 )
 
@@ -49,6 +51,12 @@ func ParseTarget(s string) (Target, error) {
 	parts := strings.Split(s, "/")
 	if len(parts) != 3 || parts[0] != "lease" || parts[1] == "" || parts[2] == "" {
 		return Target{}, &drill.InputError{Err: fmt.Errorf("--target %q: lease/NAMESPACE/NAME, e.g. lease/kube-system/hactl-scheduler (kube-scheduler and kube-controller-manager are Leases in kube-system too)", s)}
+	}
+	if errs := validation.IsDNS1123Label(parts[1]); len(errs) > 0 {
+		return Target{}, &drill.InputError{Err: fmt.Errorf("--target %q: namespace %q: %s", s, parts[1], strings.Join(errs, "; "))}
+	}
+	if errs := validation.IsDNS1123Subdomain(parts[2]); len(errs) > 0 {
+		return Target{}, &drill.InputError{Err: fmt.Errorf("--target %q: Lease name %q: %s", s, parts[2], strings.Join(errs, "; "))}
 	}
 	return Target{Namespace: parts[1], Name: parts[2]}, nil
 }

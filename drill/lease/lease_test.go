@@ -10,9 +10,33 @@ func TestParseTarget(t *testing.T) {
 	if got, err := ParseTarget("lease/kube-system/hactl-scheduler"); err != nil || got != (Target{"kube-system", "hactl-scheduler"}) {
 		t.Fatalf("ParseTarget: %+v %v", got, err)
 	}
-	for _, bad := range []string{"", "lease", "lease/kube-system", "lease//x", "pod/kube-system/x", "lease/a/b/c"} {
+	for _, bad := range []string{"", "lease", "lease/kube-system", "lease//x", "pod/kube-system/x", "lease/a/b/c", "lease/Kube_System/x", "lease/kube-system/Hactl Scheduler"} {
 		if _, err := ParseTarget(bad); err == nil {
 			t.Errorf("ParseTarget(%q): no error", bad)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := func() *Options { return &Options{Method: MethodProcess, Count: 1, Rate: 5} }
+	if err := ok().Validate(); err != nil {
+		t.Fatalf("valid options: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		mutate func(o *Options)
+		want   string
+	}{
+		"method":         {func(o *Options) { o.Method = "network" }, "--method network"},
+		"count":          {func(o *Options) { o.Count = 0 }, "--count 0"},
+		"rate":           {func(o *Options) { o.Rate = 51 }, "--pod-rate 51"},
+		"negative rto":   {func(o *Options) { o.MaxRTO = -time.Second }, "--max-rto -1s"},
+		"scheduler name": {func(o *Options) { o.SchedulerName = "Hactl_Scheduler" }, "--scheduler-name"},
+		"pod image":      {func(o *Options) { o.PodImage = "https://registry.k8s.io/pause" }, "--pod-image"},
+	} {
+		o := ok()
+		tc.mutate(o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %s", name, err, tc.want)
 		}
 	}
 }

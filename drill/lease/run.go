@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -77,9 +78,20 @@ func (o *Options) Validate() error {
 		return &drill.InputError{Err: fmt.Errorf("--count %d: must be at least 1", o.Count)}
 	}
 	if o.Rate < 1 || o.Rate > 50 {
-		return &drill.InputError{Err: fmt.Errorf("--rate %d: pods per second, 1-50", o.Rate)}
+		return &drill.InputError{Err: fmt.Errorf("--pod-rate %d: pods per second, 1-50", o.Rate)}
 	}
-	if o.MaxRTO <= 0 {
+	if o.SchedulerName != "" {
+		if errs := validation.IsDNS1123Subdomain(o.SchedulerName); len(errs) > 0 {
+			return &drill.InputError{Err: fmt.Errorf("--scheduler-name %q: %s", o.SchedulerName, strings.Join(errs, "; "))}
+		}
+	}
+	if o.PodImage != "" && !v1alpha1.IsImageReference(o.PodImage) {
+		return &drill.InputError{Err: fmt.Errorf("--pod-image %q: an image reference [REGISTRY[:PORT]/]PATH[:TAG][@sha256:DIGEST], e.g. registry.k8s.io/pause:3.10.2", o.PodImage)}
+	}
+	switch {
+	case o.MaxRTO < 0:
+		return &drill.InputError{Err: fmt.Errorf("--max-rto %s: a positive duration (default %s)", o.MaxRTO, DefaultMaxRTO)}
+	case o.MaxRTO == 0:
 		o.MaxRTO = DefaultMaxRTO
 	}
 	if o.Timeout <= 0 {

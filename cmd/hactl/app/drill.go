@@ -189,8 +189,10 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 	if o.target != "" {
 		return runLeaseDrill(cmd, s, g, o)
 	}
-	if o.kubeconfig != "" {
-		return &UsageError{Err: fmt.Errorf("--kubeconfig is for --target lease/...: the etcd drills reach the members over SSH")}
+	for _, name := range []string{"kubeconfig", "scheduler-name", "pod-image", "pod-rate"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			return &UsageError{Err: fmt.Errorf("--%s is for --target lease/NAMESPACE/NAME (the Lease drill); the etcd drills reach the members over SSH and write to etcd themselves", name)}
+		}
 	}
 	p, c, logPath, closeLog, err := hostRun(s, g)
 	if err != nil {

@@ -38,12 +38,13 @@ func runLeaseDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOpti
 			return &UsageError{Err: fmt.Errorf("--%s is for the etcd drills; a Lease drill's fault is put back by Kubernetes (kubelet, the Deployment)", name)}
 		}
 	}
+	// Every flag is checked before the spec is read or a host or the API contacted.
+	if err := lo.Validate(); err != nil {
+		return err
+	}
 	p := ui.New(s.Err, g.verbose, false)
 	var api *kubeapi.Client
 	if o.kubeconfig != "" {
-		if err := lo.Validate(); err != nil {
-			return err
-		}
 		if api, err = kubeapi.FromKubeconfig(o.kubeconfig); err != nil {
 			return &UsageError{Err: err}
 		}
@@ -59,9 +60,6 @@ func runLeaseDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOpti
 		}
 		if lo.PodImage == "" {
 			lo.PodImage = c.Spec.Kubernetes.PauseImage()
-		}
-		if err := lo.Validate(); err != nil {
-			return err
 		}
 		prompt := terminalPrompter(s.In, s.Err)
 		d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: prompt})
