@@ -153,7 +153,12 @@ func (v *validator) schedulerFields(c *Cluster, p *field.Path) {
 	if n := s.PercentageOfNodesToScore; n != nil && (*n < 0 || *n > 100) {
 		v.add(field.Invalid(p.Child("percentageOfNodesToScore"), *n, "a percentage, 0-100 (0: kube-scheduler's adaptive default)"))
 	}
-	v.leaderElection(p.Child("leaderElection"), &s.LeaderElection)
+	leaseNamed := slices.Contains(forbiddenLeaseNames, s.SchedulerName) && s.LeaderElection.ResourceName == s.SchedulerName
+	if leaseNamed {
+		// The Lease's name defaults to the schedulerName: say so where the user wrote it.
+		v.add(field.Invalid(p.Child("schedulerName"), s.SchedulerName, "the Lease is named after the schedulerName by default, and that Lease belongs to Kubernetes' own component: name hactl-scheduler's profile otherwise, e.g. hactl-scheduler, or set leaderElection.resourceName"))
+	}
+	v.leaderElection(p.Child("leaderElection"), &s.LeaderElection, leaseNamed)
 	v.schedulerPlugins(p.Child("plugins"), s)
 }
 
@@ -268,8 +273,8 @@ func (v *validator) binPacking(p *field.Path, b *BinPacking) {
 
 // leaderElection applies client-go's rule (leaderelection.NewLeaderElector: leaseDuration >
 // renewDeadline > JitterFactor 1.2 × retryPeriod, all positive) and keeps the Lease off the
-// components' own.
-func (v *validator) leaderElection(p *field.Path, le *SchedulerLeaderElection) {
+// components' own (unless nameReported: the schedulerName it defaulted from was reported).
+func (v *validator) leaderElection(p *field.Path, le *SchedulerLeaderElection, nameReported bool) {
 	ld, rd, rp := le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration
 	for _, d := range []struct {
 		name string
@@ -287,9 +292,11 @@ func (v *validator) leaderElection(p *field.Path, le *SchedulerLeaderElection) {
 			v.add(field.Invalid(p.Child("renewDeadline"), le.RenewDeadline.String(), fmt.Sprintf("must be greater than 1.2 x retryPeriod (%s, client-go's JitterFactor): the leader could not retry a renewal before its deadline (client-go refuses it, and kube-scheduler exits)", le.RetryPeriod)))
 		}
 	}
-	if slices.Contains(forbiddenLeaseNames, le.ResourceName) {
-		v.add(field.Invalid(p.Child("resourceName"), le.ResourceName, "that Lease belongs to Kubernetes' own component: two schedulers on one Lease would take turns with kube-scheduler; keep hactl-scheduler's own (default: the schedulerName)"))
-	} else if errs := validation.IsDNS1123Subdomain(le.ResourceName); len(errs) > 0 {
+	switch errs := validation.IsDNS1123Subdomain(le.ResourceName); {
+	case nameReported:
+	case slices.Contains(forbiddenLeaseNames, le.ResourceName):
+		v.add(field.Invalid(p.Child("resourceName"), le.ResourceName, "that Lease belongs to Kubernetes' own component: two schedulers on one Lease would take turns with it; keep hactl-scheduler's own (default: the schedulerName)"))
+	case len(errs) > 0:
 		v.add(field.Invalid(p.Child("resourceName"), le.ResourceName, strings.Join(errs, "; ")))
 	}
 	if errs := validation.IsDNS1123Label(le.ResourceNamespace); len(errs) > 0 {

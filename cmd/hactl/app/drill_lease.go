@@ -45,8 +45,8 @@ func runLeaseDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOpti
 	p := ui.New(s.Err, g.verbose, false)
 	var api *kubeapi.Client
 	if o.kubeconfig != "" {
-		if api, err = kubeapi.FromKubeconfig(o.kubeconfig); err != nil {
-			return &UsageError{Err: err}
+		if api, err = kubeconfigClient(o.kubeconfig); err != nil {
+			return err
 		}
 	} else {
 		var c *v1alpha1.Cluster

@@ -70,6 +70,14 @@ func (f *schedulerFlags) add(cmd *cobra.Command, deploy bool) {
 func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedulerFlags, hosts bool) (*ui.Printer, *v1alpha1.Cluster, *v1alpha1.Scheduler, func(), error) {
 	p := ui.New(s.Err, g.verbose, false)
 	fl := cmd.Flags()
+	if f.kubeconfig != "" {
+		// A kubeconfig that does not load is bad input (exit 2), found before any plan is shown.
+		api, err := kubeconfigClient(f.kubeconfig)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		api.Close()
+	}
 	_, statErr := os.Stat(g.file)
 	if f.kubeconfig != "" && statErr != nil && !cmd.Flags().Changed("file") {
 		if fl.Changed("replicas") && f.replicas < 1 {
@@ -133,10 +141,20 @@ func flagPaths(msg string) string {
 	})
 }
 
+// kubeconfigClient is kubeapi.FromKubeconfig with its errors (a file that does not load) as usage
+// errors: exit 2, nothing contacted.
+func kubeconfigClient(path string) (*kubeapi.Client, error) {
+	api, err := kubeapi.FromKubeconfig(path)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("--kubeconfig: %w", err)}
+	}
+	return api, nil
+}
+
 // apiClient is the kubeconfig's client, or the spec's over SSH.
 func apiClient(cmd *cobra.Command, s Streams, c *v1alpha1.Cluster, kubeconfig string) (*kubeapi.Client, error) {
 	if kubeconfig != "" {
-		return kubeapi.FromKubeconfig(kubeconfig)
+		return kubeconfigClient(kubeconfig)
 	}
 	return kubeapi.FromSpec(cmd.Context(), c, terminalPrompter(s.In, s.Err))
 }
@@ -238,9 +256,9 @@ re-run with the same settings changes nothing.
 			if o.DryRun {
 				return kubesched.DeployThroughAPI(cmd.Context(), nil, opts)
 			}
-			api, err := kubeapi.FromKubeconfig(f.kubeconfig)
+			api, err := kubeconfigClient(f.kubeconfig)
 			if err != nil {
-				return &UsageError{Err: err}
+				return err
 			}
 			defer api.Close()
 			err = kubesched.DeployThroughAPI(cmd.Context(), api, opts)
@@ -364,9 +382,9 @@ func newSchedulerRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			if f.kubeconfig == "" {
 				return kubesched.RemoveStatic(cmd.Context(), c, terminalPrompter(s.In, s.Err), p, time.Now())
 			}
-			api, err := kubeapi.FromKubeconfig(f.kubeconfig)
+			api, err := kubeconfigClient(f.kubeconfig)
 			if err != nil {
-				return &UsageError{Err: err}
+				return err
 			}
 			defer api.Close()
 			if err := kubesched.RemoveThroughAPI(cmd.Context(), api, sch); err != nil {
@@ -429,9 +447,6 @@ Over SSH the node must be a Kubernetes node of the spec (checked before any host
 				}
 				api, err := apiClient(cmd, s, cluster, kubeconfig)
 				if err != nil {
-					if kubeconfig != "" {
-						return &UsageError{Err: err}
-					}
 					return err
 				}
 				defer api.Close()
