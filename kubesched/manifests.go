@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -111,7 +112,21 @@ func RBAC(s *v1alpha1.Scheduler, subject rbacv1.Subject) []any {
 func YAML(objects []any) ([]byte, error) {
 	var b bytes.Buffer
 	for _, o := range objects {
-		out, err := yaml.Marshal(o)
+		// Through a map, to leave out what the API server writes (the empty status of a Deployment or
+		// PodDisruptionBudget, metadata.creationTimestamp: null): what is printed is what is applied.
+		j, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("rendering %T: %w", o, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(j, &m); err != nil {
+			return nil, fmt.Errorf("rendering %T: %w", o, err)
+		}
+		delete(m, "status")
+		if meta, ok := m["metadata"].(map[string]any); ok && meta["creationTimestamp"] == nil {
+			delete(meta, "creationTimestamp")
+		}
+		out, err := yaml.Marshal(m)
 		if err != nil {
 			return nil, fmt.Errorf("rendering %T: %w", o, err)
 		}

@@ -3,6 +3,7 @@ package kubesched
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +39,14 @@ type Replica struct {
 	Leader   bool   `json:"leader"`
 	// ConfigSHA256 is the sha256 of the configuration the replica runs (ConfigHashAnnotation).
 	ConfigSHA256 string `json:"configSHA256,omitempty"`
+	// Waiting is why its container is not running, when kubelet says (e.g. ImagePullBackOff:
+	// the message).
+	Waiting string `json:"waiting,omitempty"`
 }
+
+// stuckReasons are kubelet's waiting reasons that no amount of waiting mends: the image cannot be
+// pulled or the configuration makes the container exit.
+var stuckReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CrashLoopBackOff"}
 
 // ReadStatus reads the Lease of s and the scheduler's pods (label Selector in kube-system, static or
 // Deployment). A missing Lease is an empty holder, not an error.
@@ -78,6 +86,12 @@ func ReadStatus(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Schedu
 		}
 		for _, c := range p.Status.ContainerStatuses {
 			r.Restarts += c.RestartCount
+			if w := c.State.Waiting; w != nil && w.Reason != "" {
+				r.Waiting = w.Reason
+				if w.Message != "" {
+					r.Waiting += ": " + w.Message
+				}
+			}
 		}
 		r.Leader = holderHost != "" && (holderHost == r.Pod || (p.Spec.HostNetwork && holderHost == r.Node))
 		st.Replicas = append(st.Replicas, r)
@@ -107,6 +121,13 @@ func WaitReady(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Schedul
 		}
 		if err == nil && current == replicas && st.Lease.Holder != "" && time.Since(st.Lease.RenewTime) < s.LeaderElection.LeaseDuration.Duration {
 			return st, nil
+		}
+		// A replica of the new configuration that cannot start is reported at once, not at the deadline.
+		for _, r := range st.Replicas {
+			reason, _, _ := strings.Cut(r.Waiting, ":")
+			if r.ConfigSHA256 == config && slices.Contains(stuckReasons, reason) && (reason != "CrashLoopBackOff" || r.Restarts >= 2) {
+				return st, fmt.Errorf("scheduler/wait: replica %s on %s: %s; see kubectl -n kube-system describe pod %s (and logs)", r.Pod, r.Node, r.Waiting, r.Pod)
+			}
 		}
 		if time.Now().After(deadline) {
 			if err != nil {

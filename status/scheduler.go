@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -102,6 +103,9 @@ func printScheduler(w io.Writer, ss *SchedulerStatus) {
 		ready, leader := "Ready", ""
 		if !rep.Ready {
 			ready = "NOT READY"
+			if reason, _, _ := strings.Cut(rep.Waiting, ":"); reason != "" {
+				ready += " (" + reason + ")"
+			}
 		}
 		if rep.Leader {
 			leader = "leader"
