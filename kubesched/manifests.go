@@ -23,15 +23,15 @@ import (
 const ConfigHashAnnotation = "scheduler.hactl.io/config-sha256"
 
 // StaticPod returns the static pod manifest of hactl-scheduler on a control-plane host: host
-// network, the image, the configuration and kubeconfig from Dir (read-only), bound to 127.0.0.1 on
-// s.SecurePort (kubeadm's kube-scheduler binds 127.0.0.1:10259 the same way), probed on /livez and
-// /readyz there, non-root (UID) with no capabilities and a read-only root filesystem.
+// network, the image, the configuration and kubeconfig from Dir (read-only), bound to s.BindAddress
+// (default 127.0.0.1, as kubeadm's kube-scheduler binds 127.0.0.1:10259) on s.SecurePort, probed on
+// /livez and /readyz at loopback, non-root (UID) with no capabilities and a read-only root filesystem.
 func StaticPod(s *v1alpha1.Scheduler, image string, config []byte) ([]byte, error) {
 	sum := sha256.Sum256(config)
 	port := intstr.FromInt(s.SecurePort)
 	probe := func(path string, failures int32) *corev1.Probe {
 		return &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Path: path, Port: port, Scheme: corev1.URISchemeHTTPS}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: s.ProbeHost(), Path: path, Port: port, Scheme: corev1.URISchemeHTTPS}},
 			TimeoutSeconds:   15,
 			PeriodSeconds:    10,
 			FailureThreshold: failures,
@@ -61,7 +61,7 @@ func StaticPod(s *v1alpha1.Scheduler, image string, config []byte) ([]byte, erro
 					"--config=" + ConfigFile,
 					"--authentication-kubeconfig=" + KubeconfigFile,
 					"--authorization-kubeconfig=" + KubeconfigFile,
-					"--bind-address=127.0.0.1",
+					"--bind-address=" + s.BindAddress,
 					"--secure-port=" + strconv.Itoa(s.SecurePort),
 				},
 				LivenessProbe:  probe("/livez", 8),

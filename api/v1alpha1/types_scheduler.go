@@ -23,6 +23,12 @@ type Scheduler struct {
 	// SecurePort is the scheduler's HTTPS port for health and metrics (default 10261): on the host
 	// network of a control plane it must not be kube-scheduler's 10259 or another component's port.
 	SecurePort int `json:"securePort,omitempty"`
+	// BindAddress is where the static pods (over SSH) serve that port on the control planes' host
+	// network: 127.0.0.1 (default; kubeadm's kube-scheduler binds loopback the same way, so only the
+	// host itself reaches /metrics), 0.0.0.0 (every address: for a Prometheus scraping the hosts), or
+	// ::1 / :: for IPv6. One manifest serves every host, so a host's own address is not accepted. The
+	// Deployment's pods (through a kubeconfig) listen on their pod IP.
+	BindAddress string `json:"bindAddress,omitempty"`
 	// PreferredZones are the zones its pods should land in, each with a weight 1-100 (the
 	// ZonePreference plugin); every zone must be the zone of a host in the spec. Empty: no preference.
 	PreferredZones []PreferredZone `json:"preferredZones,omitempty"`
@@ -112,6 +118,7 @@ type SchedulerPlugin struct {
 const (
 	DefaultSchedulerName          = "hactl-scheduler"
 	DefaultSchedulerSecurePort    = 10261
+	DefaultSchedulerBindAddress   = "127.0.0.1"
 	DefaultSchedulerReplicas      = 3
 	DefaultZonePreferenceWeight   = 5
 	DefaultSchedulerTopologyKey   = "topology.kubernetes.io/zone"
@@ -134,6 +141,9 @@ func (s *Scheduler) setDefaults() []*string {
 	}
 	if s.SecurePort == 0 {
 		s.SecurePort = DefaultSchedulerSecurePort
+	}
+	if s.BindAddress == "" {
+		s.BindAddress = DefaultSchedulerBindAddress
 	}
 	if s.TopologyKey == "" {
 		s.TopologyKey = DefaultSchedulerTopologyKey

@@ -112,6 +112,18 @@ var imageRefRE = regexp.MustCompile(`^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.
 // IsImageReference reports whether ref is an image reference by that grammar.
 func IsImageReference(ref string) bool { return imageRefRE.MatchString(ref) }
 
+// schedulerBindAddresses are the addresses one static-pod manifest can bind on every host.
+var schedulerBindAddresses = []string{"127.0.0.1", "0.0.0.0", "::1", "::"}
+
+// ProbeHost is the address kubelet probes a static pod bound to s.BindAddress at: loopback of the
+// same family.
+func (s *Scheduler) ProbeHost() string {
+	if strings.Contains(s.BindAddress, ":") {
+		return "::1"
+	}
+	return "127.0.0.1"
+}
+
 // forbiddenLeaseNames are Leases owned by Kubernetes' own components.
 var forbiddenLeaseNames = []string{"kube-scheduler", "kube-controller-manager"}
 
@@ -143,6 +155,9 @@ func (v *validator) schedulerFields(c *Cluster, p *field.Path) {
 		}
 	}
 	v.schedulerPort(c, p.Child("securePort"), s.SecurePort)
+	if !slices.Contains(schedulerBindAddresses, s.BindAddress) {
+		v.add(field.NotSupported(p.Child("bindAddress"), s.BindAddress, schedulerBindAddresses))
+	}
 	v.qualifiedName(p.Child("topologyKey"), s.TopologyKey)
 	v.qualifiedName(p.Child("maintenanceLabel"), s.MaintenanceLabel)
 	if s.ZonePreferenceWeight < 1 {
