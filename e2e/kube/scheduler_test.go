@@ -36,7 +36,8 @@ func schedulerArchive(t *testing.T) string {
 func schedSpec(t *testing.T, name string, mutate func(s *v1alpha1.Scheduler)) string {
 	t.Helper()
 	c := labSpec(t)
-	c.Spec.Scheduler = &v1alpha1.Scheduler{ImageArchive: schedulerArchive(t), PreferredZones: []v1alpha1.PreferredZone{{Zone: "az-a", Weight: 100}}}
+	// bindAddress 0.0.0.0: the secure port answers from the other hosts, as a Prometheus scraping them needs.
+	c.Spec.Scheduler = &v1alpha1.Scheduler{ImageArchive: schedulerArchive(t), BindAddress: "0.0.0.0", PreferredZones: []v1alpha1.PreferredZone{{Zone: "az-a", Weight: 100}}}
 	if mutate != nil {
 		mutate(c.Spec.Scheduler)
 	}
@@ -205,6 +206,18 @@ func TestScheduler(t *testing.T) {
 				"plugin that does not exist": {func(s *v1alpha1.Scheduler) {
 					s.Plugins = map[string]v1alpha1.PluginSet{"filter": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "ZoneGuard"}}}}
 				}, "spec.scheduler.plugins[filter].enabled[0].name"},
+				"plugin off its extension point": {func(s *v1alpha1.Scheduler) {
+					s.Plugins = map[string]v1alpha1.PluginSet{"score": {Enabled: []v1alpha1.SchedulerPlugin{{Name: "NodePorts"}}}}
+				}, "does not implement score"},
+				"hactl's guard disabled": {func(s *v1alpha1.Scheduler) {
+					s.Plugins = map[string]v1alpha1.PluginSet{"filter": {Disabled: []v1alpha1.SchedulerPlugin{{Name: "MaintenanceGuard"}}}}
+				}, "spec.scheduler.plugins[filter].disabled[0].name"},
+				"no queueSort plugin": {func(s *v1alpha1.Scheduler) {
+					s.Plugins = map[string]v1alpha1.PluginSet{"queueSort": {Disabled: []v1alpha1.SchedulerPlugin{{Name: "PrioritySort"}}}}
+				}, "spec.scheduler.plugins[queueSort]"},
+				"privileged port":      {func(s *v1alpha1.Scheduler) { s.SecurePort = 443 }, "spec.scheduler.securePort"},
+				"image with a scheme":  {func(s *v1alpha1.Scheduler) { s.Image = "https://ghcr.io/hactl/s:1" }, "spec.scheduler.image"},
+				"a host's bindAddress": {func(s *v1alpha1.Scheduler) { s.BindAddress = "10.0.0.11" }, "spec.scheduler.bindAddress"},
 				"timings kube-scheduler would die on": {func(s *v1alpha1.Scheduler) {
 					s.LeaderElection.LeaseDuration = v1alpha1.Duration{Duration: 10 * time.Second}
 				}, "spec.scheduler.leaderElection.leaseDuration"},
@@ -250,6 +263,14 @@ func TestScheduler(t *testing.T) {
 				}
 				return ""
 			})
+			for _, h := range labSpec(t).Spec.Hosts {
+				if h.Name == "cp-a" {
+					url := fmt.Sprintf("https://%s:%d/livez", h.Address, v1alpha1.DefaultSchedulerSecurePort)
+					if out := suite.ExecOn(t, "cp-b", "curl", "-ksS", "--max-time", "5", url); out != "ok" {
+						t.Errorf("cp-b: curl %s: %q, want ok (bindAddress 0.0.0.0)", url, out)
+					}
+				}
+			}
 			pids := map[string]string{}
 			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
 				pids[h] = suite.ExecOn(t, h, "sh", "-c", "pgrep -f 'hactl-scheduler --config' | head -1")
@@ -340,11 +361,30 @@ func TestScheduler(t *testing.T) {
 				t.Logf("%s: takeover %s, first bind %s, longest gap %s, pending peak %d, %d pods", method,
 					fmtMs(it.TakeoverMs), fmtMs(it.FirstBindMs), fmtMs(it.LongestGapMs), it.PendingPeak, it.PodsBound)
 			}
-			if r := suite.Hactl(t, "drill", "kill-leader", "-f", spec, "--target", "lease/kube-system", "--yes"); r.Code != 2 {
-				t.Errorf("--target lease/kube-system: exit %d, want 2:\n%s", r.Code, r.Stderr)
+			badKubeconfig := filepath.Join(t.TempDir(), "bad.conf")
+			if err := os.WriteFile(badKubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [\n"), 0o600); err != nil {
+				t.Fatal(err)
 			}
-			if r := suite.Hactl(t, "drill", "kill-leader", "-f", spec, "--target", "lease/kube-system/hactl-scheduler", "--method", "network", "--yes"); r.Code != 2 {
-				t.Errorf("--method network on a Lease: exit %d, want 2:\n%s", r.Code, r.Stderr)
+			target := []string{"drill", "kill-leader", "-f", spec, "--target", "lease/kube-system/hactl-scheduler", "--yes"}
+			for _, tc := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"drill", "kill-leader", "-f", spec, "--target", "lease/kube-system", "--yes"}, "lease/NAMESPACE/NAME"},
+				{append(target, "--method", "network"), "--method network"},
+				{[]string{"drill", "kill-leader", "-f", spec, "--target", "lease/Kube_System/hactl-scheduler", "--yes"}, "namespace"},
+				{append(target, "--max-rto", "-5s"), "--max-rto"},
+				{append(target, "--pod-rate", "0"), "--pod-rate 0"},
+				{append(target, "--pod-image", "https://registry.k8s.io/pause"), "--pod-image"},
+				{[]string{"drill", "kill-leader", "-f", spec, "--pod-rate", "3", "--yes"}, "--pod-rate is for --target"},
+				{append(target, "--kubeconfig", badKubeconfig), "--kubeconfig"},
+				{[]string{"scheduler", "status", "--kubeconfig", badKubeconfig}, "--kubeconfig"},
+				{[]string{"scheduler", "remove", "--kubeconfig", badKubeconfig, "--yes"}, "--kubeconfig"},
+				{[]string{"scheduler", "deploy", "--kubeconfig", badKubeconfig, "--dry-run"}, "--kubeconfig"},
+			} {
+				if r := suite.Hactl(t, tc.args...); r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+					t.Errorf("hactl %s: exit %d, want 2 naming %s:\n%s", strings.Join(tc.args, " "), r.Code, tc.want, r.Stderr)
+				}
 			}
 		}},
 		{"Deployment mode through a kubeconfig: deploy, status, the lease drill by pod deletion, remove", func(t *testing.T) {
