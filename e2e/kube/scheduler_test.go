@@ -123,6 +123,9 @@ func leaseDrill(t *testing.T, method string, args ...string) lease.Report {
 	if raw, err := os.ReadFile(rf); err != nil || !strings.Contains(string(raw), `"result": "pass"`) {
 		t.Errorf("%s: --report %s: %v", method, rf, err)
 	}
+	var table strings.Builder
+	rep.Print(&table)
+	t.Logf("%s: the report as the table prints it:\n%s", method, table.String())
 	if rep.Result != "pass" || len(rep.Iter) != 1 {
 		t.Fatalf("%s: result %s (%v)", method, rep.Result, rep.Failures)
 	}
