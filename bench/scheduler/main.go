@@ -62,6 +62,7 @@ func main() {
 	skipThroughput := flag.Bool("skip-throughput", false, "skip the throughput part")
 	skipLease := flag.Bool("skip-lease", false, "skip the Lease takeover part (the lab)")
 	keep := flag.Bool("keep", false, "leave the lab running afterwards")
+	series := flag.String("series", "graceful,process,stock,tuned", "Lease takeover series to run, comma-separated: graceful, process (SIGKILL 15/10/2), stock (kube-scheduler's anchor), tuned (SIGKILL 5/3/1)")
 	rounds := flag.Int("rounds", 3, "throughput runs per scheduler, in alternating order (the median is reported)")
 	breakdown := flag.Bool("breakdown", true, "also run hactl-scheduler with the stock profile and with spreading, to show where a difference comes from")
 	flag.Parse()
@@ -77,7 +78,7 @@ func main() {
 	}
 	if !*skipLease {
 		h, _ := filepath.Abs(*hactl)
-		if err := leaseTakeover(root, h, *runs, *keep); err != nil {
+		if err := leaseTakeover(root, h, *runs, *keep, strings.Split(*series, ",")); err != nil {
 			errs = append(errs, fmt.Errorf("lease takeover: %w", err))
 		}
 	}
@@ -512,7 +513,12 @@ func report(label string, rep *lease.Report, goalMs float64, goal string) {
 	fmt.Printf("  two leaders at once: %d overlapping binding windows\n", overlaps)
 }
 
-func leaseTakeover(root, hactl string, runs int, keep bool) error {
+func leaseTakeover(root, hactl string, runs int, keep bool, series []string) error {
+	for _, name := range series {
+		if !slices.Contains([]string{"graceful", "process", "stock", "tuned"}, name) {
+			return fmt.Errorf("-series %s: graceful, process, stock or tuned", name)
+		}
+	}
 	ctx := context.Background()
 	dir := filepath.Join(root, ".lab-bench-scheduler")
 	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, RepoRoot: root, Dir: dir, Logf: logf})
@@ -553,33 +559,26 @@ func leaseTakeover(root, hactl string, runs int, keep bool) error {
 		return err
 	}
 	target := "lease/kube-system/hactl-scheduler"
-	if rep, err := drill(hactl, reports, "graceful-15-10-2", std, target, "graceful", runs); rep != nil {
-		report("hactl-scheduler, --method graceful (SIGTERM: ReleaseOnCancel), 15/10/2 s", rep, 2000, "< 2 s")
-		if err != nil {
-			errs = append(errs, "graceful: "+err.Error())
+	run := func(key, name, spec, target, method, title string, goalMs float64, goal string) {
+		if !slices.Contains(series, key) {
+			return
+		}
+		if rep, err := drill(hactl, reports, name, spec, target, method, runs); rep != nil {
+			report(title, rep, goalMs, goal)
+			if err != nil {
+				errs = append(errs, name+": "+err.Error())
+			}
 		}
 	}
-	if rep, err := drill(hactl, reports, "process-15-10-2", std, target, "process", runs); rep != nil {
-		report("hactl-scheduler, --method process (SIGKILL), 15/10/2 s", rep, 18000, "<= leaseDuration + retryPeriod + 1 s = 18 s")
+	run("graceful", "graceful-15-10-2", std, target, "graceful", "hactl-scheduler, --method graceful (SIGTERM: ReleaseOnCancel), 15/10/2 s", 2000, "< 2 s")
+	run("process", "process-15-10-2", std, target, "process", "hactl-scheduler, --method process (SIGKILL), 15/10/2 s", 18000, "<= leaseDuration + retryPeriod + 1 s = 18 s")
+	run("stock", "stock-process", std, "lease/kube-system/kube-scheduler", "process", "anchor: stock kube-scheduler, --method process (SIGKILL), kubeadm's 15/10/2 s (the issue measured 18.2 s)", 0, "")
+	if slices.Contains(series, "tuned") {
+		tuned, err := deploy("cluster-sched-5-3-1.yaml", v1alpha1.SchedulerLeaderElection{LeaseDuration: d(5), RenewDeadline: d(3), RetryPeriod: d(1)})
 		if err != nil {
-			errs = append(errs, "process 15/10/2: "+err.Error())
+			return err
 		}
-	}
-	if rep, err := drill(hactl, reports, "stock-process", std, "lease/kube-system/kube-scheduler", "process", runs); rep != nil {
-		report("anchor: stock kube-scheduler, --method process (SIGKILL), kubeadm's 15/10/2 s (the issue measured 18.2 s)", rep, 0, "")
-		if err != nil {
-			errs = append(errs, "stock: "+err.Error())
-		}
-	}
-	tuned, err := deploy("cluster-sched-5-3-1.yaml", v1alpha1.SchedulerLeaderElection{LeaseDuration: d(5), RenewDeadline: d(3), RetryPeriod: d(1)})
-	if err != nil {
-		return err
-	}
-	if rep, err := drill(hactl, reports, "process-5-3-1", tuned, target, "process", runs); rep != nil {
-		report("hactl-scheduler, --method process (SIGKILL), tuned 5/3/1 s", rep, 6000, "<= 6 s")
-		if err != nil {
-			errs = append(errs, "process 5/3/1: "+err.Error())
-		}
+		run("tuned", "process-5-3-1", tuned, target, "process", "hactl-scheduler, --method process (SIGKILL), tuned 5/3/1 s", 6000, "<= 6 s")
 	}
 	fmt.Printf("\nreports: %s\n", reports)
 	if len(errs) > 0 {
