@@ -116,6 +116,8 @@ func TestMoreUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"bootstrap", "--skip-phases", "plan"}, `phase "plan" can't be skipped`},
 		{[]string{"completion", "bash", "extra"}, `unknown command "extra"`},
 		{[]string{"completion", "nosuchshell"}, `unknown command "nosuchshell"`},
+		{[]string{"etcd", "member", "remove"}, "accepts 1 arg(s)"},
+		{[]string{"etcd", "member", "remove", "cp-a", "-o", "yaml"}, `--output "yaml"`},
 	} {
 		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

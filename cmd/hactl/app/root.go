@@ -94,6 +94,7 @@ it all converged: re-running changes nothing.
 		newDrillCommand(s, g),
 		newSchedulerCommand(s, g),
 		newMaintenanceCommand(s, g),
+		newEtcdCommand(s, g),
 	)
 	usageCompletion(root)
 	return root
