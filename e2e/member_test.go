@@ -1,0 +1,141 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl/hactl/drill/workload"
+	"github.com/hactl/hactl/e2e/harness"
+	"github.com/hactl/hactl/etcd/membership"
+)
+
+// TestMemberRemove: under the drills' writer, on the 5-member cluster, `hactl etcd member remove`
+// takes out a follower and then the leader (leadership moved first), each host's unit stopped and
+// disabled and its data dir kept aside; a removal that would lose the quorum is refused (exit 2) with
+// the arithmetic; no acknowledged write is lost; and the next bootstrap adds both hosts back as new
+// members.
+func TestMemberRemove(t *testing.T) {
+	ctx := context.Background()
+	spec := specPath(t, 5)
+	suite.BootstrapJSON(t, spec)
+	rep := waitHealthy(t, spec, 30*time.Second)
+	hosts := []string{"cp-a", "cp-b", "cp-c", "etcd-d", "etcd-e"}
+	var endpoints []string
+	for _, h := range hosts {
+		endpoints = append(endpoints, suite.Endpoint(t, h))
+	}
+	cli := harness.EtcdClient(t, labSpec(t, 5).Spec.StateDir, endpoints...)
+	run, err := workload.Start(ctx, workload.Config{Client: cli, Prefix: "/hactl-e2e/member-remove/" + time.Now().UTC().Format("150405") + "/", Rate: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() *workload.Record {
+		stopped = true
+		return run.Stop()
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			run.Stop()
+		}
+	})
+
+	if r := suite.Hactl(t, "etcd", "member", "remove", "etcd-z", "-f", spec, "--yes"); r.Code != 2 || !strings.Contains(r.Stderr, "etcd-z is not a member") {
+		t.Errorf("remove etcd-z: exit %d, want 2 naming it:\n%s", r.Code, r.Stderr)
+	}
+	if r := suite.Hactl(t, "etcd", "member", "remove", "etcd-e", "-f", spec); r.Code != 2 || !strings.Contains(r.Stderr, "--yes") {
+		t.Errorf("remove without --yes, stdin no terminal: exit %d, want 2:\n%s", r.Code, r.Stderr)
+	}
+
+	remove := func(name string) membership.RemoveResult {
+		t.Helper()
+		r := suite.MustHactl(t, "etcd", "member", "remove", name, "-f", spec, "--yes", "-o", "json")
+		var res membership.RemoveResult
+		if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+			t.Fatalf("remove %s: %v\n%s", name, err, r.Stdout)
+		}
+		if !res.Removed || !strings.HasPrefix(res.DataDirAside, "/var/lib/etcd.removed-") || res.HostError != "" {
+			t.Errorf("remove %s: %+v", name, res)
+		}
+		if out := suite.ExecOn(t, name, "sh", "-c", "systemctl is-enabled etcd.service; systemctl is-active etcd.service; test -d "+res.DataDirAside+" && echo kept"); out != "disabled\ninactive\nkept" {
+			t.Errorf("%s after removal: %q, want the unit disabled and inactive and the data dir kept", name, out)
+		}
+		return res
+	}
+	follower := ""
+	for _, m := range rep.Etcd.Members {
+		if m.Name != rep.Etcd.LeaderName && slices.Contains([]string{"etcd-d", "etcd-e"}, m.Name) {
+			follower = m.Name
+		}
+	}
+	if follower == "" {
+		follower = "etcd-e" // etcd-d and etcd-e both lead: impossible; keeps the test going with a clear failure below
+	}
+	if res := remove(follower); res.WasLeader {
+		t.Errorf("%s was a follower, the result says leader", follower)
+	}
+	leader := waitHealthyMembers(t, spec, 4).Etcd.LeaderName
+	res := remove(leader)
+	if !res.WasLeader || res.NewLeader == "" || res.NewLeader == leader {
+		t.Errorf("remove the leader %s: %+v", leader, res)
+	}
+	left := waitHealthyMembers(t, spec, 3)
+
+	// With one of the three stopped, removing another healthy one would leave 2 voters, 1 healthy.
+	var others []string
+	for _, m := range left.Etcd.Members {
+		others = append(others, m.Name)
+	}
+	suite.ExecOn(t, others[0], "systemctl", "stop", "etcd.service")
+	r := suite.Hactl(t, "etcd", "member", "remove", others[1], "-f", spec, "--yes")
+	suite.ExecOn(t, others[0], "systemctl", "start", "etcd.service")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "bring "+others[0]+" back first") || !strings.Contains(r.Stderr, "⌊2/2⌋+1") {
+		t.Errorf("remove %s with %s down: exit %d, want 2 with the arithmetic:\n%s", others[1], others[0], r.Code, r.Stderr)
+	}
+	waitHealthyMembers(t, spec, 3)
+
+	rec := stop()
+	v, err := workload.Verify(ctx, cli, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.OK() {
+		t.Errorf("acknowledged writes lost or stale reads: %+v", v)
+	}
+	st := rec.Stats(time.Time{})
+	t.Logf("writer: %d acknowledged, longest write gap %s", st.Acked, st.LongestGap)
+
+	// The spec still lists both: the next bootstrap adds them back as new members.
+	suite.BootstrapJSON(t, spec)
+	waitHealthy(t, spec, time.Minute)
+}
+
+// waitHealthyMembers waits until the cluster has n members, a leader, and every member's endpoint
+// healthy. (hactl status itself exits 3 meanwhile: the spec still lists the removed hosts.)
+func waitHealthyMembers(t *testing.T, spec string, n int) statusReport {
+	t.Helper()
+	var rep statusReport
+	harness.WaitFor(t, "the expected members, all healthy, with a leader", time.Minute, 2*time.Second, func() string {
+		var r harness.Result
+		rep, r = status(t, spec)
+		healthy := 0
+		for _, m := range rep.Etcd.Members {
+			for _, ep := range rep.Etcd.Endpoints {
+				if ep.MemberName == m.Name && ep.Healthy && !m.IsLearner {
+					healthy++
+				}
+			}
+		}
+		if len(rep.Etcd.Members) == n && healthy == n && rep.Etcd.LeaderName != "" {
+			return ""
+		}
+		return r.Stdout
+	})
+	return rep
+}
