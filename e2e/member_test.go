@@ -75,7 +75,7 @@ func TestMemberRemove(t *testing.T) {
 		}
 	}
 	if follower == "" {
-		follower = "etcd-e" // etcd-d and etcd-e both lead: impossible; keeps the test going with a clear failure below
+		t.Fatalf("no follower among etcd-d and etcd-e: %+v", rep.Etcd.Members)
 	}
 	if res := remove(follower); res.WasLeader {
 		t.Errorf("%s was a follower, the result says leader", follower)
