@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubenode"
 	"github.com/hactl/hactl/provision"
@@ -33,6 +34,11 @@ type Options struct {
 	DrainTimeout time.Duration
 	Prompt       provision.Prompter
 	Printer      *ui.Printer
+	// Etcd reaches the etcd members (membership.ClusterFromSpec); used when a host runs a member,
+	// which is removed from the cluster first.
+	Etcd membership.Cluster
+	// Force is membership's --force: remove a member even when the rest would lose their quorum.
+	Force bool
 }
 
 // InputError is a host list that cannot be reset, found before any host is contacted (exit 2).
@@ -53,7 +59,9 @@ type Plan struct {
 // HostPlan is one host's steps.
 type HostPlan struct {
 	Name, Role string
-	Steps      []string
+	// Member: the host runs an etcd member, removed first.
+	Member bool
+	Steps  []string
 }
 
 // String renders the plan for the confirmation.
@@ -71,10 +79,11 @@ func (p Plan) String() string {
 // backupDir keeps /etc/kubernetes as it was before the reset.
 const backupDir = "/var/lib/hactl/backup"
 
-// NewPlan checks o.Hosts against the spec and returns the plan. Errors (*InputError, exit 2): no
-// spec.kubernetes, a host not in the spec or not a Kubernetes node, a host running an etcd member
-// (its member is removed first: a later `hactl member remove`), every control plane at once (the
-// cluster itself: nothing would remain to drain through).
+// NewPlan checks o.Hosts against the spec and returns the plan. A host running an etcd member has
+// the member removed first (etcd/membership: quorum guard, leadership moved off it, unit stopped,
+// data dir kept aside). Errors (*InputError, exit 2): no spec.kubernetes, a host not in the spec or
+// not a Kubernetes node (an etcd-only host: `hactl etcd member remove`), every control plane at once
+// (the cluster itself: nothing would remain to drain through).
 func NewPlan(o Options) (Plan, error) {
 	c := o.Cluster
 	if c.Spec.Kubernetes == nil {
@@ -108,18 +117,19 @@ func NewPlan(o Options) (Plan, error) {
 			}
 			errs = append(errs, fmt.Sprintf("--hosts: %s is not a host of the spec (nodes without an etcd member: %s)", name, orNone(nodes)))
 			continue
-		case h.HasRole(v1alpha1.RoleEtcd):
-			errs = append(errs, fmt.Sprintf("--hosts: %s runs an etcd member: resetting it would take a member away without removing it from the cluster; remove the member first (member removal comes with hactl's day-2 commands), or move its etcd role elsewhere", name))
-			continue
 		case !h.HasRole(v1alpha1.RoleControlPlane) && !h.HasRole(v1alpha1.RoleWorker):
-			errs = append(errs, fmt.Sprintf("--hosts: %s is no Kubernetes node (roles %v)", name, h.Roles))
+			msg := fmt.Sprintf("--hosts: %s is no Kubernetes node (roles %v)", name, h.Roles)
+			if h.HasRole(v1alpha1.RoleEtcd) {
+				msg += fmt.Sprintf(": to take its etcd member out, hactl etcd member remove %s", name)
+			}
+			errs = append(errs, msg)
 			continue
 		}
 		role := "worker"
 		if h.HasRole(v1alpha1.RoleControlPlane) {
 			role = "control-plane"
 		}
-		p.Hosts = append(p.Hosts, HostPlan{Name: name, Role: role})
+		p.Hosts = append(p.Hosts, HostPlan{Name: name, Role: role, Member: h.HasRole(v1alpha1.RoleEtcd)})
 	}
 	if len(errs) > 0 {
 		return Plan{}, &InputError{strings.Join(errs, "\n")}
@@ -135,13 +145,16 @@ func NewPlan(o Options) (Plan, error) {
 	}
 	for i := range p.Hosts {
 		h := &p.Hosts[i]
-		h.Steps = []string{
+		if h.Member {
+			h.Steps = append(h.Steps, fmt.Sprintf("remove its etcd member (refused when the rest would lose their quorum; leadership moved off it first), stop and disable etcd, move %s aside", c.Spec.Etcd.DataDir))
+		}
+		h.Steps = append(h.Steps, []string{
 			fmt.Sprintf("drain Node %s and delete it (kubectl on %s)", h.Name, p.Via),
 			"save /etc/kubernetes to " + backupDir + "/etc-kubernetes-<time>.tgz",
 			"kubeadm reset (kubelet stopped, kubeadm's files and the node's containers removed)",
 			"remove hactl's kubelet unit and drop-in, kubelet/kubeadm/kubectl, the CNI network, the pod routes, kernel settings and the marker",
 			"put back containerd's configuration from before hactl (when kept) and restart containerd",
-		}
+		}...)
 	}
 	return p, nil
 }
@@ -168,6 +181,18 @@ func Run(ctx context.Context, o Options, p Plan) error {
 	defer via.Close()
 	var errs *multierror.Error
 	for _, hp := range p.Hosts {
+		if hp.Member {
+			_, err := membership.Remove(ctx, membership.RemoveOptions{Cluster: o.Etcd, Name: hp.Name, Force: o.Force,
+				Host: membership.SSHRetirer{Spec: c, Dialer: d}, Printer: o.Printer})
+			var notMember *membership.NotMemberError
+			switch {
+			case errors.As(err, &notMember):
+				o.Printer.Hostf(hp.Name, "no etcd member of that name in the cluster: nothing to remove")
+			case err != nil:
+				errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: fmt.Errorf("etcd member: %w (the host was not reset)", err)})
+				continue
+			}
+		}
 		if err := resetHost(ctx, d, via, hosts[hp.Name], o); err != nil {
 			errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: err})
 			continue

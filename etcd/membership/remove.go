@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/ui"
 )
@@ -313,4 +314,21 @@ func moveLeader(ctx context.Context, c Cluster, leaderURLs []string, id uint64) 
 		return err
 	}
 	return nil
+}
+
+// ClusterFromSpec is how membership reaches the members of the spec c: every etcd host's client URL
+// and hactl's client certificate from the state dir; opts as etcd.NewClient takes them (e.g. the
+// bastion's dialer). Errors: the spec's members cannot be derived (etcd.MembersFromSpec).
+func ClusterFromSpec(c *v1alpha1.Cluster, opts ...etcd.Option) (Cluster, error) {
+	members, err := etcd.MembersFromSpec(c)
+	if err != nil {
+		return Cluster{}, err
+	}
+	cl := Cluster{Endpoints: etcd.ClientURLs(members), TLS: etcd.HactlClientTLS(c)}
+	for _, o := range opts {
+		if o != nil {
+			cl.Options = append(cl.Options, o)
+		}
+	}
+	return cl, nil
 }

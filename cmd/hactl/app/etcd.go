@@ -85,14 +85,11 @@ plan is shown and confirmed (--yes in scripts, --dry-run to see it only).
 				return fmt.Errorf("ssh: %w", err)
 			}
 			defer tunnel.Close()
-			members, err := etcd.MembersFromSpec(c)
+			cl, err := membership.ClusterFromSpec(c, tunnel.Etcd())
 			if err != nil {
 				return &UsageError{Err: err}
 			}
-			cl := membership.Cluster{Endpoints: etcd.ClientURLs(members), TLS: etcd.HactlClientTLS(c)}
-			if opt := tunnel.Etcd(); opt != nil {
-				cl.Options = append(cl.Options, opt)
-			}
+			members, _ := etcd.MembersFromSpec(c)
 			ro := membership.RemoveOptions{Cluster: cl, Name: name, Force: o.force, DryRun: o.dryRun, Confirm: confirm, Printer: p}
 			inSpec := slices.ContainsFunc(members, func(m etcd.Member) bool { return m.Name == name })
 			if inSpec {

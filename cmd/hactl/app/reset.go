@@ -3,9 +3,12 @@ package app
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hactl/hactl/etcd/membership"
+	"github.com/hactl/hactl/internal/bastion"
 	"github.com/hactl/hactl/reset"
 )
 
@@ -13,13 +16,14 @@ type resetOptions struct {
 	hosts  []string
 	yes    bool
 	dryRun bool
+	force  bool
 }
 
 func newResetCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &resetOptions{}
 	cmd := &cobra.Command{
 		Use:   "reset",
-		Short: "Take Kubernetes nodes without an etcd member out of the cluster and remove what hactl installed",
+		Short: "Take Kubernetes nodes out of the cluster (their etcd member removed first) and remove what hactl installed",
 		Long: `Resets the named hosts: workers, and control planes whose etcd role is on other hosts. Per host,
 in order: the Node is drained and deleted (kubectl on a control plane that stays), /etc/kubernetes
 is saved to /var/lib/hactl/backup, 'kubeadm reset' runs, kubelet is stopped and disabled, and
@@ -27,9 +31,11 @@ hactl's files are removed (kubelet unit and kubeadm drop-in, kubelet/kubeadm/kub
 network and pod routes, kernel settings, hactl's marker); containerd's configuration from before
 hactl is put back when hactl kept one. Packages and imported images stay.
 
-Hosts running an etcd member are refused (exit 2): remove the member first. The plan is shown and
-confirmed (--yes in scripts; --dry-run shows it only). A host left in the spec joins again on the
-next 'hactl bootstrap'.
+A host running an etcd member has the member removed first, as 'hactl etcd member remove' does:
+refused when the members that remain would lose their quorum (unless --force), leadership moved off
+it first, etcd stopped and disabled, its data dir moved aside. The plan is shown and confirmed
+(--yes in scripts; --dry-run shows it only). A host left in the spec joins again (and its member
+is added back) on the next 'hactl bootstrap'.
 
   hactl reset -f cluster.yaml --hosts w-c --yes`,
 		Args: usageArgs(cobra.NoArgs),
@@ -39,10 +45,20 @@ next 'hactl bootstrap'.
 				return err
 			}
 			defer closeLog()
-			opts := reset.Options{Cluster: c, Hosts: o.hosts, Prompt: terminalPrompter(s.In, s.Err), Printer: p}
+			opts := reset.Options{Cluster: c, Hosts: o.hosts, Prompt: terminalPrompter(s.In, s.Err), Printer: p, Force: o.force}
 			plan, err := reset.NewPlan(opts)
 			if err != nil {
 				return err
+			}
+			if slices.ContainsFunc(plan.Hosts, func(h reset.HostPlan) bool { return h.Member }) && !o.dryRun {
+				tunnel, err := bastion.Open(c, opts.Prompt)
+				if err != nil {
+					return fmt.Errorf("ssh: %w", err)
+				}
+				defer tunnel.Close()
+				if opts.Etcd, err = membership.ClusterFromSpec(c, tunnel.Etcd()); err != nil {
+					return &UsageError{Err: err}
+				}
 			}
 			fmt.Fprintf(s.Out, "reset plan (nodes drained and deleted through %s):\n%s", plan.Via, plan)
 			if o.dryRun {
@@ -66,6 +82,7 @@ next 'hactl bootstrap'.
 	}
 	cmd.Flags().StringSliceVar(&o.hosts, "hosts", nil, "the hosts to reset (comma-separated spec host names)")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.force, "force", false, "remove a host's etcd member even when the members left would lose their quorum")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the plan and change nothing")
 	return cmd
 }
