@@ -89,9 +89,6 @@ func NewPlan(o Options) (Plan, error) {
 	if c.Spec.Kubernetes == nil {
 		return Plan{}, &InputError{"the spec has no spec.kubernetes: there is no Kubernetes node to reset"}
 	}
-	if len(o.Hosts) == 0 {
-		return Plan{}, &InputError{"--hosts: name the hosts to reset, e.g. --hosts w-c"}
-	}
 	byName := map[string]v1alpha1.Host{}
 	for _, h := range c.Spec.Hosts {
 		byName[h.Name] = h
@@ -105,6 +102,9 @@ func NewPlan(o Options) (Plan, error) {
 		}
 	}
 	o.Hosts = names
+	if len(o.Hosts) == 0 {
+		return Plan{}, &InputError{"--hosts: name the hosts to reset, e.g. --hosts w-c"}
+	}
 	for _, name := range o.Hosts {
 		h, ok := byName[name]
 		switch {

@@ -1,0 +1,61 @@
+package reset
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+)
+
+func cluster() *v1alpha1.Cluster {
+	c := &v1alpha1.Cluster{}
+	c.Spec.Kubernetes = &v1alpha1.Kubernetes{}
+	c.Spec.Etcd.DataDir = "/var/lib/etcd"
+	for _, h := range []struct {
+		name  string
+		roles []v1alpha1.Role
+	}{
+		{"cp-a", []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}},
+		{"cp-b", []v1alpha1.Role{v1alpha1.RoleEtcd, v1alpha1.RoleControlPlane}},
+		{"etcd-d", []v1alpha1.Role{v1alpha1.RoleEtcd}},
+		{"w-a", []v1alpha1.Role{v1alpha1.RoleWorker}},
+	} {
+		c.Spec.Hosts = append(c.Spec.Hosts, v1alpha1.Host{Name: h.name, Roles: h.roles})
+	}
+	return c
+}
+
+// TestPlanRemovesMemberFirst: a node with an etcd member is planned with the member's removal as its
+// first step; a worker has no such step.
+func TestPlanRemovesMemberFirst(t *testing.T) {
+	p, err := NewPlan(Options{Cluster: cluster(), Hosts: []string{"cp-b", "w-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Hosts) != 2 || p.Via != "cp-a" {
+		t.Fatalf("plan %+v", p)
+	}
+	cp, w := p.Hosts[0], p.Hosts[1]
+	if !cp.Member || !strings.Contains(cp.Steps[0], "remove its etcd member") || !strings.Contains(cp.Steps[0], "/var/lib/etcd aside") {
+		t.Errorf("cp-b: %+v", cp)
+	}
+	if w.Member || strings.Contains(strings.Join(w.Steps, "\n"), "etcd member") {
+		t.Errorf("w-a: %+v", w)
+	}
+}
+
+func TestPlanRefuses(t *testing.T) {
+	for hosts, want := range map[string]string{
+		"etcd-d":    "hactl etcd member remove etcd-d",
+		"nosuch":    "nosuch is not a host of the spec",
+		"cp-a,cp-b": "every control-plane host",
+		"":          "name the hosts",
+	} {
+		_, err := NewPlan(Options{Cluster: cluster(), Hosts: strings.Split(hosts, ",")})
+		var ie *InputError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), want) {
+			t.Errorf("--hosts %q: %v, want an InputError containing %q", hosts, err, want)
+		}
+	}
+}
