@@ -63,7 +63,7 @@ func TestMemberRemove(t *testing.T) {
 		if !res.Removed || !strings.HasPrefix(res.DataDirAside, "/var/lib/etcd.removed-") || res.HostError != "" {
 			t.Errorf("remove %s: %+v", name, res)
 		}
-		if out := suite.ExecOn(t, name, "sh", "-c", "systemctl is-enabled etcd.service; systemctl is-active etcd.service; test -d "+res.DataDirAside+" && echo kept"); out != "disabled\ninactive\nkept" {
+		if out := suite.ExecOn(t, name, "sh", "-c", "systemctl is-enabled etcd.service; systemctl is-active etcd.service; test -d "+res.DataDirAside+" && echo kept"); strings.TrimSpace(out) != "disabled\ninactive\nkept" {
 			t.Errorf("%s after removal: %q, want the unit disabled and inactive and the data dir kept", name, out)
 		}
 		return res
