@@ -86,6 +86,9 @@ type EndpointStatus struct {
 	RaftAppliedIndex uint64  `json:"raftAppliedIndex"`
 	DBSizeBytes      int64   `json:"dbSizeBytes"`
 	DBSizeInUseBytes int64   `json:"dbSizeInUseBytes"`
+	// FragmentationPercent is the share of the database file not in use, 0-100: what a
+	// defragmentation would give back (Fragmentation).
+	FragmentationPercent float64 `json:"fragmentationPercent"`
 	// Errors are the errors the member itself reports (e.g. an alarm).
 	Errors []string `json:"errors,omitempty"`
 
@@ -299,6 +302,7 @@ func probeEndpoint(ctx context.Context, ep string, cfg *tls.Config, dialTimeout,
 	p.es.RaftAppliedIndex = resp.RaftAppliedIndex
 	p.es.DBSizeBytes = resp.DbSize
 	p.es.DBSizeInUseBytes = resp.DbSizeInUse
+	p.es.FragmentationPercent = Fragmentation(resp.DbSize, resp.DbSizeInUse)
 	p.es.Errors = resp.Errors
 
 	hctx, cancel := context.WithTimeout(ctx, reqTimeout)
@@ -349,6 +353,16 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// Fragmentation is the share of a database file of size bytes that is not in use (inUse bytes), in
+// percent (0-100; 0 for an empty or unknown size): the free pages a defragmentation returns to the
+// filesystem.
+func Fragmentation(size, inUse int64) float64 {
+	if size <= 0 || inUse >= size {
+		return 0
+	}
+	return float64(size-inUse) / float64(size) * 100
 }
 
 // CheckQuorum writes key (a unique value) and reads it back with a linearizable read, failing unless

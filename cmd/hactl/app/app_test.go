@@ -118,6 +118,11 @@ func TestMoreUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"completion", "nosuchshell"}, `unknown command "nosuchshell"`},
 		{[]string{"etcd", "member", "remove"}, "accepts 1 arg(s)"},
 		{[]string{"etcd", "member", "remove", "cp-a", "-o", "yaml"}, `--output "yaml"`},
+		{[]string{"etcd", "defrag", "--min-fragmentation", "120"}, "--min-fragmentation 120: a percentage"},
+		{[]string{"etcd", "defrag", "--min-fragmentation", "-1"}, "--min-fragmentation -1"},
+		{[]string{"etcd", "compact", "--retain", "-5"}, "--retain -5"},
+		{[]string{"etcd", "alarm", "disarm", "--retain", "-1"}, "--retain -1"},
+		{[]string{"etcd", "alarm", "list", "extra"}, "unknown command"},
 	} {
 		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

@@ -4,19 +4,22 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/etcd/maintenance"
 	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/bastion"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/ui"
 )
 
 func newEtcdCommand(s Streams, g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "etcd",
-		Short: "Day-2 operations on the etcd cluster: membership",
+		Short: "Day-2 operations on the etcd cluster: membership, compaction, defragmentation, alarms",
 		Args:  usageArgs(cobra.NoArgs),
 	}
 	member := &cobra.Command{
@@ -25,7 +28,267 @@ func newEtcdCommand(s Streams, g *globalOptions) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 	}
 	member.AddCommand(newEtcdMemberRemoveCommand(s, g))
-	cmd.AddCommand(member)
+	alarm := &cobra.Command{
+		Use:   "alarm",
+		Short: "List or disarm etcd's alarms (NOSPACE recovered in etcd's order)",
+		Args:  usageArgs(cobra.NoArgs),
+	}
+	alarm.AddCommand(newEtcdAlarmListCommand(s, g), newEtcdAlarmDisarmCommand(s, g))
+	cmd.AddCommand(member, newEtcdDefragCommand(s, g), newEtcdCompactCommand(s, g), alarm)
+	return cmd
+}
+
+// etcdAccess loads the spec and opens what reaching its members takes (the bastion, when there is
+// one); close releases both.
+func etcdAccess(s Streams, g *globalOptions) (p *ui.Printer, cl membership.Cluster, closeFn func(), err error) {
+	p, c, _, closeLog, err := hostRun(s, g)
+	if err != nil {
+		return nil, cl, nil, err
+	}
+	tunnel, err := bastion.Open(c, terminalPrompter(s.In, s.Err))
+	if err != nil {
+		closeLog()
+		return nil, cl, nil, fmt.Errorf("ssh: %w", err)
+	}
+	if cl, err = membership.ClusterFromSpec(c, tunnel.Etcd()); err != nil {
+		tunnel.Close()
+		closeLog()
+		return nil, cl, nil, &UsageError{Err: err}
+	}
+	return p, cl, func() { tunnel.Close(); closeLog() }, nil
+}
+
+// planConfirm is a confirmer that shows the plan first; nil with --yes.
+func planConfirm(s Streams, yes bool, question string) (func(string) (bool, error), error) {
+	ask, err := confirmer(s, yes, ", or --dry-run to see the plan only")
+	if err != nil || ask == nil {
+		return nil, err
+	}
+	return func(plan string) (bool, error) {
+		fmt.Fprintf(s.Err, "Plan:\n%s\n", strings.TrimRight(plan, "\n"))
+		return ask(question)
+	}, nil
+}
+
+func newEtcdDefragCommand(s Streams, g *globalOptions) *cobra.Command {
+	var minFrag float64
+	var yes, dryRun bool
+	var output string
+	cmd := &cobra.Command{
+		Use:   "defrag",
+		Short: "Defragment the members one at a time, followers first, the leader last",
+		Long: `Defragments each member's database (its free pages given back to the filesystem), one member at
+a time because a member blocks its reads and writes while it defragments: followers first, the
+leader last, each checked serving again before the next. Members under --min-fragmentation (the
+share of the database file not in use, as hactl status shows it) are skipped. Every member must be
+healthy first. Compact first (hactl etcd compact) for the history's pages to be free.
+
+  hactl etcd defrag -f cluster.yaml --min-fragmentation 30 --yes`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(output); err != nil {
+				return err
+			}
+			if err := maintenance.ValidateMinFragmentation(minFrag); err != nil {
+				return err
+			}
+			confirm, err := planConfirm(s, yes || dryRun, "Defragment?")
+			if err != nil {
+				return err
+			}
+			p, cl, closeFn, err := etcdAccess(s, g)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			res, err := maintenance.Defrag(cmd.Context(), maintenance.DefragOptions{Cluster: cl, MinFragmentation: minFrag, DryRun: dryRun, Confirm: confirm, Printer: p})
+			if res != nil {
+				if werr := writeReport(s.Out, output, res, func(w io.Writer) { printDefrag(w, res) }); werr != nil {
+					return werr
+				}
+			}
+			return err
+		},
+	}
+	cmd.Flags().Float64Var(&minFrag, "min-fragmentation", 0, "skip members with less of their database file free than this, in percent (0-100)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the order and the fragmentation, change nothing")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func printDefrag(w io.Writer, r *maintenance.DefragResult) {
+	var rows [][]string
+	for _, m := range r.Members {
+		role, after, took := "follower", "-", "-"
+		if m.Leader {
+			role = "leader"
+		}
+		if m.Skipped == "" {
+			after, took = fmt.Sprintf("%.1f MiB", float64(m.AfterBytes)/(1<<20)), fmt.Sprintf("%.0fms", m.DurationMs)
+		} else {
+			after = "skipped: " + m.Skipped
+		}
+		rows = append(rows, []string{m.Name, role, fmt.Sprintf("%.1f MiB", float64(m.BeforeBytes)/(1<<20)), fmt.Sprintf("%.1f%%", m.FragmentationPercent), after, took})
+	}
+	ui.Table(w, []string{"MEMBER", "ROLE", "DB BEFORE", "FREE", "DB AFTER", "TOOK"}, rows)
+}
+
+func newEtcdCompactCommand(s Streams, g *globalOptions) *cobra.Command {
+	var retain int64
+	var yes bool
+	var output string
+	cmd := &cobra.Command{
+		Use:   "compact",
+		Short: "Compact the keyspace's history, keeping the --retain most recent revisions",
+		Long: `Compacts etcd's history to the current revision minus --retain: every older revision of every key
+is dropped (watchers and reads of those revisions get "required revision has been compacted").
+Physical: it returns once the backend dropped them; 'hactl etcd defrag' then gives the space back.
+kube-apiserver compacts every 5 minutes itself; this is for a cluster without it or a NOSPACE
+recovery (hactl etcd alarm disarm runs it).
+
+  hactl etcd compact -f cluster.yaml --retain 1000 --yes`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(output); err != nil {
+				return err
+			}
+			if err := maintenance.ValidateRetain(retain); err != nil {
+				return err
+			}
+			ask, err := confirmer(s, yes, "")
+			if err != nil {
+				return err
+			}
+			if ask != nil {
+				ok, err := ask(fmt.Sprintf("Compact etcd's history, keeping the %d most recent revisions?", retain))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return maintenance.ErrNotConfirmed
+				}
+			}
+			_, cl, closeFn, err := etcdAccess(s, g)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			res, err := maintenance.Compact(cmd.Context(), cl, retain)
+			if res != nil {
+				if werr := writeReport(s.Out, output, res, func(w io.Writer) {
+					if res.Skipped != "" {
+						fmt.Fprintf(w, "nothing compacted: %s\n", res.Skipped)
+						return
+					}
+					fmt.Fprintf(w, "compacted to revision %d (current %d, %d retained)\n", res.CompactedTo, res.Revision, res.Retained)
+				}); werr != nil {
+					return werr
+				}
+			}
+			return err
+		},
+	}
+	cmd.Flags().Int64Var(&retain, "retain", 0, "most recent revisions to keep")
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func newEtcdAlarmListCommand(s Streams, g *globalOptions) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the active alarms (NOSPACE, CORRUPT) with their members",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(output); err != nil {
+				return err
+			}
+			_, cl, closeFn, err := etcdAccess(s, g)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			as, err := maintenance.Alarms(cmd.Context(), cl)
+			if err != nil {
+				return err
+			}
+			return writeReport(s.Out, output, as, func(w io.Writer) { printAlarms(w, as) })
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func printAlarms(w io.Writer, as []maintenance.Alarm) {
+	if len(as) == 0 {
+		fmt.Fprintln(w, "no active alarm")
+		return
+	}
+	var rows [][]string
+	for _, a := range as {
+		rows = append(rows, []string{a.Alarm, a.Member, a.MemberID})
+	}
+	ui.Table(w, []string{"ALARM", "MEMBER", "MEMBER-ID"}, rows)
+}
+
+func newEtcdAlarmDisarmCommand(s Streams, g *globalOptions) *cobra.Command {
+	var retain int64
+	var yes, dryRun bool
+	var output string
+	cmd := &cobra.Command{
+		Use:   "disarm",
+		Short: "Clear the active alarms; NOSPACE: compact, defragment every member, then disarm",
+		Long: `Clears the active alarms. For NOSPACE (the database reached its quota; etcd then refuses writes)
+it runs etcd's recovery in order, after the plan is confirmed: compact the history (keeping
+--retain revisions), defragment every member one at a time with the leader last, then disarm; an
+alarm etcd raises again (the data itself is over the quota: raise spec.etcd's quota) is reported.
+A CORRUPT alarm is never disarmed by hactl (exit 3): replace that member or restore.
+
+  hactl etcd alarm disarm -f cluster.yaml --yes`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(output); err != nil {
+				return err
+			}
+			if err := maintenance.ValidateRetain(retain); err != nil {
+				return err
+			}
+			confirm, err := planConfirm(s, yes || dryRun, "Run it?")
+			if err != nil {
+				return err
+			}
+			p, cl, closeFn, err := etcdAccess(s, g)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			res, err := maintenance.Disarm(cmd.Context(), maintenance.DisarmOptions{Cluster: cl, Retain: retain, DryRun: dryRun, Confirm: confirm, Printer: p})
+			if res != nil {
+				if werr := writeReport(s.Out, output, res, func(w io.Writer) {
+					fmt.Fprint(w, res.Plan)
+					if len(res.Disarmed) > 0 {
+						fmt.Fprintf(w, "disarmed %d alarm(s)\n", len(res.Disarmed))
+					}
+					if len(res.Remaining) > 0 {
+						fmt.Fprintln(w, "still active:")
+						printAlarms(w, res.Remaining)
+					}
+				}); werr != nil {
+					return werr
+				}
+			}
+			if err == nil && len(res.Remaining) > 0 {
+				return &VerdictError{Err: fmt.Errorf("%d alarm(s) still active after the recovery: the data itself exceeds the quota; raise it or delete data", len(res.Remaining))}
+			}
+			return err
+		},
+	}
+	cmd.Flags().Int64Var(&retain, "retain", 0, "NOSPACE: most recent revisions the compaction keeps")
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the plan, change nothing")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
 }
 
