@@ -86,9 +86,9 @@ func TestSchedulerInvalid(t *testing.T) {
 			s.Plugins = map[string]PluginSet{"queueSort": {Disabled: []SchedulerPlugin{{Name: "*"}}}}
 		}, "spec.scheduler.plugins[queueSort]", "exactly one queueSort plugin"},
 		"bind address of a host": {func(s *Scheduler) { s.BindAddress = "10.0.0.11" }, "spec.scheduler.bindAddress", "supported values"},
-		"privileged port":   {func(s *Scheduler) { s.SecurePort = 443 }, "spec.scheduler.securePort", "1024 or more"},
-		"image with scheme": {func(s *Scheduler) { s.Image = "https://ghcr.io/hactl/x:1" }, "spec.scheduler.image", "an image reference"},
-		"image upper case":  {func(s *Scheduler) { s.Image = "ghcr.io/Hactl/x:1" }, "spec.scheduler.image", "an image reference"},
+		"privileged port":        {func(s *Scheduler) { s.SecurePort = 443 }, "spec.scheduler.securePort", "1024 or more"},
+		"image with scheme":      {func(s *Scheduler) { s.Image = "https://ghcr.io/hactl/x:1" }, "spec.scheduler.image", "an image reference"},
+		"image upper case":       {func(s *Scheduler) { s.Image = "ghcr.io/Hactl/x:1" }, "spec.scheduler.image", "an image reference"},
 		"score weight 0": {func(s *Scheduler) {
 			s.Plugins = map[string]PluginSet{"score": {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(0)}}}}
 		}, "spec.scheduler.plugins[score].enabled[0].weight", "at least 1"},
