@@ -182,14 +182,23 @@ func Run(ctx context.Context, o Options, p Plan) error {
 	var errs *multierror.Error
 	for _, hp := range p.Hosts {
 		if hp.Member {
-			_, err := membership.Remove(ctx, membership.RemoveOptions{Cluster: o.Etcd, Name: hp.Name, Force: o.Force,
-				Host: membership.SSHRetirer{Spec: c, Dialer: d}, Printer: o.Printer})
+			retirer := membership.SSHRetirer{Spec: c, Dialer: d}
+			res, err := membership.Remove(ctx, membership.RemoveOptions{Cluster: o.Etcd, Name: hp.Name, Force: o.Force, Host: retirer, Printer: o.Printer})
 			var notMember *membership.NotMemberError
 			switch {
 			case errors.As(err, &notMember):
-				o.Printer.Hostf(hp.Name, "no etcd member of that name in the cluster: nothing to remove")
+				// Already out of the cluster (e.g. an earlier run's retire failed): the host's unit is
+				// still stopped and its data dir moved aside; the script does nothing when done.
+				o.Printer.Hostf(hp.Name, "no etcd member of that name in the cluster; retiring the host's etcd")
+				if _, err := retirer.Retire(ctx, hp.Name, nil, time.Now().UTC().Format("20060102T150405Z")); err != nil {
+					errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: fmt.Errorf("etcd/retire: %w (the host was not reset)", err)})
+					continue
+				}
+			case err != nil && res != nil && res.Removed:
+				errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: fmt.Errorf("etcd member removed from the cluster, but: %w; the host was not reset: run hactl reset again", err)})
+				continue
 			case err != nil:
-				errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: fmt.Errorf("etcd member: %w (the host was not reset)", err)})
+				errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: fmt.Errorf("etcd member not removed: %w (the host was not reset)", err)})
 				continue
 			}
 		}

@@ -80,26 +80,45 @@ func ValidateMinFragmentation(p float64) error {
 	return nil
 }
 
-// planDefrag orders the reachable members: followers (and learners) by name, the leader last.
-// Members that are not reachable or not healthy stop the plan: defragmenting the rest would leave
-// the cluster with one member fewer while each is busy.
+// planDefrag orders the members: followers by name, the leader last. A learner is skipped (etcd
+// refuses a learner's Defragment and linearizable reads); an endpoint of the spec that is no
+// member is left out. A voting member that is unreachable or unhealthy stops the plan:
+// defragmenting the rest would leave the cluster with one member fewer while each is busy.
 func planDefrag(st *etcd.ClusterStatus, minFrag float64) ([]MemberDefrag, error) {
+	learner := map[string]bool{}
+	member := map[string]bool{}
+	for _, m := range st.Members {
+		member[m.ID] = true
+		learner[m.ID] = m.IsLearner
+		for _, u := range m.ClientURLs {
+			member[u] = true
+		}
+	}
 	var out []MemberDefrag
 	var bad []string
 	for _, ep := range st.Endpoints {
-		if !ep.Reachable || !ep.Healthy {
-			bad = append(bad, ep.Endpoint)
+		switch {
+		case !ep.Reachable && member[ep.Endpoint]:
+			bad = append(bad, ep.Endpoint+" (unreachable)")
 			continue
+		case !ep.Reachable || !member[ep.MemberID]:
+			continue // a spec host that is no member (removed, never joined)
 		}
 		m := MemberDefrag{Name: ep.MemberName, ID: ep.MemberID, Endpoint: ep.Endpoint, Leader: ep.IsLeader,
 			BeforeBytes: ep.DBSizeBytes, InUseBytes: ep.DBSizeInUseBytes, FragmentationPercent: ep.FragmentationPercent}
-		if m.FragmentationPercent < minFrag {
+		switch {
+		case learner[ep.MemberID]:
+			m.Skipped = "a learner (etcd defragments voting members only); defragment it once promoted"
+		case !ep.Healthy:
+			bad = append(bad, ep.Endpoint+" (unhealthy)")
+			continue
+		case m.FragmentationPercent < minFrag:
 			m.Skipped = fmt.Sprintf("%.1f%% free, under --min-fragmentation %g%%", m.FragmentationPercent, minFrag)
 		}
 		out = append(out, m)
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("etcd/defrag: %v not healthy: a member defragmenting cannot serve, so every other member must be healthy first", bad)
+		return nil, fmt.Errorf("etcd/defrag: %v: a member defragmenting cannot serve, so every other voting member must be healthy first", bad)
 	}
 	slices.SortStableFunc(out, func(a, b MemberDefrag) int {
 		if a.Leader != b.Leader {
@@ -270,6 +289,8 @@ type Alarm struct {
 	MemberID string `json:"memberID"`
 	Member   string `json:"member,omitempty"`
 	Alarm    string `json:"alarm"`
+	id       uint64
+	typ      etcdserverpb.AlarmType
 }
 
 // Alarms lists the active alarms (etcdctl alarm list), each with its member's name.
@@ -299,7 +320,7 @@ func alarms(ctx context.Context, cli *clientv3.Client) ([]Alarm, error) {
 	}
 	out := []Alarm{}
 	for _, a := range resp.Alarms {
-		out = append(out, Alarm{MemberID: strconv.FormatUint(a.MemberID, 16), Member: names[a.MemberID], Alarm: a.Alarm.String()})
+		out = append(out, Alarm{MemberID: strconv.FormatUint(a.MemberID, 16), Member: names[a.MemberID], Alarm: a.Alarm.String(), id: a.MemberID, typ: a.Alarm})
 	}
 	return out, nil
 }
@@ -325,6 +346,20 @@ type DisarmResult struct {
 	Disarmed  []Alarm `json:"disarmed,omitempty"`
 	Remaining []Alarm `json:"remaining,omitempty"`
 }
+
+// QuotaError: after compaction and defragmentation the data itself still fills the quota, so a
+// disarm would be followed by the next write's NOSPACE; nothing was disarmed (exit 3).
+type QuotaError struct {
+	Member       string
+	InUse, Quota int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("%s still uses %s of its %s quota after compaction and defragmentation: the data itself is too big; raise spec.etcd's quota (a rolling restart) or delete data, then disarm", e.Member, mib(e.InUse), mib(e.Quota))
+}
+
+// ExitCode is 3.
+func (e *QuotaError) ExitCode() int { return 3 }
 
 // CorruptError refuses to disarm a CORRUPT alarm: a member's data differs from the others', and
 // clearing the alarm would serve it again (exit 3, the check's verdict).
@@ -363,10 +398,10 @@ func Disarm(ctx context.Context, o DisarmOptions) (*DisarmResult, error) {
 	var corrupt []Alarm
 	nospace := false
 	for _, a := range as {
-		switch a.Alarm {
-		case etcdserverpb.AlarmType_CORRUPT.String():
+		switch a.typ {
+		case etcdserverpb.AlarmType_CORRUPT:
 			corrupt = append(corrupt, a)
-		case etcdserverpb.AlarmType_NOSPACE.String():
+		case etcdserverpb.AlarmType_NOSPACE:
 			nospace = true
 		}
 	}
@@ -399,15 +434,30 @@ func Disarm(ctx context.Context, o DisarmOptions) (*DisarmResult, error) {
 		if res.Compact, err = Compact(ctx, c, o.Retain); err != nil {
 			return res, err
 		}
-		o.Printer.Infof("compacted to revision %d %s", res.Compact.CompactedTo, res.Compact.Skipped)
+		if res.Compact.Skipped != "" {
+			o.Printer.Infof("nothing compacted: %s", res.Compact.Skipped)
+		} else {
+			o.Printer.Infof("compacted to revision %d", res.Compact.CompactedTo)
+		}
 		if res.Defrag, err = Defrag(ctx, DefragOptions{Cluster: c, Printer: o.Printer}); err != nil {
 			return res, err
 		}
+		// etcd raises NOSPACE again only at the next write over the quota, so check the data now.
+		for _, m := range res.Defrag.Members {
+			sctx, cancel := context.WithTimeout(ctx, etcd.DefaultRequestTimeout)
+			sr, err := cli.Status(sctx, m.Endpoint)
+			cancel()
+			if err != nil {
+				return res, fmt.Errorf("etcd/alarm: status of %s: %w", m.Name, err)
+			}
+			if sr.DbSizeQuota > 0 && sr.DbSizeInUse >= sr.DbSizeQuota*95/100 {
+				return res, &QuotaError{Member: m.Name, InUse: sr.DbSizeInUse, Quota: sr.DbSizeQuota}
+			}
+		}
 	}
 	for _, a := range as {
-		id, _ := strconv.ParseUint(a.MemberID, 16, 64)
 		rctx, cancel := context.WithTimeout(ctx, etcd.DefaultRequestTimeout)
-		_, err := cli.AlarmDisarm(rctx, &clientv3.AlarmMember{MemberID: id, Alarm: etcdserverpb.AlarmType(etcdserverpb.AlarmType_value[a.Alarm])})
+		_, err := cli.AlarmDisarm(rctx, &clientv3.AlarmMember{MemberID: a.id, Alarm: a.typ})
 		cancel()
 		if err != nil {
 			return res, fmt.Errorf("etcd/alarm disarm %s on %s: %w", a.Alarm, a.Member, err)

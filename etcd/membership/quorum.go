@@ -38,7 +38,7 @@ func (e *QuorumError) Error() string {
 	if e.Remaining == 0 {
 		return fmt.Sprintf("%s is the only voting member: removing it would leave no cluster; add a member first (hactl etcd member replace, or a host in the spec and hactl bootstrap)", e.Removing)
 	}
-	return fmt.Sprintf("removing %s leaves %d voting member(s), of which %d healthy (%s); a quorum of %d voters is %d (⌊%d/2⌋+1), so the cluster could not commit: bring %s back first, or pass --force to remove it anyway",
+	return fmt.Sprintf("removing %s leaves %d voting member(s), of which %d healthy (%s); a quorum of %d voters is %d (⌊%d/2⌋+1), so the cluster could not commit: bring %s back first (--force skips hactl's check, but etcd's own strict reconfiguration check still refuses a removal that leaves fewer connected voters than a quorum)",
 		e.Removing, e.Remaining, len(e.HealthyLeft), orNone(e.HealthyLeft), e.Remaining, e.QuorumRequired, e.Remaining, strings.Join(e.UnhealthyLeft, ", "))
 }
 

@@ -28,9 +28,11 @@ type Cluster struct {
 }
 
 // Retirer stops a removed member on its host: the etcd unit stopped and disabled, the data dir
-// moved aside (never deleted). It returns where the data dir went ("" when there was none).
+// moved aside (never deleted). peerURLs are the member's (empty when it is no member any more),
+// so the host can be checked to be the member's. It returns where the data dir went ("" when there
+// was none).
 type Retirer interface {
-	Retire(ctx context.Context, member string, stamp string) (aside string, err error)
+	Retire(ctx context.Context, member string, peerURLs []string, stamp string) (aside string, err error)
 }
 
 // RemoveOptions are one removal.
@@ -87,6 +89,7 @@ type view struct {
 	members []Voter
 	byID    map[uint64]etcd.EndpointStatus
 	urls    map[uint64][]string
+	peers   map[uint64][]string
 	names   map[uint64]string
 	leader  uint64
 }
@@ -113,7 +116,10 @@ func readView(ctx context.Context, c Cluster) (*view, error) {
 			return nil, fmt.Errorf("etcd status: %w", err)
 		}
 	}
-	v := &view{status: st, byID: map[uint64]etcd.EndpointStatus{}, urls: map[uint64][]string{}, names: map[uint64]string{}}
+	if !st.QuorumReachable || st.MemberListError != "" {
+		return nil, fmt.Errorf("etcd status: the cluster has no quorum (no endpoint served a linearizable read%s): a membership change needs one", suffix(st.MemberListError))
+	}
+	v := &view{status: st, byID: map[uint64]etcd.EndpointStatus{}, urls: map[uint64][]string{}, peers: map[uint64][]string{}, names: map[uint64]string{}}
 	for _, ep := range st.Endpoints {
 		id, err := strconv.ParseUint(ep.MemberID, 16, 64)
 		if err != nil || !ep.Reachable {
@@ -132,7 +138,36 @@ func readView(ctx context.Context, c Cluster) (*view, error) {
 			continue
 		}
 		v.members = append(v.members, Voter{Name: m.Name, ID: id, Learner: m.IsLearner, Healthy: v.byID[id].Healthy})
-		v.urls[id], v.names[id] = m.ClientURLs, m.Name
+		v.urls[id], v.peers[id], v.names[id] = m.ClientURLs, m.PeerURLs, m.Name
+	}
+	return v, nil
+}
+
+// electionWait bounds how long a change waits for a healthy leader: right after the leader died
+// the others still name it until an election (etcd's election timeout, 1 s by default).
+const electionWait = 20 * time.Second
+
+// readSettledView is readView once the leader it names is a healthy member (or electionWait
+// passed: the last view's error says why).
+func readSettledView(ctx context.Context, c Cluster) (*view, error) {
+	var v *view
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, electionWait, true, func(ctx context.Context) (bool, error) {
+		v, last = readView(ctx, c)
+		if last != nil {
+			return false, nil
+		}
+		if v.leader == 0 || !v.byID[v.leader].Healthy {
+			last = fmt.Errorf("no healthy leader yet (the members name %x)", v.leader)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		if last != nil {
+			return nil, last
+		}
+		return nil, err
 	}
 	return v, nil
 }
@@ -147,15 +182,40 @@ func suffix(s string) string {
 // find returns the member named name.
 func (v *view) find(name string) (Voter, error) {
 	var names []string
+	var found []Voter
 	for _, m := range v.members {
-		if m.Name == name {
-			return m, nil
+		if name != "" && m.Name == name {
+			found = append(found, m)
 		}
 		names = append(names, label(m))
 	}
-	slices.Sort(names)
-	return Voter{}, &NotMemberError{Name: name, Members: names}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		slices.Sort(names)
+		return Voter{}, &NotMemberError{Name: name, Members: names}
+	}
+	var ids []string
+	for _, m := range found {
+		ids = append(ids, fmt.Sprintf("%x (peer %s)", m.ID, strings.Join(v.peers[m.ID], ",")))
+	}
+	return Voter{}, &AmbiguousMemberError{Name: name, IDs: ids}
 }
+
+// AmbiguousMemberError: several members carry that name (etcd allows it, e.g. a dead member and
+// its re-added successor); hactl removes none of them (exit 2).
+type AmbiguousMemberError struct {
+	Name string
+	IDs  []string
+}
+
+func (e *AmbiguousMemberError) Error() string {
+	return fmt.Sprintf("%d members are named %s: %s; hactl will not guess which to remove: remove the dead one with etcdctl member remove ID", len(e.IDs), e.Name, strings.Join(e.IDs, "; "))
+}
+
+// ExitCode: refused input.
+func (e *AmbiguousMemberError) ExitCode() int { return 2 }
 
 // transferee is the healthy voter, other than id, with the highest raft index: the one leadership
 // moves to (etcd's MoveLeader needs a voter that is caught up).
@@ -193,7 +253,7 @@ func (v *view) endpointsExcept(id uint64) []string {
 // a step's error (status, move-leader, member remove); after the member was removed, the host's
 // error (the member is gone from the cluster; the result's HostError says what to do on the host).
 func Remove(ctx context.Context, o RemoveOptions) (*RemoveResult, error) {
-	v, err := readView(ctx, o.Cluster)
+	v, err := readSettledView(ctx, o.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +304,21 @@ func Remove(ctx context.Context, o RemoveOptions) (*RemoveResult, error) {
 			return res, ErrNotConfirmed
 		}
 	}
+	if o.Confirm != nil {
+		// The answer may come minutes later: the guard runs again on a fresh view.
+		if v, err = readSettledView(ctx, o.Cluster); err != nil {
+			return res, err
+		}
+		if target, err = v.find(o.Name); err != nil {
+			return res, err
+		}
+		if err := CheckRemoval(v.members, target.ID); err != nil && !o.Force {
+			return res, err
+		}
+		if (target.ID == v.leader) != res.WasLeader {
+			return res, fmt.Errorf("%s's leadership changed while the plan was confirmed: run it again", o.Name)
+		}
+	}
 	if res.WasLeader {
 		if err := moveLeader(ctx, o.Cluster, v.urls[target.ID], to.ID); err != nil {
 			return res, fmt.Errorf("etcd/move-leader %s → %s: %w", o.Name, to.Name, err)
@@ -263,13 +338,17 @@ func Remove(ctx context.Context, o RemoveOptions) (*RemoveResult, error) {
 	if o.Host == nil {
 		return res, nil
 	}
-	aside, err := o.Host.Retire(ctx, o.Name, stamp)
+	aside, err := o.Host.Retire(ctx, o.Name, v.peers[target.ID], stamp)
 	res.DataDirAside = aside
 	if err != nil {
 		res.HostError = fmt.Sprintf("%v: the member is out of the cluster, but its host still has the unit: stop and disable etcd there and move its data dir aside when it is reachable", err)
 		return res, fmt.Errorf("etcd/retire %s: %w", o.Name, err)
 	}
-	o.Printer.Hostf(o.Name, "etcd stopped and disabled; data dir kept as %s", orNone([]string{aside}))
+	if aside == "" {
+		o.Printer.Hostf(o.Name, "etcd stopped and disabled; it had no data dir")
+	} else {
+		o.Printer.Hostf(o.Name, "etcd stopped and disabled; data dir kept as %s", aside)
+	}
 	return res, nil
 }
 

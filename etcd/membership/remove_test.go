@@ -20,7 +20,7 @@ type fakeRetirer struct {
 	err     error
 }
 
-func (f *fakeRetirer) Retire(_ context.Context, member, stamp string) (string, error) {
+func (f *fakeRetirer) Retire(_ context.Context, member string, _ []string, stamp string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.retired = append(f.retired, member)

@@ -118,6 +118,7 @@ func TestMoreUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"completion", "nosuchshell"}, `unknown command "nosuchshell"`},
 		{[]string{"etcd", "member", "remove"}, "accepts 1 arg(s)"},
 		{[]string{"etcd", "member", "remove", "cp-a", "-o", "yaml"}, `--output "yaml"`},
+		{[]string{"etcd", "member", "remove", " "}, "NAME: the member's name"},
 		{[]string{"etcd", "defrag", "--min-fragmentation", "120"}, "--min-fragmentation 120: a percentage"},
 		{[]string{"etcd", "defrag", "--min-fragmentation", "-1"}, "--min-fragmentation -1"},
 		{[]string{"etcd", "compact", "--retain", "-5"}, "--retain -5"},

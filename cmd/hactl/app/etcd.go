@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -324,6 +325,9 @@ plan is shown and confirmed (--yes in scripts, --dry-run to see it only).
 				return err
 			}
 			name := args[0]
+			if strings.TrimSpace(name) == "" {
+				return &UsageError{Err: errors.New("NAME: the member's name (its host's name in the spec), e.g. hactl etcd member remove etcd-e")}
+			}
 			p, c, _, closeLog, err := hostRun(s, g)
 			if err != nil {
 				return err
