@@ -228,3 +228,57 @@ func TestEtcdMaintenance(t *testing.T) {
 		t.Logf("defrag %s: %.1f MiB → %.1f MiB in %.0f ms", m.Name, float64(m.BeforeBytes)/(1<<20), float64(m.AfterBytes)/(1<<20), m.DurationMs)
 	}
 }
+
+// TestEtcdNoSpace: with a 16 MiB quota, history fills the database until etcd raises NOSPACE and
+// refuses writes; `hactl etcd alarm list` names it, `alarm disarm` compacts, defragments every member
+// and disarms, and writes go through again. The quota is put back after.
+func TestEtcdNoSpace(t *testing.T) {
+	ctx := context.Background()
+	c := labSpec(t, 5)
+	c.Spec.Etcd.QuotaBackendBytes = 16 << 20
+	small := harness.WriteSpecIn(t, suite.Lab.Dir(), c, "etcd-5-quota.yaml")
+	spec := specPath(t, 5)
+	t.Cleanup(func() { suite.BootstrapJSON(t, spec) }) // the default quota again (a rolling restart)
+	suite.BootstrapJSON(t, small)
+	waitHealthy(t, small, time.Minute)
+	var endpoints []string
+	for _, h := range []string{"cp-a", "cp-b", "cp-c", "etcd-d", "etcd-e"} {
+		endpoints = append(endpoints, suite.Endpoint(t, h))
+	}
+	cli := harness.EtcdClient(t, c.Spec.StateDir, endpoints...)
+	value := strings.Repeat("q", 1<<20)
+	full := false
+	for i := 0; i < 40 && !full; i++ {
+		if _, err := cli.Put(ctx, "/hactl-e2e/nospace", value); err != nil {
+			if !strings.Contains(err.Error(), "database space exceeded") {
+				t.Fatalf("put %d: %v", i, err)
+			}
+			full = true
+		}
+	}
+	if !full {
+		t.Fatal("40 MiB of history did not raise NOSPACE under a 16 MiB quota")
+	}
+	var alarms []maintenance.Alarm
+	harness.DecodeJSON(t, suite.MustHactl(t, "etcd", "alarm", "list", "-f", small, "-o", "json"), &alarms)
+	if len(alarms) == 0 || alarms[0].Alarm != "NOSPACE" || alarms[0].Member == "" {
+		t.Fatalf("alarm list: %+v, want NOSPACE with its member", alarms)
+	}
+	if r := suite.Hactl(t, "etcd", "alarm", "disarm", "-f", small); r.Code != 2 {
+		t.Errorf("disarm without --yes, stdin no terminal: exit %d, want 2", r.Code)
+	}
+	var res maintenance.DisarmResult
+	harness.DecodeJSON(t, suite.MustHactl(t, "etcd", "alarm", "disarm", "-f", small, "--yes", "-o", "json"), &res)
+	if res.Compact == nil || res.Defrag == nil || len(res.Defrag.Members) != 5 || len(res.Disarmed) == 0 || len(res.Remaining) != 0 {
+		t.Fatalf("disarm: %+v", res)
+	}
+	if _, err := cli.Put(ctx, "/hactl-e2e/after-nospace", "ok"); err != nil {
+		t.Fatalf("put after the recovery: %v", err)
+	}
+	if r := suite.MustHactl(t, "etcd", "alarm", "list", "-f", small, "-o", "json"); strings.TrimSpace(r.Stdout) != "[]" {
+		t.Errorf("alarms after disarm: %s", r.Stdout)
+	}
+	if _, err := cli.Delete(ctx, "/hactl-e2e/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+}
