@@ -189,12 +189,14 @@ func TestEtcdMaintenance(t *testing.T) {
 		t.Errorf("compact: %+v", compact)
 	}
 	var defrag maintenance.DefragResult
-	harness.DecodeJSON(t, suite.MustHactl(t, "etcd", "defrag", "-f", spec, "--min-fragmentation", "10", "--yes", "-o", "json"), &defrag)
+	// --min-fragmentation 0: etcd's in-use figure counts the pages a compaction just freed only
+	// later (bbolt's pending pages), so right after one the free share it reports can lag.
+	harness.DecodeJSON(t, suite.MustHactl(t, "etcd", "defrag", "-f", spec, "--yes", "-o", "json"), &defrag)
 	if n := len(defrag.Members); n != 5 || !defrag.Members[n-1].Leader {
 		t.Fatalf("defrag order: %+v, want 5 members, the leader last", defrag.Members)
 	}
 	for _, m := range defrag.Members {
-		if m.Skipped != "" || m.FragmentationPercent < 10 || m.AfterBytes >= m.BeforeBytes {
+		if m.Skipped != "" || m.AfterBytes*2 >= m.BeforeBytes {
 			t.Errorf("%s: %.1f%% free, %d → %d bytes, skipped %q", m.Name, m.FragmentationPercent, m.BeforeBytes, m.AfterBytes, m.Skipped)
 		}
 	}

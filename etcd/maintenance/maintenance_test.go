@@ -50,9 +50,15 @@ func TestMaintenanceAgainstRealEtcd(t *testing.T) {
 	if err != nil || cr.CompactedTo != cr.Revision-10 || cr.Skipped != "" {
 		t.Fatalf("compact: %+v %v", cr, err)
 	}
-	if again, err := Compact(ctx, cl, 10); err != nil || again.Skipped == "" {
+	// Past the deletions (the newest revisions): the values are freed.
+	if all, err := Compact(ctx, cl, 0); err != nil || all.CompactedTo != all.Revision {
+		t.Fatalf("compact --retain 0: %+v %v", all, err)
+	}
+	if again, err := Compact(ctx, cl, 0); err != nil || again.Skipped == "" {
 		t.Fatalf("compact again to the same revision: %+v %v, want skipped", again, err)
 	}
+	// etcd's dbSizeInUse counts bbolt's free pages only, not the pending ones a compaction just
+	// freed, so the fragmentation it reports can lag; the defragmentation itself shows the space.
 
 	if _, err := Defrag(ctx, DefragOptions{Cluster: cl, MinFragmentation: 101, Printer: p}); !errors.As(err, new(*InputError)) {
 		t.Fatalf("--min-fragmentation 101: %v", err)
@@ -74,8 +80,8 @@ func TestMaintenanceAgainstRealEtcd(t *testing.T) {
 		t.Fatalf("order %+v, want the leader last", res.Members)
 	}
 	for _, m := range res.Members {
-		if m.FragmentationPercent <= 0 || m.AfterBytes >= m.BeforeBytes {
-			t.Errorf("%s: %.1f%% free, %d → %d bytes: want smaller after", m.Name, m.FragmentationPercent, m.BeforeBytes, m.AfterBytes)
+		if m.FragmentationPercent < 0 || m.AfterBytes*4 >= m.BeforeBytes {
+			t.Errorf("%s: %.1f%% free, %d → %d bytes: want under a quarter after", m.Name, m.FragmentationPercent, m.BeforeBytes, m.AfterBytes)
 		}
 	}
 
