@@ -263,7 +263,7 @@ func (r *Report) Print(w io.Writer) {
 		}
 		db := "-"
 		if ep.Reachable {
-			db = fmt.Sprintf("%s/%s of %s, %.0f%% free", mib(ep.DBSizeInUseBytes), mib(ep.DBSizeBytes), mib(r.QuotaBackendBytes), ep.FragmentationPercent)
+			db = fmt.Sprintf("%s/%s of %s, %.0f%% fragmented", mib(ep.DBSizeInUseBytes), mib(ep.DBSizeBytes), mib(r.QuotaBackendBytes), ep.FragmentationPercent)
 		}
 		rows = append(rows, []string{
 			dash(name), dash(ep.MemberID), dash(r.Zones[name]), ep.Endpoint, role, health,

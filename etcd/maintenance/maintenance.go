@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -99,7 +100,7 @@ func planDefrag(st *etcd.ClusterStatus, minFrag float64) ([]MemberDefrag, error)
 	for _, ep := range st.Endpoints {
 		switch {
 		case !ep.Reachable && member[ep.Endpoint]:
-			bad = append(bad, ep.Endpoint+" (unreachable)")
+			bad = append(bad, memberAt(st, ep.Endpoint)+" (unreachable)")
 			continue
 		case !ep.Reachable || !member[ep.MemberID]:
 			continue // a spec host that is no member (removed, never joined)
@@ -110,7 +111,7 @@ func planDefrag(st *etcd.ClusterStatus, minFrag float64) ([]MemberDefrag, error)
 		case learner[ep.MemberID]:
 			m.Skipped = "a learner (etcd defragments voting members only); defragment it once promoted"
 		case !ep.Healthy:
-			bad = append(bad, ep.Endpoint+" (unhealthy)")
+			bad = append(bad, memberAt(st, ep.Endpoint)+" (unhealthy)")
 			continue
 		case m.FragmentationPercent < minFrag:
 			m.Skipped = fmt.Sprintf("%.1f%% free, under --min-fragmentation %g%%", m.FragmentationPercent, minFrag)
@@ -118,7 +119,7 @@ func planDefrag(st *etcd.ClusterStatus, minFrag float64) ([]MemberDefrag, error)
 		out = append(out, m)
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("etcd/defrag: %v: a member defragmenting cannot serve, so every other voting member must be healthy first", bad)
+		return nil, fmt.Errorf("etcd/defrag: %s: a member defragmenting cannot serve, so every other voting member must be healthy first", strings.Join(bad, ", "))
 	}
 	slices.SortStableFunc(out, func(a, b MemberDefrag) int {
 		if a.Leader != b.Leader {
@@ -130,6 +131,16 @@ func planDefrag(st *etcd.ClusterStatus, minFrag float64) ([]MemberDefrag, error)
 		return cmp.Compare(a.Name, b.Name)
 	})
 	return out, nil
+}
+
+// memberAt names the member serving endpoint ep ("name (ep)"), or ep alone.
+func memberAt(st *etcd.ClusterStatus, ep string) string {
+	for _, m := range st.Members {
+		if slices.Contains(m.ClientURLs, ep) && m.Name != "" {
+			return m.Name + " (" + ep + ")"
+		}
+	}
+	return ep
 }
 
 // Defrag defragments the members one at a time, followers first and the leader last, skipping
@@ -392,7 +403,7 @@ func Disarm(ctx context.Context, o DisarmOptions) (*DisarmResult, error) {
 	}
 	res := &DisarmResult{Alarms: as}
 	if len(as) == 0 {
-		res.Plan = "no active alarm: nothing to do"
+		res.Plan = "no active alarm: nothing to do\n"
 		return res, nil
 	}
 	var corrupt []Alarm

@@ -41,11 +41,11 @@ func TestPlanDefrag(t *testing.T) {
 		t.Fatalf("plan %v, want b(skip) c d(skip) a", got)
 	}
 	st.Endpoints[2].Healthy = false
-	if _, err := planDefrag(st, 0); err == nil || !strings.Contains(err.Error(), "https://c:2379 (unhealthy)") {
+	if _, err := planDefrag(st, 0); err == nil || !strings.Contains(err.Error(), "c (https://c:2379) (unhealthy)") {
 		t.Fatalf("unhealthy voter: %v", err)
 	}
 	st.Endpoints[2] = etcd.EndpointStatus{Endpoint: "https://c:2379"}
-	if _, err := planDefrag(st, 0); err == nil || !strings.Contains(err.Error(), "https://c:2379 (unreachable)") {
+	if _, err := planDefrag(st, 0); err == nil || !strings.Contains(err.Error(), "c (https://c:2379) (unreachable)") {
 		t.Fatalf("unreachable voter: %v", err)
 	}
 }

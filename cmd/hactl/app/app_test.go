@@ -122,6 +122,7 @@ func TestMoreUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"etcd", "defrag", "--min-fragmentation", "120"}, "--min-fragmentation 120: a percentage"},
 		{[]string{"etcd", "defrag", "--min-fragmentation", "-1"}, "--min-fragmentation -1"},
 		{[]string{"etcd", "compact", "--retain", "-5"}, "--retain -5"},
+		{[]string{"etcd", "compact", "--yes"}, "--retain N is required"},
 		{[]string{"etcd", "alarm", "disarm", "--retain", "-1"}, "--retain -1"},
 		{[]string{"etcd", "alarm", "list", "extra"}, "unknown command"},
 	} {

@@ -103,7 +103,7 @@ healthy first. Compact first (hactl etcd compact) for the history's pages to be 
 			}
 			defer closeFn()
 			res, err := maintenance.Defrag(cmd.Context(), maintenance.DefragOptions{Cluster: cl, MinFragmentation: minFrag, DryRun: dryRun, Confirm: confirm, Printer: p})
-			if res != nil {
+			if res != nil && len(res.Members) > 0 && !errors.Is(err, maintenance.ErrNotConfirmed) {
 				if werr := writeReport(s.Out, output, res, func(w io.Writer) { printDefrag(w, res) }); werr != nil {
 					return werr
 				}
@@ -111,7 +111,7 @@ healthy first. Compact first (hactl etcd compact) for the history's pages to be 
 			return err
 		},
 	}
-	cmd.Flags().Float64Var(&minFrag, "min-fragmentation", 0, "skip members with less of their database file free than this, in percent (0-100)")
+	cmd.Flags().Float64Var(&minFrag, "min-fragmentation", 0, "skip members with less of their database file free than this, in percent (0-100; default 0: every member)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the order and the fragmentation, change nothing")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
@@ -137,7 +137,7 @@ func printDefrag(w io.Writer, r *maintenance.DefragResult) {
 
 func newEtcdCompactCommand(s Streams, g *globalOptions) *cobra.Command {
 	var retain int64
-	var yes bool
+	var yes, dryRun bool
 	var output string
 	cmd := &cobra.Command{
 		Use:   "compact",
@@ -154,10 +154,17 @@ recovery (hactl etcd alarm disarm runs it).
 			if err := outputFormat(output); err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("retain") {
+				return &UsageError{Err: errors.New("--retain N is required: the number of most recent revisions to keep (--retain 0 drops every older revision of every key)")}
+			}
 			if err := maintenance.ValidateRetain(retain); err != nil {
 				return err
 			}
-			ask, err := confirmer(s, yes, "")
+			if dryRun {
+				fmt.Fprintf(s.Out, "plan (dry run, nothing changed): compact etcd's history to the current revision minus %d; every older revision of every key is dropped\n", retain)
+				return nil
+			}
+			ask, err := confirmer(s, yes, ", or --dry-run to see the plan only")
 			if err != nil {
 				return err
 			}
@@ -190,8 +197,9 @@ recovery (hactl etcd alarm disarm runs it).
 			return err
 		},
 	}
-	cmd.Flags().Int64Var(&retain, "retain", 0, "most recent revisions to keep")
+	cmd.Flags().Int64Var(&retain, "retain", 0, "most recent revisions to keep (required; 0 keeps only the current one)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be compacted, change nothing")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
 }
@@ -266,7 +274,7 @@ A CORRUPT alarm is never disarmed by hactl (exit 3): replace that member or rest
 			}
 			defer closeFn()
 			res, err := maintenance.Disarm(cmd.Context(), maintenance.DisarmOptions{Cluster: cl, Retain: retain, DryRun: dryRun, Confirm: confirm, Printer: p})
-			if res != nil {
+			if res != nil && !errors.Is(err, maintenance.ErrNotConfirmed) {
 				if werr := writeReport(s.Out, output, res, func(w io.Writer) {
 					fmt.Fprint(w, res.Plan)
 					if len(res.Disarmed) > 0 {
@@ -286,7 +294,7 @@ A CORRUPT alarm is never disarmed by hactl (exit 3): replace that member or rest
 			return err
 		},
 	}
-	cmd.Flags().Int64Var(&retain, "retain", 0, "NOSPACE: most recent revisions the compaction keeps")
+	cmd.Flags().Int64Var(&retain, "retain", 0, "NOSPACE: most recent revisions the compaction keeps (default 0: only the current one)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the plan, change nothing")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
@@ -368,7 +376,7 @@ plan is shown and confirmed (--yes in scripts, --dry-run to see it only).
 				ro.Host = membership.SSHRetirer{Spec: c, Dialer: d}
 			}
 			res, err := membership.Remove(cmd.Context(), ro)
-			if res != nil && (err == nil || res.Removed || o.dryRun) {
+			if res != nil && (err == nil || res.Removed) {
 				if werr := writeReport(s.Out, o.output, res, func(w io.Writer) { printRemoval(w, res, o.dryRun, inSpec, g.file) }); werr != nil {
 					return werr
 				}
