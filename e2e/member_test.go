@@ -201,9 +201,11 @@ func TestEtcdMaintenance(t *testing.T) {
 		}
 	}
 	rep, _ := status(t, spec)
+	// In bytes, not percent: the database is ~0.1 MiB after the defrag, where the writer's few
+	// freed pages are a large share.
 	for _, ep := range rep.Etcd.Endpoints {
-		if ep.FragmentationPercent > 10 {
-			t.Errorf("%s: %.1f%% free after the defrag", ep.MemberName, ep.FragmentationPercent)
+		if free := ep.DBSizeBytes - ep.DBSizeInUseBytes; free > 1<<20 {
+			t.Errorf("%s: %d bytes free after the defrag (%.1f%%), want under 1 MiB", ep.MemberName, free, ep.FragmentationPercent)
 		}
 	}
 	var again maintenance.DefragResult
