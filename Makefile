@@ -15,8 +15,9 @@ build: ## build bin/hactl
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/hactl ./cmd/hactl
 
 .PHONY: etcd-bins
-etcd-bins: ## build the pinned etcd, etcdctl, etcdutl into bin/ (skipped when present)
-	bash hack/build-etcd.sh
+etcd-bins: ## build the pinned etcd, etcdctl, etcdutl into bin/ and the v3.5 release the lab upgrades from into bin/etcd-v3.5/ (each cached by input hash)
+	bash hack/build-etcd.sh tools/etcd bin
+	bash hack/build-etcd.sh tools/etcd35 bin/etcd-v3.5
 
 .PHONY: minio-bin
 minio-bin: ## build the pinned MinIO server into bin/minio for the backup tests (skipped when present)
@@ -33,6 +34,19 @@ scheduler-bin: ## build hactl-scheduler (the scheduler/ module) into bin/hactl-s
 .PHONY: scheduler-image
 scheduler-image: host-deps ## build hactl-scheduler's image FROM scratch into bin/hactl-scheduler-image.tar (cached by input hash; reference in bin/hactl-scheduler-image.ref)
 	bash hack/build-scheduler.sh --image
+
+.PHONY: controller-gen
+controller-gen: ## build the pinned controller-gen (tools/controller-gen) into bin/controller-gen (cached by input hash)
+	bash hack/build-controller-gen.sh
+
+.PHONY: generate
+generate: controller-gen ## regenerate the operator API's deepcopy methods and CRDs (operator/api/v1alpha1 → operator/crds)
+	bin/controller-gen object paths=./operator/api/...
+	bin/controller-gen crd paths=./operator/api/... output:crd:dir=operator/crds
+
+.PHONY: operator-image
+operator-image: host-deps ## build hactl-operator (cmd/hactl-operator) and its image FROM scratch into bin/hactl-operator-image.tar (cached by input hash)
+	bash hack/build-operator.sh --image
 
 .PHONY: promtool
 promtool: ## install promtool (Debian's prometheus package; no daemon left running) for deploy/prometheus's rule tests (skipped when present)
@@ -66,6 +80,7 @@ lab-image: host-deps apt-repo ## build the lab host image (cached by package-lis
 vet: cross
 	$(GO) vet ./...
 	cd scheduler && GOWORK=off $(GO) vet ./...
+	cd cmd/hactl-operator && GOWORK=off $(GO) vet ./...
 
 # CROSS_PLATFORMS are the GOOS/GOARCH pairs `make cross` builds hactl for besides the host's.
 CROSS_PLATFORMS := darwin/arm64 darwin/amd64 linux/arm64
@@ -80,12 +95,13 @@ cross: ## build hactl for macOS (arm64, amd64) and linux/arm64 into a temp dir (
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet ./cmd/hactl/...
 
 .PHONY: unit
-unit: host-deps kubernetes-bins minio-bin scheduler-bin promtool ## unit tests (no lab; the real haproxy, keepalived, kubeadm and hactl-scheduler validate rendered configs; a real MinIO for backups; promtool tests the alert rules); the scheduler/ module's own tests
-	HACTL_REQUIRE_KUBEADM=1 HACTL_REQUIRE_MINIO=1 HACTL_REQUIRE_SCHEDULER=1 HACTL_REQUIRE_PROMTOOL=1 $(GO) test -race -count=1 ./...
+unit: host-deps etcd-bins kubernetes-bins minio-bin scheduler-bin promtool controller-gen ## unit tests (no lab; the real haproxy, keepalived, kubeadm and hactl-scheduler validate rendered configs; a real MinIO for backups; promtool tests the alert rules); the scheduler/ and cmd/hactl-operator modules' own tests (the operator's against a real kube-apiserver through envtest)
+	HACTL_REQUIRE_KUBEADM=1 HACTL_REQUIRE_MINIO=1 HACTL_REQUIRE_SCHEDULER=1 HACTL_REQUIRE_PROMTOOL=1 HACTL_REQUIRE_CONTROLLER_GEN=1 $(GO) test -race -count=1 ./...
 	cd scheduler && GOWORK=off $(GO) test -count=1 ./...
+	cd cmd/hactl-operator && GOWORK=off $(GO) test -count=1 ./...
 
 .PHONY: e2e
-e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
+e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
 	HACTL_BIN=$(CURDIR)/bin/hactl $(GO) test -tags e2e -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
 .PHONY: test
@@ -123,11 +139,12 @@ lab-down: ## remove every lab container, network and volume (hactl-lab*)
 # BENCH_BEFORE=path/to/hactl runs the bootstrap benchmark with a second binary too (e.g. a build of the
 # previous release) and prints both side by side.
 .PHONY: bench
-bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills, scheduler throughput and Lease takeover; prints figures
+bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills, etcd member replace and defrag, scheduler throughput and Lease takeover; prints figures
 	$(GO) run ./bench/bootstrap -hactl $(CURDIR)/bin/hactl $(if $(BENCH_BEFORE),-before $(BENCH_BEFORE))
 	$(GO) run ./bench/lb -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/drill -hactl $(CURDIR)/bin/hactl
+	$(GO) run ./bench/etcd -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/scheduler -hactl $(CURDIR)/bin/hactl
 
 .PHONY: clean

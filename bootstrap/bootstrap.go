@@ -41,6 +41,9 @@ type Options struct {
 	IgnorePreflightErrors []string
 	// WaitTimeout bounds waiting for quorum after start (default 2m).
 	WaitTimeout time.Duration
+	// ReplaceLost names etcd members whose data dir was lost: removed and added back as new
+	// learners on the same hosts (etcdphases.Options.ReplaceLost).
+	ReplaceLost []string
 	// Printer receives progress lines.
 	Printer *ui.Printer
 	// Prompt asks for a key passphrase or the sudo password when the spec names no environment
@@ -74,7 +77,7 @@ func New(opt Options) (*Bootstrapper, error) {
 	b := &Bootstrapper{opt: opt}
 	b.run = runctx.New(opt.Cluster, opt.Printer, opt.DryRun, provision.SpecOptions{AcceptNewHostKeys: opt.AcceptNewHostKeys, Prompt: opt.Prompt})
 	var err error
-	if b.etcd, err = etcdphases.New(b.run, etcdphases.Options{IgnorePreflightErrors: opt.IgnorePreflightErrors, WaitTimeout: opt.WaitTimeout, SumCache: opt.SumCache}); err != nil {
+	if b.etcd, err = etcdphases.New(b.run, etcdphases.Options{IgnorePreflightErrors: opt.IgnorePreflightErrors, WaitTimeout: opt.WaitTimeout, SumCache: opt.SumCache, ReplaceLost: opt.ReplaceLost}); err != nil {
 		return nil, err
 	}
 	b.front = frontphases.New(b.run)
@@ -147,6 +150,7 @@ func (b *Bootstrapper) Run(ctx context.Context) (*report.Cluster, error) {
 	res := &report.Cluster{Cluster: b.opt.Cluster.Metadata.Name, ClusterID: b.etcd.ClusterID(), DryRun: b.opt.DryRun,
 		Duration: time.Since(started).Round(time.Millisecond).String(), Members: b.etcd.Report(), Hosts: mergeHosts(b.opt.Cluster, b.front.Report(), b.kube.Report())}
 	res.VIP, res.VIPHolder = b.front.VIP()
+	res.EtcdClusterVersion = b.etcd.ClusterVersion()
 	if b.seed != nil {
 		res.RestoredRevision = b.seed.Revision()
 	}

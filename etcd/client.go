@@ -38,19 +38,43 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd TLS: read CA: %w", err)
 	}
+	var certPEM, keyPEM []byte
+	switch {
+	case f.Cert != "" && f.Key != "":
+		if certPEM, err = os.ReadFile(f.Cert); err != nil {
+			return nil, fmt.Errorf("etcd TLS: load client certificate: %w", err)
+		}
+		if keyPEM, err = os.ReadFile(f.Key); err != nil {
+			return nil, fmt.Errorf("etcd TLS: load client certificate: %w", err)
+		}
+	case f.Cert != "" || f.Key != "":
+		return nil, errors.New("etcd TLS: client certificate and key must be given together")
+	}
+	cfg, err := ConfigFromPEM(caPEM, certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%w (CA %s)", err, f.CA)
+	}
+	return cfg, nil
+}
+
+// ConfigFromPEM is TLSFiles.Config from PEM bytes instead of files (e.g. a Kubernetes Secret's
+// ca.crt, tls.crt and tls.key): TLS 1.2 or later, servers verified against caPEM only, the client
+// certificate when certPEM and keyPEM are both given. Errors: no certificate in caPEM, only one of
+// certPEM and keyPEM, or a pair that does not parse or match.
+func ConfigFromPEM(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("etcd TLS: %s holds no PEM certificate", f.CA)
+		return nil, errors.New("etcd TLS: the CA holds no PEM certificate")
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
 	switch {
-	case f.Cert != "" && f.Key != "":
-		pair, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	case len(certPEM) > 0 && len(keyPEM) > 0:
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("etcd TLS: load client certificate: %w", err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
-	case f.Cert != "" || f.Key != "":
+	case len(certPEM) > 0 || len(keyPEM) > 0:
 		return nil, errors.New("etcd TLS: client certificate and key must be given together")
 	}
 	return cfg, nil

@@ -145,6 +145,9 @@ func TestRealCluster(t *testing.T) {
 		if !st.QuorumReachable || st.LeaderID == "" || st.LeaderName == "" || st.ClusterID == "" {
 			t.Errorf("cluster: quorum %v leader %q/%q cluster %q", st.QuorumReachable, st.LeaderID, st.LeaderName, st.ClusterID)
 		}
+		if st.ClusterVersion != "3.6.0" && st.ClusterVersion != "not_decided" { // decided by the leader within seconds of its election
+			t.Errorf("cluster version %q, want 3.6.0", st.ClusterVersion)
+		}
 		if len(st.Members) != 3 || len(st.Alarms) != 0 || st.MemberListError != "" || st.AlarmListError != "" {
 			t.Errorf("members %+v alarms %+v errors %q %q", st.Members, st.Alarms, st.MemberListError, st.AlarmListError)
 		}

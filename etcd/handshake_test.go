@@ -83,3 +83,32 @@ func TestIsTLSRejection(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberVersions: a real member answers its server and cluster version over TLS with hactl's
+// client certificate; a client certificate of no CA the member trusts is refused, and so is a URL
+// that is not etcd.
+func TestMemberVersions(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ep := c.Endpoints()[0]
+	ctx := t.Context()
+	var v etcd.Versions
+	var err error
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v, err = etcd.MemberVersions(ctx, ep, c.Files(), 2*time.Second)
+		if err != nil || v.Cluster != "not_decided" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil || v.Server != "3.6.16" || v.Cluster != "3.6.0" {
+		t.Fatalf("MemberVersions = %+v, %v; want server 3.6.16, cluster 3.6.0", v, err)
+	}
+	noCert := etcd.TLSFiles{CA: c.Files().CA}
+	if _, err := etcd.MemberVersions(ctx, ep, noCert, 2*time.Second); err == nil {
+		t.Error("without a client certificate: no error")
+	}
+	if _, err := etcd.MemberVersions(ctx, ep+"/nothing-here", c.Files(), 2*time.Second); err == nil {
+		t.Error("a path that is not etcd's: no error")
+	}
+}

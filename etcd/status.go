@@ -46,6 +46,10 @@ type ClusterStatus struct {
 	Endpoints      []EndpointStatus `json:"endpoints"`
 	Alarms         []Alarm          `json:"alarms"`
 	AlarmListError string           `json:"alarmListError,omitempty"`
+	// ClusterVersion is the cluster version ("3.6.0": the lowest minor among the members, decided
+	// by the leader; MemberVersions) as one healthy, else reachable, endpoint answered it; "" when
+	// its /version did not answer.
+	ClusterVersion string `json:"clusterVersion,omitempty"`
 }
 
 // MemberInfo is one entry of the member list.
@@ -127,6 +131,14 @@ func StatusWithTimeout(ctx context.Context, endpoints []string, files TLSFiles, 
 	return status(ctx, endpoints, files, dialTimeout, reqTimeout, opts...)
 }
 
+// StatusWithConfig is StatusWithTimeout with a client tls.Config (ConfigFromPEM) instead of files.
+func StatusWithConfig(ctx context.Context, endpoints []string, cfg *tls.Config, dialTimeout, reqTimeout time.Duration, opts ...Option) (*ClusterStatus, error) {
+	if dialTimeout <= 0 || reqTimeout <= 0 {
+		return nil, fmt.Errorf("status timeouts must be positive (dial %s, request %s)", dialTimeout, reqTimeout)
+	}
+	return statusConfig(ctx, endpoints, cfg, dialTimeout, reqTimeout, opts...)
+}
+
 func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout, reqTimeout time.Duration, opts ...Option) (*ClusterStatus, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd status: no endpoints")
@@ -134,6 +146,13 @@ func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout
 	cfg, err := files.Config()
 	if err != nil {
 		return nil, err
+	}
+	return statusConfig(ctx, endpoints, cfg, dialTimeout, reqTimeout, opts...)
+}
+
+func statusConfig(ctx context.Context, endpoints []string, cfg *tls.Config, dialTimeout, reqTimeout time.Duration, opts ...Option) (*ClusterStatus, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("etcd status: no endpoints")
 	}
 	for _, e := range endpoints {
 		if _, _, err := endpointHost(e); err != nil {
@@ -181,6 +200,9 @@ func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout
 	}
 
 	src := cmp.Or(healthy, reachable)
+	if v, err := memberVersions(ctx, src.es.Endpoint, cfg, reqTimeout, opts...); err == nil {
+		st.ClusterVersion = v.Cluster
+	}
 	var mlOpts []clientv3.OpOption
 	if healthy == nil {
 		mlOpts = append(mlOpts, clientv3.WithSerializable()) // no quorum: the member's own view

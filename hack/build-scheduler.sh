@@ -50,20 +50,6 @@ if [[ -f "${istamp}" && -f "${bin}/hactl-scheduler-image.tar" ]]; then
 	exit 0
 fi
 rm -f "${bin}"/.hactl-scheduler-image-*
-ctx="$(mktemp -d)"
-trap 'rm -rf "${ctx}"' EXIT
-cp "${bin}/hactl-scheduler" "${ctx}/hactl-scheduler"
-# FROM scratch builds offline. 65532 is the conventional non-root uid of distroless images; the
-# files the scheduler reads (config, kubeconfig) are given to it by hactl.
-cat >"${ctx}/Dockerfile" <<'DOCKERFILE'
-FROM scratch
-COPY hactl-scheduler /usr/local/bin/hactl-scheduler
-USER 65532:65532
-ENTRYPOINT ["/usr/local/bin/hactl-scheduler"]
-DOCKERFILE
-DOCKER_BUILDKIT=0 docker build -q -t "${ref}" "${ctx}" >/dev/null
-docker save -o "${bin}/hactl-scheduler-image.tar.tmp" "${ref}"
-mv -f "${bin}/hactl-scheduler-image.tar.tmp" "${bin}/hactl-scheduler-image.tar"
-echo "${ref}" >"${bin}/hactl-scheduler-image.ref"
+bash "${root}/hack/scratch-image.sh" "${bin}/hactl-scheduler" "${ref}" "${bin}/hactl-scheduler-image.tar"
 touch "${istamp}"
 echo "build-scheduler: image ${ref} saved to ${bin}/hactl-scheduler-image.tar"

@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -210,7 +209,7 @@ func (p *plan) install(ctx context.Context, d *provision.Dialer, c *v1alpha1.Clu
 			}
 			changed = append(changed, "image pulled")
 		} else {
-			if err := importArchive(ctx, cli, p.archive); err != nil {
+			if err := images.Import(ctx, cli, "scheduler/image", p.archive); err != nil {
 				return "", err
 			}
 			changed = append(changed, "image imported")
@@ -283,17 +282,6 @@ func kubeconfigDue(probe string, now time.Time) (bool, string) {
 		return false, ""
 	}
 	return true, "renewed (no client certificate in it)"
-}
-
-func importArchive(ctx context.Context, cli *provision.Client, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("image archive: %w", err)
-	}
-	defer f.Close()
-	// Streamed into ctr as kube/images does for the control-plane images.
-	_, err = cli.Run(ctx, "scheduler/image", "ctr -n k8s.io images import --all-platforms - >/dev/null", provision.WithStdin(f))
-	return err
 }
 
 // makeKubeconfig runs kubeadm kubeconfig user on the host with the cluster's ClusterConfiguration

@@ -18,6 +18,9 @@ type Cluster struct {
 	VIPHolder string `json:"vipHolder,omitempty"`
 	// RestoredRevision is the cluster's revision after a restore (snapshot revision + bump).
 	RestoredRevision int64 `json:"restoredRevision,omitempty"`
+	// EtcdClusterVersion is the cluster version ("3.6.0", etcd's /version "etcdcluster") checked
+	// after a rolling upgrade; "" when the run upgraded nothing.
+	EtcdClusterVersion string `json:"etcdClusterVersion,omitempty"`
 }
 
 // Member is one etcd member's outcome.
@@ -30,6 +33,9 @@ type Member struct {
 	Action Action `json:"action"`
 	// Changes are the remote paths written (or to be written, during a dry run), sorted.
 	Changes []string `json:"changes,omitempty"`
+	// UpgradedFrom is the etcd version ("v3.5.36") the member ran before the run upgraded it to
+	// spec.etcd.version in a rolling upgrade (planned, during a dry run); "" when not upgraded.
+	UpgradedFrom string `json:"upgradedFrom,omitempty"`
 	// Commands is the number of SSH commands the run sent to the host.
 	Commands int `json:"sshCommands"`
 }
@@ -59,5 +65,6 @@ const (
 	ActionUpdate    Action = "update"    // running member whose files changed: rolling restart
 	ActionStart     Action = "start"     // member with data whose etcd is not running
 	ActionRestore   Action = "restore"   // the member's data is rebuilt from a snapshot
+	ActionReplace   Action = "replace"   // a member whose data dir was lost: removed, then added back as a learner (bootstrap --replace-lost)
 	ActionUnchanged Action = "unchanged" // nothing to do
 )

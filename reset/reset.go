@@ -22,6 +22,7 @@ import (
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubenode"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -200,6 +201,12 @@ func Run(ctx context.Context, o Options, p Plan) error {
 			case err != nil:
 				errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: fmt.Errorf("etcd member not removed: %w (the host was not reset)", err)})
 				continue
+			}
+			if res != nil && res.Removed {
+				// The host joins later as a new member: hactl's record of the old one goes.
+				if err := state.ForgetRemoved(c.Spec.StateDir, map[string]string{hp.Name: res.ID}); err != nil {
+					errs = multierror.Append(errs, fmt.Errorf("state dir: %s's member record stays: %w", hp.Name, err))
+				}
 			}
 		}
 		if err := resetHost(ctx, d, via, hosts[hp.Name], o); err != nil {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hactl/hactl/internal/atomicfile"
 )
@@ -80,4 +81,34 @@ func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	return atomicfile.WriteFile(path, data, mode)
+}
+
+// Forget drops the record of member name when it is the member with ID id (hex, as etcd prints
+// it): the member was removed from the cluster, so a host of that name joins later as a new member.
+// A record of another ID (the host re-joined since) is kept. It reports whether a record was
+// dropped.
+func (c *Cluster) Forget(name, id string) bool {
+	rec := c.Members[name]
+	if rec == nil || (rec.ID != "" && !strings.EqualFold(rec.ID, id)) {
+		return false
+	}
+	delete(c.Members, name)
+	return true
+}
+
+// ForgetRemoved loads dir's record, forgets each removed member (name → ID, see Forget) and saves
+// the record when anything changed. A missing record is no error.
+func ForgetRemoved(dir string, removed map[string]string) error {
+	c, err := Load(dir)
+	if err != nil || c == nil {
+		return err
+	}
+	changed := false
+	for name, id := range removed {
+		changed = c.Forget(name, id) || changed
+	}
+	if !changed {
+		return nil
+	}
+	return Save(dir, c)
 }

@@ -43,3 +43,27 @@ func TestLoadCorrupt(t *testing.T) {
 		t.Fatal("corrupt state loaded")
 	}
 }
+
+func TestForgetRemoved(t *testing.T) {
+	dir := t.TempDir()
+	if err := ForgetRemoved(dir, map[string]string{"cp-a": "1"}); err != nil {
+		t.Fatalf("no record: %v", err)
+	}
+	c := &Cluster{Name: "c", Token: "t", Members: map[string]*Member{
+		"cp-a": {ID: "8e9e05c52164694d"}, "cp-b": {ID: "aa"}, "cp-c": {}, "cp-d": {ID: "cc"},
+	}}
+	if err := Save(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	// cp-a by its ID (any case), cp-c never had one; cp-b has re-joined under another ID since.
+	if err := ForgetRemoved(dir, map[string]string{"cp-a": "8E9E05C52164694D", "cp-b": "bb", "cp-c": "dd"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Members["cp-a"] != nil || got.Members["cp-c"] != nil || got.Members["cp-b"] == nil || got.Members["cp-d"] == nil || got.Token != "t" {
+		t.Fatalf("after forgetting: %+v", got.Members)
+	}
+}

@@ -232,7 +232,7 @@ func (r *Report) Print(w io.Writer) {
 			leader += " (as last seen by the others; not answering)"
 		}
 	}
-	fmt.Fprintf(w, "cluster %s  etcd cluster ID %s  leader %s  quorum %s\n\n", r.Cluster, dash(st.ClusterID), leader, quorum)
+	fmt.Fprintf(w, "cluster %s  etcd cluster ID %s  cluster version %s  leader %s  quorum %s\n\n", r.Cluster, dash(st.ClusterID), dash(st.ClusterVersion), leader, quorum)
 	var rows [][]string
 	now := time.Now()
 	for _, ep := range st.Endpoints {

@@ -735,38 +735,50 @@ func (v *validator) topology(c *Cluster, p *field.Path) {
 	}
 
 	// Zone spread: a zone holding a quorum of members takes the cluster down with it.
-	type zone struct {
-		members []int
+	zoneOf := make([]string, len(members))
+	for j, i := range members {
+		zoneOf[j] = c.Spec.Hosts[i].Zone
 	}
-	zones := map[string]*zone{}
-	var order []string
-	for _, i := range members {
-		z := c.Spec.Hosts[i].Zone
-		if zones[z] == nil {
-			zones[z] = &zone{}
-			order = append(order, z)
-		}
-		zones[z].members = append(zones[z].members, i)
+	name, at := ZoneHoldingQuorum(zoneOf)
+	if name == "" {
+		return
 	}
-	for _, name := range order {
-		z := zones[name]
-		if name == "" || len(z.members) < quorum { // a missing zone is reported on its host
+	var hostNames []string
+	for _, j := range at {
+		hostNames = append(hostNames, c.Spec.Hosts[members[j]].Name)
+	}
+	// Point at the member that made the zone reach quorum: moving it is the fix.
+	zp := p.Index(members[at[quorum-1]]).Child("zone")
+	what := fmt.Sprintf("zone %q holds %d of the %d etcd members (%s) and a quorum is %d, so losing zone %q loses quorum and etcd stops accepting writes",
+		name, len(at), n, strings.Join(hostNames, ", "), quorum, name)
+	if c.Spec.Etcd.AcceptZoneQuorumLoss {
+		v.warn(zp, "%s; accepted because spec.etcd.acceptZoneQuorumLoss is true", what)
+		return
+	}
+	v.add(field.Invalid(zp, name, fmt.Sprintf("%s; %s, or set spec.etcd.acceptZoneQuorumLoss: true to accept this", what, spreadAdvice(n))))
+}
+
+// ZoneHoldingQuorum returns the zone that holds a quorum (⌊n/2⌋+1, raft's majority) of n members,
+// given each member's zone, and the indexes of its members; "" and nil when none does (at most one
+// zone can). Empty zones are not counted. Losing that zone loses the cluster: the rule of the spec's
+// topology check and of a removal's result (etcd/membership.CheckTopology).
+func ZoneHoldingQuorum(zones []string) (string, []int) {
+	quorum := len(zones)/2 + 1
+	at := map[string][]int{}
+	for i, z := range zones {
+		if z == "" {
 			continue
 		}
-		var hostNames []string
-		for _, i := range z.members {
-			hostNames = append(hostNames, c.Spec.Hosts[i].Name)
+		if at[z] = append(at[z], i); len(at[z]) == quorum {
+			for j := i + 1; j < len(zones); j++ {
+				if zones[j] == z {
+					at[z] = append(at[z], j)
+				}
+			}
+			return z, at[z]
 		}
-		// Point at the member that made the zone reach quorum: moving it is the fix.
-		zp := p.Index(z.members[quorum-1]).Child("zone")
-		what := fmt.Sprintf("zone %q holds %d of the %d etcd members (%s) and a quorum is %d, so losing zone %q loses quorum and etcd stops accepting writes",
-			name, len(z.members), n, strings.Join(hostNames, ", "), quorum, name)
-		if c.Spec.Etcd.AcceptZoneQuorumLoss {
-			v.warn(zp, "%s; accepted because spec.etcd.acceptZoneQuorumLoss is true", what)
-			continue
-		}
-		v.add(field.Invalid(zp, name, fmt.Sprintf("%s; %s, or set spec.etcd.acceptZoneQuorumLoss: true to accept this", what, spreadAdvice(n))))
 	}
+	return "", nil
 }
 
 func spreadAdvice(n int) string {

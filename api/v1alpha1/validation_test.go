@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -286,5 +287,27 @@ func TestValidateAccessAndDownload(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestZoneHoldingQuorum(t *testing.T) {
+	for _, tc := range []struct {
+		zones []string
+		zone  string
+		at    []int
+	}{
+		{[]string{"a", "b", "c"}, "", nil},
+		{[]string{"a", "b", "a"}, "a", []int{0, 2}},
+		{[]string{"a", "a", "b", "b", "c"}, "", nil},
+		{[]string{"a", "b", "a", "c", "a"}, "a", []int{0, 2, 4}},
+		{[]string{"a", "b", "a", "a", "a"}, "a", []int{0, 2, 3, 4}}, // every member of the zone
+		{[]string{"", "", "a"}, "", nil},                            // a missing zone is not one zone
+		{[]string{"a"}, "a", []int{0}},
+		{nil, "", nil},
+	} {
+		zone, at := ZoneHoldingQuorum(tc.zones)
+		if zone != tc.zone || fmt.Sprint(at) != fmt.Sprint(tc.at) {
+			t.Errorf("ZoneHoldingQuorum(%q) = %q %v, want %q %v", tc.zones, zone, at, tc.zone, tc.at)
+		}
 	}
 }

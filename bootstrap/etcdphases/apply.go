@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
@@ -35,7 +39,7 @@ func (*Install) Mutates() bool { return true }
 func (ph *Install) ShouldRun() bool {
 	g := ph.g
 	for name, p := range g.plans {
-		if len(p.Upload) > 0 || p.Download || (g.facts[name] != nil && len(g.facts[name].Stale) > 0) {
+		if ((len(p.Upload) > 0 || p.Download) && !g.rolls(name)) || (g.facts[name] != nil && len(g.facts[name].Stale) > 0) {
 			return true
 		}
 	}
@@ -56,7 +60,7 @@ func (ph *Install) Run(ctx context.Context) error {
 	// any file.
 	if g.files.downloadInstall() {
 		err := g.ForEach(ctx, func(ctx context.Context, m Member) error {
-			if !g.plans[m.Name].Download {
+			if !g.plans[m.Name].Download || g.rolls(m.Name) {
 				return nil
 			}
 			return ph.download(ctx, m)
@@ -68,7 +72,7 @@ func (ph *Install) Run(ctx context.Context) error {
 	return g.ForEach(ctx, func(ctx context.Context, m Member) error {
 		p := g.plans[m.Name]
 		if p.Download {
-			return nil // installed above
+			return nil // installed above, or by the roll
 		}
 		if stale := g.facts[m.Name].Stale; len(stale) > 0 {
 			sctx, cancel := g.run.StepCtx(ctx)
@@ -79,11 +83,24 @@ func (ph *Install) Run(ctx context.Context) error {
 			}
 			g.run.Printer.Hostf(m.Name, "removed %d temp file(s) left by an interrupted upload", len(stale))
 		}
-		if len(p.Upload) == 0 {
+		if len(p.Upload) == 0 || g.rolls(m.Name) {
 			return nil
 		}
 		return ph.upload(ctx, m, p.Upload)
 	})
+}
+
+// member installs m's files alone (the release tarball or the uploads): the rolling restart's
+// install step, right before m restarts (Group.rolls).
+func (ph *Install) member(ctx context.Context, m Member) error {
+	p := ph.g.plans[m.Name]
+	switch {
+	case p.Download:
+		return ph.download(ctx, m)
+	case len(p.Upload) > 0:
+		return ph.upload(ctx, m, p.Upload)
+	}
+	return nil
 }
 
 // upload streams m's files (binaries from their local paths) in one SFTP session.
@@ -146,7 +163,7 @@ func (*Start) Mutates() bool { return true }
 func (s *Start) ShouldRun() bool {
 	for _, p := range s.G.plans {
 		switch p.Action {
-		case report.ActionJoin, report.ActionCreate, report.ActionResume, report.ActionStart:
+		case report.ActionJoin, report.ActionReplace, report.ActionCreate, report.ActionResume, report.ActionStart:
 			return true
 		}
 		if p.Restart {
@@ -164,7 +181,7 @@ func (s *Start) Run(ctx context.Context) error {
 	for _, m := range g.members {
 		p := g.plans[m.Name]
 		switch {
-		case p.Action == report.ActionJoin:
+		case p.Action == report.ActionJoin, p.Action == report.ActionReplace:
 			joining = append(joining, m)
 		case !p.Restart:
 		case g.live == nil:
@@ -187,18 +204,8 @@ func (s *Start) Run(ctx context.Context) error {
 		}
 	}
 	if len(rolling) > 0 {
-		s.leaderLast(ctx, rolling)
-		for _, m := range rolling {
-			verb := "restart"
-			if g.plans[m.Name].Action == report.ActionStart {
-				verb = "start"
-			}
-			if err := s.systemctl(ctx, m, verb, true); err != nil {
-				return &provision.HostError{Host: m.Name, Err: err}
-			}
-			if err := g.WaitMember(ctx, m, false); err != nil {
-				return &provision.HostError{Host: m.Name, Err: err}
-			}
+		if err := s.roll(ctx, rolling); err != nil {
+			return err
 		}
 	}
 	// Members already added (learners waiting to start) go first: etcd allows one learner at a time
@@ -210,6 +217,123 @@ func (s *Start) Run(ctx context.Context) error {
 		if err := s.join(ctx, m); err != nil {
 			return &provision.HostError{Host: m.Name, Err: err}
 		}
+	}
+	return nil
+}
+
+// roll is the rolling restart (and upgrade) of the running cluster's changed members: one member
+// at a time, the leader last (one election instead of two); each gets its files installed, is
+// restarted, and must be healthy and caught up (WaitMember, WaitCaughtUp) before the next is touched.
+// The first failure stops the roll (*provision.HostError naming the member): the members after it
+// keep their old files, binary and process. When the roll upgraded etcd, the cluster version is
+// checked after (WaitClusterVersion).
+func (s *Start) roll(ctx context.Context, rolling []Member) error {
+	g := s.G
+	s.leaderLast(ctx, rolling)
+	// Members that are down are started first: each one back adds a vote before a running one goes.
+	sort.SliceStable(rolling, func(i, j int) bool {
+		return g.plans[rolling[i].Name].Action == report.ActionStart && g.plans[rolling[j].Name].Action != report.ActionStart
+	})
+	upgraded := false
+	for i, m := range rolling {
+		p := g.plans[m.Name]
+		g.run.Printer.Hostf(m.Name, "rolling restart %d/%d", i+1, len(rolling))
+		if p.Action != report.ActionStart {
+			if err := g.checkRestartQuorum(ctx, m); err != nil {
+				return &provision.HostError{Host: m.Name, Err: err}
+			}
+		}
+		if err := (&Install{g}).member(ctx, m); err != nil {
+			return &provision.HostError{Host: m.Name, Err: err}
+		}
+		verb := "restart"
+		if p.Action == report.ActionStart {
+			verb = "start"
+		}
+		if err := s.systemctl(ctx, m, verb, true); err != nil {
+			return &provision.HostError{Host: m.Name, Err: err}
+		}
+		if err := g.WaitMember(ctx, m, false); err != nil {
+			return &provision.HostError{Host: m.Name, Err: err}
+		}
+		if err := g.WaitCaughtUp(ctx, m); err != nil {
+			return &provision.HostError{Host: m.Name, Err: err}
+		}
+		if p.From != "" {
+			upgraded = true
+			g.run.Printer.Hostf(m.Name, "upgraded: etcd v%s → %s", p.From, g.run.Spec.Spec.Etcd.Version)
+		}
+	}
+	if !upgraded {
+		return nil
+	}
+	return g.WaitClusterVersion(ctx)
+}
+
+// RestartQuorumError refuses to restart a running member in a roll while the other voting members
+// could not commit without it: fewer of them healthy than a quorum of all voters (raft's
+// ⌊n/2⌋+1, membership.Quorum). Nothing was changed on Member.
+type RestartQuorumError struct {
+	Member         string
+	Voters         int
+	HealthyOthers  []string
+	UnhealthyOther []string
+	Quorum         int
+}
+
+func (e *RestartQuorumError) Error() string {
+	return fmt.Sprintf("%s: restarting %s would leave %d of the %d voting members serving (%s) while it restarts; a quorum of %d voters is %d, "+
+		"so the cluster could not commit: bring %s back first (hactl status), then re-run; %s and the members after it were left untouched",
+		PhaseStart, e.Member, len(e.HealthyOthers), e.Voters, orDash(strings.Join(e.HealthyOthers, ", ")), e.Voters, e.Quorum,
+		strings.Join(e.UnhealthyOther, ", "), e.Member)
+}
+
+// checkRestartQuorum returns a *RestartQuorumError when the voting members other than m, asked
+// one by one (status with a leader, 2 s each), are fewer healthy than a quorum of all voters.
+func (g *Group) checkRestartQuorum(ctx context.Context, m Member) error {
+	cli, err := g.Client(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ml, err := cli.MemberList(lctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%s: member list before restarting %s: %w", PhaseStart, m.Name, err)
+	}
+	e := &RestartQuorumError{Member: m.Name}
+	for _, lm := range ml.Members {
+		if lm.IsLearner {
+			continue
+		}
+		e.Voters++
+		if slices.Contains(lm.PeerURLs, m.PeerURL) {
+			continue
+		}
+		name := lm.Name
+		if name == "" {
+			name = fmt.Sprintf("%x", lm.ID)
+		}
+		healthy := false
+		for _, u := range lm.ClientURLs {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := cli.Status(sctx, u)
+			cancel()
+			if err == nil && st.Leader != 0 {
+				healthy = true
+				break
+			}
+		}
+		if healthy {
+			e.HealthyOthers = append(e.HealthyOthers, name)
+		} else {
+			e.UnhealthyOther = append(e.UnhealthyOther, name)
+		}
+	}
+	e.Quorum = membership.Quorum(e.Voters)
+	if len(e.HealthyOthers) < e.Quorum {
+		return e
 	}
 	return nil
 }
@@ -300,6 +424,11 @@ func (s *Start) join(ctx context.Context, m Member) error {
 	}
 	defer cli.Close()
 	p := g.plans[m.Name]
+	if p.ReplaceID != 0 {
+		if err := s.removeLost(ctx, m, p); err != nil {
+			return err
+		}
+	}
 	if p.ID == 0 {
 		// etcd's strict reconfiguration check refuses a member add (rpctypes.ErrUnhealthy) until the
 		// leader has been connected to every voting member for 5 s (etcdserver HealthInterval), e.g.
@@ -326,11 +455,32 @@ func (s *Start) join(ctx context.Context, m Member) error {
 			return fmt.Errorf("%s: adding %s as a learner: %w", PhaseStart, m.PeerURL, err)
 		}
 		p.ID = resp.Member.ID
-		g.st.Members[m.Name].ID = fmt.Sprintf("%x", p.ID)
+		rec := g.st.Members[m.Name]
+		rec.ID = fmt.Sprintf("%x", p.ID)
+		// The learner starts with the member list etcd returned (etcd checks it against the
+		// membership): it differs from the plan's when the membership changed since.
+		ic := g.initialClusterFrom(resp.Members, m, p.ID)
+		changed := !sameMembers(ic, rec.InitialCluster)
+		if changed {
+			rec.InitialCluster = ic
+		}
 		if err := g.SaveState(); err != nil {
 			return err
 		}
 		g.run.Printer.Hostf(m.Name, "added as learner %x", p.ID)
+		if changed {
+			files, err := g.UnitFiles(m)
+			if err != nil {
+				return err
+			}
+			sctx, cancel := g.run.StepCtx(ctx)
+			err = g.run.Upload(sctx, m.Name, PhaseStart, files)
+			cancel()
+			if err != nil {
+				return err
+			}
+			g.run.Printer.Hostf(m.Name, "unit's --initial-cluster set from the member list etcd returned")
+		}
 	}
 	if p.Restart || g.facts[m.Name].EtcdActive != "active" {
 		if err := s.systemctl(ctx, m, "start", false); err != nil {
@@ -362,6 +512,64 @@ func (s *Start) join(ctx context.Context, m Member) error {
 	return g.WaitMember(ctx, m, false)
 }
 
+// removeLost removes the member whose data dir was lost (p.ReplaceID, `--replace-lost`) before its
+// host joins again under the same peer URL: etcd stopped on the host and whatever is left of the
+// data dir moved aside (membership.RetireScript; never deleted), then the member removed through
+// the others with etcd/membership's quorum guard.
+func (s *Start) removeLost(ctx context.Context, m Member, p *HostPlan) error {
+	g := s.G
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	sctx, cancel := g.run.StepCtx(ctx)
+	res, err := g.run.Exec(sctx, m.Name, PhaseStart, membership.RetireScript(g.run.Spec.Spec.Etcd.DataDir, stamp))
+	cancel()
+	if err != nil {
+		return err
+	}
+	if aside := strings.TrimSpace(string(res.Stdout)); aside != "" {
+		g.run.Printer.Hostf(m.Name, "etcd stopped; what was left of the data dir kept as %s", aside)
+	} else {
+		g.run.Printer.Hostf(m.Name, "etcd stopped")
+	}
+	cl := membership.Cluster{Endpoints: g.KnownClientURLs(), TLS: g.creds.TLS, Options: []etcd.Option{g.run.EtcdDial()}}
+	if _, err := membership.Remove(ctx, membership.RemoveOptions{Cluster: cl, Name: m.Name, ID: p.ReplaceID, Printer: g.run.Printer}); err != nil {
+		return fmt.Errorf("%s: removing lost member %x: %w", PhaseStart, p.ReplaceID, err)
+	}
+	g.run.Printer.Hostf(m.Name, "lost member %x removed from the cluster", p.ReplaceID)
+	p.ReplaceID, p.ID = 0, 0
+	g.st.Members[m.Name].ID = ""
+	return g.SaveState()
+}
+
+// initialClusterFrom is a joiner's --initial-cluster from the member list MemberAddAsLearner
+// returned: name=peerURL for every peer URL, the spec's name for the spec's members, self's name
+// for the member just added (etcd lists it without a name until it starts).
+func (g *Group) initialClusterFrom(members []*etcdserverpb.Member, self Member, selfID uint64) string {
+	var out []string
+	for _, lm := range members {
+		for _, u := range lm.PeerURLs {
+			name := lm.Name
+			if lm.ID == selfID {
+				name = self.Name
+			}
+			for _, sm := range g.members {
+				if sm.PeerURL == u {
+					name = sm.Name
+				}
+			}
+			out = append(out, name+"="+u)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// sameMembers: the two --initial-cluster values list the same name=peerURL pairs (order aside).
+func sameMembers(a, b string) bool {
+	as, bs := strings.Split(a, ","), strings.Split(b, ",")
+	slices.Sort(as)
+	slices.Sort(bs)
+	return slices.Equal(as, bs)
+}
+
 // Client connects to every known client URL (the spec's and, during a client port change, the
 // recorded ones) with hactl's client certificate. The caller closes it.
 func (g *Group) Client(ctx context.Context) (*clientv3.Client, error) {
@@ -388,6 +596,107 @@ func (g *Group) WaitMember(ctx context.Context, m Member, quiet bool) error {
 	}
 	return nil
 }
+
+// WaitCaughtUp waits, for at most Options.WaitTimeout, until m has applied every entry the leader
+// had committed once m was healthy again (m's raft applied index ≥ the leader's raft index then):
+// a member restarted in a roll is caught up before the next one goes down. Nil at once when m is
+// the leader. Errors: ctx's, the member or leader not answering, or the wait timing out (naming
+// both indexes).
+func (g *Group) WaitCaughtUp(ctx context.Context, m Member) error {
+	cli, err := g.Client(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := cli.Status(sctx, m.ClientURL)
+	if err != nil {
+		return fmt.Errorf("%s: status of %s: %w", PhaseStart, m.Name, err)
+	}
+	if st.Leader == st.Header.MemberId {
+		return nil
+	}
+	ml, err := cli.MemberList(sctx)
+	if err != nil {
+		return fmt.Errorf("%s: member list: %w", PhaseStart, err)
+	}
+	var leaderURL string
+	for _, lm := range ml.Members {
+		if lm.ID == st.Leader && len(lm.ClientURLs) > 0 {
+			leaderURL = lm.ClientURLs[0]
+		}
+	}
+	if leaderURL == "" {
+		return fmt.Errorf("%s: leader %x is not in the member list", PhaseStart, st.Leader)
+	}
+	lst, err := cli.Status(sctx, leaderURL)
+	if err != nil {
+		return fmt.Errorf("%s: status of the leader %x: %w", PhaseStart, st.Leader, err)
+	}
+	target := lst.RaftIndex
+	applied := st.RaftAppliedIndex
+	err = retry(ctx, g.opt.WaitTimeout, func(ctx context.Context) (bool, error) {
+		if applied >= target {
+			return true, nil
+		}
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if st, err := cli.Status(pctx, m.ClientURL); err == nil {
+			applied = st.RaftAppliedIndex
+		}
+		return applied >= target, nil
+	})
+	switch {
+	case errors.Is(err, errTimeout):
+		return fmt.Errorf("%s: %s has applied raft index %d, the leader had committed %d: not caught up within %s", PhaseStart, m.Name, applied, target, g.opt.WaitTimeout)
+	case err != nil:
+		return err
+	}
+	g.run.Printer.Hostf(m.Name, "caught up with the leader (raft applied index %d ≥ %d)", applied, target)
+	return nil
+}
+
+// WaitClusterVersion waits, for at most Options.WaitTimeout, until every member's /version answers
+// spec.etcd.version as its server version and that version's minor as the cluster version
+// (etcd.MemberVersions; the leader raises the cluster version a few seconds after the last member
+// of the old minor went), the check etcd's upgrade guide ends an upgrade with. The cluster version
+// is kept for the report (ClusterVersion). Errors: ctx's, or the timeout with what each member
+// last answered.
+func (g *Group) WaitClusterVersion(ctx context.Context) error {
+	want := strings.TrimPrefix(g.run.Spec.Spec.Etcd.Version, "v")
+	wantCluster := etcd.MinorOf(want)
+	var last []string
+	err := retry(ctx, g.opt.WaitTimeout, func(ctx context.Context) (bool, error) {
+		last = last[:0]
+		ok := true
+		for _, m := range g.members {
+			v, err := etcd.MemberVersions(ctx, m.ClientURL, g.creds.TLS, 3*time.Second, g.run.EtcdDial())
+			switch {
+			case err != nil:
+				ok = false
+				last = append(last, fmt.Sprintf("%s: %v", m.Name, err))
+			case v.Server != want || v.Cluster != wantCluster:
+				ok = false
+				last = append(last, fmt.Sprintf("%s: server %s, cluster %s", m.Name, v.Server, v.Cluster))
+			}
+		}
+		return ok, nil
+	})
+	switch {
+	case errors.Is(err, errTimeout):
+		return fmt.Errorf("%s: the cluster version is not %s after %s (%s)", PhaseStart, wantCluster, g.opt.WaitTimeout, strings.Join(last, "; "))
+	case err != nil:
+		return err
+	}
+	g.clusterVersion = wantCluster
+	g.run.Printer.Infof("  cluster version %s: every member runs etcd %s", wantCluster, want)
+	return nil
+}
+
+// ClusterVersion is the cluster version WaitClusterVersion saw after an upgrade ("" when the run
+// upgraded nothing).
+func (g *Group) ClusterVersion() string { return g.clusterVersion }
 
 // MemberHealthy asks m alone (its client URL) for its status and a linearizable read: nil when it
 // has a leader, is a voting member and serves the read within 3 s.

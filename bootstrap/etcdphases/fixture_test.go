@@ -12,6 +12,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/runctx"
+	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
@@ -166,6 +167,19 @@ func (f *planFixture) unstarted(name string, learner bool) liveMember {
 func (f *planFixture) live(members ...liveMember) {
 	f.b.live = &LiveCluster{clusterID: 0xc1a55, members: members}
 	f.b.st.ClusterID = "c1a55"
+}
+
+// runningOldBinary makes names a live cluster running etcd version whose installed etcd binary
+// differs from the spec's (as before an upgrade).
+func (f *planFixture) runningOldBinary(version string, names ...string) {
+	var live []liveMember
+	for _, n := range names {
+		f.b.facts[n].Sums[filepath.Join(etcd.RemoteBinDir, "etcd")] = strings.Repeat("0", 64)
+		lm := f.started(n)
+		lm.version = version
+		live = append(live, lm)
+	}
+	f.live(live...)
 }
 
 // unit returns the etcd unit planned for upload to name ("" when it is not uploaded).

@@ -47,6 +47,15 @@ type Options struct {
 	// SumCache keeps the local binaries' sha256 between runs (sumcache.Default() in commands); nil
 	// hashes them every run.
 	SumCache *sumcache.Cache
+	// ReplaceLost names members whose data dir was lost while the running cluster still lists them
+	// (`hactl bootstrap --replace-lost`): each is removed (the quorum guard of etcd/membership) and
+	// added back as a new learner on the same host, instead of refused with *MemberDataLostError. A
+	// named member whose data is intact is refused (*ReplaceLostIntactError).
+	ReplaceLost []string
+	// JoinOnly names the one member this run may add (`hactl etcd member replace`): the plan is
+	// refused when any other member would be changed, started or restarted, and members of the
+	// running cluster the spec does not list are not warned about (the caller removes them).
+	JoinOnly string
 }
 
 // DefaultWaitTimeout is Options.WaitTimeout's default.
@@ -72,6 +81,20 @@ type HostPlan struct {
 	Restart bool
 	// ID is the member ID when known.
 	ID uint64
+	// ReplaceID is the ID of the member whose data dir was lost (report.ActionReplace): removed
+	// before the host joins again.
+	ReplaceID uint64
+	// From is the etcd version the member runs ("3.5.36") when the restart upgrades it to
+	// spec.etcd.version (a rolling upgrade); "" otherwise.
+	From string
+}
+
+// rolls reports whether member name is restarted in the rolling restart of a running cluster
+// (Start): its files are installed right before its own restart rather than in etcd/install, so a
+// roll that stops at one member leaves the members after it untouched (old binary, old flags).
+func (g *Group) rolls(name string) bool {
+	p := g.plans[name]
+	return g.live != nil && p != nil && p.Restart && p.Action != report.ActionJoin && p.Action != report.ActionReplace
 }
 
 // Group is the etcd phases' state for one run.
@@ -89,6 +112,8 @@ type Group struct {
 	creds    *Credentials
 	live     *LiveCluster // nil when no running cluster was found
 	recovery *recovery    // set when the state dir was (or, in a dry run, would be) recovered from the members
+
+	clusterVersion string // after an upgrade: the cluster version WaitClusterVersion saw
 }
 
 // New prepares the group and registers the facts its preflight needs from every member with run
@@ -274,6 +299,9 @@ func (g *Group) Report() []report.Member {
 			}
 			if p.Download {
 				mr.Changes = append(mr.Changes, g.files.remoteBinaries()...)
+			}
+			if p.From != "" {
+				mr.UpgradedFrom = "v" + p.From
 			}
 			sort.Strings(mr.Changes)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type liveMember struct {
 	name     string // empty for a member that was added but never started
 	peerURLs []string
 	learner  bool
+	version  string // the server version its endpoint reported ("" when it did not answer)
 }
 
 // byPeerURL finds the live member advertising peerURL.
@@ -58,9 +60,9 @@ type MemberDataLostError struct {
 func (e *MemberDataLostError) Error() string {
 	if e.Running {
 		return fmt.Sprintf("%s: etcd member %s (ID %s) is still in the running cluster but its data dir %s is empty: "+
-			"hactl will not start it as a new member (that would break the cluster). Remove it from a healthy member with "+
-			"`etcdctl member remove %s` (or restore the data dir), then re-run `hactl bootstrap` to add it back as a new member",
-			e.Host, e.Host, e.ID, e.DataDir, e.ID)
+			"hactl will not start it as a new member (that would break the cluster). Run `hactl bootstrap --replace-lost %s`: "+
+			"it removes the member (quorum-guarded) and adds the host back as a new learner, promoted once caught up",
+			e.Host, e.Host, e.ID, e.DataDir, e.Host)
 	}
 	return fmt.Sprintf("%s: etcd member %s (ID %s) of a cluster that already formed has lost its data dir %s and the cluster "+
 		"has no quorum: hactl will not re-bootstrap it. Bring the other members back first (then remove and re-add this one), "+
@@ -114,7 +116,17 @@ func (ph *Detect) Run(ctx context.Context) error {
 	}
 	l := &LiveCluster{clusterID: resp.Header.ClusterId}
 	for _, m := range resp.Members {
-		l.members = append(l.members, liveMember{id: m.ID, name: m.Name, peerURLs: m.PeerURLs, learner: m.IsLearner})
+		lm := liveMember{id: m.ID, name: m.Name, peerURLs: m.PeerURLs, learner: m.IsLearner}
+		for _, u := range m.ClientURLs { // the version an upgrade is checked against (etcd.CheckUpgrade)
+			sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := cli.Status(sctx, u)
+			scancel()
+			if err == nil {
+				lm.version = st.Version
+				break
+			}
+		}
+		l.members = append(l.members, lm)
 	}
 	b.live = l
 	b.run.Printer.Infof("  running cluster %x with %d members", l.clusterID, len(l.members))
@@ -180,6 +192,10 @@ func (ph *Plan) Run(ctx context.Context) error {
 				m.Name, b.run.Spec.Spec.Etcd.DataDir, other, b.st.Token, b.run.Spec.Spec.Etcd.DataDir, b.run.Spec.Spec.Etcd.DataDir))
 			continue
 		}
+		if hasData && slices.Contains(b.opt.ReplaceLost, m.Name) {
+			errs = multierror.Append(errs, &ReplaceLostIntactError{Host: m.Name, DataDir: b.run.Spec.Spec.Etcd.DataDir})
+			continue
+		}
 		known := b.st.Members[m.Name] != nil && b.st.Members[m.Name].ID != "" // a member before this run
 		rec := b.memberRecord(m)
 		if rec.PeerURL != m.PeerURL {
@@ -214,9 +230,15 @@ func (ph *Plan) Run(ctx context.Context) error {
 			if f.EtcdActive != "active" {
 				p.Action = report.ActionStart
 			}
-		case lm != nil && lm.name != "" && !hasData:
+		case lm != nil && lm.name != "" && !hasData && !slices.Contains(b.opt.ReplaceLost, m.Name):
 			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: fmt.Sprintf("%x", lm.id), DataDir: b.run.Spec.Spec.Etcd.DataDir, Running: true})
 			continue
+		case lm != nil && lm.name != "" && !hasData: // --replace-lost: removed, then joined again under the same peer URL
+			p.Action = report.ActionReplace
+			p.ReplaceID = lm.id
+			rec.ID = ""
+			rec.InitialCluster = strings.Join(joinCluster, ",") // lists this host's peer URL once, under its name
+			rec.InitialClusterState = "existing"
 		case lm != nil && lm.name == "" && !hasData: // added (or founding) but never started
 			p.ID = lm.id
 			p.Action = report.ActionResume
@@ -281,20 +303,85 @@ func (ph *Plan) Run(ctx context.Context) error {
 			p.Restart = restartWorthy
 		}
 	}
-	if b.live != nil {
+	if b.live != nil && b.opt.JoinOnly == "" {
 		for _, lm := range b.live.members {
 			if !ph.inSpec(lm) {
-				b.run.Printer.Warnf("etcd member %s (ID %x, %s) is in the cluster but not in the spec; hactl leaves it alone (remove it with etcdctl member remove if it is gone)",
-					orDash(lm.name), lm.id, strings.Join(lm.peerURLs, ","))
+				b.run.Printer.Warnf("etcd member %s (ID %x, %s) is in the cluster but not in the spec; hactl leaves it alone (remove it with hactl etcd member remove %s if it is gone)",
+					orDash(lm.name), lm.id, strings.Join(lm.peerURLs, ","), orDash(lm.name))
 			}
 		}
 	}
 	if err := errs.ErrorOrNil(); err != nil {
 		return err
 	}
+	if err := ph.checkJoinOnly(); err != nil {
+		return err
+	}
+	if b.live != nil {
+		to := b.run.Spec.Spec.Etcd.Version
+		for _, lm := range b.live.members {
+			if err := etcd.CheckUpgrade(orDash(lm.name), lm.version, to); err != nil {
+				return fmt.Errorf("%s: %w", PhasePlan, err)
+			}
+		}
+		for _, m := range b.members {
+			lm, p := b.live.byPeerURL(m.PeerURL), b.plans[m.Name]
+			if lm != nil && lm.version != "" && lm.version != strings.TrimPrefix(to, "v") && p.Restart {
+				p.From = lm.version
+			}
+		}
+	}
 	ph.printPlan()
 	return nil
 }
+
+// checkJoinOnly refuses a JoinOnly run (Options.JoinOnly) that would do more than add that member.
+func (ph *Plan) checkJoinOnly() error {
+	b := ph.g
+	if b.opt.JoinOnly == "" {
+		return nil
+	}
+	var errs *multierror.Error
+	found := false
+	for _, m := range b.members {
+		p := b.plans[m.Name]
+		if m.Name == b.opt.JoinOnly {
+			found = true
+			if p.Action != report.ActionJoin && p.Action != report.ActionUnchanged {
+				errs = multierror.Append(errs, fmt.Errorf("%s: the plan is %s, not a join: only a host that is no member yet can be added", m.Name, p.Action))
+			}
+			continue
+		}
+		if p.Action != report.ActionUnchanged || p.Restart || p.Download || len(p.Upload) > 0 {
+			var files []string
+			for _, f := range p.Upload {
+				files = append(files, filepath.Base(f.Path))
+			}
+			errs = multierror.Append(errs, fmt.Errorf("%s: would be changed too (%s; files: %s): the running cluster does not match the spec; run hactl bootstrap first, then replace",
+				m.Name, p.Action, orDash(strings.Join(files, " "))))
+		}
+	}
+	if !found {
+		errs = multierror.Append(errs, fmt.Errorf("%s is not an etcd host of the spec", b.opt.JoinOnly))
+	}
+	if err := errs.ErrorOrNil(); err != nil {
+		return fmt.Errorf("%s: adding only %s: %w", PhasePlan, b.opt.JoinOnly, err)
+	}
+	return nil
+}
+
+// ReplaceLostIntactError refuses --replace-lost for a member whose data dir holds its data: the
+// member is not lost, and replacing it would throw a healthy copy away (exit 2).
+type ReplaceLostIntactError struct {
+	Host, DataDir string
+}
+
+func (e *ReplaceLostIntactError) Error() string {
+	return fmt.Sprintf("%s: --replace-lost names it, but its data dir %s holds its etcd data: it is not lost; hactl replaces only a member whose data dir is gone (drop %s from --replace-lost)", e.Host, e.DataDir, e.Host)
+}
+
+// ExitCode: refused input.
+func (e *ReplaceLostIntactError) ExitCode() int { return 2 }
 
 func (ph *Plan) inSpec(lm liveMember) bool {
 	b := ph.g
@@ -356,6 +443,9 @@ func (ph *Plan) printPlan() {
 				parts = append(parts, n+": "+strings.Join(byNote[n], " "))
 			}
 		}
+		if p.From != "" {
+			parts = append([]string{fmt.Sprintf("upgrade etcd v%s → %s", p.From, b.run.Spec.Spec.Etcd.Version)}, parts...)
+		}
 		if len(parts) > 0 {
 			what = strings.Join(parts, "; ")
 		}
@@ -369,5 +459,13 @@ func (ph *Plan) printPlan() {
 	ui.Table(&sb, []string{"HOST", "ZONE", "ACTION", "START/RESTART", "FILES"}, rows)
 	for _, line := range strings.Split(strings.TrimRight(sb.String(), "\n"), "\n") {
 		b.run.Printer.Infof("  %s", line)
+	}
+	if b.live != nil {
+		for _, m := range b.members {
+			if b.rolls(m.Name) {
+				b.run.Printer.Infof("  running cluster: changed members are installed and restarted one at a time, the leader last, each healthy and caught up before the next; a failure stops the roll")
+				break
+			}
+		}
 	}
 }

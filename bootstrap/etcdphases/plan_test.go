@@ -3,11 +3,13 @@ package etcdphases
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/report"
 )
 
@@ -92,8 +94,11 @@ func TestPlan(t *testing.T) {
 			if n := f.b.plans["cp-b"].Upload[0].Note; n != "changed" {
 				t.Errorf("note %q, want changed", n)
 			}
-			if !(&Install{f.b}).ShouldRun() || !(&Start{G: f.b, Name: PhaseStart}).ShouldRun() {
-				t.Errorf("anyUploads %v anyStarts %v, want both", (&Install{f.b}).ShouldRun(), (&Start{G: f.b, Name: PhaseStart}).ShouldRun())
+			// The running cluster's roll installs cp-b's unit right before cp-b restarts (etcd/start):
+			// etcd/install has nothing to do.
+			if (&Install{f.b}).ShouldRun() || !(&Start{G: f.b, Name: PhaseStart}).ShouldRun() || !f.b.rolls("cp-b") || f.b.rolls("cp-a") {
+				t.Errorf("install runs %v, start runs %v, cp-b rolls %v, cp-a rolls %v; want false, true, true, false",
+					(&Install{f.b}).ShouldRun(), (&Start{G: f.b, Name: PhaseStart}).ShouldRun(), f.b.rolls("cp-b"), f.b.rolls("cp-a"))
 			}
 			if !strings.Contains(f.out.String(), "changed: etcd.service") {
 				t.Errorf("printed plan does not name the changed unit:\n%s", f.out)
@@ -237,7 +242,7 @@ func TestPlan(t *testing.T) {
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{"cp-a": unchanged, "cp-c": unchanged},
-		errs: []string{"cp-b", "member remove " + planTestHexID("cp-b"), "still in the running cluster"},
+		errs: []string{"cp-b", "ID " + planTestHexID("cp-b"), "--replace-lost cp-b", "still in the running cluster"},
 		check: func(t *testing.T, f *planFixture, err error) {
 			var lost *MemberDataLostError
 			if !errors.As(err, &lost) {
@@ -249,6 +254,111 @@ func TestPlan(t *testing.T) {
 			}
 			if p := f.b.plans["cp-b"]; p.Action != "" || len(p.Upload) != 0 || p.Restart {
 				t.Errorf("cp-b planned %+v", p)
+			}
+		},
+	}, {
+		name:  "live member whose data dir is empty, --replace-lost names it: replaced (removed, joined again)",
+		hosts: 3,
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			f.b.facts["cp-b"].Data = DataEmpty
+			f.b.opt.ReplaceLost = []string{"cp-b"}
+			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
+		},
+		want: map[string]wantPlan{"cp-a": unchanged, "cp-c": unchanged},
+		check: func(t *testing.T, f *planFixture, err error) {
+			p := f.b.plans["cp-b"]
+			if p.Action != report.ActionReplace || !p.Restart || fmt.Sprintf("%x", p.ReplaceID) != planTestHexID("cp-b") || p.ID != 0 {
+				t.Errorf("cp-b planned %+v, want replace of %s with a restart", p, planTestHexID("cp-b"))
+			}
+			rec := f.b.st.Members["cp-b"]
+			if rec.InitialClusterState != "existing" || strings.Count(rec.InitialCluster, "cp-b=") != 1 || rec.ID != "" {
+				t.Errorf("cp-b record %+v: want state existing, cp-b listed once, no ID", rec)
+			}
+		},
+	}, {
+		name:  "spec.etcd.version older than a running member: a downgrade, refused",
+		hosts: 3,
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			newer := f.started("cp-b")
+			newer.version = "3.7.0"
+			f.live(f.started("cp-a"), newer, f.started("cp-c"))
+		},
+		want: map[string]wantPlan{"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged},
+		errs: []string{"cp-b", "downgrade", "v3.7.0"},
+		check: func(t *testing.T, f *planFixture, err error) {
+			var ue *etcd.UpgradeError
+			if !errors.As(err, &ue) || !ue.Downgrade || ue.ExitCode() != 2 {
+				t.Fatalf("error %v is not a downgrade *etcd.UpgradeError (exit 2)", err)
+			}
+		},
+	}, {
+		name:  "spec.etcd.version skips a minor from a running member: refused",
+		hosts: 3,
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			old := f.started("cp-c")
+			old.version = "3.4.37"
+			f.live(f.started("cp-a"), f.started("cp-b"), old)
+		},
+		want: map[string]wantPlan{"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged},
+		errs: []string{"cp-c", "skips a minor", "one minor version at a time"},
+	}, {
+		name:  "a rolling upgrade from v3.5.36: every member's binary changed; each installed by the roll, the plan names the upgrade",
+		hosts: 3,
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			f.runningOldBinary("3.5.36", "cp-a", "cp-b", "cp-c")
+		},
+		want: map[string]wantPlan{
+			"cp-a": {Action: report.ActionUpdate, Restart: true, upload: []string{filepath.Join(etcd.RemoteBinDir, "etcd")}},
+			"cp-b": {Action: report.ActionUpdate, Restart: true, upload: []string{filepath.Join(etcd.RemoteBinDir, "etcd")}},
+			"cp-c": {Action: report.ActionUpdate, Restart: true, upload: []string{filepath.Join(etcd.RemoteBinDir, "etcd")}},
+		},
+		check: func(t *testing.T, f *planFixture, _ error) {
+			for _, m := range f.b.Report() {
+				if m.UpgradedFrom != "v3.5.36" || !f.b.rolls(m.Name) {
+					t.Errorf("%s: upgradedFrom %q, rolls %v; want v3.5.36, true", m.Name, m.UpgradedFrom, f.b.rolls(m.Name))
+				}
+			}
+			if (&Install{f.b}).ShouldRun() {
+				t.Error("etcd/install would upload the new binary to every member before the roll")
+			}
+			for _, want := range []string{"upgrade etcd v3.5.36 → v3.6.16", "one at a time, the leader last", "a failure stops the roll"} {
+				if !strings.Contains(f.out.String(), want) {
+					t.Errorf("printed plan lacks %q:\n%s", want, f.out)
+				}
+			}
+		},
+	}, {
+		name:  "a rolling upgrade to v3.6 from v3.5.25: refused, v3.5.26 first",
+		hosts: 3,
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			f.runningOldBinary("3.5.25", "cp-a", "cp-b", "cp-c")
+		},
+		errs: []string{"cp-a", "v3.5.26 or later", "Zombie"},
+		check: func(t *testing.T, f *planFixture, err error) {
+			var ue *etcd.UpgradeError
+			if !errors.As(err, &ue) || ue.MinPatch != etcd.MinPatchBeforeV36 || ue.ExitCode() != 2 {
+				t.Fatalf("error %v is not an *etcd.UpgradeError naming %s (exit 2)", err, etcd.MinPatchBeforeV36)
+			}
+		},
+	}, {
+		name:  "--replace-lost names a member whose data is intact: refused",
+		hosts: 3,
+		setup: func(f *planFixture) {
+			f.installed("cp-a", "cp-b", "cp-c")
+			f.b.opt.ReplaceLost = []string{"cp-c"}
+			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
+		},
+		want: map[string]wantPlan{"cp-a": unchanged, "cp-b": unchanged},
+		errs: []string{"cp-c", "holds its etcd data", "not lost"},
+		check: func(t *testing.T, f *planFixture, err error) {
+			var intact *ReplaceLostIntactError
+			if !errors.As(err, &intact) || intact.ExitCode() != 2 {
+				t.Fatalf("error %v is not a *ReplaceLostIntactError (exit 2)", err)
 			}
 		},
 	}, {

@@ -56,6 +56,29 @@ func kubectl(t *testing.T, args ...string) string {
 	return out
 }
 
+// rolloutStatus waits for a Deployment's rollout; when it does not finish, the test fails with what
+// the cluster says about the Deployment's pods (states, describe, the namespace's recent events), so a
+// failure in CI names its cause.
+func rolloutStatus(t *testing.T, namespace, deployment, selector, timeout string) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := suite.Lab.Kubectl(ctx, "rollout", "status", "-n", namespace, "deployment/"+deployment, "--timeout", timeout)
+	if err == nil {
+		return
+	}
+	var diag strings.Builder
+	for _, args := range [][]string{
+		{"get", "pods", "-n", namespace, "-l", selector, "-o", "wide"},
+		{"describe", "pods", "-n", namespace, "-l", selector},
+		{"get", "events", "-n", namespace, "--sort-by", ".lastTimestamp"},
+		{"get", "nodes", "-o", "wide"},
+	} {
+		o, err := suite.Lab.Kubectl(ctx, args...)
+		fmt.Fprintf(&diag, "\n$ kubectl %s (err %v)\n%s", strings.Join(args, " "), err, o)
+	}
+	t.Fatalf("kubectl rollout status deployment/%s --timeout %s: %v\n%s%s", deployment, timeout, err, out, diag.String())
+}
+
 type nodeList struct {
 	Items []struct {
 		Metadata struct {
@@ -255,7 +278,7 @@ func TestKubernetes(t *testing.T) {
 				t.Fatal(err)
 			}
 			kubectl(t, "apply", "-f", manifest)
-			kubectl(t, "rollout", "status", "deployment/probe", "--timeout", "180s")
+			rolloutStatus(t, "default", "probe", "app=probe", "180s")
 			var pl struct {
 				Items []struct {
 					Spec   struct{ NodeName string } `json:"spec"`
@@ -435,7 +458,7 @@ func TestKubernetes(t *testing.T) {
 				t.Errorf("w-b: %v, want kubeadm reset then join", h.Changes)
 			}
 			harness.WaitFor(t, "every node Ready", time.Minute, 2*time.Second, func() string { return readyNodes(sortedNodes()...) })
-			kubectl(t, "rollout", "status", "deployment/probe", "--timeout", "120s")
+			rolloutStatus(t, "default", "probe", "app=probe", "120s")
 		}},
 		{"every kubelet sees its own node's cgroups only", func(t *testing.T) {
 			// With one cgroup hierarchy for all nodes, each kubelet tried to remove the others' pod

@@ -40,6 +40,8 @@ type RemoveOptions struct {
 	Cluster Cluster
 	// Name is the member's name (its host's name in the spec).
 	Name string
+	// ID, when not 0, picks the member by its ID instead (Name then only labels it).
+	ID uint64
 	// Force removes it even when the remaining members would lose their quorum.
 	Force bool
 	// DryRun stops after the plan.
@@ -179,6 +181,24 @@ func suffix(s string) string {
 	return ": " + s
 }
 
+// pick returns the member with that ID when id is not 0, else the one named name.
+func (v *view) pick(name string, id uint64) (Voter, error) {
+	if id == 0 {
+		return v.find(name)
+	}
+	for _, m := range v.members {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	var names []string
+	for _, m := range v.members {
+		names = append(names, label(m))
+	}
+	slices.Sort(names)
+	return Voter{}, &NotMemberError{Name: fmt.Sprintf("%s (ID %x)", name, id), Members: names}
+}
+
 // find returns the member named name.
 func (v *view) find(name string) (Voter, error) {
 	var names []string
@@ -257,7 +277,7 @@ func Remove(ctx context.Context, o RemoveOptions) (*RemoveResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	target, err := v.find(o.Name)
+	target, err := v.pick(o.Name, o.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -295,21 +315,15 @@ func Remove(ctx context.Context, o RemoveOptions) (*RemoveResult, error) {
 	if o.DryRun {
 		return res, nil
 	}
-	if o.Confirm != nil {
-		ok, err := o.Confirm(res.Plan)
-		if err != nil {
-			return res, err
-		}
-		if !ok {
-			return res, ErrNotConfirmed
-		}
+	if err := confirmPlan(o.Confirm, res.Plan); err != nil {
+		return res, err
 	}
 	if o.Confirm != nil {
 		// The answer may come minutes later: the guard runs again on a fresh view.
 		if v, err = readSettledView(ctx, o.Cluster); err != nil {
 			return res, err
 		}
-		if target, err = v.find(o.Name); err != nil {
+		if target, err = v.pick(o.Name, o.ID); err != nil {
 			return res, err
 		}
 		if err := CheckRemoval(v.members, target.ID); err != nil && !o.Force {

@@ -18,12 +18,18 @@ type fakeRetirer struct {
 	mu      sync.Mutex
 	retired []string
 	err     error
+	// stop, when set, stops the member's etcd as the real retirer does (an embedded etcd that was
+	// removed panics on the next Status it serves).
+	stop func(member string)
 }
 
 func (f *fakeRetirer) Retire(_ context.Context, member string, _ []string, stamp string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.retired = append(f.retired, member)
+	if f.stop != nil {
+		f.stop(member)
+	}
 	if f.err != nil {
 		return "", f.err
 	}

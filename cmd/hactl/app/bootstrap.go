@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ type bootstrapOptions struct {
 	output            string
 	restoreFrom       string
 	identityFile      string
+	replaceLost       []string
 }
 
 func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
@@ -42,6 +44,7 @@ func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "summary format: table or json (progress goes to stderr)")
 	cmd.Flags().StringVar(&o.restoreFrom, "restore-from", "", "build a NEW cluster whose data comes from this snapshot: ./file.db, s3://BUCKET/KEY or latest (disaster recovery onto new hosts; see hactl restore --help)")
+	cmd.Flags().StringSliceVar(&o.replaceLost, "replace-lost", nil, "etcd members (host names) whose data dir was lost: remove each (quorum-guarded) and add it back as a new learner on the same host, instead of refusing")
 	cmd.Flags().StringVar(&o.identityFile, "identity-file", "", "age identity file for an encrypted --restore-from backup (default $"+identityEnv+")")
 }
 
@@ -165,6 +168,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 		SkipPhases:            splitList(o.skipPhases),
 		IgnorePreflightErrors: splitList(o.ignorePreflight),
 		WaitTimeout:           o.waitTimeout,
+		ReplaceLost:           splitList(o.replaceLost),
 		SumCache:              sumcache.Default(),
 		Printer:               p,
 	})
@@ -176,6 +180,16 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	}
 	if err := checkNames("--ignore-preflight-errors", splitList(o.ignorePreflight), bootstrap.Checks); err != nil {
 		return err
+	}
+	var etcdHosts []string
+	for _, h := range c.EtcdHosts() {
+		etcdHosts = append(etcdHosts, h.Name)
+	}
+	if err := checkNames("--replace-lost", splitList(o.replaceLost), etcdHosts); err != nil {
+		return err
+	}
+	if len(o.replaceLost) > 0 && o.restoreFrom != "" {
+		return &UsageError{Err: errors.New("--replace-lost and --restore-from: a restore builds a new cluster, there is no member to replace; use one of them")}
 	}
 	res, runErr := b.Run(cmd.Context())
 	if runErr != nil && logPath != "" {

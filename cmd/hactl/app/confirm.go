@@ -36,3 +36,21 @@ func confirmer(s Streams, yes bool, hint string) (func(q string) (bool, error), 
 		return a == "y" || a == "yes", nil
 	}, nil
 }
+
+// confirmOrStop asks question (unless yes) and returns an error when it is not confirmed: a usage
+// error when stdin is no terminal (hint says what else to pass), "not confirmed: nothing was
+// changed" when the answer is no.
+func confirmOrStop(s Streams, yes bool, hint, question string) error {
+	confirm, err := confirmer(s, yes, hint)
+	if err != nil || confirm == nil {
+		return err
+	}
+	ok, err := confirm(question)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("not confirmed: nothing was changed")
+	}
+	return nil
+}

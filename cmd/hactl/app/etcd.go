@@ -7,13 +7,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
-	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd/maintenance"
 	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/bastion"
 	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -28,7 +30,7 @@ func newEtcdCommand(s Streams, g *globalOptions) *cobra.Command {
 		Short: "Change the etcd cluster's membership safely (quorum-guarded)",
 		Args:  usageArgs(cobra.NoArgs),
 	}
-	member.AddCommand(newEtcdMemberRemoveCommand(s, g))
+	member.AddCommand(newEtcdMemberRemoveCommand(s, g), newEtcdMemberReplaceCommand(s, g))
 	alarm := &cobra.Command{
 		Use:   "alarm",
 		Short: "List or disarm etcd's alarms (NOSPACE recovered in etcd's order)",
@@ -309,32 +311,42 @@ type memberRemoveOptions struct {
 func newEtcdMemberRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &memberRemoveOptions{}
 	cmd := &cobra.Command{
-		Use:   "remove NAME",
-		Short: "Remove an etcd member: quorum guard, leadership moved first, unit stopped, data dir kept aside",
-		Long: `Removes the member NAME (its host's name) from the running etcd cluster, as etcd's runtime
-reconfiguration guide describes:
+		Use:   "remove NAME...",
+		Short: "Remove etcd members one at a time: quorum guard, zone check, leadership moved first, units stopped, data dirs kept aside",
+		Long: `Removes the members NAME... (their hosts' names) from the running etcd cluster, one at a time, as
+etcd's runtime reconfiguration guide describes (5→3 is 'remove etcd-d etcd-e'):
 
-  1. refused (exit 2) when the voting members that remain would not have a quorum of them healthy
-     (the message does the arithmetic), unless --force; a learner's removal never changes the quorum;
-  2. when NAME leads, leadership moves first (MoveLeader) to the healthy voter with the highest raft
-     index;
-  3. the member is removed through the other members;
-  4. on its host (over SSH, when the spec has it): etcd stopped and disabled, the data dir moved to
+  1. refused (exit 2) before anything changes when a removal, in turn, would leave fewer healthy
+     voting members than a quorum of those that remain (the message does the arithmetic), unless
+     --force; a learner's removal never changes the quorum;
+  2. refused (exit 2) when one zone would hold a quorum of the voting members left (the spec's
+     topology rule; spec.etcd.acceptZoneQuorumLoss turns it into a warning); an even count left is a
+     warning;
+  3. learners first, then followers, the leader last; when a member leads, leadership moves first
+     (MoveLeader) to the healthy voter with the highest raft index;
+  4. each member is removed through the others once the cluster has a healthy leader again, and the
+     quorum guard runs again on the live cluster; the first failure stops, the rest stay untouched;
+  5. on its host (over SSH, when the spec has it): etcd stopped and disabled, the data dir moved to
      DATADIR.removed-<UTC time> (never deleted).
 
-hactl does not edit the spec: delete the host's etcd entry from cluster.yaml afterwards, or the next
-'hactl bootstrap' adds the host back as a new member (a learner, promoted once caught up). The
-plan is shown and confirmed (--yes in scripts, --dry-run to see it only).
+hactl does not edit the spec: delete the hosts' etcd entries from cluster.yaml afterwards, or the
+next 'hactl bootstrap' adds them back as new members (learners, promoted once caught up). The plan
+is shown and confirmed once (--yes in scripts, --dry-run to see it only).
 
-  hactl etcd member remove cp-c -f cluster.yaml --yes`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+  hactl etcd member remove cp-c -f cluster.yaml --yes
+  hactl etcd member remove etcd-d etcd-e -f cluster.yaml --dry-run`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFormat(o.output); err != nil {
 				return err
 			}
-			name := args[0]
-			if strings.TrimSpace(name) == "" {
-				return &UsageError{Err: errors.New("NAME: the member's name (its host's name in the spec), e.g. hactl etcd member remove etcd-e")}
+			for i, name := range args {
+				if strings.TrimSpace(name) == "" {
+					return &UsageError{Err: errors.New("NAME: the member's name (its host's name in the spec), e.g. hactl etcd member remove etcd-e")}
+				}
+				if slices.Contains(args[:i], name) {
+					return &UsageError{Err: fmt.Errorf("NAME: %s is named twice; name each member once", name)}
+				}
 			}
 			p, c, _, closeLog, err := hostRun(s, g)
 			if err != nil {
@@ -350,7 +362,7 @@ plan is shown and confirmed (--yes in scripts, --dry-run to see it only).
 				if ask != nil {
 					confirm = func(plan string) (bool, error) {
 						fmt.Fprintf(s.Err, "Plan:\n%s\n", plan)
-						return ask(fmt.Sprintf("Remove etcd member %s?", name))
+						return ask(fmt.Sprintf("Remove etcd member(s) %s?", strings.Join(args, ", ")))
 					}
 				}
 			}
@@ -364,50 +376,87 @@ plan is shown and confirmed (--yes in scripts, --dry-run to see it only).
 			if err != nil {
 				return &UsageError{Err: err}
 			}
-			members, _ := etcd.MembersFromSpec(c)
-			ro := membership.RemoveOptions{Cluster: cl, Name: name, Force: o.force, DryRun: o.dryRun, Confirm: confirm, Printer: p}
-			inSpec := slices.ContainsFunc(members, func(m etcd.Member) bool { return m.Name == name })
-			if inSpec {
+			so := membership.ShrinkOptions{Cluster: cl, Names: args, Zones: map[string]string{}, AcceptZoneQuorumLoss: c.Spec.Etcd.AcceptZoneQuorumLoss,
+				Force: o.force, DryRun: o.dryRun, Confirm: confirm, Printer: p}
+			var inSpec []string
+			for _, h := range c.Spec.Hosts {
+				if h.HasRole(v1alpha1.RoleEtcd) {
+					so.Zones[h.Name] = h.Zone
+					if slices.Contains(args, h.Name) {
+						inSpec = append(inSpec, h.Name)
+					}
+				}
+			}
+			if len(inSpec) > 0 {
 				d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: prompt})
 				if err != nil {
 					return fmt.Errorf("ssh: %w", err)
 				}
 				defer d.Close()
-				ro.Host = membership.SSHRetirer{Spec: c, Dialer: d}
+				so.Host = membership.SSHRetirer{Spec: c, Dialer: d}
 			}
-			res, err := membership.Remove(cmd.Context(), ro)
-			if res != nil && (err == nil || res.Removed) {
-				if werr := writeReport(s.Out, o.output, res, func(w io.Writer) { printRemoval(w, res, o.dryRun, inSpec, g.file) }); werr != nil {
+			res, err := membership.Shrink(cmd.Context(), so)
+			if res != nil {
+				if ferr := forgetRemoved(c, res.Removals...); ferr != nil {
+					err = multierror.Append(err, ferr).ErrorOrNil()
+				}
+			}
+			if res != nil && (err == nil || len(res.Removals) > 0) {
+				if werr := writeReport(s.Out, o.output, res, func(w io.Writer) { printShrink(w, res, o.dryRun, inSpec, g.file) }); werr != nil {
 					return werr
 				}
 			}
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&o.force, "force", false, "remove it even when the remaining members would lose their quorum")
+	cmd.Flags().BoolVar(&o.force, "force", false, "remove even when the remaining members would lose their quorum (hactl's guard only; etcd's strict reconfiguration check still applies)")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the plan (after reading the cluster) and change nothing")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
 	return cmd
 }
 
-func printRemoval(w io.Writer, r *membership.RemoveResult, dryRun, inSpec bool, file string) {
+func printShrink(w io.Writer, res *membership.ShrinkResult, dryRun bool, inSpec []string, file string) {
 	if dryRun {
-		fmt.Fprintf(w, "plan (dry run, nothing changed):\n%s\n", r.Plan)
+		fmt.Fprintf(w, "plan (dry run, nothing changed):\n%s\n", strings.Join(res.Plan, "\n"))
 		return
 	}
-	fmt.Fprintf(w, "etcd member %s (ID %s) removed", r.Member, r.ID)
-	if r.WasLeader {
-		fmt.Fprintf(w, "; leadership moved to %s first", r.NewLeader)
+	for _, r := range res.Removals {
+		if !r.Removed {
+			continue
+		}
+		fmt.Fprintf(w, "etcd member %s (ID %s) removed", r.Member, r.ID)
+		if r.WasLeader {
+			fmt.Fprintf(w, "; leadership moved to %s first", r.NewLeader)
+		}
+		fmt.Fprintln(w)
+		if r.DataDirAside != "" {
+			fmt.Fprintf(w, "its data dir is kept as %s on %s\n", r.DataDirAside, r.Member)
+		}
+		if r.HostError != "" {
+			fmt.Fprintf(w, "on %s: %s\n", r.Member, r.HostError)
+		}
 	}
-	fmt.Fprintln(w)
-	if r.DataDirAside != "" {
-		fmt.Fprintf(w, "its data dir is kept as %s on %s\n", r.DataDirAside, r.Member)
+	fmt.Fprintf(w, "voting members left: %s\n", strings.Join(res.Remaining, ", "))
+	if len(inSpec) > 0 {
+		fmt.Fprintf(w, "%s still lists %s as etcd host(s): delete those host entries (or their etcd role), or the next hactl bootstrap adds them back as new members\n", file, strings.Join(inSpec, ", "))
 	}
-	if r.HostError != "" {
-		fmt.Fprintf(w, "on %s: %s\n", r.Member, r.HostError)
+}
+
+// forgetRemoved drops the removed members' records from the state dir (state.ForgetRemoved), so
+// their hosts join later as new members (hactl etcd member replace --with, hactl bootstrap).
+func forgetRemoved(c *v1alpha1.Cluster, removals ...*membership.RemoveResult) error {
+	removed := map[string]string{}
+	for _, r := range removals {
+		if r != nil && r.Removed {
+			removed[r.Member] = r.ID
+		}
 	}
-	if inSpec {
-		fmt.Fprintf(w, "%s still lists %s as an etcd host: delete that host entry (or its etcd role), or the next hactl bootstrap adds it back as a new member\n", file, r.Member)
+	if len(removed) == 0 {
+		return nil
 	}
+	if err := state.ForgetRemoved(c.Spec.StateDir, removed); err != nil {
+		return fmt.Errorf("state dir %s: the removed members' records stay: %w", c.Spec.StateDir, err)
+	}
+	return nil
 }

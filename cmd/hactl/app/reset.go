@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -64,18 +63,8 @@ is added back) on the next 'hactl bootstrap'.
 			if o.dryRun {
 				return nil
 			}
-			confirm, err := confirmer(s, o.yes, ", or --dry-run to see the plan only")
-			if err != nil {
+			if err := confirmOrStop(s, o.yes, ", or --dry-run to see the plan only", fmt.Sprintf("reset %d host(s)?", len(plan.Hosts))); err != nil {
 				return err
-			}
-			if confirm != nil {
-				ok, err := confirm(fmt.Sprintf("reset %d host(s)?", len(plan.Hosts)))
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return errors.New("not confirmed: nothing was changed")
-				}
 			}
 			return reset.Run(cmd.Context(), opts, plan)
 		},

@@ -93,6 +93,7 @@ it all converged: re-running changes nothing.
 		newRestoreCommand(s, g),
 		newDrillCommand(s, g),
 		newSchedulerCommand(s, g),
+		newOperatorCommand(s, g),
 		newMaintenanceCommand(s, g),
 		newEtcdCommand(s, g),
 	)

@@ -366,18 +366,8 @@ func newSchedulerRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 				what = "hactl-scheduler's static pod on every control plane (manifest and " + kubesched.Dir + " moved to " + kubesched.BackupDir + "), then its RBAC"
 			}
 			fmt.Fprintf(s.Err, "Plan: remove %s. Pods with schedulerName %s stay Pending until it is back.\n", what, sch.SchedulerName)
-			confirm, err := confirmer(s, yes, "")
-			if err != nil {
+			if err := confirmOrStop(s, yes, "", "Remove hactl-scheduler?"); err != nil {
 				return err
-			}
-			if confirm != nil {
-				ok, err := confirm("Remove hactl-scheduler?")
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return errors.New("not confirmed: nothing was changed")
-				}
 			}
 			if f.kubeconfig == "" {
 				return kubesched.RemoveStatic(cmd.Context(), c, terminalPrompter(s.In, s.Err), p, time.Now())

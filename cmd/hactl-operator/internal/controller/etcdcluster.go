@@ -1,0 +1,203 @@
+// Package controller holds hactl-operator's reconcilers.
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/hactl/hactl/etcd"
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	"github.com/hactl/hactl/operator/observe"
+)
+
+// Secret keys of spec.clientCertificateSecret (a kubernetes.io/tls Secret plus the CA).
+const (
+	SecretCA   = "ca.crt"
+	SecretCert = corev1.TLSCertKey
+	SecretKey  = corev1.TLSPrivateKeyKey
+)
+
+// EtcdClusterReconciler keeps each EtcdCluster's status true to its etcd cluster: on every
+// change of the object and every RequeuePeriod (with 10% jitter; the cluster is outside
+// Kubernetes), it reads the client certificate Secret, asks every member (etcd.StatusWithConfig)
+// and writes what observe.Apply makes of it through the status subresource, retrying conflicts.
+// An unreachable cluster or a refused certificate is a condition, never a failed reconcile. A
+// second EtcdCluster of one cluster ID is marked Degraded and does nothing. Each phase change and
+// condition flip is an event.
+//
+// +kubebuilder:rbac:groups=hactl.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hactl.io,resources=etcdclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+type EtcdClusterReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// RequeuePeriod is the period between looks (jittered by 10%).
+	RequeuePeriod time.Duration
+	// DialTimeout and RequestTimeout bound each member's connection and request.
+	DialTimeout, RequestTimeout time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the reconciler: EtcdCluster changes that bump metadata.generation
+// (spec changes; status writes do not retrigger it) and the periodic requeue.
+func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.EtcdCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("etcdcluster").
+		Complete(r)
+}
+
+// Reconcile looks at one EtcdCluster's etcd cluster and records what it saw. Errors: only those
+// of the API server (reading the object, writing its status); etcd's are conditions.
+func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var ec v1.EtcdCluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &ec); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	requeue := ctrl.Result{RequeueAfter: wait.Jitter(r.RequeuePeriod, 0.1)}
+	if ec.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	now := r.now()
+
+	var all v1.EtcdClusterList
+	if err := r.Client.List(ctx, &all); err != nil {
+		return ctrl.Result{}, err
+	}
+	if owner, ok := observe.Owner(all.Items, ec.Spec.ClusterID); ok && (owner.Namespace != ec.Namespace || owner.Name != ec.Name) {
+		return requeue, r.writeStatus(ctx, &ec, func(st *v1.EtcdClusterStatus) {
+			observe.MarkDuplicate(st, ec.Generation, ec.Spec.ClusterID, owner.Namespace+"/"+owner.Name, now)
+		})
+	}
+
+	look := r.look(ctx, &ec)
+	if look.Err != nil || look.CredentialsErr != nil {
+		logger.V(1).Info("etcd cluster not fully seen", "error", errors.Join(look.CredentialsErr, look.Err))
+	}
+	return requeue, r.writeStatus(ctx, &ec, func(st *v1.EtcdClusterStatus) {
+		observe.Apply(st, ec.Spec, ec.Generation, look, now)
+	})
+}
+
+// look reads the client certificate and asks every member of ec.
+func (r *EtcdClusterReconciler) look(ctx context.Context, ec *v1.EtcdCluster) observe.Look {
+	cfg, err := r.clientTLS(ctx, ec)
+	if err != nil {
+		return observe.Look{CredentialsErr: err}
+	}
+	endpoints := make([]string, 0, len(ec.Spec.Members))
+	for _, m := range ec.Spec.Members {
+		endpoints = append(endpoints, m.ClientURL)
+	}
+	st, err := etcd.StatusWithConfig(ctx, endpoints, cfg, r.DialTimeout, r.RequestTimeout)
+	return observe.Look{Status: st, Err: err}
+}
+
+// clientTLS builds the client tls.Config from ec's client certificate Secret. Errors name the
+// Secret and the missing or bad key.
+func (r *EtcdClusterReconciler) clientTLS(ctx context.Context, ec *v1.EtcdCluster) (*tls.Config, error) {
+	name := types.NamespacedName{Namespace: ec.Namespace, Name: ec.Spec.ClientCertificateSecret.Name}
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, name, &s); err != nil {
+		return nil, fmt.Errorf("client certificate Secret %s: %w", name, err)
+	}
+	for _, k := range []string{SecretCA, SecretCert, SecretKey} {
+		if len(s.Data[k]) == 0 {
+			return nil, fmt.Errorf("client certificate Secret %s has no %s (it needs %s, %s and %s)", name, k, SecretCA, SecretCert, SecretKey)
+		}
+	}
+	cfg, err := etcd.ConfigFromPEM(s.Data[SecretCA], s.Data[SecretCert], s.Data[SecretKey])
+	if err != nil {
+		return nil, fmt.Errorf("client certificate Secret %s: %w", name, err)
+	}
+	return cfg, nil
+}
+
+// writeStatus applies change to ec's status and writes it through the status subresource when it
+// differs, re-reading the object on a conflict; it records an event for a phase change and for
+// each condition whose status flipped.
+func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, ec *v1.EtcdCluster, change func(*v1.EtcdClusterStatus)) error {
+	before := ec.Status.DeepCopy()
+	var after *v1.EtcdClusterStatus
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur v1.EtcdCluster
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ec), &cur); err != nil {
+			return err
+		}
+		before = cur.Status.DeepCopy()
+		change(&cur.Status)
+		after = cur.Status.DeepCopy()
+		if equality.Semantic.DeepEqual(before, after) {
+			return nil
+		}
+		if err := r.Client.Status().Update(ctx, &cur); err != nil {
+			return err
+		}
+		*ec = cur
+		return nil
+	})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	r.events(ec, before, after)
+	return nil
+}
+
+func (r *EtcdClusterReconciler) events(ec *v1.EtcdCluster, before, after *v1.EtcdClusterStatus) {
+	if r.Recorder == nil || after == nil {
+		return
+	}
+	if before.Phase != after.Phase {
+		typ := corev1.EventTypeNormal
+		if after.Phase == v1.PhaseDegraded {
+			typ = corev1.EventTypeWarning
+		}
+		from := before.Phase
+		if from == "" {
+			from = "(new)"
+		}
+		r.Recorder.Eventf(ec, nil, typ, "Phase"+string(after.Phase), "Observe", "phase %s → %s", from, after.Phase)
+	}
+	for _, c := range after.Conditions {
+		old := meta.FindStatusCondition(before.Conditions, c.Type)
+		if old != nil && old.Status == c.Status {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if bad := (c.Type == v1.ConditionAvailable || c.Type == v1.ConditionBackupFresh) && c.Status == "False" ||
+			(c.Type == v1.ConditionDegraded || c.Type == v1.ConditionQuorumAtRisk) && c.Status == "True"; bad {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(ec, nil, typ, c.Reason, "Observe", "%s=%s: %s", c.Type, c.Status, c.Message)
+	}
+}
+
+func (r *EtcdClusterReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

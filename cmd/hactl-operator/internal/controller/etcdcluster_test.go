@@ -1,0 +1,159 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/etcdtest"
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	"github.com/hactl/hactl/operator/observe"
+)
+
+// TestEtcdClusterReconciler runs the reconciler in a manager against a real kube-apiserver
+// (envtest) and a real 3-member etcd with client-certificate auth: the EtcdCluster becomes
+// Running with every member seen; a member killed makes it Degraded with QuorumAtRisk, its restart
+// Running again, each transition an event; a second EtcdCluster of the same cluster ID is a
+// Degraded duplicate; a Secret without the key leaves an EtcdCluster Pending with the reason.
+func TestEtcdClusterReconciler(t *testing.T) {
+	cfg, c := testenv.Start(t)
+	ec := etcdtest.Start(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	st, err := etcd.Status(ctx, ec.Endpoints(), ec.Files())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := ec.Files()
+	data := map[string][]byte{}
+	for k, p := range map[string]string{SecretCA: files.CA, SecretCert: files.Cert, SecretKey: files.Key} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[k] = b
+	}
+	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "etcd-client", Namespace: "default"}, Data: data}))
+	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "no-key", Namespace: "default"}, Data: map[string][]byte{SecretCA: data[SecretCA], SecretCert: data[SecretCert]}}))
+
+	cluster := func(name, id, secret string) *v1.EtcdCluster {
+		e := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: v1.EtcdClusterSpec{ClusterID: id, ClientCertificateSecret: v1.SecretRef{Name: secret}}}
+		for i, m := range ec.Members() {
+			e.Spec.Members = append(e.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: ec.Endpoints()[i]})
+		}
+		return e
+	}
+	primary := cluster("main", st.ClusterID, "etcd-client")
+	must(t, c.Create(ctx, primary))
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(t), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
+		RequeuePeriod: time.Second, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}
+	must(t, r.SetupWithManager(mgr))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	got := waitFor(t, c, "main", "Running with every member seen", func(s v1.EtcdClusterStatus) bool {
+		return s.Phase == v1.PhaseRunning && s.Leader != "" && len(s.Members) == 3 && s.Members[0].Healthy && s.Members[0].ID != "" &&
+			meta.IsStatusConditionTrue(s.Conditions, v1.ConditionAvailable) && meta.IsStatusConditionFalse(s.Conditions, v1.ConditionQuorumAtRisk)
+	})
+	if got.ObservedGeneration != 1 {
+		t.Errorf("observedGeneration %d, want 1", got.ObservedGeneration)
+	}
+
+	victim := (ec.LeaderIndex(ctx) + 1) % 3
+	ec.Kill(victim)
+	got = waitFor(t, c, "main", "Degraded with QuorumAtRisk after a member was killed", func(s v1.EtcdClusterStatus) bool {
+		r := meta.FindStatusCondition(s.Conditions, v1.ConditionQuorumAtRisk)
+		return s.Phase == v1.PhaseDegraded && r != nil && r.Status == "True" && r.Reason == observe.ReasonOneFailureAway &&
+			!s.Members[victim].Healthy && meta.IsStatusConditionTrue(s.Conditions, v1.ConditionAvailable)
+	})
+	if d := meta.FindStatusCondition(got.Conditions, v1.ConditionDegraded); d == nil || !strings.Contains(d.Message, ec.Members()[victim].Name) {
+		t.Errorf("Degraded does not name the killed member %s: %+v", ec.Members()[victim].Name, d)
+	}
+	if err := ec.Restart(victim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "main", "Running again after the restart", func(s v1.EtcdClusterStatus) bool {
+		return s.Phase == v1.PhaseRunning && s.Members[victim].Healthy
+	})
+
+	// A second EtcdCluster for the same etcd cluster never acts: a Degraded duplicate.
+	must(t, c.Create(ctx, cluster("copy", st.ClusterID, "etcd-client")))
+	waitFor(t, c, "copy", "a Degraded duplicate", func(s v1.EtcdClusterStatus) bool {
+		d := meta.FindStatusCondition(s.Conditions, v1.ConditionDegraded)
+		return s.Phase == v1.PhaseDegraded && d != nil && d.Reason == observe.ReasonDuplicateCluster && strings.Contains(d.Message, "default/main")
+	})
+	// A Secret without tls.key: Pending, with the reason and the missing key named.
+	must(t, c.Create(ctx, cluster("nokey", "beef", "no-key")))
+	waitFor(t, c, "nokey", "Pending for want of the client key", func(s v1.EtcdClusterStatus) bool {
+		a := meta.FindStatusCondition(s.Conditions, v1.ConditionAvailable)
+		return s.Phase == v1.PhasePending && a != nil && a.Reason == observe.ReasonSecret && strings.Contains(a.Message, "tls.key")
+	})
+
+	// Every phase transition of main was an event.
+	var evs eventsv1.EventList
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		must(t, c.List(ctx, &evs, client.InNamespace("default")))
+		reasons := map[string]int{}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "main" {
+				reasons[e.Reason]++
+			}
+		}
+		if reasons["PhaseRunning"] >= 2 && reasons["PhaseDegraded"] >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events for main: %v; want PhaseRunning twice and PhaseDegraded", reasons)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func waitFor(t *testing.T, c client.Client, name, what string, ok func(v1.EtcdClusterStatus) bool) v1.EtcdClusterStatus {
+	t.Helper()
+	var e v1.EtcdCluster
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &e); err == nil && ok(e.Status) {
+			return e.Status
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not %s within 30s; status %s", name, what, fmt.Sprintf("%+v", e.Status))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,186 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bootstrap/join"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/etcd/membership"
+	"github.com/hactl/hactl/internal/bastion"
+	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/state"
+)
+
+type memberReplaceOptions struct {
+	with               string
+	force, yes, dryRun bool
+	acceptNewHostKeys  bool
+	waitTimeout        time.Duration
+	output             string
+}
+
+func newEtcdMemberReplaceCommand(s Streams, g *globalOptions) *cobra.Command {
+	o := &memberReplaceOptions{}
+	cmd := &cobra.Command{
+		Use:   "replace OLD --with NEW",
+		Short: "Replace member OLD by a new member on host NEW (learner first, promoted once caught up)",
+		Long: `Replaces the etcd member OLD by a new member on NEW, a host of the spec, as etcd's runtime
+reconfiguration guide describes. Either edit the spec to the end state first (NEW with role etcd,
+OLD without it or without a host entry, e.g. when its host is gone), or leave NEW a host with other
+roles and OLD an etcd host: hactl then works on the spec with the etcd role moved.
+
+  1. NEW is added as a learner (no vote), started with the member list etcd returned
+     (--initial-cluster-state existing), promoted once its raft log caught up with the leader's, and
+     checked serving: the etcd phases of hactl bootstrap for NEW alone (preflight, certificates,
+     install), refused if any other member would change;
+  2. OLD is removed (leadership moved off it first when it leads); on its host, when reachable, etcd
+     is stopped and disabled and the data dir moved aside (never deleted).
+
+NEW joins first whenever etcd accepts the add, so the voting members never drop below their count.
+etcd refuses any add unless a quorum of the voters plus one is healthy: with OLD dead in a
+3-member cluster, OLD is removed first (quorum-guarded: the 2 others must be healthy), then NEW
+joins. The result is checked against the spec's rules (zone topology) before anything starts.
+
+hactl does not edit the spec: if it did not describe the end state, afterwards give NEW role etcd in
+cluster.yaml and drop OLD's etcd role (or its host entry), or the next hactl bootstrap adds OLD back
+as a new member. The plan is shown
+and confirmed (--yes in scripts, --dry-run to see it only).
+
+  hactl etcd member replace cp-c --with cp-d -f cluster.yaml --yes`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFormat(o.output); err != nil {
+				return err
+			}
+			old := strings.TrimSpace(args[0])
+			if old == "" {
+				return &UsageError{Err: errors.New("OLD: the member's name (its host's name in the spec), e.g. hactl etcd member replace cp-c --with cp-d")}
+			}
+			if strings.TrimSpace(o.with) == "" {
+				return &UsageError{Err: errors.New("--with NEW is required: the host of the spec that gets the new member")}
+			}
+			p, c, _, closeLog, err := hostRun(s, g)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			after, err := join.Spec(c, old, o.with)
+			if err != nil {
+				return err
+			}
+			if err := newHostIsNoMember(c, o.with); err != nil {
+				return err
+			}
+			members, err := etcd.MembersFromSpec(after)
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			var peerURL string
+			for _, m := range members {
+				if m.Name == o.with {
+					peerURL = m.PeerURL()
+				}
+			}
+			confirm, err := planConfirm(s, o.yes || o.dryRun, fmt.Sprintf("Replace etcd member %s by %s?", old, o.with))
+			if err != nil {
+				return err
+			}
+			prompt := terminalPrompter(s.In, s.Err)
+			tunnel, err := bastion.Open(c, prompt)
+			if err != nil {
+				return fmt.Errorf("ssh: %w", err)
+			}
+			defer tunnel.Close()
+			// The cluster after the replacement: OLD is probed at the client URLs it advertises.
+			cl, err := membership.ClusterFromSpec(after, tunnel.Etcd())
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			sshOpts := provision.SpecOptions{Prompt: prompt, AcceptNewHostKeys: o.acceptNewHostKeys}
+			d, err := provision.FromSpec(c, sshOpts)
+			if err != nil {
+				return fmt.Errorf("ssh: %w", err)
+			}
+			defer d.Close()
+			res, err := membership.Replace(cmd.Context(), membership.ReplaceOptions{
+				Cluster: cl, Old: old, New: o.with, NewPeerURL: peerURL, Force: o.force, DryRun: o.dryRun, Confirm: confirm,
+				Joiner:  &join.Joiner{Spec: after, Printer: p, SSH: sshOpts, WaitTimeout: o.waitTimeout},
+				Host:    membership.SSHRetirer{Spec: c, Dialer: d},
+				Printer: p,
+			})
+			if res != nil {
+				if ferr := forgetRemoved(c, res.Removal); ferr != nil {
+					err = multierror.Append(err, ferr).ErrorOrNil()
+				}
+			}
+			if res != nil && len(res.Plan) > 0 && !errors.Is(err, membership.ErrNotConfirmed) && (err == nil || res.Joined || (res.Removal != nil && res.Removal.Removed)) {
+				if werr := writeReport(s.Out, o.output, res, func(w io.Writer) { printReplacement(w, res, o.dryRun, g.file, c) }); werr != nil {
+					return werr
+				}
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.with, "with", "", "the host of the spec that gets the new member (required)")
+	cmd.Flags().BoolVar(&o.force, "force", false, "when OLD must be removed first, remove it even when the remaining members would lose their quorum")
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the plan (after reading the cluster) and change nothing")
+	cmd.Flags().BoolVar(&o.acceptNewHostKeys, "accept-new-host-keys", false, "append UNKNOWN SSH host keys (NEW's, typically) to the known_hosts file (changed keys are always refused)")
+	cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for the learner to catch up and for members to be healthy")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+// newHostIsNoMember refuses, from the state dir alone, a NEW that hactl recorded as a member.
+func newHostIsNoMember(c *v1alpha1.Cluster, host string) error {
+	st, err := state.Load(c.Spec.StateDir)
+	if err != nil || st == nil {
+		return nil // the cluster's own answer decides (membership.AlreadyMemberError)
+	}
+	for _, h := range c.Spec.Hosts {
+		if h.Name == host && h.HasRole(v1alpha1.RoleEtcd) {
+			if rec := st.Members[host]; rec != nil && rec.ID != "" {
+				return &membership.AlreadyMemberError{Host: host, ID: rec.ID, PeerURL: rec.PeerURL}
+			}
+		}
+	}
+	return nil
+}
+
+func printReplacement(w io.Writer, r *membership.ReplaceResult, dryRun bool, file string, c *v1alpha1.Cluster) {
+	if dryRun {
+		fmt.Fprintf(w, "plan (dry run, nothing changed):\n  %s\n", strings.Join(r.Plan, "\n  "))
+		return
+	}
+	switch {
+	case r.Joined && r.Removal != nil && r.Removal.Removed:
+		fmt.Fprintf(w, "etcd member %s (ID %s) replaced by %s (ID %s), %s\n", r.Old, r.OldID, r.New, r.NewID, r.Order)
+	case r.Joined:
+		fmt.Fprintf(w, "%s joined (ID %s); %s (ID %s) is still a member\n", r.New, r.NewID, r.Old, r.OldID)
+	default:
+		fmt.Fprintf(w, "%s (ID %s) removed; %s has not joined\n", r.Old, r.OldID, r.New)
+	}
+	if r.Removal != nil {
+		if r.Removal.DataDirAside != "" {
+			fmt.Fprintf(w, "%s's data dir is kept as %s\n", r.Old, r.Removal.DataDirAside)
+		}
+		if r.Removal.HostError != "" {
+			fmt.Fprintf(w, "on %s: %s\n", r.Old, r.Removal.HostError)
+		}
+	}
+	if endState := slices.ContainsFunc(c.EtcdHosts(), func(h v1alpha1.Host) bool { return h.Name == r.New }); !endState {
+		fmt.Fprintf(w, "now edit %s: give %s role etcd and drop %s's etcd role (or its host entry); until then the next hactl bootstrap would add %s back\n", file, r.New, r.Old, r.Old)
+	}
+	if c.Spec.Kubernetes != nil {
+		fmt.Fprintf(w, "kube-apiserver still lists %s in --etcd-servers and reaches etcd through the others; hactl does not rewrite that list yet (kubeadm upgrade or an edit of the static pod does)\n", r.Old)
+	}
+}

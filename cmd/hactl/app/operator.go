@@ -1,0 +1,218 @@
+package app
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/kubeadm/images"
+	"github.com/hactl/hactl/operator/deploy"
+	"github.com/hactl/hactl/ui"
+)
+
+func newOperatorCommand(s Streams, g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "operator",
+		Short: "Deploy or remove hactl-operator, which watches the etcd cluster from inside Kubernetes",
+		Long: `hactl-operator keeps an EtcdCluster (hactl.io/v1alpha1) true to the etcd cluster hactl built:
+members, leader, conditions (Available, QuorumAtRisk, Degraded), events on every transition. Its
+replicas elect a leader through a Lease; only the leader acts.
+
+The cluster is reached over SSH (the admin kubeconfig of the first control plane that answers, as
+hactl kubeconfig does) or through --kubeconfig.`,
+		Example: `  make operator-image
+  hactl operator deploy -f cluster.yaml --image-archive bin/hactl-operator-image.tar
+  hactl operator deploy -f cluster.yaml --kubeconfig kind.conf --image ghcr.io/hactl/hactl-operator:v0.1.0
+  hactl operator remove -f cluster.yaml --yes`,
+	}
+	cmd.AddCommand(newOperatorDeployCommand(s, g), newOperatorRemoveCommand(s, g))
+	return cmd
+}
+
+type operatorFlags struct {
+	kubeconfig, namespace string
+}
+
+func (f *operatorFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "reach the cluster through this kubeconfig instead of over SSH")
+	cmd.Flags().StringVar(&f.namespace, "namespace", deploy.DefaultNamespace, "the operator's namespace (its RBAC is a Role there; the EtcdCluster lives there)")
+}
+
+func newOperatorDeployCommand(s Streams, g *globalOptions) *cobra.Command {
+	var image, archive, output string
+	var replicas int32
+	var dryRun bool
+	var timeout time.Duration
+	f := &operatorFlags{}
+	cmd := &cobra.Command{
+		Use:   "deploy",
+		Short: "Install the CRDs, RBAC, the operator's etcd client certificate, the EtcdCluster and the Deployment",
+		Long: `Applies, server-side (a re-run converges): the CRDs EtcdCluster and EtcdSnapshot; the namespace;
+a ServiceAccount with a Role there only (its custom resources and their status, get on its one
+Secret, its Lease, events); a Secret with a client certificate issued for the operator from the
+state dir's etcd CA (the CA key never leaves the state dir); the EtcdCluster built from the spec
+(members' client URLs) and the state dir (the cluster ID); a Deployment of --replicas (never two on
+one node, spread over zones) and a PodDisruptionBudget. Then it waits until a replica runs and has
+looked at the cluster.
+
+--image-archive imports the image into every Kubernetes node of the spec over SSH first (its
+reference is the archive's unless --image says otherwise); through --kubeconfig load the image as
+that cluster needs (kind load image-archive, a registry) and pass --image. --dry-run prints the
+manifests (Secrets redacted) and changes nothing.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(output); err != nil {
+				return err
+			}
+			if archive != "" && f.kubeconfig != "" {
+				return &UsageError{Err: errors.New("--image-archive is imported over SSH into the spec's nodes; through --kubeconfig load the image into that cluster (kind load image-archive, a registry) and pass --image")}
+			}
+			if archive != "" {
+				refs, err := images.ArchiveImages(archive)
+				if err != nil {
+					return &UsageError{Err: fmt.Errorf("--image-archive: %w", err)}
+				}
+				if image == "" {
+					image = refs[0]
+				} else if !slices.Contains(refs, image) {
+					return &UsageError{Err: fmt.Errorf("--image %s is not in --image-archive %s (it holds %s)", image, archive, strings.Join(refs, ", "))}
+				}
+			}
+			p, c, closeLog, err := operatorTarget(s, g, f, dryRun)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			plan, err := deploy.Build(deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun})
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				out, err := plan.Print()
+				if err != nil {
+					return err
+				}
+				_, err = s.Out.Write(out)
+				return err
+			}
+			if archive != "" {
+				p.Infof("operator/image: %s into every Kubernetes node", image)
+				if err := deploy.ImportArchive(cmd.Context(), c, terminalPrompter(s.In, s.Err), archive, p); err != nil {
+					return err
+				}
+			}
+			api, err := apiClient(cmd, s, c, f.kubeconfig)
+			if err != nil {
+				return err
+			}
+			defer api.Close()
+			p.Infof("operator/apply: through %s", api.Via)
+			if err := plan.Apply(cmd.Context(), api.Config, func(kind, name string) { p.Debugf("operator/apply: %s %s", kind, name) }); err != nil {
+				return err
+			}
+			p.Infof("operator/apply: %d objects applied", len(plan.Objects))
+			ready, err := deploy.WaitReady(cmd.Context(), api.Config, nsOrDefault(f.namespace), c.Metadata.Name, timeout)
+			if err != nil {
+				return err
+			}
+			return writeReport(s.Out, output, ready, func(w io.Writer) {
+				fmt.Fprintf(w, "hactl-operator: %d replica(s) available; EtcdCluster %s/%s: %s, leader %s\n", ready.AvailableReplicas, nsOrDefault(f.namespace), c.Metadata.Name, ready.Phase, cmp.Or(ready.Leader, "-"))
+				for _, cond := range ready.Conditions {
+					fmt.Fprintf(w, "  %s\n", cond)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&image, "image", "", "the operator image reference")
+	cmd.Flags().StringVar(&archive, "image-archive", "", "an image archive (make operator-image: bin/hactl-operator-image.tar) imported into every node over SSH")
+	cmd.Flags().Int32Var(&replicas, "replicas", 2, "replicas (one holds the Lease, the others wait)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the manifests (Secrets redacted) and change nothing")
+	cmd.Flags().DurationVar(&timeout, "wait", 3*time.Minute, "how long to wait for a replica to run and observe the cluster")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	f.add(cmd)
+	return cmd
+}
+
+func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
+	var yes bool
+	f := &operatorFlags{}
+	cmd := &cobra.Command{
+		Use:   "remove",
+		Short: "Delete the operator's Deployment, EtcdCluster, Secret and RBAC; CRDs, EtcdSnapshots and the bucket stay",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, c, closeLog, err := operatorTarget(s, g, f, false)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			ns := nsOrDefault(f.namespace)
+			fmt.Fprintf(s.Err, "Plan: delete in %s the Deployment and PodDisruptionBudget %s, the EtcdCluster %s, the Secret %s, the Role, RoleBinding and ServiceAccount %s. The CRDs, every EtcdSnapshot and the snapshots in the bucket stay; etcd is not touched.\n",
+				ns, deploy.Name, c.Metadata.Name, deploy.ClientSecret, deploy.Name)
+			if err := confirmOrStop(s, yes, "", "Remove hactl-operator?"); err != nil {
+				return err
+			}
+			api, err := apiClient(cmd, s, c, f.kubeconfig)
+			if err != nil {
+				return err
+			}
+			defer api.Close()
+			removed, err := deploy.Remove(cmd.Context(), api.Config, ns, c.Metadata.Name)
+			for _, r := range removed {
+				if r.Gone {
+					p.Infof("  %s %s: already gone", r.Kind, r.Name)
+				} else {
+					p.Infof("  %s %s: deleted", r.Kind, r.Name)
+				}
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	f.add(cmd)
+	return cmd
+}
+
+// operatorTarget loads the spec: with its local files and SSH environment when hosts are contacted
+// over SSH (no --kubeconfig, not a dry run), else the spec alone. A kubeconfig that does not load is
+// refused first (exit 2).
+func operatorTarget(s Streams, g *globalOptions, f *operatorFlags, specOnly bool) (*ui.Printer, *v1alpha1.Cluster, func(), error) {
+	if f.kubeconfig != "" {
+		api, err := kubeconfigClient(f.kubeconfig)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		api.Close()
+	}
+	if specOnly || f.kubeconfig != "" {
+		p := ui.New(s.Err, g.verbose, false)
+		c, err := loadSpec(g.file, p, false)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return p, c, func() {}, nil
+	}
+	p, c, _, closeLog, err := hostRun(s, g)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if c.Spec.Kubernetes == nil {
+		closeLog()
+		return nil, nil, nil, &UsageError{Err: fmt.Errorf("%s: spec.kubernetes: over SSH hactl reaches the Kubernetes cluster it built; for another cluster pass --kubeconfig FILE", g.file)}
+	}
+	return p, c, closeLog, nil
+}
+
+func nsOrDefault(ns string) string {
+	if ns == "" {
+		return deploy.DefaultNamespace
+	}
+	return ns
+}

@@ -1,0 +1,177 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+)
+
+// FieldManager is hactl's server-side apply field manager.
+const FieldManager = "hactl"
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+func kindOf(obj runtime.Object) (schema.GroupVersionKind, error) {
+	gvks, _, err := scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return schema.GroupVersionKind{}, fmt.Errorf("%w %T: %v", errUnknownKind, obj, err)
+	}
+	return gvks[0], nil
+}
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// Apply server-side applies the plan's objects in order through the dynamic client (forcing
+// hactl's ownership of the fields it sets), resolving each kind through discovery; after the CRDs
+// it waits (up to 1 minute) until the API serves them. progress, when set, is told each object.
+// Errors: the first object the API refused, named by kind and namespace/name.
+func (p *Plan) Apply(ctx context.Context, cfg *rest.Config, progress func(kind, name string)) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	for _, u := range p.Objects {
+		gvk := u.GroupVersionKind()
+		if gvk.Kind == "EtcdCluster" || gvk.Kind == "EtcdSnapshot" {
+			if err := waitServed(ctx, mapper, cached, gvk); err != nil {
+				return err
+			}
+		}
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("apply %s %s: %w", gvk.Kind, name(u), err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return fmt.Errorf("apply %s %s: %w", gvk.Kind, name(u), err)
+		}
+		if progress != nil {
+			progress(gvk.Kind, name(u))
+		}
+	}
+	return nil
+}
+
+// waitServed waits until discovery lists gvk (a CRD just applied becomes served a moment later).
+func waitServed(ctx context.Context, mapper *restmapper.DeferredDiscoveryRESTMapper, cached discovery.CachedDiscoveryInterface, gvk schema.GroupVersionKind) error {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return true, nil
+		}
+		cached.Invalidate()
+		mapper.Reset()
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API does not serve %s after its CRD was applied: %w", gvk, err)
+	}
+	return nil
+}
+
+func name(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return ns + "/" + u.GetName()
+	}
+	return u.GetName()
+}
+
+// Removed is one object Remove deleted or found gone.
+type Removed struct {
+	Kind, Name string
+	// Gone: it did not exist.
+	Gone bool
+}
+
+// Remove deletes what Build made for the EtcdCluster clusterName in namespace, except the CRDs,
+// the namespace and every EtcdSnapshot (their objects in the bucket are never touched): the
+// Deployment first (no replica acts any more), then the PodDisruptionBudget, the EtcdCluster, the
+// Secret and the RBAC. Objects already gone are reported, not errors. Errors: the first refused
+// delete, named.
+func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string) ([]Removed, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	targets := []struct {
+		gvr        schema.GroupVersionResource
+		kind, name string
+	}{
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", Name},
+		{schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget", Name},
+		{v1.GroupVersion.WithResource("etcdclusters"), "EtcdCluster", clusterName},
+		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", ClientSecret},
+		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, "RoleBinding", Name},
+		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, "Role", Name},
+		{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "ServiceAccount", Name},
+	}
+	var out []Removed
+	policy := metav1.DeletePropagationForeground
+	for _, tg := range targets {
+		ri := dyn.Resource(tg.gvr).Namespace(namespace)
+		err := ri.Delete(ctx, tg.name, metav1.DeleteOptions{PropagationPolicy: &policy})
+		if err == nil && tg.kind == "Deployment" {
+			// Foreground: the Deployment goes once its pods have; nothing else is deleted while a
+			// replica may still act.
+			err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				_, gerr := ri.Get(ctx, tg.name, metav1.GetOptions{})
+				if isGone(gerr) {
+					return true, nil
+				}
+				return false, nil
+			})
+			if err != nil {
+				return out, fmt.Errorf("the Deployment %s/%s is still there 2m after its deletion (its pods still terminating?): %w", namespace, tg.name, err)
+			}
+		}
+		switch {
+		case err == nil:
+			out = append(out, Removed{Kind: tg.kind, Name: namespace + "/" + tg.name})
+		case isGone(err):
+			out = append(out, Removed{Kind: tg.kind, Name: namespace + "/" + tg.name, Gone: true})
+		default:
+			return out, fmt.Errorf("delete %s %s/%s: %w", tg.kind, namespace, tg.name, err)
+		}
+	}
+	return out, nil
+}
+
+// isGone: the object or its kind (a CRD never installed) does not exist.
+func isGone(err error) bool { return apierrors.IsNotFound(err) }
