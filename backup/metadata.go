@@ -54,10 +54,16 @@ type Metadata struct {
 	HactlVersion  string    `json:"hactlVersion"`
 	// Slot is the scheduled slot (TimeFormat) of a scheduled run, "" otherwise.
 	Slot string `json:"slot,omitempty"`
+	// TakenBy names the scheduler that took it: TakenByOperator for hactl-operator's snapshots,
+	// "" for hactl's own (`backup now`, run by hand or by the members' timers).
+	TakenBy string `json:"takenBy,omitempty"`
 	// ClusterMembers is the number of voting members of the cluster when the snapshot was taken
 	// (restore onto a different member count needs --force); 0 when unknown.
 	ClusterMembers int `json:"clusterMembers,omitempty"`
 }
+
+// TakenByOperator is Metadata.TakenBy of hactl-operator's scheduled snapshots.
+const TakenByOperator = "hactl-operator"
 
 // Encrypted reports whether the data object is age-encrypted.
 func (m *Metadata) Encrypted() bool { return len(m.Recipients) > 0 }

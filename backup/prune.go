@@ -156,3 +156,20 @@ func Apply(ctx context.Context, store Store, plan *PrunePlan, progress func(form
 	}
 	return errs.ErrorOrNil()
 }
+
+// ErrNewestVerified is Delete's refusal of the newest verified snapshot, which nothing deletes.
+var ErrNewestVerified = errors.New("the newest verified snapshot is never deleted")
+
+// Delete deletes one snapshot of the listing by its stem, in Apply's order (metadata first, then
+// the verify marker, then the data). A stem the listing does not hold is already gone: nil.
+// Errors: ErrNewestVerified (nothing deleted), the store's.
+func Delete(ctx context.Context, store Store, l *Listing, stem string) error {
+	s := l.Find(stem)
+	if s == nil {
+		return nil
+	}
+	if s == l.NewestVerified() {
+		return fmt.Errorf("snapshot %s: %w", stem, ErrNewestVerified)
+	}
+	return Apply(ctx, store, &PrunePlan{Decisions: []Decision{{Snapshot: s, Key: s.Data.Key, Time: s.Time}}}, nil)
+}

@@ -32,8 +32,10 @@ type S3Config struct {
 	Lookup string
 	// PlainHTTP talks HTTP instead of HTTPS.
 	PlainHTTP bool
-	// CAFile is a PEM bundle the endpoint's certificate is verified against ("" = system roots).
+	// CAFile is a PEM bundle the endpoint's certificate is verified against ("" = system roots);
+	// CAPEM the bundle itself (hactl-operator has it from a Secret), used when CAFile is "".
 	CAFile string
+	CAPEM  []byte
 	// Credentials is the access key (never logged).
 	Credentials specload.BackupCredentials
 }
@@ -86,14 +88,18 @@ func NewS3(cfg S3Config) (*S3, error) {
 	}
 	if !cfg.PlainHTTP {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		pem, source := cfg.CAPEM, "CA bundle"
 		if cfg.CAFile != "" {
-			pem, err := os.ReadFile(cfg.CAFile)
+			b, err := os.ReadFile(cfg.CAFile)
 			if err != nil {
 				return nil, fmt.Errorf("object store %s: CA file: %w", cfg.Endpoint, err)
 			}
+			pem, source = b, "CA file "+cfg.CAFile
+		}
+		if len(pem) > 0 {
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("object store %s: CA file %s holds no PEM certificate", cfg.Endpoint, cfg.CAFile)
+				return nil, fmt.Errorf("object store %s: %s holds no PEM certificate", cfg.Endpoint, source)
 			}
 			tc.RootCAs = pool
 		}

@@ -18,6 +18,8 @@ type TakeOptions struct {
 	Member string
 	// Slot is the scheduled slot (TimeFormat), "" for an unscheduled run.
 	Slot string
+	// TakenBy is recorded in the metadata (TakenByOperator, or "" for hactl's CLI and timers).
+	TakenBy string
 	// Compression is "zstd" or "none".
 	Compression string
 	// Recipients are age recipients as written in the spec (age1...); none: not encrypted.
@@ -104,6 +106,7 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 		StartedAt:      started,
 		HactlVersion:   o.HactlVersion,
 		Slot:           o.Slot,
+		TakenBy:        o.TakenBy,
 		ClusterMembers: voters,
 	}
 	if m.Compression == "" {

@@ -85,10 +85,25 @@ func ConfigFromPEM(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 // an unreachable endpoint shows as an error of the first request, bounded by dialTimeout (0 means
 // DefaultDialTimeout). Endpoints that are not https are refused so nothing is sent in clear text.
 func NewClient(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout time.Duration, opts ...Option) (*clientv3.Client, error) {
-	cfg, err := files.Config()
+	cfg, err := configOf(files, opts)
 	if err != nil {
 		return nil, err
 	}
+	return newClient(ctx, endpoints, cfg, dialTimeout, opts...)
+}
+
+// configOf is WithTLSConfig's configuration when given, else files'.
+func configOf(files TLSFiles, opts []Option) (*tls.Config, error) {
+	if o := collect(opts); o.tls != nil {
+		return o.tls, nil
+	}
+	return files.Config()
+}
+
+// NewClientWithConfig is NewClient with a ready TLS configuration (ConfigFromPEM: hactl-operator
+// has its certificate from a Secret, not files). cfg is cloned by gRPC's credentials; errors are
+// NewClient's.
+func NewClientWithConfig(ctx context.Context, endpoints []string, cfg *tls.Config, dialTimeout time.Duration, opts ...Option) (*clientv3.Client, error) {
 	return newClient(ctx, endpoints, cfg, dialTimeout, opts...)
 }
 
@@ -100,6 +115,14 @@ type Option func(*options)
 
 type options struct {
 	dial ContextDialer
+	tls  *tls.Config
+}
+
+// WithTLSConfig makes the functions taking TLSFiles (NewClient, Status, and so the membership and
+// maintenance packages) use cfg instead (hactl-operator has its certificate from a Secret, not
+// files); the files are then ignored.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(o *options) { o.tls = cfg }
 }
 
 // WithDialer makes every connection (gRPC and the certificate probe) go through dial instead of a

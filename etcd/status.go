@@ -143,7 +143,7 @@ func status(ctx context.Context, endpoints []string, files TLSFiles, dialTimeout
 	if len(endpoints) == 0 {
 		return nil, errors.New("etcd status: no endpoints")
 	}
-	cfg, err := files.Config()
+	cfg, err := configOf(files, opts)
 	if err != nil {
 		return nil, err
 	}

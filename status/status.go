@@ -60,6 +60,9 @@ type Report struct {
 	// Scheduler is hactl-scheduler's replicas and Lease (spec.scheduler), through the API over SSH;
 	// absent without spec.scheduler. Its problems are in Problems too ("scheduler: ").
 	Scheduler *SchedulerStatus `json:"scheduler,omitempty"`
+	// Operator is hactl-operator's replicas, Lease and EtcdCluster (spec.kubernetes, when
+	// deployed), through the API over SSH. Its problems are in Problems too ("operator: ").
+	Operator *OperatorStatus `json:"operator,omitempty"`
 
 	// hostByURL maps each spec member's client URL to its host name, to name endpoints that did
 	// not answer (etcd reports no member name for them).
@@ -123,14 +126,24 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 			sched = collectScheduler(ctx, c, o.Prompt, o.Timeout)
 		}
 	}()
+	var oper *OperatorStatus
+	operDone := make(chan struct{})
+	go func() {
+		defer close(operDone)
+		if c.Spec.Kubernetes != nil {
+			oper = collectOperator(ctx, c, o.Prompt, o.Timeout)
+		}
+	}()
 	rep, err := collectEtcd(ctx, c, o.Timeout, tunnel.Etcd())
 	<-lbDone
 	<-kubeDone
 	<-schedDone
+	<-operDone
 	if rep != nil {
 		rep.addLB(lbStatus)
 		rep.addKube(kube)
 		rep.addScheduler(sched)
+		rep.addOperator(oper)
 	}
 	return rep, err
 }
@@ -314,6 +327,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.Scheduler != nil {
 		printScheduler(w, r.Scheduler)
+	}
+	if r.Operator != nil {
+		printOperator(w, r.Operator)
 	}
 	if len(r.Problems) > 0 {
 		fmt.Fprintf(w, "\nDEGRADED: %s\n", strings.Join(r.Problems, "; "))

@@ -41,12 +41,13 @@ func Binary() string {
 		return ""
 	}
 	for {
+		// A nested module (cmd/hactl-operator) has its own go.mod: keep walking up to the one
+		// whose bin/ holds the build.
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			p := filepath.Join(dir, "bin", "minio")
 			if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
 				return p
 			}
-			return ""
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -56,9 +57,6 @@ func Binary() string {
 	}
 }
 
-// Start runs bin/minio on a free loopback port with a data dir in t.TempDir() and creates
-// Bucket; the server is stopped at the end of the test. Without the binary the test is skipped,
-// or fails when HACTL_REQUIRE_MINIO=1 (make unit sets it).
 func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := Binary()

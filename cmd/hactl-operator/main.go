@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +49,22 @@ func main() {
 	}
 }
 
+// version is the module version and VCS revision the binary was built from ("hactl-operator
+// (devel)" without build information), recorded in the snapshots' metadata.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "hactl-operator (devel)"
+	}
+	v := "hactl-operator " + bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
+}
+
 func run(o options.Options) error {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -81,9 +98,14 @@ func run(o options.Options) error {
 	r := &controller.EtcdClusterReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
 		RequeuePeriod: o.RequeuePeriod, DialTimeout: o.EtcdDialTimeout, RequestTimeout: o.EtcdRequestTimeout,
+		Version: version(),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("etcdcluster controller: %w", err)
+	}
+	sr := &controller.EtcdSnapshotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"), Clusters: r}
+	if err := sr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("etcdsnapshot controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -9,10 +9,8 @@ import (
 	"testing"
 )
 
-const (
-	rulesFile = "hactl-scheduler.rules.yaml"
-	testsFile = "hactl-scheduler.rules_test.yaml"
-)
+// ruleFiles are the rule files, each with its promtool unit tests (<name>.rules_test.yaml).
+var ruleFiles = []string{"hactl-scheduler.rules.yaml", "hactl-operator.rules.yaml"}
 
 // promtool returns the promtool to run: the one on PATH, else /usr/bin/promtool (Debian's
 // prometheus package; hack/ensure-promtool.sh installs it). Missing: the test is skipped, or fails
@@ -48,19 +46,23 @@ func TestRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := run(t, dir, "check", "rules", rulesFile); err != nil {
-		t.Fatalf("promtool check rules %s: %v\n%s", rulesFile, err, out)
+	for _, rulesFile := range ruleFiles {
+		testsFile := strings.TrimSuffix(rulesFile, ".yaml") + "_test.yaml"
+		if out, err := run(t, dir, "check", "rules", rulesFile); err != nil {
+			t.Fatalf("promtool check rules %s: %v\n%s", rulesFile, err, out)
+		}
+		out, err := run(t, dir, "test", "rules", testsFile)
+		if err != nil {
+			t.Fatalf("promtool test rules %s: %v\n%s", testsFile, err, out)
+		}
+		t.Logf("promtool test rules %s:\n%s", testsFile, out)
 	}
-	out, err := run(t, dir, "test", "rules", testsFile)
-	if err != nil {
-		t.Fatalf("promtool test rules %s: %v\n%s", testsFile, err, out)
-	}
-	t.Logf("promtool test rules %s:\n%s", testsFile, out)
 }
 
 // TestRulesCatchWrongExpectation proves the unit tests can fail: a copy with one expected
 // annotation changed (the pending-pods count) must make promtool exit non-zero, naming that test.
 func TestRulesCatchWrongExpectation(t *testing.T) {
+	const rulesFile, testsFile = "hactl-scheduler.rules.yaml", "hactl-scheduler.rules_test.yaml"
 	tmp := t.TempDir()
 	for _, f := range []string{rulesFile, testsFile} {
 		b, err := os.ReadFile(f)

@@ -5,14 +5,20 @@ package kubee2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/e2e/harness"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/deploy"
+	"github.com/hactl/hactl/status"
 )
 
 // operatorArchive is the image `make operator-image` built (bin/ next to the hactl under test).
@@ -78,14 +84,27 @@ func leaseHolder(t *testing.T) string {
 // restart back-off on that host).
 //
 // TestOperator: hactl operator deploy on the lab's cluster (image imported over SSH): bad flags
-// and a dry run change nothing; the EtcdCluster becomes Running with every member seen; etcd
-// stopped on cp-c makes it Degraded with QuorumAtRisk, started again Running, with events; the
-// Lease holder's pod deleted: another replica takes the Lease and the Deployment is whole again; a
-// bad EtcdCluster is refused by the API server naming the field; remove deletes the operator and
-// leaves the CRDs.
+// and a dry run change nothing; the EtcdCluster becomes Running with every member seen and hactl
+// status shows the operator; etcd stopped on cp-c makes it Degraded with QuorumAtRisk, started again
+// Running, with events; the Lease holder's pod deleted: another replica takes the Lease. Throughout,
+// the operator snapshots etcd into the lab's object store every minute (--backup-every 1m
+// --keep-last 20): every slot from the first to the one after the takeover is in the bucket, each
+// the operator's and started within its slot; every: 2m and keepLast: 3 set in the EtcdCluster take
+// effect at the next (even) slot. EtcdSnapshots mirror the bucket; one without a key is a snapshot
+// taken now; deleting one deletes its snapshot only with deletionPolicy Delete. A database
+// fragmented past defragThresholdPercent is defragmented, the leader last. A bad EtcdCluster is
+// refused by the API server naming the field; remove leaves the CRDs and EtcdSnapshots; remove
+// --purge deletes them, touching the bucket only for the object the user set to Delete.
 func TestOperator(t *testing.T) {
 	ctx := context.Background()
 	spec := suite.Lab.SpecPath(3)
+	store, err := suite.Lab.ObjectStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Setenv(); err != nil { // as a user does with `. .lab-e2e-kube/objstore.env`
+		t.Fatal(err)
+	}
 	suite.BootstrapJSON(t, spec)
 	suite.MustHactl(t, "kubeconfig", "-f", spec, "--out", suite.Lab.Kubeconfig())
 	name := labSpec(t).Metadata.Name
@@ -125,7 +144,7 @@ func TestOperator(t *testing.T) {
 
 	start := time.Now()
 	var ready deploy.Ready
-	r = suite.MustHactl(t, "operator", "deploy", "-f", spec, "--image-archive", archive, "-o", "json")
+	r = suite.MustHactl(t, "operator", "deploy", "-f", spec, "--image-archive", archive, "--backup-every", "1m", "--keep-last", "20", "-o", "json")
 	if err := json.Unmarshal([]byte(r.Stdout), &ready); err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +163,24 @@ func TestOperator(t *testing.T) {
 		return ec.Status.Phase == v1.PhaseRunning && healthy == 3 && ec.Status.Leader != "" && st == "True"
 	})
 	t.Logf("leader %s, conditions %+v", ec.Status.Leader, ec.Status.Conditions)
+	ec = waitEtcdCluster(t, name, "holding a fresh snapshot of the operator's", 90*time.Second, func(ec v1.EtcdCluster) bool {
+		st, _, _ := condition(ec, v1.ConditionBackupFresh)
+		return st == "True" && ec.Status.LastSnapshot != nil && ec.Status.LastSnapshot.TakenBy == backup.TakenByOperator
+	})
+	firstSlot := ec.Status.LastSnapshot.Slot
+	t.Logf("first snapshot %+v", *ec.Status.LastSnapshot)
+
+	// hactl status shows the operator: replicas, the Lease holder, the EtcdCluster's conditions.
+	var rep status.Report
+	if err := json.Unmarshal([]byte(suite.MustHactl(t, "status", "-f", spec, "-o", "json").Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Operator; o == nil || !o.Deployed || o.Holder == "" || o.Phase != v1.PhaseRunning || o.LastSnapshot == nil || len(o.Conditions) < 4 {
+		t.Errorf("hactl status: operator %+v", o)
+	}
+	if r := suite.MustHactl(t, "status", "-f", spec); !strings.Contains(r.Stdout, "operator: "+deploy.DefaultNamespace+"/"+deploy.Name) || !strings.Contains(r.Stdout, "BackupFresh") {
+		t.Errorf("hactl status lacks the operator section:\n%s", r.Stdout)
+	}
 
 	// A member down: Degraded, one failure from quorum loss.
 	suite.ExecOn(t, "cp-c", "systemctl", "stop", "etcd.service")
@@ -188,6 +225,188 @@ func TestOperator(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 
+	// The slot after the takeover is taken too; then every slot since the first was taken once.
+	takeover := time.Now()
+	ec = waitEtcdCluster(t, name, "holding the snapshot of a slot after the takeover", 100*time.Second, func(ec v1.EtcdCluster) bool {
+		s := ec.Status.LastSnapshot
+		return s != nil && slotTime(t, s.Slot).After(takeover)
+	})
+	lastSlot := ec.Status.LastSnapshot.Slot
+	listSlots := func() []backup.Snapshot {
+		t.Helper()
+		var l backup.Listing
+		if err := json.Unmarshal([]byte(suite.MustHactl(t, "backup", "list", "-f", spec, "-o", "json").Stdout), &l); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l.Snapshots {
+			if s.Metadata.TakenBy != backup.TakenByOperator {
+				t.Errorf("snapshot %s: takenBy %q", s.Stem, s.Metadata.TakenBy)
+			} else if s.Slot == "" {
+				continue // on demand (EtcdSnapshot without a key)
+			} else if started := s.Metadata.StartedAt; started.Before(slotTime(t, s.Slot)) || !started.Before(slotTime(t, s.Slot).Add(time.Minute*2)) {
+				t.Errorf("snapshot %s started at %s, outside its slot", s.Stem, started)
+			}
+		}
+		return l.Snapshots
+	}
+	var want, got []string
+	for s := slotTime(t, firstSlot); !s.After(slotTime(t, lastSlot)); s = s.Add(time.Minute) {
+		want = append(want, s.Format(backup.TimeFormat))
+	}
+	for _, s := range listSlots() {
+		if st := slotTime(t, s.Slot); !st.Before(slotTime(t, firstSlot)) && !st.After(slotTime(t, lastSlot)) {
+			got = append(got, s.Slot)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("slots in the bucket %v\nwant every slot from %s to %s: %v", got, firstSlot, lastSlot, want)
+	}
+	t.Logf("%d slots from %s to %s in the bucket, none skipped across the member's outage and the Lease takeover (one object per slot)", len(want), firstSlot, lastSlot)
+
+	// every and retention changed in the EtcdCluster: the next snapshot is at an even minute's
+	// slot, and prunes the bucket down to the newest 3.
+	changed := time.Now()
+	kubectl(t, "patch", "etcdcluster", "-n", deploy.DefaultNamespace, name, "--type", "merge", "-p", `{"spec":{"backup":{"every":"2m","retention":{"keepLast":3}}}}`)
+	ec = waitEtcdCluster(t, name, "holding a snapshot of a slot after every: 2m", 150*time.Second, func(ec v1.EtcdCluster) bool {
+		s := ec.Status.LastSnapshot
+		return s != nil && slotTime(t, s.Slot).After(changed)
+	})
+	if s := slotTime(t, ec.Status.LastSnapshot.Slot); s.Minute()%2 != 0 {
+		t.Errorf("after every: 2m the snapshot's slot is %s", ec.Status.LastSnapshot.Slot)
+	}
+	snaps := listSlots()
+	if len(snaps) != 3 || snaps[len(snaps)-1].Slot != ec.Status.LastSnapshot.Slot {
+		t.Errorf("after keepLast: 3 the bucket holds %d snapshots (newest %v), want the newest 3 ending at %s", len(snaps), snaps[len(snaps)-1].Slot, ec.Status.LastSnapshot.Slot)
+	}
+	for _, s := range snaps {
+		if st := slotTime(t, s.Slot); st.After(changed) && st.Minute()%2 != 0 {
+			t.Errorf("slot %s snapshotted after every was changed to 2m", s.Slot)
+		}
+	}
+
+	// EtcdSnapshots mirror the bucket; one without a key is a snapshot taken now; the finalizer
+	// deletes from the bucket only with deletionPolicy Delete.
+	var objs []v1.EtcdSnapshot
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		var sl v1.EtcdSnapshotList
+		if err := json.Unmarshal([]byte(kubectl(t, "get", "etcdsnapshots", "-n", deploy.DefaultNamespace, "-l", "hactl.io/cluster="+name, "-o", "json")), &sl); err != nil {
+			t.Fatal(err)
+		}
+		objs = sl.Items
+		ready := 0
+		for _, o := range objs {
+			if o.Status.Phase == "Ready" {
+				ready++
+			}
+		}
+		if ready == len(snaps) && len(objs) == len(snaps) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d EtcdSnapshots (%d Ready), want one Ready per snapshot in the bucket (%d)", len(objs), ready, len(snaps))
+		}
+		time.Sleep(2 * time.Second)
+	}
+	onDemand := filepath.Join(t.TempDir(), "now.yaml")
+	if err := os.WriteFile(onDemand, []byte("apiVersion: hactl.io/v1alpha1\nkind: EtcdSnapshot\nmetadata: {name: e2e-now, namespace: "+deploy.DefaultNamespace+"}\nspec: {clusterName: "+name+", deletionPolicy: Delete}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "create", "-f", onDemand)
+	var now1 v1.EtcdSnapshot
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		if err := json.Unmarshal([]byte(kubectl(t, "get", "etcdsnapshot", "-n", deploy.DefaultNamespace, "e2e-now", "-o", "json")), &now1); err != nil {
+			t.Fatal(err)
+		}
+		if now1.Status.Phase == "Ready" || now1.Status.Phase == "Failed" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if now1.Status.Phase != "Ready" || !strings.Contains(now1.Spec.Key, "-rev") {
+		t.Fatalf("on-demand EtcdSnapshot: %+v", now1)
+	}
+	inBucket := func(stem string) bool {
+		for _, s := range listSlots() {
+			if s.Stem == stem {
+				return true
+			}
+		}
+		return false
+	}
+	if !inBucket(now1.Spec.Key) {
+		t.Errorf("the on-demand snapshot %s is not in hactl backup list", now1.Spec.Key)
+	}
+	kubectl(t, "delete", "etcdsnapshot", "-n", deploy.DefaultNamespace, "e2e-now", "--timeout", "60s")
+	if inBucket(now1.Spec.Key) {
+		t.Errorf("deletionPolicy Delete left %s in the bucket", now1.Spec.Key)
+	}
+	kubectl(t, "delete", "etcdsnapshot", "-n", deploy.DefaultNamespace, objs[0].Name, "--timeout", "60s")
+	if !inBucket(objs[0].Spec.Key) {
+		t.Errorf("deletionPolicy Retain (the default) deleted %s from the bucket", objs[0].Spec.Key)
+	}
+	t.Logf("EtcdSnapshots: %d mirrored, on-demand %s taken and deleted with the object (Delete), %s kept in the bucket (Retain)", len(objs), now1.Spec.Key, objs[0].Spec.Key)
+	// No more pruning from here on: the objects the purge below looks at stay in the bucket.
+	kubectl(t, "patch", "etcdcluster", "-n", deploy.DefaultNamespace, name, "--type", "merge", "-p", `{"spec":{"backup":{"retention":{"keepLast":20}}}}`)
+
+	// Fragmentation past the threshold: the operator defragments every member, followers first.
+	c := labSpec(t)
+	eps := []string{suite.Endpoint(t, "cp-a"), suite.Endpoint(t, "cp-b"), suite.Endpoint(t, "cp-c")}
+	cli := harness.EtcdClient(t, c.Spec.StateDir, eps...)
+	val := strings.Repeat("x", 10<<10)
+	for i := range 400 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/hactl-e2e/fragment/%05d", i), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del, err := cli.Delete(ctx, "/hactl-e2e/fragment/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, del.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	deadline = time.Now().Add(60 * time.Second)
+	for { // bbolt frees the compacted pages over the next commits (the apiserver writes often)
+		low := 100.0
+		for _, ep := range eps {
+			sr, err := cli.Status(ctx, ep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes[ep] = sr.DbSize
+			low = min(low, 100*float64(sr.DbSize-sr.DbSizeInUse)/float64(sr.DbSize))
+		}
+		if low >= 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database did not fragment past 40%% within 60s (lowest %.0f%%)", low)
+		}
+		time.Sleep(time.Second)
+	}
+	kubectl(t, "patch", "etcdcluster", "-n", deploy.DefaultNamespace, name, "--type", "merge", "-p", `{"spec":{"maintenance":{"defragThresholdPercent":30}}}`)
+	ec = waitEtcdCluster(t, name, "defragmented", 90*time.Second, func(ec v1.EtcdCluster) bool {
+		st, _, msg := condition(ec, v1.ConditionMaintenance)
+		return ec.Status.LastDefragmentation != nil && st == "False" && strings.Contains(msg, "defragmented")
+	})
+	_, _, msg := condition(ec, v1.ConditionMaintenance)
+	t.Logf("maintenance: %s", msg)
+	for _, ep := range eps {
+		sr, err := cli.Status(ctx, ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sr.DbSize >= sizes[ep] {
+			t.Errorf("%s: DB %d bytes after the operator's defragmentation, %d before", ep, sr.DbSize, sizes[ep])
+		}
+	}
+	if parts := strings.Split(msg, "; "); !strings.HasPrefix(parts[len(parts)-1], ec.Status.Leader+" defragmented") {
+		t.Errorf("the leader %s was not defragmented last: %s", ec.Status.Leader, msg)
+	}
+
 	// Admission is the API server's: a bad EtcdCluster is refused naming the field.
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte(`apiVersion: hactl.io/v1alpha1
@@ -223,6 +442,23 @@ spec:
 	if out := kubectl(t, "get", "crd", "etcdclusters.hactl.io", "-o", "name"); !strings.Contains(out, "etcdclusters.hactl.io") {
 		t.Error("remove deleted the CRD")
 	}
+	left := kubectl(t, "get", "etcdsnapshots", "-n", deploy.DefaultNamespace, "-o", "name")
+	if len(objs) < 3 || !strings.Contains(left, objs[1].Name) {
+		t.Fatalf("remove deleted EtcdSnapshots: left %q", left)
+	}
+
+	// --purge: each EtcdSnapshot by its own policy (the user set Delete on one), then the CRDs.
+	kubectl(t, "patch", "etcdsnapshot", "-n", deploy.DefaultNamespace, objs[1].Name, "--type", "merge", "-p", `{"spec":{"deletionPolicy":"Delete"}}`)
+	suite.MustHactl(t, "operator", "remove", "-f", spec, "--purge", "--yes")
+	if inBucket(objs[1].Spec.Key) {
+		t.Errorf("--purge left %s (deletionPolicy Delete) in the bucket", objs[1].Spec.Key)
+	}
+	if !inBucket(objs[2].Spec.Key) {
+		t.Errorf("--purge deleted %s (deletionPolicy Retain) from the bucket", objs[2].Spec.Key)
+	}
+	if out, _ := suite.Lab.Kubectl(ctx, "get", "crd", "etcdclusters.hactl.io", "etcdsnapshots.hactl.io", "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("--purge left the CRDs: %s", out)
+	}
 }
 
 // waitControlPlaneReady waits until every control-plane static pod (kubeadm's tier=control-plane
@@ -253,4 +489,14 @@ func waitControlPlaneReady(t *testing.T, within time.Duration) {
 		time.Sleep(2 * time.Second)
 	}
 	t.Fatalf("control-plane pods not all Ready %s after etcd came back on cp-c: %s", within, last)
+}
+
+// slotTime parses a slot name (backup.TimeFormat).
+func slotTime(t *testing.T, slot string) time.Time {
+	t.Helper()
+	st, err := time.Parse(backup.TimeFormat, slot)
+	if err != nil {
+		t.Fatalf("slot %q: %v", slot, err)
+	}
+	return st
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -19,6 +20,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/hashicorp/go-multierror"
 
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
@@ -138,6 +141,8 @@ func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string
 		{schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget", Name},
 		{v1.GroupVersion.WithResource("etcdclusters"), "EtcdCluster", clusterName},
 		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", ClientSecret},
+		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", S3Secret},
+		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", S3CASecret},
 		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, "RoleBinding", Name},
 		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, "Role", Name},
 		{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "ServiceAccount", Name},
@@ -168,6 +173,94 @@ func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string
 			out = append(out, Removed{Kind: tg.kind, Name: namespace + "/" + tg.name, Gone: true})
 		default:
 			return out, fmt.Errorf("delete %s %s/%s: %w", tg.kind, namespace, tg.name, err)
+		}
+	}
+	return out, nil
+}
+
+// Purge runs after Remove (no replica acts any more): every EtcdSnapshot of clusterName in
+// namespace goes, each by its own deletionPolicy, carried out here since the operator is gone: for
+// Delete, deleteSnapshot(stem) deletes the snapshot from the bucket first (backup.Delete: never
+// the newest verified one; refused, the object stays and the error says why); for Retain (what
+// the operator's mirror makes) nothing in the bucket is touched. The finalizer is then dropped and
+// the object deleted. Last, the CRDs go, unless an EtcdCluster or EtcdSnapshot of another cluster
+// or namespace is left (the CRDs are cluster-wide: deleting them would delete those too).
+// Errors: every refused deletion (go-multierror), the API's.
+func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string, deleteSnapshot func(ctx context.Context, stem string) error) ([]Removed, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	var out []Removed
+	var errs *multierror.Error
+	snaps := dyn.Resource(v1.GroupVersion.WithResource("etcdsnapshots"))
+	list, err := snaps.Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil && !isGone(err) {
+		return nil, fmt.Errorf("list EtcdSnapshots in %s: %w", namespace, err)
+	}
+	if list != nil {
+		for i := range list.Items {
+			u := &list.Items[i]
+			var sn v1.EtcdSnapshot
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &sn); err != nil {
+				errs = multierror.Append(errs, err)
+				continue
+			}
+			if sn.Spec.ClusterName != clusterName {
+				continue
+			}
+			key := sn.Spec.Key
+			if key == "" {
+				key = sn.Status.Key
+			}
+			if sn.Spec.DeletionPolicy == v1.DeletionDelete && key != "" {
+				if err := deleteSnapshot(ctx, key); err != nil {
+					errs = multierror.Append(errs, fmt.Errorf("EtcdSnapshot %s/%s (deletionPolicy Delete): snapshot %s: %w", namespace, sn.Name, key, err))
+					continue
+				}
+				out = append(out, Removed{Kind: "snapshot in the bucket", Name: key})
+			}
+			if len(sn.Finalizers) > 0 {
+				patch := []byte(`{"metadata":{"finalizers":null}}`)
+				if _, err := snaps.Namespace(namespace).Patch(ctx, sn.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !isGone(err) {
+					errs = multierror.Append(errs, fmt.Errorf("EtcdSnapshot %s/%s: dropping the finalizer: %w", namespace, sn.Name, err))
+					continue
+				}
+			}
+			if err := snaps.Namespace(namespace).Delete(ctx, sn.Name, metav1.DeleteOptions{}); err != nil && !isGone(err) {
+				errs = multierror.Append(errs, fmt.Errorf("delete EtcdSnapshot %s/%s: %w", namespace, sn.Name, err))
+				continue
+			}
+			out = append(out, Removed{Kind: "EtcdSnapshot", Name: namespace + "/" + sn.Name})
+		}
+	}
+	if errs.ErrorOrNil() != nil {
+		return out, errs
+	}
+	// The CRDs only when nothing else uses them.
+	for _, res := range []string{"etcdclusters", "etcdsnapshots"} {
+		l, err := dyn.Resource(v1.GroupVersion.WithResource(res)).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil && !isGone(err) {
+			return out, fmt.Errorf("list %s: %w", res, err)
+		}
+		if l != nil && len(l.Items) > 0 {
+			out = append(out, Removed{Kind: "CustomResourceDefinitions kept", Name: fmt.Sprintf("%s/%s still exists", res, l.Items[0].GetName())})
+			return out, nil
+		}
+	}
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	for _, n := range []string{"etcdclusters." + v1.GroupVersion.Group, "etcdsnapshots." + v1.GroupVersion.Group} {
+		err := crds.Delete(ctx, n, metav1.DeleteOptions{})
+		switch {
+		case err == nil:
+			out = append(out, Removed{Kind: "CustomResourceDefinition", Name: n})
+		case isGone(err):
+			out = append(out, Removed{Kind: "CustomResourceDefinition", Name: n, Gone: true})
+		default:
+			return out, fmt.Errorf("delete CustomResourceDefinition %s: %w", n, err)
 		}
 	}
 	return out, nil

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,10 +27,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/etcd"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/crds"
 	"github.com/hactl/hactl/pki"
+	"github.com/hactl/hactl/schedule"
+	"github.com/hactl/hactl/specload"
 	"github.com/hactl/hactl/state"
 )
 
@@ -44,6 +48,10 @@ const (
 	ClientCertBase = "hactl-operator-etcd-client"
 	// ClientCN is its common name.
 	ClientCN = "hactl-operator"
+	// S3Secret holds the object store's access key (keys accessKeyID, secretAccessKey and
+	// sessionToken); S3CASecret the CA of spec.backup.objectStore.tls.caFile (key ca.crt).
+	S3Secret   = "hactl-operator-s3"
+	S3CASecret = "hactl-operator-s3-ca"
 	// UID is the non-root user the image runs as.
 	UID = 65532
 )
@@ -67,6 +75,19 @@ type Options struct {
 	// DryRun writes nothing: the operator's client certificate is neither issued nor renewed (the
 	// Secret shows what exists, if anything).
 	DryRun bool
+	// Backup is the operator's snapshot schedule; nil (or a spec without spec.backup) schedules
+	// none.
+	Backup *BackupOptions
+	// Getenv reads the object store credentials' environment variables (os.Getenv when nil).
+	Getenv func(string) string
+}
+
+// BackupOptions are the operator's snapshot schedule: every Every (whole minutes dividing an
+// hour or whole hours dividing a day, as the timers', schedule.OnCalendar) into spec.backup's
+// object store, pruned with Policy after each snapshot (the zero Policy prunes nothing).
+type BackupOptions struct {
+	Every  time.Duration
+	Policy backup.Policy
 }
 
 // Plan is the objects to apply, in order (CRDs and the namespace first), with the Secret's data
@@ -162,6 +183,10 @@ func Build(o Options) (*Plan, error) {
 	if msgs := validation.IsDNS1123Subdomain(c.Metadata.Name); len(msgs) > 0 {
 		return nil, &UsageError{"metadata.name", fmt.Sprintf("%q cannot name the EtcdCluster: %s", c.Metadata.Name, msgs[0])}
 	}
+	backupSecrets, err := backupSpec(ec, o)
+	if err != nil {
+		return nil, err
+	}
 	selector := map[string]string{"app.kubernetes.io/name": Name}
 	podSpec := corev1.PodSpec{
 		ServiceAccountName: Name,
@@ -203,12 +228,18 @@ func Build(o Options) (*Plan, error) {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: Name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: ns}}},
 		&corev1.Secret{ObjectMeta: meta(ClientSecret), Type: corev1.SecretTypeTLS, Data: secretData},
+	}
+	for _, bs := range backupSecrets {
+		bs.ObjectMeta = meta(bs.Name)
+		typed = append(typed, bs)
+	}
+	typed = append(typed,
 		ec,
 		&appsv1.Deployment{ObjectMeta: meta(Name), Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(o.Replicas), Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec},
 		}},
-	}
+	)
 	if o.Replicas > 1 {
 		typed = append(typed, &policyv1.PodDisruptionBudget{ObjectMeta: meta(Name), Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: selector},
@@ -224,13 +255,95 @@ func Build(o Options) (*Plan, error) {
 	return p, nil
 }
 
+// backupSpec sets ec.Spec.Backup from the cluster's spec.backup and o.Backup, and returns the
+// Secrets it refers to (names only in their ObjectMeta). Errors (*UsageError): an interval the
+// slots can't follow, a policy keeping nothing, credentials that can't be read (the spec's
+// variables unset, the file unreadable), a CA file that can't be read, bad recipients.
+func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
+	c := o.Cluster
+	if o.Backup == nil {
+		return nil, nil
+	}
+	if c.Spec.Backup == nil {
+		return nil, &UsageError{"--backup-every", "the spec has no spec.backup: add the object store there (hactl backup's section) for the operator to snapshot into"}
+	}
+	every := o.Backup.Every
+	if every == 0 {
+		every = 5 * time.Minute
+	}
+	if _, err := schedule.OnCalendar(every, true); err != nil {
+		return nil, &UsageError{"--backup-every", err.Error()}
+	}
+	if o.Backup.Policy != (backup.Policy{}) {
+		if err := o.Backup.Policy.Validate(); err != nil {
+			return nil, &UsageError{"--keep-last", err.Error()}
+		}
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	creds, err := specload.ReadBackupCredentials(c, getenv)
+	if err != nil {
+		return nil, &UsageError{"spec.backup.objectStore.credentials", err.Error()}
+	}
+	recipients, err := specload.BackupRecipients(c)
+	if err != nil {
+		return nil, &UsageError{"spec.backup.encryption", err.Error()}
+	}
+	store := c.Spec.Backup.ObjectStore
+	b := &v1.BackupSpec{
+		ObjectStore: v1.ObjectStore{Endpoint: store.Endpoint, Bucket: store.Bucket, Prefix: store.Prefix, Region: store.Region,
+			BucketLookup: store.BucketLookup, PlainHTTP: store.PlainHTTP},
+		CredentialsSecret:    v1.SecretRef{Name: S3Secret},
+		Every:                &metav1.Duration{Duration: every},
+		Compression:          c.Spec.Backup.Compression,
+		EncryptionRecipients: recipients,
+	}
+	if b.Compression == "" {
+		b.Compression = v1alpha1.DefaultBackupCompression
+	}
+	if p := o.Backup.Policy; p != (backup.Policy{}) {
+		r := &v1.Retention{}
+		for _, f := range []struct {
+			n   int
+			dst **int32
+		}{{p.KeepLast, &r.KeepLast}, {p.KeepHourly, &r.KeepHourly}, {p.KeepDaily, &r.KeepDaily}} {
+			if f.n > 0 {
+				*f.dst = ptr.To(int32(f.n))
+			}
+		}
+		b.Retention = r
+	}
+	data := map[string][]byte{"accessKeyID": []byte(creds.AccessKeyID), "secretAccessKey": []byte(creds.SecretAccessKey)}
+	if creds.SessionToken != "" {
+		data["sessionToken"] = []byte(creds.SessionToken)
+	}
+	secrets := []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: S3Secret}, Type: corev1.SecretTypeOpaque, Data: data}}
+	if store.TLS != nil && store.TLS.CAFile != "" {
+		pem, err := readFile(store.TLS.CAFile)
+		if err != nil {
+			return nil, &UsageError{"spec.backup.objectStore.tls.caFile", err.Error()}
+		}
+		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: S3CASecret}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"ca.crt": pem}})
+		b.ObjectStore.CASecret = &v1.SecretRef{Name: S3CASecret}
+	}
+	ec.Spec.Backup = b
+	return secrets, nil
+}
+
+var readFile = os.ReadFile
+
 // Rules are the operator's permissions, all in its own namespace: its custom resources and their
 // status, the one Secret it reads (no list or watch of Secrets), its Lease, and events.
 func Rules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdclusters", "etcdsnapshots"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdclusters"}, Verbs: []string{"get", "list", "watch"}},
+		// EtcdSnapshots mirror the bucket (created, deleted), carry the finalizer (update) and get
+		// their key when taken on demand.
+		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdsnapshots"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdclusters/status", "etcdsnapshots/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{ClientSecret}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{ClientSecret, S3Secret, S3CASecret}, Verbs: []string{"get"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{Name}, Verbs: []string{"get", "update"}},
 		// events.k8s.io for the reconcilers' events, the core group for client-go's leader election events.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/state"
 )
@@ -100,7 +101,7 @@ func TestBuild(t *testing.T) {
 	// Least privilege: Secrets by name and get only; nothing cluster-wide.
 	for _, r := range Rules() {
 		for _, res := range r.Resources {
-			if res == "secrets" && (len(r.ResourceNames) != 1 || strings.Join(r.Verbs, ",") != "get") {
+			if res == "secrets" && (strings.Join(r.ResourceNames, ",") != ClientSecret+","+S3Secret+","+S3CASecret || strings.Join(r.Verbs, ",") != "get") {
 				t.Errorf("secret rule %+v", r)
 			}
 		}
@@ -137,6 +138,19 @@ func TestBuildRefuses(t *testing.T) {
 		{"namespace", func(o *Options) { o.Namespace = "Hactl_System" }, "--namespace"},
 		{"replicas", func(o *Options) { o.Replicas = 9 }, "--replicas"},
 		{"not bootstrapped", func(o *Options) { o.Cluster = testCluster(t, false) }, "spec.stateDir"},
+		{"backups without spec.backup", func(o *Options) { o.Backup = &BackupOptions{} }, "--backup-every"},
+		{"every 7m", func(o *Options) { withBackup(o); o.Backup.Every = 7 * time.Minute }, "--backup-every"},
+		{"every 90s", func(o *Options) { withBackup(o); o.Backup.Every = 90 * time.Second }, "--backup-every"},
+		{"negative retention", func(o *Options) { withBackup(o); o.Backup.Policy.KeepLast = -1 }, "--keep-last"},
+		{"credentials unset", func(o *Options) {
+			withBackup(o)
+			o.Getenv = func(string) string { return "" }
+		}, "spec.backup.objectStore.credentials"},
+		{"CA file missing", func(o *Options) {
+			withBackup(o)
+			o.Cluster.Spec.Backup.ObjectStore.PlainHTTP = false
+			o.Cluster.Spec.Backup.ObjectStore.TLS = &v1alpha1.ObjectStoreTLS{CAFile: filepath.Join(t.TempDir(), "none.pem")}
+		}, "spec.backup.objectStore.tls.caFile"},
 	} {
 		o := Options{Cluster: testCluster(t, true), Image: "x"}
 		tc.o(&o)
@@ -145,5 +159,75 @@ func TestBuildRefuses(t *testing.T) {
 		if !errors.As(err, &ue) || ue.Field != tc.field || ue.ExitCode() != 2 {
 			t.Errorf("%s: %v, want a usage error naming %s", tc.name, err, tc.field)
 		}
+	}
+}
+
+// withBackup gives o's cluster a spec.backup (credentials from variables o.Getenv answers) and
+// o a schedule.
+func withBackup(o *Options) {
+	o.Cluster.Spec.Backup = &v1alpha1.Backup{ObjectStore: v1alpha1.ObjectStore{
+		Endpoint: "minio.example:9000", Bucket: "etcd", Prefix: "backups", PlainHTTP: true,
+		Credentials: v1alpha1.ObjectStoreCredentials{Env: &v1alpha1.CredentialsEnv{AccessKeyID: "AK", SecretAccessKey: "SK", SessionToken: "ST"}},
+	}}
+	o.Getenv = func(k string) string {
+		return map[string]string{"AK": "access", "SK": "secret-key-value", "ST": "token"}[k]
+	}
+	o.Backup = &BackupOptions{Every: time.Minute, Policy: backup.Policy{KeepLast: 3}}
+}
+
+func TestBuildBackup(t *testing.T) {
+	o := Options{Cluster: testCluster(t, true), Image: "x"}
+	withBackup(&o)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.Cluster.Spec.Backup.ObjectStore.PlainHTTP = false
+	o.Cluster.Spec.Backup.ObjectStore.TLS = &v1alpha1.ObjectStoreTLS{CAFile: ca}
+	p, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "CustomResourceDefinition CustomResourceDefinition Namespace ServiceAccount Role RoleBinding Secret Secret Secret EtcdCluster Deployment PodDisruptionBudget"
+	if got := strings.Join(kinds(p), " "); got != want {
+		t.Errorf("kinds in order:\n%s\nwant\n%s", got, want)
+	}
+	b, _, _ := unstructured.NestedMap(find(p, "EtcdCluster").Object, "spec", "backup")
+	store := b["objectStore"].(map[string]any)
+	if b["every"] != "1m0s" || b["compression"] != "zstd" || store["bucket"] != "etcd" || store["prefix"] != "backups" ||
+		b["credentialsSecret"].(map[string]any)["name"] != S3Secret || store["caSecret"].(map[string]any)["name"] != S3CASecret {
+		t.Errorf("spec.backup %v", b)
+	}
+	if r := b["retention"].(map[string]any); r["keepLast"] != int64(3) || r["keepDaily"] != nil {
+		t.Errorf("retention %v", r)
+	}
+	secrets := map[string]map[string]string{}
+	for _, u := range p.Objects {
+		if u.GetKind() == "Secret" {
+			d, _, _ := unstructured.NestedStringMap(u.Object, "data")
+			secrets[u.GetName()] = d
+		}
+	}
+	if d := secrets[S3Secret]; d["accessKeyID"] == "" || d["secretAccessKey"] == "" || d["sessionToken"] == "" {
+		t.Errorf("S3 Secret keys %v", d)
+	}
+	if secrets[S3CASecret]["ca.crt"] == "" {
+		t.Error("no CA Secret")
+	}
+	out, err := p.Print()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "secret-key-value") || strings.Contains(string(out), secrets[S3Secret]["secretAccessKey"]) {
+		t.Error("Print shows the secret access key")
+	}
+	// No retention given: the EtcdCluster prunes nothing.
+	o.Backup.Policy = backup.Policy{}
+	p, err = Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, _ := unstructured.NestedMap(find(p, "EtcdCluster").Object, "spec", "backup", "retention"); ok {
+		t.Errorf("retention %v without a policy", r)
 	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/kubeadm/images"
 	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/ui"
@@ -48,8 +50,9 @@ func (f *operatorFlags) add(cmd *cobra.Command) {
 func newOperatorDeployCommand(s Streams, g *globalOptions) *cobra.Command {
 	var image, archive, output string
 	var replicas int32
-	var dryRun bool
-	var timeout time.Duration
+	var dryRun, noBackups bool
+	var timeout, every time.Duration
+	var policy backup.Policy
 	f := &operatorFlags{}
 	cmd := &cobra.Command{
 		Use:   "deploy",
@@ -61,6 +64,14 @@ state dir's etcd CA (the CA key never leaves the state dir); the EtcdCluster bui
 (members' client URLs) and the state dir (the cluster ID); a Deployment of --replicas (never two on
 one node, spread over zones) and a PodDisruptionBudget. Then it waits until a replica runs and has
 looked at the cluster.
+
+With spec.backup in the spec the operator snapshots etcd into that object store at every slot of
+--backup-every (default 5m; slots are 00:00 UTC + k x interval, the rule of hactl backup schedule's
+timers, and one object per slot whichever replica takes it), prunes with --keep-last/--keep-hourly/
+--keep-daily after each (none given: nothing is deleted), and keeps BackupFresh false once the
+newest snapshot is older than two intervals. The access key is read as hactl backup reads it and
+put into a Secret. Use either the operator's schedule or the members' timers, never both: the
+operator takes no snapshot while the timers' keep appearing and says so.
 
 --image-archive imports the image into every Kubernetes node of the spec over SSH first (its
 reference is the archive's unless --image says otherwise); through --kubeconfig load the image as
@@ -90,7 +101,17 @@ manifests (Secrets redacted) and changes nothing.`,
 				return err
 			}
 			defer closeLog()
-			plan, err := deploy.Build(deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun})
+			var bk *deploy.BackupOptions
+			switch {
+			case noBackups && cmd.Flags().Changed("backup-every"):
+				return &UsageError{Err: errors.New("--no-backups and --backup-every: give one")}
+			case noBackups:
+			case c.Spec.Backup != nil || cmd.Flags().Changed("backup-every"):
+				bk = &deploy.BackupOptions{Every: every, Policy: policy}
+			default:
+				p.Infof("operator: the spec has no spec.backup: the operator takes no snapshots")
+			}
+			plan, err := deploy.Build(deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun, Backup: bk})
 			if err != nil {
 				return err
 			}
@@ -133,6 +154,11 @@ manifests (Secrets redacted) and changes nothing.`,
 	cmd.Flags().StringVar(&image, "image", "", "the operator image reference")
 	cmd.Flags().StringVar(&archive, "image-archive", "", "an image archive (make operator-image: bin/hactl-operator-image.tar) imported into every node over SSH")
 	cmd.Flags().Int32Var(&replicas, "replicas", 2, "replicas (one holds the Lease, the others wait)")
+	cmd.Flags().DurationVar(&every, "backup-every", 5*time.Minute, "the operator snapshots etcd into spec.backup's object store at every slot of this interval (whole minutes dividing an hour, or whole hours dividing a day)")
+	cmd.Flags().BoolVar(&noBackups, "no-backups", false, "the operator takes no snapshots even though the spec has spec.backup")
+	cmd.Flags().IntVar(&policy.KeepLast, "keep-last", 0, "after each snapshot, prune all but the newest N (with --keep-hourly/--keep-daily: kept when any rule keeps it; default: prune nothing)")
+	cmd.Flags().IntVar(&policy.KeepHourly, "keep-hourly", 0, "after each snapshot, keep the newest snapshot of each of the N most recent hours")
+	cmd.Flags().IntVar(&policy.KeepDaily, "keep-daily", 0, "after each snapshot, keep the newest snapshot of each of the N most recent days")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the manifests (Secrets redacted) and change nothing")
 	cmd.Flags().DurationVar(&timeout, "wait", 3*time.Minute, "how long to wait for a replica to run and observe the cluster")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
@@ -141,11 +167,11 @@ manifests (Secrets redacted) and changes nothing.`,
 }
 
 func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
-	var yes bool
+	var yes, purge bool
 	f := &operatorFlags{}
 	cmd := &cobra.Command{
 		Use:   "remove",
-		Short: "Delete the operator's Deployment, EtcdCluster, Secret and RBAC; CRDs, EtcdSnapshots and the bucket stay",
+		Short: "Delete the operator's Deployment, EtcdCluster, Secrets and RBAC; CRDs, EtcdSnapshots and the bucket stay unless --purge",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, c, closeLog, err := operatorTarget(s, g, f, false)
@@ -154,8 +180,13 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			}
 			defer closeLog()
 			ns := nsOrDefault(f.namespace)
-			fmt.Fprintf(s.Err, "Plan: delete in %s the Deployment and PodDisruptionBudget %s, the EtcdCluster %s, the Secret %s, the Role, RoleBinding and ServiceAccount %s. The CRDs, every EtcdSnapshot and the snapshots in the bucket stay; etcd is not touched.\n",
-				ns, deploy.Name, c.Metadata.Name, deploy.ClientSecret, deploy.Name)
+			fmt.Fprintf(s.Err, "Plan: delete in %s the Deployment and PodDisruptionBudget %s, the EtcdCluster %s, the Secrets %s, %s and %s, the Role, RoleBinding and ServiceAccount %s. ",
+				ns, deploy.Name, c.Metadata.Name, deploy.ClientSecret, deploy.S3Secret, deploy.S3CASecret, deploy.Name)
+			if purge {
+				fmt.Fprintf(s.Err, "--purge: then every EtcdSnapshot of %s, each by its deletionPolicy (Delete: its snapshot is deleted from the bucket, never the newest verified one; Retain: the bucket is not touched), and the CRDs unless other EtcdClusters or EtcdSnapshots use them; etcd is not touched.\n", c.Metadata.Name)
+			} else {
+				fmt.Fprintln(s.Err, "The CRDs, every EtcdSnapshot and the snapshots in the bucket stay (--purge removes the EtcdSnapshots and CRDs); etcd is not touched.")
+			}
 			if err := confirmOrStop(s, yes, "", "Remove hactl-operator?"); err != nil {
 				return err
 			}
@@ -165,6 +196,24 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			}
 			defer api.Close()
 			removed, err := deploy.Remove(cmd.Context(), api.Config, ns, c.Metadata.Name)
+			if err == nil && purge {
+				var more []deploy.Removed
+				more, err = deploy.Purge(cmd.Context(), api.Config, ns, c.Metadata.Name, func(ctx context.Context, stem string) error {
+					if c.Spec.Backup == nil {
+						return errors.New("the spec has no spec.backup: hactl cannot reach the bucket to carry out deletionPolicy Delete")
+					}
+					store, err := backup.OpenStore(ctx, c, backup.StoreOptions{})
+					if err != nil {
+						return err
+					}
+					l, err := backup.ListCluster(ctx, store, c)
+					if err != nil {
+						return err
+					}
+					return backup.Delete(ctx, store, l, stem)
+				})
+				removed = append(removed, more...)
+			}
 			for _, r := range removed {
 				if r.Gone {
 					p.Infof("  %s %s: already gone", r.Kind, r.Name)
@@ -176,6 +225,7 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&purge, "purge", false, "also delete every EtcdSnapshot of the cluster by its own deletionPolicy (only Delete touches the bucket) and the CRDs when nothing else uses them")
 	f.add(cmd)
 	return cmd
 }

@@ -83,7 +83,6 @@ type SecretRef struct {
 }
 
 // BackupSpec is where scheduled snapshots go and how often.
-// +kubebuilder:validation:XValidation:rule="!has(self.retention.maxAge) || !has(self.every) || duration(self.retention.maxAge).getSeconds() >= 2 * duration(self.every).getSeconds()",message="retention.maxAge must keep at least two snapshots: at least 2 x every"
 type BackupSpec struct {
 	// ObjectStore is the S3-compatible bucket (hactl's spec.backup.objectStore, without local
 	// files: the credentials come from CredentialsSecret, a CA from CASecret).
@@ -114,8 +113,11 @@ type BackupSpec struct {
 	// +optional
 	EncryptionRecipients []string `json:"encryptionRecipients,omitempty"`
 
-	// Retention is which snapshots prune keeps (the newest verified one always).
-	Retention Retention `json:"retention"`
+	// Retention is which snapshots the operator's prune keeps after each stored snapshot (the
+	// newest verified one always); nil deletes nothing (snapshots are deleted only by an explicit
+	// policy).
+	// +optional
+	Retention *Retention `json:"retention,omitempty"`
 }
 
 // ObjectStore is an S3-compatible endpoint and bucket.
@@ -148,18 +150,25 @@ type ObjectStore struct {
 	PlainHTTP bool `json:"plainHTTP,omitempty"`
 }
 
-// Retention is how many snapshots to keep and for how long.
-// +kubebuilder:validation:XValidation:rule="has(self.keepLast) || has(self.maxAge)",message="retention needs keepLast or maxAge: snapshots are deleted only by an explicit policy"
+// Retention is `hactl backup prune`'s policy (backup.Policy): a snapshot is kept when any rule
+// keeps it, and the newest verified snapshot always is.
+// +kubebuilder:validation:XValidation:rule="has(self.keepLast) || has(self.keepHourly) || has(self.keepDaily)",message="retention needs keepLast, keepHourly or keepDaily: a policy that keeps nothing is refused"
 type Retention struct {
 	// KeepLast keeps the newest N snapshots (at least 1).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	// +optional
 	KeepLast *int32 `json:"keepLast,omitempty"`
-	// MaxAge keeps snapshots younger than this (e.g. 168h); older ones beyond KeepLast go.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="maxAge must be at least 1m"
+	// KeepHourly keeps the newest snapshot of each of the N most recent hours (UTC) that have one.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
 	// +optional
-	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+	KeepHourly *int32 `json:"keepHourly,omitempty"`
+	// KeepDaily keeps the newest snapshot of each of the N most recent days (UTC) that have one.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	KeepDaily *int32 `json:"keepDaily,omitempty"`
 }
 
 // MaintenanceSpec is the operator's maintenance policy.
@@ -214,6 +223,12 @@ type EtcdClusterStatus struct {
 	// LastSnapshot is the newest snapshot the operator took or found in the store.
 	// +optional
 	LastSnapshot *SnapshotRef `json:"lastSnapshot,omitempty"`
+	// LastDefragmentation and LastCompaction are when the operator's maintenance last
+	// defragmented members or compacted the history (compaction runs once per window).
+	// +optional
+	LastDefragmentation *metav1.Time `json:"lastDefragmentation,omitempty"`
+	// +optional
+	LastCompaction *metav1.Time `json:"lastCompaction,omitempty"`
 	// Conditions: Available, QuorumAtRisk, Degraded, BackupFresh, Maintenance.
 	// +listType=map
 	// +listMapKey=type
@@ -274,6 +289,12 @@ type SnapshotRef struct {
 	Revision int64 `json:"revision"`
 	// SizeBytes is the stored object's size.
 	SizeBytes int64 `json:"sizeBytes"`
+	// Slot is the scheduled slot it was taken for (backup.TimeFormat), "" for an unscheduled one.
+	// +optional
+	Slot string `json:"slot,omitempty"`
+	// TakenBy is "hactl-operator" for the operator's snapshots, "" for hactl's (CLI or timers).
+	// +optional
+	TakenBy string `json:"takenBy,omitempty"`
 }
 
 // Condition types of an EtcdCluster.

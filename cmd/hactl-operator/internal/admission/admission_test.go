@@ -31,7 +31,7 @@ func valid(name string) *hactlv1.EtcdCluster {
 				ObjectStore:       hactlv1.ObjectStore{Endpoint: "minio.example:9000", Bucket: "etcd-backups"},
 				CredentialsSecret: hactlv1.SecretRef{Name: "s3"},
 				Every:             &metav1.Duration{Duration: 5 * time.Minute},
-				Retention:         hactlv1.Retention{KeepLast: ptr.To[int32](24)},
+				Retention:         &hactlv1.Retention{KeepLast: ptr.To[int32](24)},
 			},
 			Maintenance: &hactlv1.MaintenanceSpec{Window: &hactlv1.MaintenanceWindow{Start: "02:30", Duration: metav1.Duration{Duration: time.Hour}}},
 		},
@@ -74,10 +74,10 @@ func TestAdmission(t *testing.T) {
 			e.Spec.Backup.Every = &metav1.Duration{Duration: time.Minute + 500*time.Millisecond}
 		}, []string{"spec.backup.every", "whole minutes dividing an hour"}},
 		{"retention-zero", func(e *hactlv1.EtcdCluster) { e.Spec.Backup.Retention.KeepLast = ptr.To[int32](0) }, []string{"spec.backup.retention.keepLast", "greater than or equal to 1"}},
-		{"retention-none", func(e *hactlv1.EtcdCluster) { e.Spec.Backup.Retention = hactlv1.Retention{} }, []string{"spec.backup.retention", "keepLast or maxAge"}},
-		{"retention-short", func(e *hactlv1.EtcdCluster) {
-			e.Spec.Backup.Retention = hactlv1.Retention{MaxAge: &metav1.Duration{Duration: 6 * time.Minute}}
-		}, []string{"spec.backup", "at least 2 x every"}},
+		{"retention-none", func(e *hactlv1.EtcdCluster) { e.Spec.Backup.Retention = &hactlv1.Retention{} }, []string{"spec.backup.retention", "keepLast, keepHourly or keepDaily"}},
+		{"retention-daily-zero", func(e *hactlv1.EtcdCluster) {
+			e.Spec.Backup.Retention = &hactlv1.Retention{KeepDaily: ptr.To[int32](0)}
+		}, []string{"spec.backup.retention.keepDaily", "greater than or equal to 1"}},
 		{"url-http", func(e *hactlv1.EtcdCluster) { e.Spec.Members[1].ClientURL = "http://10.0.0.12:2379" }, []string{"spec.members[1].clientURL", "https URL"}},
 		{"url-nohost", func(e *hactlv1.EtcdCluster) { e.Spec.Members[0].ClientURL = "https://" }, []string{"spec.members[0].clientURL", "https URL"}},
 		{"url-garbage", func(e *hactlv1.EtcdCluster) { e.Spec.Members[2].ClientURL = "10.0.0.13:2379" }, []string{"spec.members[2].clientURL"}},

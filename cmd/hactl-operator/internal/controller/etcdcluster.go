@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/etcd"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
@@ -55,6 +56,10 @@ type EtcdClusterReconciler struct {
 	DialTimeout, RequestTimeout time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Version is recorded in the snapshots' metadata (hactlVersion).
+	Version string
+	// OpenStore, when set, replaces the S3 client spec.backup describes (tests).
+	OpenStore func(ctx context.Context, ec *v1.EtcdCluster) (backup.Store, error)
 }
 
 // SetupWithManager registers the reconciler: EtcdCluster changes that bump metadata.generation
@@ -72,6 +77,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	logger := log.FromContext(ctx)
 	var ec v1.EtcdCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &ec); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	requeue := ctrl.Result{RequeueAfter: wait.Jitter(r.RequeuePeriod, 0.1)}
@@ -94,9 +102,66 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if look.Err != nil || look.CredentialsErr != nil {
 		logger.V(1).Info("etcd cluster not fully seen", "error", errors.Join(look.CredentialsErr, look.Err))
 	}
-	return requeue, r.writeStatus(ctx, &ec, func(st *v1.EtcdClusterStatus) {
+	bk := r.backupStep(ctx, &ec, look, now)
+	if bk.listing != nil {
+		if err := r.syncSnapshots(ctx, &ec, bk.listing); err != nil {
+			logger.Error(err, "EtcdSnapshot sync")
+		}
+	}
+	if ec.Spec.Backup != nil {
+		// Come back just after the next slot starts (the periodic look continues meanwhile).
+		if next := observe.NextSlot(r.now(), observe.Every(ec.Spec.Backup)).Sub(r.now()) + slotDelay; next < requeue.RequeueAfter {
+			requeue.RequeueAfter = next
+		}
+	}
+	r.backupEvents(&ec, bk)
+	if err := r.writeStatus(ctx, &ec, func(st *v1.EtcdClusterStatus) {
 		observe.Apply(st, ec.Spec, ec.Generation, look, now)
-	})
+		if bk.last != nil {
+			st.LastSnapshot = bk.last
+		}
+		if ec.Spec.Backup == nil {
+			st.LastSnapshot = nil
+		}
+		observe.ApplyBackup(st, ec.Spec, ec.Generation, bk.look, r.now())
+		observe.ApplyMaintenance(st, ec.Spec, ec.Generation, false, "", "", now)
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	return requeue, r.maintenanceStep(ctx, &ec, look, now)
+}
+
+// slotDelay is how long after a slot's start the reconcile that takes its snapshot runs (a
+// requeue that fires a little early would find the previous slot still current).
+const slotDelay = 500 * time.Millisecond
+
+// backupEvents counts the step in hactl_operator_snapshots_total and records a stored snapshot
+// (Normal SnapshotTaken) and a problem (Warning with the reason).
+func (r *EtcdClusterReconciler) backupEvents(ec *v1.EtcdCluster, bk backupResult) {
+	cluster := ec.Namespace + "/" + ec.Name
+	if bk.taken != nil {
+		metricSnapshots.WithLabelValues(cluster, "stored").Inc()
+	}
+	if bk.look.Reason == observe.ReasonBackupFailed {
+		metricSnapshots.WithLabelValues(cluster, "failed").Inc()
+	}
+	if r.Recorder == nil {
+		return
+	}
+	if m := bk.taken; m != nil {
+		r.Recorder.Eventf(ec, nil, corev1.EventTypeNormal, "SnapshotTaken", "Snapshot", "slot %s: member %s at revision %d, %d bytes stored as %s in %s",
+			m.Slot, m.MemberName, m.Revision, m.StoredSizeBytes, m.Key, bk.took.Round(time.Millisecond))
+	}
+	if bk.look.Problem != "" {
+		r.Recorder.Eventf(ec, nil, corev1.EventTypeWarning, firstNonEmpty(bk.look.Reason, "PruneFailed"), "Snapshot", "%s", bk.look.Problem)
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // look reads the client certificate and asks every member of ec.
@@ -163,6 +228,9 @@ func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, ec *v1.EtcdClus
 		return err
 	}
 	r.events(ec, before, after)
+	if after != nil {
+		recordMetrics(ec, after)
+	}
 	return nil
 }
 

@@ -1,0 +1,174 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/etcdtest"
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	"github.com/hactl/hactl/operator/observe"
+)
+
+// TestMaintenance runs the reconciler with spec.maintenance against envtest and a real 3-member
+// etcd: a database fragmented past the threshold is defragmented (every member smaller, the
+// Maintenance condition False with the outcome, an event, lastDefragmentation set); compaction runs
+// once (compactRetainRevisions); a NOSPACE alarm raised through etcd's API is recovered (disarmed)
+// by the operator; a window that is not now holds defragmentation back.
+func TestMaintenance(t *testing.T) {
+	cfg, c := testenv.Start(t)
+	ec := etcdtest.Start(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := etcd.Status(ctx, ec.Endpoints(), ec.Files())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := ec.Files()
+	data := map[string][]byte{}
+	for k, p := range map[string]string{SecretCA: files.CA, SecretCert: files.Cert, SecretKey: files.Key} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[k] = b
+	}
+	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "etcd-client", Namespace: "default"}, Data: data}))
+
+	// Fragment the database: 400 values of 10 KiB written, deleted, compacted.
+	cli := ec.Client(t)
+	v := strings.Repeat("x", 10<<10)
+	for i := range 400 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/frag/%05d", i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := cli.Delete(ctx, "/frag/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]int64{}
+	deadline := time.Now().Add(30 * time.Second)
+	for { // bbolt frees the compacted pages over the next commits
+		if _, err := cli.Put(ctx, "/tick", time.Now().String()); err != nil {
+			t.Fatal(err)
+		}
+		s, err := etcd.Status(ctx, ec.Endpoints(), ec.Files())
+		if err != nil {
+			t.Fatal(err)
+		}
+		min := 100.0
+		for _, ep := range s.Endpoints {
+			before[ep.MemberName] = ep.DBSizeBytes
+			min = minf(min, ep.FragmentationPercent)
+		}
+		if min >= 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database did not fragment: %+v", s.Endpoints)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A window that is not now: nothing is defragmented.
+	now := time.Now().UTC()
+	closed := &v1.MaintenanceWindow{Start: now.Add(2 * time.Hour).Format("15:04"), Duration: metav1.Duration{Duration: time.Hour}}
+	obj := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "lab", Namespace: "default"},
+		Spec: v1.EtcdClusterSpec{ClusterID: st.ClusterID, ClientCertificateSecret: v1.SecretRef{Name: "etcd-client"},
+			Maintenance: &v1.MaintenanceSpec{DefragThresholdPercent: 25, Window: closed, CompactRetainRevisions: 10}}}
+	for i, m := range ec.Members() {
+		obj.Spec.Members = append(obj.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: ec.Endpoints()[i]})
+	}
+	must(t, c.Create(ctx, obj))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(t), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
+		RequeuePeriod: 500 * time.Millisecond, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}
+	must(t, r.SetupWithManager(mgr))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	waitFor(t, c, "lab", "Running, maintenance idle", func(s v1.EtcdClusterStatus) bool {
+		m := meta.FindStatusCondition(s.Conditions, v1.ConditionMaintenance)
+		return s.Phase == v1.PhaseRunning && m != nil && m.Status == metav1.ConditionFalse && m.Reason == observe.ReasonMaintenanceIdle
+	})
+	time.Sleep(2 * time.Second)
+	var cur v1.EtcdCluster
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(obj), &cur))
+	if cur.Status.LastDefragmentation != nil || cur.Status.LastCompaction != nil {
+		t.Fatalf("maintenance ran outside its window: %+v", cur.Status)
+	}
+
+	// The window opened (no window: any time): compaction once, then defragmentation.
+	cur.Spec.Maintenance.Window = nil
+	must(t, c.Update(ctx, &cur))
+	got := waitFor(t, c, "lab", "defragmented", func(s v1.EtcdClusterStatus) bool {
+		m := meta.FindStatusCondition(s.Conditions, v1.ConditionMaintenance)
+		return s.LastDefragmentation != nil && s.LastCompaction != nil && m != nil && m.Status == metav1.ConditionFalse && strings.Contains(m.Message, "defragmented")
+	})
+	for _, m := range got.Members {
+		if m.DBSizeBytes >= before[m.Name] {
+			t.Errorf("%s: DB %d bytes after the defragmentation, %d before", m.Name, m.DBSizeBytes, before[m.Name])
+		}
+	}
+	if n := countEvents(t, c, "lab", observe.ReasonDefragmenting) + countEvents(t, c, "lab", observe.ReasonCompacting); n < 1 {
+		t.Errorf("no maintenance event")
+	}
+	compacted := got.LastCompaction.Time
+	time.Sleep(2 * time.Second)
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(obj), &cur))
+	if !cur.Status.LastCompaction.Time.Equal(compacted) {
+		t.Errorf("compacted again within the day: %s, then %s", compacted, cur.Status.LastCompaction.Time)
+	}
+
+	// NOSPACE raised: recovered (compact, defrag, disarm) by the operator.
+	var id uint64
+	fmt.Sscanf(st.Endpoints[0].MemberID, "%x", &id)
+	if _, err := etcdserverpb.NewMaintenanceClient(cli.ActiveConnection()).Alarm(ctx, &etcdserverpb.AlarmRequest{
+		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "lab", "NOSPACE recovered", func(s v1.EtcdClusterStatus) bool {
+		m := meta.FindStatusCondition(s.Conditions, v1.ConditionMaintenance)
+		return m != nil && m.Status == metav1.ConditionFalse && strings.Contains(m.Message, "NOSPACE recovered")
+	})
+	as, err := cli.AlarmList(ctx)
+	if err != nil || len(as.Alarms) != 0 {
+		t.Errorf("alarms after the recovery: %+v %v", as, err)
+	}
+	if _, err := cli.Put(ctx, "/after-nospace", "ok"); err != nil {
+		t.Errorf("a put after the recovery: %v", err)
+	}
+}
+
+func minf(a, b float64) float64 {
+	if a < b {
+		return a
+	}
+	return b
+}

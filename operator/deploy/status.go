@@ -1,0 +1,121 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+)
+
+// Status is what `hactl status` shows of the operator: its Deployment, the Lease holder and the
+// EtcdCluster's phase, conditions and newest snapshot.
+type Status struct {
+	// Namespace is where it was looked for.
+	Namespace string `json:"namespace"`
+	// Deployed: the Deployment exists.
+	Deployed bool `json:"deployed"`
+	// Replicas and AvailableReplicas are the Deployment's.
+	Replicas          int32 `json:"replicas"`
+	AvailableReplicas int32 `json:"availableReplicas"`
+	// Holder is the Lease's holderIdentity ("" when none); RenewTime its last renewal.
+	Holder    string    `json:"holderIdentity,omitempty"`
+	RenewTime time.Time `json:"renewTime,omitempty"`
+	// Phase, Leader (the etcd leader as the operator saw it), Conditions and LastSnapshot are the
+	// EtcdCluster's status; ObservedAt the newest condition transition.
+	Phase        v1.Phase           `json:"phase,omitempty"`
+	Leader       string             `json:"leader,omitempty"`
+	Conditions   []metav1.Condition `json:"conditions,omitempty"`
+	LastSnapshot *v1.SnapshotRef    `json:"lastSnapshot,omitempty"`
+}
+
+// ReadStatus reads the operator's Deployment and Lease in namespace and the EtcdCluster
+// clusterName there. A missing Deployment is Deployed false and no error; a missing EtcdCluster
+// (or CRD) leaves its fields empty. Errors: the API server's, other than not found.
+func ReadStatus(ctx context.Context, cfg *rest.Config, namespace, clusterName string) (*Status, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Namespace: namespace}
+	d, err := cs.AppsV1().Deployments(namespace).Get(ctx, Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return st, nil
+	case err != nil:
+		return nil, fmt.Errorf("deployment %s/%s: %w", namespace, Name, err)
+	}
+	st.Deployed, st.AvailableReplicas = true, d.Status.AvailableReplicas
+	if d.Spec.Replicas != nil {
+		st.Replicas = *d.Spec.Replicas
+	}
+	l, err := cs.CoordinationV1().Leases(namespace).Get(ctx, Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("lease %s/%s: %w", namespace, Name, err)
+	default:
+		if l.Spec.HolderIdentity != nil {
+			st.Holder = *l.Spec.HolderIdentity
+		}
+		if l.Spec.RenewTime != nil {
+			st.RenewTime = l.Spec.RenewTime.Time
+		}
+	}
+	u, err := dyn.Resource(v1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, clusterName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return st, nil
+	case err != nil:
+		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, clusterName, err)
+	}
+	var ec v1.EtcdCluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ec); err != nil {
+		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, clusterName, err)
+	}
+	st.Phase, st.Leader, st.Conditions, st.LastSnapshot = ec.Status.Phase, ec.Status.Leader, ec.Status.Conditions, ec.Status.LastSnapshot
+	return st, nil
+}
+
+// Problems judges st: no replica available, no Lease holder, a holder that stopped renewing (older
+// than twice leaseDuration), an EtcdCluster not Running, and each condition that is bad
+// (Available or BackupFresh false, Degraded or QuorumAtRisk true), with its message. Nothing
+// deployed is no problem.
+func (st *Status) Problems(leaseDuration time.Duration, now time.Time) []string {
+	if !st.Deployed {
+		return nil
+	}
+	var out []string
+	if st.AvailableReplicas == 0 {
+		out = append(out, fmt.Sprintf("no replica of %d available", st.Replicas))
+	}
+	switch {
+	case st.Holder == "":
+		out = append(out, fmt.Sprintf("no replica holds Lease %s/%s", st.Namespace, Name))
+	case now.Sub(st.RenewTime) > 2*leaseDuration:
+		out = append(out, fmt.Sprintf("Lease %s/%s last renewed %s ago by %s: its holder stopped renewing", st.Namespace, Name, now.Sub(st.RenewTime).Round(time.Second), st.Holder))
+	}
+	for _, c := range st.Conditions {
+		bad := (c.Type == v1.ConditionAvailable || c.Type == v1.ConditionBackupFresh) && c.Status == metav1.ConditionFalse ||
+			(c.Type == v1.ConditionDegraded || c.Type == v1.ConditionQuorumAtRisk) && c.Status == metav1.ConditionTrue
+		if bad {
+			out = append(out, fmt.Sprintf("%s=%s (%s): %s", c.Type, c.Status, c.Reason, c.Message))
+		}
+	}
+	return out
+}
+
+// LeaseDuration is the operator's default leaseDuration (hactl-operator --leader-elect-lease-duration),
+// which Deployments made by Build keep.
+const LeaseDuration = 15 * time.Second
