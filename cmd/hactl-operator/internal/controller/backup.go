@@ -87,6 +87,10 @@ func (r *EtcdClusterReconciler) backupStep(ctx context.Context, ec *v1.EtcdClust
 	if observe.FindSlot(l, slot) != nil { // taken before a takeover: recorded (the newest), not taken again
 		return res
 	}
+	if look.Status != nil && look.Status.ClusterID != "" && look.Status.ClusterID != ec.Spec.ClusterID {
+		res.look = observe.BackupLook{Reason: observe.ReasonBackupFailed, Problem: fmt.Sprintf("no snapshot for slot %s: the members answer as etcd cluster %s, not spec.clusterID %s", slot, look.Status.ClusterID, ec.Spec.ClusterID)}
+		return res
+	}
 	endpoint, member := leaderOf(look.Status)
 	if endpoint == "" {
 		res.look = observe.BackupLook{Reason: observe.ReasonBackupFailed, Problem: fmt.Sprintf("no snapshot for slot %s: no reachable leader", slot)}

@@ -15,9 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/backup/s3test"
@@ -89,7 +87,7 @@ func TestScheduledSnapshots(t *testing.T) {
 	// The slots start at the next 5-minute boundary after now, 2 minutes into it.
 	base := time.Now().UTC().Truncate(5 * time.Minute).Add(5*time.Minute + 2*time.Minute)
 	clk := &clock{t: base}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(t), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := newManager(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,6 +154,9 @@ func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *v1.EtcdSna
 	if err != nil {
 		return fail(fmt.Sprintf("etcd status: %v", err))
 	}
+	if st.ClusterID != ec.Spec.ClusterID {
+		return fail(fmt.Sprintf("the members answer as etcd cluster %s, not spec.clusterID %s of EtcdCluster %s", st.ClusterID, ec.Spec.ClusterID, ec.Name))
+	}
 	endpoint, member := leaderOf(st)
 	if endpoint == "" {
 		return fail("no reachable leader")
@@ -172,9 +175,21 @@ func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *v1.EtcdSna
 		return fail(fmt.Sprintf("snapshot of member %s: %v", member, err))
 	}
 	ref := observe.RefFromMetadata(m)
-	s.Spec.Key = ref.Name
-	if err := r.Client.Update(ctx, s); err != nil {
-		return ctrl.Result{}, err
+	// The key must land, or the next reconcile would take a second snapshot: retry conflicts on
+	// a fresh copy.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur v1.EtcdSnapshot
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+			return err
+		}
+		cur.Spec.Key = ref.Name
+		if err := r.Client.Update(ctx, &cur); err != nil {
+			return err
+		}
+		*s = cur
+		return nil
+	}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("snapshot %s stored, but recording it in the EtcdSnapshot failed: %w", ref.Name, err)
 	}
 	if r.Recorder != nil {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonStored, "Snapshot", "member %s at revision %d, %d bytes stored as %s", member, m.Revision, m.StoredSizeBytes, m.Key)

@@ -29,8 +29,8 @@ import (
 // recovery while any member is unhealthy (Defrag refuses then anyway).
 func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, ec *v1.EtcdCluster, look observe.Look, now time.Time) error {
 	m := ec.Spec.Maintenance
-	if m == nil || look.Status == nil || look.Status.LeaderName == "" {
-		return nil
+	if m == nil || look.Status == nil || look.Status.LeaderName == "" || look.Status.ClusterID != ec.Spec.ClusterID {
+		return nil // nothing is done to a cluster without a leader, or to another cluster
 	}
 	cs := look.Status
 	nospace := observe.HasNoSpace(cs) && observe.RecoverNoSpace(m)

@@ -13,9 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
 	"github.com/hactl/hactl/etcd"
@@ -98,7 +96,7 @@ func TestMaintenance(t *testing.T) {
 		obj.Spec.Members = append(obj.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: ec.Endpoints()[i]})
 	}
 	must(t, c.Create(ctx, obj))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(t), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := newManager(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,10 +129,17 @@ func TestMaintenance(t *testing.T) {
 		m := meta.FindStatusCondition(s.Conditions, v1.ConditionMaintenance)
 		return s.LastDefragmentation != nil && s.LastCompaction != nil && m != nil && m.Status == metav1.ConditionFalse && strings.Contains(m.Message, "defragmented")
 	})
-	for _, m := range got.Members {
-		if m.DBSizeBytes >= before[m.Name] {
-			t.Errorf("%s: DB %d bytes after the defragmentation, %d before", m.Name, m.DBSizeBytes, before[m.Name])
+	after, err := etcd.Status(ctx, ec.Endpoints(), ec.Files())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range after.Endpoints {
+		if ep.DBSizeBytes >= before[ep.MemberName] {
+			t.Errorf("%s: DB %d bytes after the defragmentation, %d before", ep.MemberName, ep.DBSizeBytes, before[ep.MemberName])
 		}
+	}
+	if m := meta.FindStatusCondition(got.Conditions, v1.ConditionMaintenance); !strings.HasPrefix(strings.Split(m.Message, "; ")[len(strings.Split(m.Message, "; "))-1], got.Leader+" defragmented") {
+		t.Errorf("the leader %s was not defragmented last: %s", got.Leader, m.Message)
 	}
 	if n := countEvents(t, c, "lab", observe.ReasonDefragmenting) + countEvents(t, c, "lab", observe.ReasonCompacting); n < 1 {
 		t.Errorf("no maintenance event")
