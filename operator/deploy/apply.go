@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/hactl/hactl/backup"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
@@ -118,6 +120,8 @@ type Removed struct {
 	Kind, Name string
 	// Gone: it did not exist.
 	Gone bool
+	// Note, when set, says what happened instead of a deletion.
+	Note string
 }
 
 // Remove deletes what Build made for the EtcdCluster clusterName in namespace, except the CRDs,
@@ -217,11 +221,15 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 				key = sn.Status.Key
 			}
 			if sn.Spec.DeletionPolicy == v1.DeletionDelete && key != "" {
-				if err := deleteSnapshot(ctx, key); err != nil {
+				switch err := deleteSnapshot(ctx, key); {
+				case errors.Is(err, backup.ErrNewestVerified):
+					out = append(out, Removed{Kind: "snapshot in the bucket", Name: key, Note: "kept: the newest verified snapshot is never deleted"})
+				case err != nil:
 					errs = multierror.Append(errs, fmt.Errorf("EtcdSnapshot %s/%s (deletionPolicy Delete): snapshot %s: %w", namespace, sn.Name, key, err))
 					continue
+				default:
+					out = append(out, Removed{Kind: "snapshot in the bucket", Name: key})
 				}
-				out = append(out, Removed{Kind: "snapshot in the bucket", Name: key})
 			}
 			if len(sn.Finalizers) > 0 {
 				patch := []byte(`{"metadata":{"finalizers":null}}`)
@@ -247,7 +255,7 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 			return out, fmt.Errorf("list %s: %w", res, err)
 		}
 		if l != nil && len(l.Items) > 0 {
-			out = append(out, Removed{Kind: "CustomResourceDefinitions kept", Name: fmt.Sprintf("%s/%s still exists", res, l.Items[0].GetName())})
+			out = append(out, Removed{Kind: "CustomResourceDefinitions", Name: "etcdclusters, etcdsnapshots", Note: fmt.Sprintf("kept: %s %s/%s still uses them", res, l.Items[0].GetNamespace(), l.Items[0].GetName())})
 			return out, nil
 		}
 	}

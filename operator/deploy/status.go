@@ -89,7 +89,7 @@ func ReadStatus(ctx context.Context, cfg *rest.Config, namespace, clusterName st
 }
 
 // Problems judges st: no replica available, no Lease holder, a holder that stopped renewing (older
-// than twice leaseDuration), an EtcdCluster not Running, and each condition that is bad
+// than twice leaseDuration, or no renewal recorded), and each EtcdCluster condition that is bad
 // (Available or BackupFresh false, Degraded or QuorumAtRisk true), with its message. Nothing
 // deployed is no problem.
 func (st *Status) Problems(leaseDuration time.Duration, now time.Time) []string {
@@ -103,6 +103,8 @@ func (st *Status) Problems(leaseDuration time.Duration, now time.Time) []string 
 	switch {
 	case st.Holder == "":
 		out = append(out, fmt.Sprintf("no replica holds Lease %s/%s", st.Namespace, Name))
+	case st.RenewTime.IsZero():
+		out = append(out, fmt.Sprintf("Lease %s/%s held by %s records no renewal", st.Namespace, Name, st.Holder))
 	case now.Sub(st.RenewTime) > 2*leaseDuration:
 		out = append(out, fmt.Sprintf("Lease %s/%s last renewed %s ago by %s: its holder stopped renewing", st.Namespace, Name, now.Sub(st.RenewTime).Round(time.Second), st.Holder))
 	}

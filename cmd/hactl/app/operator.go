@@ -215,7 +215,9 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 				removed = append(removed, more...)
 			}
 			for _, r := range removed {
-				if r.Gone {
+				if r.Note != "" {
+					p.Infof("  %s %s: %s", r.Kind, r.Name, r.Note)
+				} else if r.Gone {
 					p.Infof("  %s %s: already gone", r.Kind, r.Name)
 				} else {
 					p.Infof("  %s %s: deleted", r.Kind, r.Name)

@@ -24,6 +24,9 @@ const (
 	SecretSessionToken    = "sessionToken"
 )
 
+// TimersLookBack is how far back the timers' snapshots are looked for (at least 2 × every).
+const TimersLookBack = 2 * time.Hour
+
 // pruneGrace is how old an orphan data object or an incomplete upload must be before the
 // operator's prune removes it (`hactl backup prune`'s grace: a run in progress is never touched).
 const pruneGrace = time.Hour
@@ -77,7 +80,9 @@ func (r *EtcdClusterReconciler) backupStep(ctx context.Context, ec *v1.EtcdClust
 	if latest := l.Latest(); latest != nil {
 		res.last = observe.Ref(latest)
 	}
-	if timers := observe.TimerSnapshots(l, now.Add(-2*every)); len(timers) > 0 {
+	// The timers may run at a longer interval than the operator: look back at least 2 h (hourly
+	// timers stay seen; the operator resumes 2 h after the timers' last snapshot).
+	if timers := observe.TimerSnapshots(l, now.Add(-max(2*every, TimersLookBack))); len(timers) > 0 {
 		t := timers[len(timers)-1]
 		res.look = observe.BackupLook{Reason: observe.ReasonTimersScheduled, Problem: fmt.Sprintf(
 			"hactl backup schedule's timers also take snapshots (the newest: %s, slot %s, by member %s): two schedules at once is refused, so the operator takes none; disable the timers (hactl backup schedule --disable) or remove spec.backup from this EtcdCluster",

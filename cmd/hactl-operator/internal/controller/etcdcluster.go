@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,11 @@ type EtcdClusterReconciler struct {
 	Version string
 	// OpenStore, when set, replaces the S3 client spec.backup describes (tests).
 	OpenStore func(ctx context.Context, ec *v1.EtcdCluster) (backup.Store, error)
+
+	// mu guards backoff: per EtcdCluster, when maintenance may be tried again after a failure
+	// (kept in memory: a new leader tries once at once).
+	mu      sync.Mutex
+	backoff map[string]time.Time
 }
 
 // SetupWithManager registers the reconciler: EtcdCluster changes that bump metadata.generation
@@ -109,9 +115,14 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	if ec.Spec.Backup != nil {
-		// Come back just after the next slot starts (the periodic look continues meanwhile).
-		if next := observe.NextSlot(r.now(), observe.Every(ec.Spec.Backup)).Sub(r.now()) + slotDelay; next < requeue.RequeueAfter {
+		every := observe.Every(ec.Spec.Backup)
+		// Come back just after the next slot starts (the periodic look continues meanwhile), or at
+		// once when a snapshot outlasted its slot and the slot due now has none yet.
+		if next := observe.NextSlot(r.now(), every).Sub(r.now()) + slotDelay; next < requeue.RequeueAfter {
 			requeue.RequeueAfter = next
+		}
+		if bk.taken != nil && bk.taken.Slot != observe.DueSlot(r.now(), every) {
+			requeue.RequeueAfter = slotDelay
 		}
 	}
 	r.backupEvents(&ec, bk)

@@ -40,6 +40,9 @@ const (
 	ReasonRetainedInBucket = "RetainedInBucket"
 )
 
+// OnDemandTimeout bounds one snapshot taken for an EtcdSnapshot without a key.
+const OnDemandTimeout = 15 * time.Minute
+
 // Phases of an EtcdSnapshot.
 const (
 	SnapshotPending = "Pending"
@@ -167,7 +170,9 @@ func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *v1.EtcdSna
 	}
 	defer cli.Close()
 	b := ec.Spec.Backup
-	m, err := backup.Take(ctx, cli, endpoint, store, backup.TakeOptions{
+	tctx, cancel := context.WithTimeout(ctx, OnDemandTimeout)
+	defer cancel()
+	m, err := backup.Take(tctx, cli, endpoint, store, backup.TakeOptions{
 		Cluster: ec.Name, Prefix: b.ObjectStore.Prefix, Member: member, Compression: b.Compression,
 		Recipients: b.EncryptionRecipients, TakenBy: backup.TakenByOperator, HactlVersion: cr.Version, Now: cr.now,
 	})
@@ -210,7 +215,11 @@ func (r *EtcdSnapshotReconciler) finalize(ctx context.Context, s *v1.EtcdSnapsho
 			r.Recorder.Eventf(s, nil, typ, reason, "Delete", format, args...)
 		}
 	}
-	if s.Spec.DeletionPolicy == v1.DeletionDelete && key != "" {
+	if s.Spec.DeletionPolicy == v1.DeletionDelete && key != "" && ecErr != nil {
+		// No EtcdCluster (or no spec.backup) says where the bucket is: nothing can be deleted, and
+		// holding the object forever would block its namespace. It goes; the snapshot stays.
+		event(corev1.EventTypeWarning, ReasonDeletionBlocked, "snapshot %s left in the bucket: %v (delete it with hactl backup prune or the store's tools)", key, ecErr)
+	} else if s.Spec.DeletionPolicy == v1.DeletionDelete && key != "" {
 		err := ecErr
 		if err == nil {
 			var store backup.Store
@@ -326,7 +335,10 @@ func (r *EtcdClusterReconciler) syncSnapshots(ctx context.Context, ec *v1.EtcdCl
 				Labels: map[string]string{LabelCluster: ec.Name}, Finalizers: []string{v1.SnapshotProtectionFinalizer}},
 			Spec: v1.EtcdSnapshotSpec{ClusterName: ec.Name, Key: sn.Stem, DeletionPolicy: v1.DeletionRetain},
 		}
-		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Client.Create(ctx, obj); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				continue // made by an earlier sync under another key, or by the user
+			}
 			return fmt.Errorf("EtcdSnapshot for %s: %w", sn.Stem, err)
 		}
 		obj.Status = v1.EtcdSnapshotStatus{}
@@ -335,8 +347,17 @@ func (r *EtcdClusterReconciler) syncSnapshots(ctx context.Context, ec *v1.EtcdCl
 			return fmt.Errorf("EtcdSnapshot %s status: %w", obj.Name, err)
 		}
 	}
+	if len(l.Problems) > 0 {
+		return nil // an unreadable metadata object is no proof that its snapshot is gone
+	}
+	newest := ""
+	if latest := l.Latest(); latest != nil {
+		newest = latest.Stem
+	}
 	for key, s := range byKey {
-		if inBucket[key] || s.DeletionTimestamp != nil {
+		// Only keys older than the newest listed one are known gone (retention removes the oldest);
+		// a newer one may be a snapshot taken on demand after the listing.
+		if inBucket[key] || s.DeletionTimestamp != nil || key >= newest {
 			continue
 		}
 		// Gone from the bucket (retention): the object goes too; nothing is left to protect.

@@ -48,6 +48,10 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, ec *v1.Etcd
 	if !nospace && !compact && !defrag {
 		return nil
 	}
+	key := ec.Namespace + "/" + ec.Name
+	if until, ok := r.maintenanceBackoff(key); ok && now.Before(until) {
+		return nil // the last attempt failed: wait before compacting and defragmenting again
+	}
 	cfg, err := r.clientTLS(ctx, ec)
 	if err != nil {
 		return nil // the look's condition says so already
@@ -117,10 +121,15 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, ec *v1.Etcd
 		typ, evReason, condReason = corev1.EventTypeWarning, observe.ReasonMaintenanceFailed, observe.ReasonMaintenanceFailed
 		msg = strings.TrimPrefix(msg+"; ", "; ") + failed.Error()
 	}
-	msg = fmt.Sprintf("%s at %s", msg, done.UTC().Format(time.RFC3339))
 	if r.Recorder != nil {
 		r.Recorder.Eventf(ec, nil, typ, evReason, "Maintenance", "%s", msg)
 	}
+	if failed != nil {
+		r.setMaintenanceBackoff(key, r.now().Add(MaintenanceRetry))
+	} else {
+		r.setMaintenanceBackoff(key, time.Time{})
+	}
+	msg = fmt.Sprintf("%s at %s", msg, done.UTC().Format(time.RFC3339))
 	log.FromContext(ctx).Info("maintenance", "reason", evReason, "outcome", msg)
 	return r.writeStatus(ctx, ec, func(st *v1.EtcdClusterStatus) {
 		observe.ApplyMaintenance(st, ec.Spec, ec.Generation, false, condReason, msg, r.now())
@@ -131,6 +140,31 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, ec *v1.Etcd
 			st.LastDefragmentation = &done
 		}
 	})
+}
+
+// MaintenanceRetry is how long after a failed maintenance (a NOSPACE that compaction and
+// defragmentation did not cure, a member refusing the defragmentation) the operator waits before it
+// tries again: each attempt blocks every member in turn.
+const MaintenanceRetry = 10 * time.Minute
+
+func (r *EtcdClusterReconciler) maintenanceBackoff(key string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.backoff[key]
+	return t, ok
+}
+
+func (r *EtcdClusterReconciler) setMaintenanceBackoff(key string, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.backoff == nil {
+		r.backoff = map[string]time.Time{}
+	}
+	if until.IsZero() {
+		delete(r.backoff, key)
+		return
+	}
+	r.backoff[key] = until
 }
 
 // logWriter sends a ui.Printer's lines to the reconcile's logger.
