@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,13 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/backup/s3test"
-	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
 	"github.com/hactl/hactl/etcd"
-	"github.com/hactl/hactl/internal/etcdtest"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 	"github.com/hactl/hactl/specload"
@@ -44,64 +42,36 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 // the members' timers' snapshots stop the operator's schedule with BackupFresh false; a missing
 // credentials key is a condition naming the key.
 func TestScheduledSnapshots(t *testing.T) {
-	cfg, c := testenv.Start(t)
-	ec := etcdtest.Start(t, 3)
+	f := newFixture(t)
+	c, ec, ctx := f.c, f.etcd, context.Background()
 	s3 := s3test.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	st, err := etcd.Status(ctx, ec.Endpoints(), ec.Files())
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := ec.Files()
-	data := map[string][]byte{}
-	for k, p := range map[string]string{SecretCA: files.CA, SecretCert: files.Cert, SecretKey: files.Key} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data[k] = b
-	}
-	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "etcd-client", Namespace: "default"}, Data: data}))
 	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3", Namespace: "default"}, Data: map[string][]byte{
 		SecretAccessKeyID: []byte(s3test.AccessKey), SecretSecretAccessKey: []byte(s3test.SecretKey)}}))
 	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-nokey", Namespace: "default"}, Data: map[string][]byte{
 		SecretAccessKeyID: []byte(s3test.AccessKey)}}))
 
 	const prefix = "backups"
-	obj := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "lab", Namespace: "default"},
-		Spec: v1.EtcdClusterSpec{ClusterID: st.ClusterID, ClientCertificateSecret: v1.SecretRef{Name: "etcd-client"},
-			Backup: &v1.BackupSpec{
-				ObjectStore:       v1.ObjectStore{Endpoint: s3.Endpoint, Bucket: s3test.Bucket, Prefix: prefix, PlainHTTP: true},
-				CredentialsSecret: v1.SecretRef{Name: "s3"},
-				Every:             &metav1.Duration{Duration: 5 * time.Minute},
-				Compression:       "zstd",
-				Retention:         &v1.Retention{KeepLast: ptr.To[int32](2)},
-			}}}
-	for i, m := range ec.Members() {
-		obj.Spec.Members = append(obj.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: ec.Endpoints()[i]})
+	obj := f.cluster("lab", f.id, "etcd-client")
+	obj.Spec.Backup = &v1.BackupSpec{
+		ObjectStore:       v1.ObjectStore{Endpoint: s3.Endpoint, Bucket: s3test.Bucket, Prefix: prefix, PlainHTTP: true},
+		CredentialsSecret: v1.SecretRef{Name: "s3"},
+		Every:             &metav1.Duration{Duration: 5 * time.Minute},
+		Compression:       "zstd",
+		Retention:         &v1.Retention{KeepLast: ptr.To[int32](2)},
 	}
 	must(t, c.Create(ctx, obj))
 
 	// The slots start at the next 5-minute boundary after now, 2 minutes into it.
 	base := time.Now().UTC().Truncate(5 * time.Minute).Add(5*time.Minute + 2*time.Minute)
 	clk := &clock{t: base}
-	mgr, err := newManager(t, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
-		RequeuePeriod: 500 * time.Millisecond, DialTimeout: time.Second, RequestTimeout: 2 * time.Second, Now: clk.Now, Version: "test"}
-	must(t, r.SetupWithManager(mgr))
-	must(t, (&EtcdSnapshotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"), Clusters: r}).SetupWithManager(mgr))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+	var r *EtcdClusterReconciler
+	f.start(t, func(mgr ctrl.Manager) error {
+		r = &EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
+			RequeuePeriod: 500 * time.Millisecond, DialTimeout: time.Second, RequestTimeout: 2 * time.Second, Now: clk.Now, Version: "test"}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
 		}
+		return (&EtcdSnapshotReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"), Clusters: r}).SetupWithManager(mgr)
 	})
 
 	store, err := backup.NewS3(backup.S3Config{Endpoint: s3.Endpoint, Bucket: s3test.Bucket, Region: s3test.Region, PlainHTTP: true,

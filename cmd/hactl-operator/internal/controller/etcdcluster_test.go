@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,16 +11,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
-	"github.com/hactl/hactl/etcd"
-	"github.com/hactl/hactl/internal/etcdtest"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
@@ -32,52 +24,13 @@ import (
 // Running again, each transition an event; a second EtcdCluster of the same cluster ID is a
 // Degraded duplicate; a Secret without the key leaves an EtcdCluster Pending with the reason.
 func TestEtcdClusterReconciler(t *testing.T) {
-	cfg, c := testenv.Start(t)
-	ec := etcdtest.Start(t, 3)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	st, err := etcd.Status(ctx, ec.Endpoints(), ec.Files())
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := ec.Files()
-	data := map[string][]byte{}
-	for k, p := range map[string]string{SecretCA: files.CA, SecretCert: files.Cert, SecretKey: files.Key} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data[k] = b
-	}
-	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "etcd-client", Namespace: "default"}, Data: data}))
-	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "no-key", Namespace: "default"}, Data: map[string][]byte{SecretCA: data[SecretCA], SecretCert: data[SecretCert]}}))
-
-	cluster := func(name, id, secret string) *v1.EtcdCluster {
-		e := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-			Spec: v1.EtcdClusterSpec{ClusterID: id, ClientCertificateSecret: v1.SecretRef{Name: secret}}}
-		for i, m := range ec.Members() {
-			e.Spec.Members = append(e.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: ec.Endpoints()[i]})
-		}
-		return e
-	}
-	primary := cluster("main", st.ClusterID, "etcd-client")
-	must(t, c.Create(ctx, primary))
-
-	mgr, err := newManager(t, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
-		RequeuePeriod: time.Second, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}
-	must(t, r.SetupWithManager(mgr))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	f := newFixture(t)
+	c, ec, ctx := f.c, f.etcd, context.Background()
+	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "no-key", Namespace: "default"}, Data: map[string][]byte{SecretCA: f.secret[SecretCA], SecretCert: f.secret[SecretCert]}}))
+	must(t, c.Create(ctx, f.cluster("main", f.id, "etcd-client")))
+	f.start(t, func(mgr ctrl.Manager) error {
+		return (&EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
+			RequeuePeriod: time.Second, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}).SetupWithManager(mgr)
 	})
 
 	got := waitFor(t, c, "main", "Running with every member seen", func(s v1.EtcdClusterStatus) bool {
@@ -106,13 +59,13 @@ func TestEtcdClusterReconciler(t *testing.T) {
 	})
 
 	// A second EtcdCluster for the same etcd cluster never acts: a Degraded duplicate.
-	must(t, c.Create(ctx, cluster("copy", st.ClusterID, "etcd-client")))
+	must(t, c.Create(ctx, f.cluster("copy", f.id, "etcd-client")))
 	waitFor(t, c, "copy", "a Degraded duplicate", func(s v1.EtcdClusterStatus) bool {
 		d := meta.FindStatusCondition(s.Conditions, v1.ConditionDegraded)
 		return s.Phase == v1.PhaseDegraded && d != nil && d.Reason == observe.ReasonDuplicateCluster && strings.Contains(d.Message, "default/main")
 	})
 	// A Secret without tls.key: Pending, with the reason and the missing key named.
-	must(t, c.Create(ctx, cluster("nokey", "beef", "no-key")))
+	must(t, c.Create(ctx, f.cluster("nokey", "beef", "no-key")))
 	waitFor(t, c, "nokey", "Pending for want of the client key", func(s v1.EtcdClusterStatus) bool {
 		a := meta.FindStatusCondition(s.Conditions, v1.ConditionAvailable)
 		return s.Phase == v1.PhasePending && a != nil && a.Reason == observe.ReasonSecret && strings.Contains(a.Message, "tls.key")
@@ -159,12 +112,4 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// newManager is a manager for one test: metrics off, and controller names allowed again (each test
-// of the package registers the same controllers in its own manager).
-func newManager(t *testing.T, cfg *rest.Config) (ctrl.Manager, error) {
-	t.Helper()
-	return ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(t), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 }

@@ -3,21 +3,18 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
 	"github.com/hactl/hactl/etcd"
-	"github.com/hactl/hactl/internal/etcdtest"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
@@ -28,24 +25,8 @@ import (
 // once (compactRetainRevisions); a NOSPACE alarm raised through etcd's API is recovered (disarmed)
 // by the operator; a window that is not now holds defragmentation back.
 func TestMaintenance(t *testing.T) {
-	cfg, c := testenv.Start(t)
-	ec := etcdtest.Start(t, 3)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st, err := etcd.Status(ctx, ec.Endpoints(), ec.Files())
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := ec.Files()
-	data := map[string][]byte{}
-	for k, p := range map[string]string{SecretCA: files.CA, SecretCert: files.Cert, SecretKey: files.Key} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data[k] = b
-	}
-	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "etcd-client", Namespace: "default"}, Data: data}))
+	f := newFixture(t)
+	c, ec, ctx := f.c, f.etcd, context.Background()
 
 	// Fragment the database: 400 values of 10 KiB written, deleted, compacted.
 	cli := ec.Client(t)
@@ -89,27 +70,12 @@ func TestMaintenance(t *testing.T) {
 	// A window that is not now: nothing is defragmented.
 	now := time.Now().UTC()
 	closed := &v1.MaintenanceWindow{Start: now.Add(2 * time.Hour).Format("15:04"), Duration: metav1.Duration{Duration: time.Hour}}
-	obj := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "lab", Namespace: "default"},
-		Spec: v1.EtcdClusterSpec{ClusterID: st.ClusterID, ClientCertificateSecret: v1.SecretRef{Name: "etcd-client"},
-			Maintenance: &v1.MaintenanceSpec{DefragThresholdPercent: 25, Window: closed, CompactRetainRevisions: 10}}}
-	for i, m := range ec.Members() {
-		obj.Spec.Members = append(obj.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: ec.Endpoints()[i]})
-	}
+	obj := f.cluster("lab", f.id, "etcd-client")
+	obj.Spec.Maintenance = &v1.MaintenanceSpec{DefragThresholdPercent: 25, Window: closed, CompactRetainRevisions: 10}
 	must(t, c.Create(ctx, obj))
-	mgr, err := newManager(t, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
-		RequeuePeriod: 500 * time.Millisecond, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}
-	must(t, r.SetupWithManager(mgr))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	f.start(t, func(mgr ctrl.Manager) error {
+		return (&EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
+			RequeuePeriod: 500 * time.Millisecond, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}).SetupWithManager(mgr)
 	})
 	waitFor(t, c, "lab", "Running, maintenance idle", func(s v1.EtcdClusterStatus) bool {
 		m := meta.FindStatusCondition(s.Conditions, v1.ConditionMaintenance)
@@ -153,7 +119,7 @@ func TestMaintenance(t *testing.T) {
 
 	// NOSPACE raised: recovered (compact, defrag, disarm) by the operator.
 	var id uint64
-	fmt.Sscanf(st.Endpoints[0].MemberID, "%x", &id)
+	fmt.Sscanf(mustStatus(t, ec).Endpoints[0].MemberID, "%x", &id)
 	if _, err := etcdserverpb.NewMaintenanceClient(cli.ActiveConnection()).Alarm(ctx, &etcdserverpb.AlarmRequest{
 		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
 		t.Fatal(err)
