@@ -9,7 +9,6 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/operator/deploy"
-	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -25,18 +24,15 @@ type OperatorStatus struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-func collectOperator(ctx context.Context, c *v1alpha1.Cluster, prompt provision.Prompter, timeout time.Duration) *OperatorStatus {
-	ctx, cancel := context.WithTimeout(ctx, 2*timeout+10*time.Second)
-	defer cancel()
+// collectOperator reads hactl-operator's status through api (apiErr: why there is none).
+func collectOperator(ctx context.Context, c *v1alpha1.Cluster, api *kubeapi.Client, apiErr error) *OperatorStatus {
 	ops := &OperatorStatus{}
 	ops.Namespace = deploy.DefaultNamespace
-	api, err := kubeapi.FromSpec(ctx, c, prompt)
-	if err != nil {
+	if apiErr != nil {
 		// Whether the operator runs is unknown; the Kubernetes section reports the API itself.
-		ops.Error = "the API could not be asked: " + err.Error()
+		ops.Error = "the API could not be asked: " + apiErr.Error()
 		return ops
 	}
-	defer api.Close()
 	st, err := deploy.ReadStatus(ctx, api.Config, deploy.DefaultNamespace, c.Metadata.Name)
 	if err != nil {
 		ops.Error = err.Error()

@@ -10,7 +10,6 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/kubesched"
-	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -25,17 +24,14 @@ type SchedulerStatus struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-func collectScheduler(ctx context.Context, c *v1alpha1.Cluster, prompt provision.Prompter, timeout time.Duration) *SchedulerStatus {
-	ctx, cancel := context.WithTimeout(ctx, 2*timeout+10*time.Second)
-	defer cancel()
+// collectScheduler reads hactl-scheduler's status through api (apiErr: why there is none).
+func collectScheduler(ctx context.Context, c *v1alpha1.Cluster, api *kubeapi.Client, apiErr error) *SchedulerStatus {
 	ss := &SchedulerStatus{}
-	api, err := kubeapi.FromSpec(ctx, c, prompt)
-	if err != nil {
-		ss.Error = err.Error()
-		ss.Problems = []string{"the API could not be asked: " + err.Error()}
+	if apiErr != nil {
+		ss.Error = apiErr.Error()
+		ss.Problems = []string{"the API could not be asked: " + apiErr.Error()}
 		return ss
 	}
-	defer api.Close()
 	st, err := kubesched.ReadStatus(ctx, api, c.Spec.Scheduler)
 	if err != nil {
 		ss.Error = err.Error()

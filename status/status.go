@@ -16,6 +16,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/internal/bastion"
+	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
@@ -118,27 +119,30 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 			kube = collectKube(ctx, c, lbDialer, o.Timeout, o.Printer)
 		}
 	}()
+	// The scheduler and operator sections share one API client (one SSH tunnel to the API).
 	var sched *SchedulerStatus
-	schedDone := make(chan struct{})
-	go func() {
-		defer close(schedDone)
-		if c.Spec.Kubernetes != nil && c.Spec.Scheduler != nil {
-			sched = collectScheduler(ctx, c, o.Prompt, o.Timeout)
-		}
-	}()
 	var oper *OperatorStatus
-	operDone := make(chan struct{})
+	apiDone := make(chan struct{})
 	go func() {
-		defer close(operDone)
-		if c.Spec.Kubernetes != nil {
-			oper = collectOperator(ctx, c, o.Prompt, o.Timeout)
+		defer close(apiDone)
+		if c.Spec.Kubernetes == nil {
+			return
 		}
+		actx, cancel := context.WithTimeout(ctx, 2*o.Timeout+10*time.Second)
+		defer cancel()
+		api, apiErr := kubeapi.FromSpec(actx, c, o.Prompt)
+		if apiErr == nil {
+			defer api.Close()
+		}
+		if c.Spec.Scheduler != nil {
+			sched = collectScheduler(actx, c, api, apiErr)
+		}
+		oper = collectOperator(actx, c, api, apiErr)
 	}()
 	rep, err := collectEtcd(ctx, c, o.Timeout, tunnel.Etcd())
 	<-lbDone
 	<-kubeDone
-	<-schedDone
-	<-operDone
+	<-apiDone
 	if rep != nil {
 		rep.addLB(lbStatus)
 		rep.addKube(kube)

@@ -321,7 +321,7 @@ func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 	}
 	secrets := []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: S3Secret}, Type: corev1.SecretTypeOpaque, Data: data}}
 	if store.TLS != nil && store.TLS.CAFile != "" {
-		pem, err := readFile(store.TLS.CAFile)
+		pem, err := os.ReadFile(store.TLS.CAFile)
 		if err != nil {
 			return nil, &UsageError{"spec.backup.objectStore.tls.caFile", err.Error()}
 		}
@@ -331,8 +331,6 @@ func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 	ec.Spec.Backup = b
 	return secrets, nil
 }
-
-var readFile = os.ReadFile
 
 // Rules are the operator's permissions, all in its own namespace: its custom resources and their
 // status, the one Secret it reads (no list or watch of Secrets), its Lease, and events.

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -129,13 +130,13 @@ func ApplyBackup(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation i
 		if look.Problem != "" {
 			msg += ": " + look.Problem
 		}
-		set(st, generation, now, v1.ConditionBackupFresh, false, firstNonEmpty(look.Reason, ReasonNoSnapshot), msg)
+		set(st, generation, now, v1.ConditionBackupFresh, false, cmp.Or(look.Reason, ReasonNoSnapshot), msg)
 	case now.Sub(last.Time.Time) > limit:
 		msg := fmt.Sprintf("the newest snapshot %s was stored at %s, more than 2 × every (%s) ago", last.Name, last.Time.UTC().Format(time.RFC3339), limit)
 		if look.Problem != "" {
 			msg += "; " + look.Problem
 		}
-		set(st, generation, now, v1.ConditionBackupFresh, false, firstNonEmpty(look.Reason, ReasonBackupStale), msg)
+		set(st, generation, now, v1.ConditionBackupFresh, false, cmp.Or(look.Reason, ReasonBackupStale), msg)
 	default:
 		msg := fmt.Sprintf("the newest snapshot %s (revision %d) was stored at %s, within 2 × every (%s)", last.Name, last.Revision, last.Time.UTC().Format(time.RFC3339), limit)
 		if look.Problem != "" {
@@ -143,13 +144,6 @@ func ApplyBackup(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation i
 		}
 		set(st, generation, now, v1.ConditionBackupFresh, true, ReasonBackupFresh, msg)
 	}
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func removeCondition(st *v1.EtcdClusterStatus, typ string) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,36 +127,45 @@ func (r *EtcdClusterReconciler) backupStep(ctx context.Context, ec *v1.EtcdClust
 		return res
 	}
 	res.taken, res.took, res.last = m, time.Since(t0), observe.RefFromMetadata(m)
+	res.listing = nil // until the listing below (the sync waits for one that holds the new snapshot)
+	l, err = backup.List(ctx, store, prefix, ec.Name)
+	if err != nil {
+		return res
+	}
+	res.listing = l
 	if policy := observe.Policy(b); policy != (backup.Policy{}) {
-		if err := prune(ctx, store, prefix, ec.Name, policy, now); err != nil {
+		if res.listing, err = prune(ctx, store, l, policy, now); err != nil {
 			res.look = observe.BackupLook{Problem: fmt.Sprintf("snapshot %s stored, but pruning failed: %v", res.last.Name, err)}
 		}
-	}
-	if l, err := backup.List(ctx, store, prefix, ec.Name); err == nil {
-		res.listing = l
-	} else {
-		res.listing = nil // the sync waits for the next listing
 	}
 	return res
 }
 
-// prune applies policy to the cluster's snapshots (backup.Plan: the newest verified snapshot is
-// always kept) with pruneGrace for incomplete uploads.
-func prune(ctx context.Context, store backup.Store, prefix, cluster string, policy backup.Policy, now time.Time) error {
+// prune applies policy to the listing l (backup.Plan: the newest verified snapshot is always kept)
+// with pruneGrace for incomplete uploads, and returns l without the snapshots it deleted (on an
+// error: nil, the sync then waits for the next listing).
+func prune(ctx context.Context, store backup.Store, l *backup.Listing, policy backup.Policy, now time.Time) (*backup.Listing, error) {
 	if err := policy.Validate(); err != nil {
-		return err
-	}
-	l, err := backup.List(ctx, store, prefix, cluster)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	plan := backup.Plan(l, policy, now, pruneGrace)
 	if plan.Empty() {
-		return nil
+		return l, nil
 	}
-	return backup.Apply(ctx, store, plan, func(format string, args ...any) {
+	if err := backup.Apply(ctx, store, plan, func(format string, args ...any) {
 		log.FromContext(ctx).Info("prune: " + fmt.Sprintf(format, args...))
-	})
+	}); err != nil {
+		return nil, err
+	}
+	kept := *l
+	kept.Snapshots = nil
+	for _, d := range plan.Decisions {
+		if d.Keep {
+			kept.Snapshots = append(kept.Snapshots, *d.Snapshot)
+		}
+	}
+	slices.Reverse(kept.Snapshots) // Decisions are newest first; a Listing is oldest first
+	return &kept, nil
 }
 
 // leaderOf is the reachable leader's client URL and member name ("" without one).

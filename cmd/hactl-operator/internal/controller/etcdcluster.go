@@ -2,6 +2,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -164,15 +165,8 @@ func (r *EtcdClusterReconciler) backupEvents(ec *v1.EtcdCluster, bk backupResult
 			m.Slot, m.MemberName, m.Revision, m.StoredSizeBytes, m.Key, bk.took.Round(time.Millisecond))
 	}
 	if bk.look.Problem != "" {
-		r.Recorder.Eventf(ec, nil, corev1.EventTypeWarning, firstNonEmpty(bk.look.Reason, "PruneFailed"), "Snapshot", "%s", bk.look.Problem)
+		r.Recorder.Eventf(ec, nil, corev1.EventTypeWarning, cmp.Or(bk.look.Reason, "PruneFailed"), "Snapshot", "%s", bk.look.Problem)
 	}
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // look reads the client certificate and asks every member of ec.
