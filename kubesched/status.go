@@ -133,8 +133,8 @@ func WaitReady(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Schedul
 			if err != nil {
 				return st, fmt.Errorf("scheduler/wait: %w", err)
 			}
-			return st, fmt.Errorf("scheduler/wait: after %s, %d of %d replicas run the new configuration Ready, Lease %s/%s holder %q: see kubectl -n kube-system logs -l %s",
-				wait, current, replicas, s.LeaderElection.ResourceNamespace, s.LeaderElection.ResourceName, st.Lease.Holder, Selector)
+			return st, fmt.Errorf("scheduler/wait: after %s, %d of %d replicas run the new configuration Ready (%s), Lease %s/%s holder %q: see kubectl -n kube-system logs -l %s",
+				wait, current, replicas, describeReplicas(st.Replicas, config), s.LeaderElection.ResourceNamespace, s.LeaderElection.ResourceName, st.Lease.Holder, Selector)
 		}
 		select {
 		case <-ctx.Done():
@@ -142,4 +142,32 @@ func WaitReady(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Schedul
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// describeReplicas says, per pod, what WaitReady saw: "pod on node: new|old configuration, Ready|not
+// Ready[, waiting: reason][, N restarts]", joined by "; " ("no pods" when there are none).
+func describeReplicas(rs []Replica, config string) string {
+	if len(rs) == 0 {
+		return "no pods"
+	}
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		conf := "old configuration"
+		if r.ConfigSHA256 == config {
+			conf = "new configuration"
+		}
+		ready := "Ready"
+		if !r.Ready {
+			ready = "not Ready"
+		}
+		d := fmt.Sprintf("%s on %s: %s, %s", r.Pod, r.Node, conf, ready)
+		if r.Waiting != "" {
+			d += ", waiting: " + r.Waiting
+		}
+		if r.Restarts > 0 {
+			d += fmt.Sprintf(", %d restarts", r.Restarts)
+		}
+		parts = append(parts, d)
+	}
+	return strings.Join(parts, "; ")
 }

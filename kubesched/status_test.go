@@ -30,3 +30,25 @@ func TestWaitReadyStuck(t *testing.T) {
 		t.Fatalf("WaitReady: %v, want the replica's ImagePullBackOff", err)
 	}
 }
+
+// TestWaitReadyDeadline: at the deadline the error names each pod's configuration and readiness, so
+// a wait that ran out says which replica lagged.
+func TestWaitReadyDeadline(t *testing.T) {
+	pod := func(name, node, config string, ready corev1.ConditionStatus) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: labels(),
+				Annotations: map[string]string{ConfigHashAnnotation: config}},
+			Spec:   corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}},
+		}
+	}
+	cs := fake.NewClientset(pod("s-a", "cp-a", "new", corev1.ConditionTrue), pod("s-b", "cp-b", "old", corev1.ConditionTrue),
+		pod("s-c", "cp-c", "new", corev1.ConditionFalse))
+	s := v1alpha1.DefaultScheduler(&v1alpha1.Scheduler{})
+	_, err := WaitReady(context.Background(), cs, s, 0, "new", 3)
+	for _, want := range []string{"1 of 3", "s-a on cp-a: new configuration, Ready", "s-b on cp-b: old configuration, Ready", "s-c on cp-c: new configuration, not Ready"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("WaitReady: %v, want %q in it", err, want)
+		}
+	}
+}

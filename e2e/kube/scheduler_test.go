@@ -239,7 +239,7 @@ func TestScheduler(t *testing.T) {
 		}},
 		{"deploy: a static pod on every control plane, one Lease holder; a re-run changes nothing", func(t *testing.T) {
 			start := time.Now()
-			r := suite.MustHactl(t, "scheduler", "deploy", "-f", spec)
+			r := schedulerDeploy(t, "-f", spec)
 			t.Logf("first deploy took %s:\n%s", time.Since(start).Round(100*time.Millisecond), r.Stderr)
 			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
 				if !strings.Contains(r.Stderr, h) || !strings.Contains(r.Stderr, "static pod") {
@@ -278,7 +278,7 @@ func TestScheduler(t *testing.T) {
 			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
 				pids[h] = suite.ExecOn(t, h, "sh", "-c", "pgrep -f 'hactl-scheduler --config' | head -1")
 			}
-			r = suite.MustHactl(t, "scheduler", "deploy", "-f", spec)
+			r = schedulerDeploy(t, "-f", spec)
 			if n := strings.Count(r.Stderr, "scheduler/install: unchanged"); n != 3 {
 				t.Errorf("re-run: %d hosts unchanged, want 3:\n%s", n, r.Stderr)
 			}
@@ -337,7 +337,7 @@ func TestScheduler(t *testing.T) {
 		{"bin-packing fills one worker before the next", func(t *testing.T) {
 			// Without a zone preference, MostAllocated scores the fuller worker higher: 4 pods of
 			// 300m fill one 2-CPU worker's allocatable (kubelet reserves none here) before another.
-			suite.MustHactl(t, "scheduler", "deploy", "-f", schedSpec(t, "cluster-pack.yaml", func(s *v1alpha1.Scheduler) { s.PreferredZones = nil }))
+			schedulerDeploy(t, "-f", schedSpec(t, "cluster-pack.yaml", func(s *v1alpha1.Scheduler) { s.PreferredZones = nil }))
 			workload(t, "pack", 4, "300m")
 			var per map[string]int
 			harness.WaitFor(t, "4 pods bound", 2*time.Minute, time.Second, func() (why string) { per, why = placement(t, "app=pack", 4); return })
@@ -431,7 +431,7 @@ func TestScheduler(t *testing.T) {
 			if out := kubectl(t, "get", "deployment", "-n", "kube-system", "--ignore-not-found", "-o", "name"); strings.Contains(out, "hactl-scheduler") {
 				t.Fatalf("a refused deploy created the Deployment: %s", out)
 			}
-			r := suite.MustHactl(t, "scheduler", "deploy", "-f", spec, "--kubeconfig", kc)
+			r := schedulerDeploy(t, "-f", spec, "--kubeconfig", kc)
 			t.Logf("%s", r.Stderr)
 			var st kubesched.Status
 			if err := json.Unmarshal([]byte(suite.MustHactl(t, "scheduler", "status", "-f", spec, "--kubeconfig", kc, "-o", "json").Stdout), &st); err != nil {
@@ -467,4 +467,32 @@ func TestScheduler(t *testing.T) {
 			t.Fatalf("step %q failed; later steps depend on it", s.name)
 		}
 	}
+}
+
+// schedulerDeploy runs `hactl scheduler deploy args...` and fails the test (t.Fatalf) unless it exits
+// 0; a failed deploy first logs what kubelet did with the scheduler's pods: the pods, their
+// description, and each control plane's containers and kubelet journal lines about them.
+func schedulerDeploy(t *testing.T, args ...string) harness.Result {
+	t.Helper()
+	r := suite.Hactl(t, append([]string{"scheduler", "deploy"}, args...)...)
+	if r.Code == 0 {
+		return r
+	}
+	ctx := context.Background()
+	var diag strings.Builder
+	for _, a := range [][]string{
+		{"get", "pods", "-n", "kube-system", "-o", "wide"},
+		{"describe", "pods", "-n", "kube-system", "-l", kubesched.Selector},
+		{"get", "events", "-n", "kube-system", "--sort-by", ".lastTimestamp"},
+	} {
+		o, err := suite.Lab.Kubectl(ctx, a...)
+		fmt.Fprintf(&diag, "\n$ kubectl %s (err %v)\n%s", strings.Join(a, " "), err, o)
+	}
+	for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
+		cmd := "crictl ps -a --name hactl-scheduler; journalctl -u kubelet --since -6min --no-pager | grep -i -E 'hactl-scheduler|static pod' | tail -60"
+		o, err := suite.Lab.Exec(ctx, h, "sh", "-c", cmd)
+		fmt.Fprintf(&diag, "\n$ %s: %s (err %v)\n%s", h, cmd, err, o)
+	}
+	t.Fatalf("hactl scheduler deploy %s: exit %d, want 0\n%s", strings.Join(args, " "), r.Code, diag.String())
+	return r
 }
