@@ -101,8 +101,11 @@ type Iteration struct {
 	Overlaps []string `json:"overlaps,omitempty"`
 	// Proof says whether the no-two-leaders proof could be made (RecordingBinder's annotation on
 	// every bound pod) and why not.
-	Proof   string `json:"proof"`
-	Verdict string `json:"verdict"`
+	Proof string `json:"proof"`
+	// Slots: with a SlotCheck, every slot from the fault's to the takeover's and the actions recorded
+	// for it (want one each).
+	Slots   []SlotActions `json:"slots,omitempty"`
+	Verdict string        `json:"verdict"`
 }
 
 // Window is one identity's bindings: first and last revision and drill-clock time.

@@ -10,13 +10,21 @@ import (
 // Print writes the report as the etcd drills do: settings, one row per iteration, the proof and the
 // verdict.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "drill kill-leader --target %s (%s, via %s): %d pods/s for %s, budget %.0fms, resolution %.0fms (watch events, this machine's clock)\n\n", r.Target, r.Method, r.Via,
-		r.Rate, dash(r.Scheduler), r.MaxRTOMs, r.ResolutionMs)
+	workload := "no workload"
+	if r.Scheduler != "" {
+		workload = fmt.Sprintf("%d pods/s for %s", r.Rate, r.Scheduler)
+	}
+	fmt.Fprintf(w, "drill kill-leader --target %s (%s, via %s): %s, budget %.0fms, resolution %.0fms (watch events, this machine's clock)\n\n", r.Target, r.Method, r.Via,
+		workload, r.MaxRTOMs, r.ResolutionMs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tKILLED\tOLD HOLDER\tNEW HOLDER\tTAKEOVER\tFIRST BIND\tLONGEST GAP\tPENDING PEAK\tBOUND\tRESULT")
 	for i, it := range r.Iter {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\n", i+1, it.Killed, short(it.OldHolder), short(it.NewHolder),
-			fmtMs(it.TakeoverMs), fmtMs(it.FirstBindMs), fmtMs(it.LongestGapMs), it.PendingPeak, it.PodsBound, it.PodsCreated, dash(it.Verdict))
+		peak, bound := "-", "-"
+		if r.Scheduler != "" {
+			peak, bound = fmt.Sprint(it.PendingPeak), fmt.Sprintf("%d/%d", it.PodsBound, it.PodsCreated)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, it.Killed, short(it.OldHolder), short(it.NewHolder),
+			fmtMs(it.TakeoverMs), fmtMs(it.FirstBindMs), fmtMs(it.LongestGapMs), peak, bound, dash(it.Verdict))
 	}
 	tw.Flush()
 	for i, it := range r.Iter {
@@ -26,6 +34,9 @@ func (r *Report) Print(w io.Writer) {
 		}
 		for _, o := range it.Overlaps {
 			fmt.Fprintf(w, "  OVERLAP: %s\n", o)
+		}
+		for _, s := range it.Slots {
+			fmt.Fprintf(w, "  slot %s of %s: %d action(s) by %s\n", s.Slot, s.Object, s.Actions, dash(strings.Join(s.By, ", ")))
 		}
 	}
 	fmt.Fprintf(w, "\nresult: %s", r.Result)

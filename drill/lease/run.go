@@ -67,6 +67,9 @@ type Options struct {
 	Printer *ui.Printer
 	// Report, when set, is where the JSON report is written (atomically) once it exists.
 	Report string
+	// Slots, when set, are checked after each takeover: one action per slot (hactl-operator's
+	// scheduled snapshots), none doubled or skipped.
+	Slots []SlotCheck
 }
 
 // Validate checks the options locally; errors are *drill.InputError (exit 2).
@@ -147,6 +150,9 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 	}
 	if o.SchedulerName != "" {
 		plan = append(plan, fmt.Sprintf("meanwhile %d pods/s with schedulerName %s in namespace %s (deleted once bound), each binding's identity and revision recorded", o.Rate, o.SchedulerName, Namespace))
+	}
+	for _, c := range o.Slots {
+		plan = append(plan, fmt.Sprintf("then count the %s Events of %s/%s per %s slot, from the fault's slot to the takeover's: each must have exactly one (none doubled, none skipped)", c.Reason, c.Namespace, c.Regarding, c.Every))
 	}
 	plan = append(plan, "put back: kubelet restarts the container / the Deployment makes a new pod; the drill waits until the replica is Ready again")
 	for _, line := range plan {
@@ -402,7 +408,8 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 	if err != nil {
 		return it, err
 	}
-	o.Printer.Infof("iteration %d: %s %s (holder %s)", i+1, o.faultWord(), victim, it.OldHolder)
+	verb, _, _ := strings.Cut(o.faultWord(), " the ")
+	o.Printer.Infof("iteration %d: %s %s (holder %s)", i+1, verb, victim, it.OldHolder)
 	if err := o.fault(ctx, victim); err != nil {
 		close(stopWork)
 		return it, fmt.Errorf("fault: %w", err)
@@ -453,11 +460,28 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 		o.Printer.Warnf("iteration %d: creating workload pods: %v", i+1, createErr)
 	}
 	o.measure(&it, ob, t0)
+	if it.TakeoverMs != nil {
+		o.Printer.Infof("iteration %d: %s holds the Lease %s after the fault", i+1, it.NewHolder, fmtMs(it.TakeoverMs))
+	} else {
+		o.Printer.Warnf("iteration %d: no other identity took the Lease within %s", i+1, o.Timeout)
+	}
 	// Put back: the replica Ready again.
+	o.Printer.Infof("iteration %d: put back: waiting until %d replica(s) of %s are Ready again", i+1, before.ready, before.selector)
 	if err := o.waitBack(ctx, victim, before); err != nil {
 		return it, err
 	}
 	podWG.Wait()
+	if it.TakeoverMs != nil {
+		takeover := t0.Add(time.Duration(*it.TakeoverMs * float64(time.Millisecond)))
+		for _, c := range o.Slots {
+			o.Printer.Infof("iteration %d: counting the %s Events of %s/%s per slot", i+1, c.Reason, c.Namespace, c.Regarding)
+			ss, err := c.checkSlots(ctx, o, t0, takeover, o.Timeout)
+			if err != nil {
+				return it, fmt.Errorf("slot check: %w", err)
+			}
+			it.Slots = append(it.Slots, ss...)
+		}
+	}
 	if o.SchedulerName != "" {
 		zero := int64(0)
 		_ = o.API.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: DrillLabel + "=" + id})
@@ -578,7 +602,7 @@ func (it Iteration) failures(maxRTO time.Duration) []string {
 	for _, ov := range it.Overlaps {
 		f = append(f, "two leaders bound pods at once: "+ov)
 	}
-	return f
+	return append(f, slotFailures(it.Slots)...)
 }
 
 // replicaState is the killed replica's restart count (static pod) or its UID (a pod to be replaced).
@@ -617,11 +641,7 @@ func (o *Options) replicaState(ctx context.Context, victim string) (replicaState
 	for _, c := range p.Status.ContainerStatuses {
 		st.restarts += c.RestartCount
 	}
-	st.selector = labels.SelectorFromSet(p.Labels)
-	if o.Cluster == nil {
-		delete(p.Labels, "pod-template-hash")
-		st.selector = labels.SelectorFromSet(p.Labels)
-	}
+	st.selector = replicaSelector(ctx, o.API, p)
 	n, err := o.readyCount(ctx, st)
 	st.ready = n
 	return st, err

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/drill/lease"
 	"github.com/hactl/hactl/e2e/harness"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/deploy"
@@ -203,26 +204,36 @@ func TestOperator(t *testing.T) {
 		}
 	}
 
-	// The Lease holder's pod deleted: another replica takes over, the Deployment is whole again.
-	holder := leaseHolder(t)
-	pod, _, _ := strings.Cut(holder, "_")
-	if pod == "" {
-		t.Fatalf("Lease %s/%s has no holder", deploy.DefaultNamespace, deploy.Name)
+	// hactl's Lease drill on the operator: the holder's pod deleted, another replica takes over, and
+	// every snapshot slot from the fault's to the takeover's is taken exactly once (the Events).
+	rf := filepath.Join(t.TempDir(), "drill.json")
+	r = suite.MustHactl(t, "drill", "kill-leader", "--kubeconfig", suite.Lab.Kubeconfig(), "--target", "lease/"+deploy.DefaultNamespace+"/"+deploy.Name,
+		"--method", "process", "--yes", "-o", "json", "--report", rf)
+	var drillRep lease.Report
+	if err := json.Unmarshal([]byte(r.Stdout), &drillRep); err != nil {
+		t.Fatalf("drill: %v\n%s", err, r.Stdout)
 	}
-	kubectl(t, "delete", "pod", "-n", deploy.DefaultNamespace, pod, "--wait=false")
-	deadline := time.Now().Add(90 * time.Second)
-	start = time.Now()
-	for {
-		h := leaseHolder(t)
-		out, _ := suite.Lab.Kubectl(ctx, "get", "deployment", "-n", deploy.DefaultNamespace, deploy.Name, "-o", "jsonpath={.status.availableReplicas}")
-		if h != "" && !strings.HasPrefix(h, pod+"_") && strings.TrimSpace(out) == "2" {
-			t.Logf("Lease taken over by %s, 2 replicas available, %s after the holder's pod was deleted", h, time.Since(start).Round(100*time.Millisecond))
-			break
+	var table strings.Builder
+	drillRep.Print(&table)
+	t.Logf("the operator's Lease drill as the table prints it:\n%s", table.String())
+	if drillRep.Result != "pass" || len(drillRep.Iter) != 1 {
+		t.Fatalf("drill: result %s (%v)", drillRep.Result, drillRep.Failures)
+	}
+	it := drillRep.Iter[0]
+	if it.NewHolder == "" || it.NewHolder == it.OldHolder || it.TakeoverMs == nil || !strings.HasPrefix(it.Killed, "pod "+deploy.DefaultNamespace+"/"+deploy.Name+"-") {
+		t.Errorf("drill: killed %q, old %s, new %s, takeover %s", it.Killed, it.OldHolder, it.NewHolder, fmtMs(it.TakeoverMs))
+	}
+	if len(it.Slots) == 0 {
+		t.Errorf("drill: no slot counted for %s/%s", deploy.DefaultNamespace, name)
+	}
+	for _, sl := range it.Slots {
+		if sl.Actions != 1 || sl.Object != deploy.DefaultNamespace+"/"+name {
+			t.Errorf("drill: slot %+v, want one action regarding %s/%s", sl, deploy.DefaultNamespace, name)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after deleting %s: Lease holder %q, available replicas %q", pod, h, out)
-		}
-		time.Sleep(time.Second)
+	}
+	t.Logf("operator takeover %s after the holder's pod %s was deleted; slots %+v", fmtMs(it.TakeoverMs), it.Killed, it.Slots)
+	if out := kubectl(t, "get", "deployment", "-n", deploy.DefaultNamespace, deploy.Name, "-o", "jsonpath={.status.availableReplicas}"); strings.TrimSpace(out) != "2" {
+		t.Errorf("after the drill: %q replicas available, want 2", out)
 	}
 
 	// The slot after the takeover is taken too; then every slot since the first was taken once.
@@ -287,7 +298,7 @@ func TestOperator(t *testing.T) {
 	// EtcdSnapshots mirror the bucket; one without a key is a snapshot taken now; the finalizer
 	// deletes from the bucket only with deletionPolicy Delete.
 	var objs []v1.EtcdSnapshot
-	deadline = time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var sl v1.EtcdSnapshotList
 		if err := json.Unmarshal([]byte(kubectl(t, "get", "etcdsnapshots", "-n", deploy.DefaultNamespace, "-l", "hactl.io/cluster="+name, "-o", "json")), &sl); err != nil {

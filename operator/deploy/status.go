@@ -121,3 +121,32 @@ func (st *Status) Problems(leaseDuration time.Duration, now time.Time) []string 
 // LeaseDuration is the operator's default leaseDuration (hactl-operator --leader-elect-lease-duration),
 // which Deployments made by Build keep.
 const LeaseDuration = 15 * time.Second
+
+// BackedUpClusters lists the EtcdClusters in namespace whose spec.backup is set: the ones whose
+// operator takes scheduled snapshots (what the Lease drill's slot check counts). No CRD installed
+// is an empty list. Errors: the API server's, other than not found, or an object that does not
+// convert.
+func BackedUpClusters(ctx context.Context, cfg *rest.Config, namespace string) ([]v1.EtcdCluster, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	l, err := dyn.Resource(v1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing etcdclusters in %s: %w", namespace, err)
+	}
+	var out []v1.EtcdCluster
+	for _, u := range l.Items {
+		var ec v1.EtcdCluster
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ec); err != nil {
+			return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, u.GetName(), err)
+		}
+		if ec.Spec.Backup != nil {
+			out = append(out, ec)
+		}
+	}
+	return out, nil
+}

@@ -23,6 +23,11 @@ const (
 	ReasonStoreUnavailable = "ObjectStoreUnavailable"
 )
 
+// EventSnapshotTaken is the reason of the Normal Event hactl-operator records for each scheduled
+// snapshot it stores, regarding the EtcdCluster; its note begins "slot SLOT:" (the Lease drill counts
+// these per slot to prove no slot was taken twice or skipped across a takeover).
+const EventSnapshotTaken = "SnapshotTaken"
+
 // DefaultEvery is spec.backup.every's default (the CRD's default too).
 const DefaultEvery = 5 * time.Minute
 

@@ -110,9 +110,16 @@ interleave. Exit 3 over --max-rto (default 30s for a Lease), with a pod never bo
 bindings. Kubernetes puts the replica back (kubelet, the Deployment); the drill waits until it is
 Ready again.
 
+On hactl-operator's Lease (lease/hactl-system/hactl-operator, through --kubeconfig) no pods are
+made: for every EtcdCluster with spec.backup the drill counts the operator's SnapshotTaken Events
+per slot of spec.backup.every, from the fault's slot to the takeover's, and waits until each slot
+has one (10s past the takeover at least): a slot taken twice (by the old and the new leader) or
+not at all is exit 3.
+
   hactl drill kill-leader -f cluster.yaml --target lease/kube-system/hactl-scheduler --yes
   hactl drill kill-leader -f cluster.yaml --target lease/kube-system/hactl-scheduler --method graceful --count 10 --report takeover.json --yes
-  hactl drill kill-leader --kubeconfig kind.conf --target lease/kube-system/hactl-scheduler --yes`
+  hactl drill kill-leader --kubeconfig kind.conf --target lease/kube-system/hactl-scheduler --yes
+  hactl drill kill-leader --kubeconfig admin.conf --target lease/hactl-system/hactl-operator --method graceful --yes`
 	case drill.AZOutage:
 		cmd.Short = "Take down every etcd member and LB host of one availability zone; prediction vs observation"
 		cmd.Long = `Predicts from the spec what losing --zone must do ("losing az-b leaves 2 of 3 members: quorum

@@ -1,13 +1,17 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/lease"
 	"github.com/hactl/hactl/kubeapi"
+	"github.com/hactl/hactl/operator/deploy"
+	"github.com/hactl/hactl/operator/observe"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
@@ -29,7 +33,8 @@ func runLeaseDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOpti
 		lo.SchedulerName = o.schedulerName
 	case t.Name == "kube-scheduler":
 		lo.SchedulerName = "default-scheduler"
-	case t.Name == "kube-controller-manager":
+	case t.Name == "kube-controller-manager", t.Name == deploy.Name:
+		// No pods to bind: the controller-manager's work and the operator's slots are checked instead.
 	default:
 		lo.SchedulerName = t.Name
 	}
@@ -77,6 +82,11 @@ func runLeaseDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOpti
 		lo.PodImage = defaultPodImage
 	}
 	lo.API, lo.Via, lo.Printer = api, api.Via, p
+	if t.Name == deploy.Name {
+		if lo.Slots, err = operatorSlots(cmd.Context(), api, t.Namespace); err != nil {
+			return err
+		}
+	}
 	if !o.dryRun {
 		if lo.Confirm, err = confirmer(s, o.yes, ", or --dry-run to only see the plan"); err != nil {
 			return err
@@ -89,4 +99,21 @@ func runLeaseDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOpti
 		}
 	}
 	return runErr
+}
+
+// operatorSlots is the slot check of a drill on hactl-operator's Lease: one per EtcdCluster in
+// namespace with spec.backup, counting its SnapshotTaken Events per spec.backup.every slot (the
+// operator's rule, observe.DueSlot). Errors: listing the EtcdClusters failed.
+func operatorSlots(ctx context.Context, api *kubeapi.Client, namespace string) ([]lease.SlotCheck, error) {
+	ecs, err := deploy.BackedUpClusters(ctx, api.Config, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", api.Via, err)
+	}
+	var out []lease.SlotCheck
+	for _, ec := range ecs {
+		every := observe.Every(ec.Spec.Backup)
+		out = append(out, lease.SlotCheck{Namespace: ec.Namespace, Regarding: ec.Name, Reason: observe.EventSnapshotTaken,
+			Every: every, SlotOf: func(t time.Time) string { return observe.DueSlot(t, every) }})
+	}
+	return out, nil
 }

@@ -139,8 +139,23 @@ func TestScheduledSnapshots(t *testing.T) {
 	if after := observe.FindSlot(list(), slotOf(base.Add(10*time.Minute))).Metadata.CompletedAt; !after.Equal(takenBefore) {
 		t.Errorf("the slot's snapshot was taken again after the takeover: completed %s, first %s", after, takenBefore)
 	}
-	if n := countEvents(t, c, "lab", "SnapshotTaken"); n != 3 {
+	if n := countEvents(t, c, "lab", observe.EventSnapshotTaken); n != 3 {
 		t.Errorf("%d SnapshotTaken events, want 3 (one per slot)", n)
+	}
+	// Each slot's Event is an Event of its own (the Lease drill reads the slot from the note): the
+	// recorder would fold Events differing only in their notes into one series.
+	var evs eventsv1.EventList
+	must(t, c.List(ctx, &evs, client.InNamespace("default")))
+	seen := map[string]bool{}
+	for _, e := range evs.Items {
+		if e.Reason != observe.EventSnapshotTaken {
+			continue
+		}
+		slot, _, _ := strings.Cut(strings.TrimPrefix(e.Note, "slot "), ":")
+		if e.Series != nil || e.Related == nil || e.Related.Kind != "EtcdSnapshot" || e.Related.Name != SnapshotObjectName("lab", slot+"-slot") || seen[slot] {
+			t.Errorf("SnapshotTaken event %s: note %q, series %+v, related %+v", e.Name, e.Note, e.Series, e.Related)
+		}
+		seen[slot] = true
 	}
 	if n := testutil.ToFloat64(metricSnapshots.WithLabelValues("default/lab", "stored")); n != 3 {
 		t.Errorf("hactl_operator_snapshots_total{result=stored} %v, want 3", n)

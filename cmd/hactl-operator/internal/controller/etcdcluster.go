@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
@@ -161,7 +162,13 @@ func (r *EtcdClusterReconciler) backupEvents(ec *v1.EtcdCluster, bk backupResult
 		return
 	}
 	if m := bk.taken; m != nil {
-		r.Recorder.Eventf(ec, nil, corev1.EventTypeNormal, "SnapshotTaken", "Snapshot", "slot %s: member %s at revision %d, %d bytes stored as %s in %s",
+		// Related is the slot's EtcdSnapshot (made by the sync, maybe not yet): the recorder folds
+		// Events with the same regarding, related, reason and reporting instance into one series
+		// whatever their notes, so without it each slot's Event would be counted into the first one's
+		// series and the per-slot record (the Lease drill's proof of one snapshot per slot) lost.
+		related := &v1.EtcdSnapshot{TypeMeta: metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "EtcdSnapshot"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ec.Namespace, Name: SnapshotObjectName(ec.Name, bk.last.Name)}}
+		r.Recorder.Eventf(ec, related, corev1.EventTypeNormal, observe.EventSnapshotTaken, "Snapshot", "slot %s: member %s at revision %d, %d bytes stored as %s in %s",
 			m.Slot, m.MemberName, m.Revision, m.StoredSizeBytes, m.Key, bk.took.Round(time.Millisecond))
 	}
 	if bk.look.Problem != "" {
