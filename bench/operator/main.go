@@ -96,19 +96,59 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 		}
 	}
 	kubectl := func(args ...string) (string, error) { return l.Kubectl(ctx, args...) }
-	holder := func() (pod string, renew time.Time) {
+	// holder is the Lease's holderIdentity (controller-runtime's "POD_UUID": a restarted container
+	// is a new identity), its pod and renewTime.
+	holder := func() (id, pod string, renew time.Time) {
 		out, err := kubectl("get", "lease", "-n", ns, name, "-o", "jsonpath={.spec.holderIdentity} {.spec.renewTime}")
 		if err != nil {
-			return "", time.Time{}
+			return "", "", time.Time{}
 		}
 		f := strings.Fields(out)
 		if len(f) != 2 {
-			return "", time.Time{}
+			return "", "", time.Time{}
 		}
 		renew, _ = time.Parse(time.RFC3339Nano, f[1])
 		pod, _, _ = strings.Cut(f[0], "_")
-		return pod, renew
+		return f[0], pod, renew
 	}
+	// The API server keeps Events for an hour (--event-ttl): they are collected as the run goes,
+	// by UID, a series by its latest count.
+	actions := map[string]int{} // Event UID → actions it records
+	slotOf := map[string]string{}
+	collect := func() {
+		out, err := kubectl("get", "events.events.k8s.io", "-n", ns, "-o", `jsonpath={range .items[?(@.reason=="SnapshotTaken")]}{.metadata.uid}{"\t"}{.series.count}{"\t"}{.note}{"\n"}{end}`)
+		if err != nil {
+			logf("listing Events: %v", err)
+			return
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.SplitN(line, "\t", 3)
+			if len(f) != 3 {
+				continue
+			}
+			rest, ok := strings.CutPrefix(f[2], "slot ")
+			if !ok {
+				continue
+			}
+			n, _ := strconv.Atoi(f[1])
+			actions[f[0]] = max(actions[f[0]], n, 1)
+			slotOf[f[0]], _, _ = strings.Cut(rest, ":")
+		}
+	}
+	stopCollect := make(chan struct{})
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for {
+			collect()
+			select {
+			case <-stopCollect:
+				collect()
+				return
+			case <-time.After(5 * time.Minute):
+			}
+		}
+	}()
 	started := time.Now()
 
 	// Idle cost of the holder.
@@ -125,7 +165,7 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 		return 0, fmt.Errorf("%s: no %s", pod, m)
 	}
 	time.Sleep(30 * time.Second)
-	pod, _ := holder()
+	_, pod, _ := holder()
 	cpu0, err := metric(pod, "process_cpu_seconds_total")
 	if err != nil {
 		return err
@@ -143,14 +183,14 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 		return err
 	}
 	milli := (cpu1 - cpu0) / time.Since(t0).Seconds() * 1000
-	fmt.Printf("\nidle (%s, holder %s): CPU %.1f m (goal < 50 m: %.2f×), resident memory max %.1f MiB (goal < 64 MiB: %.2f×)\n",
+	fmt.Printf("\nidle (%s, holder %s, one scheduled snapshot a minute): CPU %.1f m (goal < 50 m: %.2f×), resident memory max %.1f MiB (goal < 64 MiB: %.2f×)\n",
 		idle, pod, milli, milli/50, rss/(1<<20), rss/(1<<20)/64)
 
 	// Takeovers.
 	var faults []time.Time
 	takeover := func(method string) (float64, error) {
-		pod, _ := holder()
-		if pod == "" {
+		id, pod, _ := holder()
+		if id == "" {
 			return 0, fmt.Errorf("no holder")
 		}
 		t := time.Now()
@@ -160,22 +200,30 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 				return 0, err
 			}
 		case "process":
+			// SIGKILL of the holder's container task on its node (containerd's CRI labels name the
+			// pod and container); kubelet restarts it in place, as a new identity.
 			node, err := kubectl("get", "pod", "-n", ns, pod, "-o", "jsonpath={.spec.nodeName}")
 			if err != nil {
 				return 0, err
 			}
-			if _, err := l.Exec(ctx, strings.TrimSpace(node), "pkill", "-KILL", "-x", "hactl-operator"); err != nil {
-				return 0, fmt.Errorf("SIGKILL on %s: %w", node, err)
+			script := fmt.Sprintf(`set -e
+ids=$(ctr -n k8s.io containers ls -q 'labels."io.kubernetes.pod.name"==%s,labels."io.kubernetes.container.name"==operator')
+pid=$(ctr -n k8s.io tasks ls | awk -v ids=" $(echo $ids) " '$3 == "RUNNING" && index(ids, " " $1 " ") { print $2; exit }')
+[ -n "$pid" ] || { echo "no running operator container in %s" >&2; exit 1; }
+kill -KILL "$pid"`, pod, pod)
+			t = time.Now()
+			if out, err := l.Exec(ctx, strings.TrimSpace(node), "sh", "-c", script); err != nil {
+				return 0, fmt.Errorf("SIGKILL on %s: %w: %s", node, err, out)
 			}
 		}
 		faults = append(faults, t)
 		for time.Since(t) < time.Minute {
-			if p, renew := holder(); p != "" && p != pod && renew.After(t.Add(-time.Second)) {
+			if p, _, renew := holder(); p != "" && p != id && renew.After(t.Add(-time.Second)) {
 				return float64(time.Since(t).Milliseconds()), nil
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		return 0, fmt.Errorf("no takeover within 1m after %s of %s", method, pod)
+		return 0, fmt.Errorf("no takeover within 1m after %s of %s", method, id)
 	}
 	for _, m := range []struct {
 		method, goal string
@@ -249,15 +297,23 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 			missedOther++
 		}
 	}
-	events, _ := kubectl("get", "events.events.k8s.io", "-n", ns, "-o", `jsonpath={range .items[?(@.reason=="SnapshotTaken")]}{.series.count}{" "}{end}`)
-	taken := 0
-	for _, f := range strings.Fields(events) {
-		n, _ := strconv.Atoi(f)
-		taken += max(n, 1)
+	close(stopCollect)
+	<-collected
+	perSlot := map[string]int{}
+	for uid, n := range actions {
+		perSlot[slotOf[uid]] += n
+	}
+	taken, doubled := 0, 0
+	for s := first; !s.After(last); s = s.Add(time.Minute) {
+		n := perSlot[s.Format(backup.TimeFormat)]
+		taken += n
+		if n > 1 {
+			doubled++
+		}
 	}
 	slots := int(last.Sub(first)/time.Minute) + 1
-	fmt.Printf("slots (every 1m) %s → %s: %d slots, %d in the bucket, missed %d outside a leader change (goal 0) and %d within a minute of one; SnapshotTaken events %d (a double shows as more events than slots)\n",
-		first.Format(time.RFC3339), last.Format(time.RFC3339), slots, len(have), missedOther, missedLeader, taken)
+	fmt.Printf("slots (every 1m) %s → %s: %d slots, %d in the bucket, missed %d outside a leader change (goal 0) and %d within a minute of one; SnapshotTaken actions %d, slots acted on more than once %d (goal 0)\n",
+		first.Format(time.RFC3339), last.Format(time.RFC3339), slots, len(have), missedOther, missedLeader, taken, doubled)
 	if len(delays) > 0 {
 		fmt.Printf("snapshot start after its slot: p50 %.1f s, p90 %.1f s, max %.1f s\n", pct(delays, 50), pct(delays, 90), pct(delays, 100))
 	}
