@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/internal/shell"
@@ -279,11 +281,24 @@ func ProvisionBucket(ctx context.Context, endpoint, rootUser, rootPassword, buck
 	if err != nil {
 		return credentials.Value{}, err
 	}
-	v, err := sts.GetWithContext(&credentials.CredContext{Client: http.DefaultClient})
-	if err != nil {
+	// MinIO answers health/ready before its IAM subsystem has loaded; until then STS says
+	// XMinioServerNotInitialized ("please try again"): retry that, and only that, for a minute.
+	var v credentials.Value
+	var getErr error
+	pollErr := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		v, getErr = sts.GetWithContext(&credentials.CredContext{Client: http.DefaultClient})
+		return !serverNotInitialized(getErr), nil
+	})
+	if err := cmp.Or(getErr, pollErr); err != nil {
 		return credentials.Value{}, fmt.Errorf("object store %s: access key for bucket %s (STS AssumeRole): %w", endpoint, bucket, err)
 	}
 	return v, nil
+}
+
+// serverNotInitialized reports whether err is MinIO's XMinioServerNotInitialized, as STS returns it.
+func serverNotInitialized(err error) bool {
+	var e credentials.ErrorResponse
+	return errors.As(err, &e) && e.STSError.Code == "XMinioServerNotInitialized"
 }
 
 // setupObjectStore copies bin/minio into the object store host, starts it with new root

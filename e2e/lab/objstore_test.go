@@ -3,10 +3,16 @@ package lab
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,5 +205,36 @@ func TestProvisionBucket(t *testing.T) {
 	}
 	if _, err := ProvisionBucket(ctx, srv.Endpoint, s3test.AccessKey, "wrong", "lab-bucket", ObjectStoreRegion, time.Hour); err == nil {
 		t.Error("wrong root password accepted")
+	}
+}
+
+// TestProvisionBucketRetriesServerNotInitialized puts a proxy in front of a real MinIO whose first
+// two STS answers are XMinioServerNotInitialized (what MinIO says after health/ready while its IAM
+// is still loading): ProvisionBucket retries them and returns a working key.
+func TestProvisionBucketRetriesServerNotInitialized(t *testing.T) {
+	srv := s3test.Start(t)
+	target, err := url.Parse("http://" + srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused atomic.Int32
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/" && refused.Load() < 2 {
+			refused.Add(1)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type></Type><Code>XMinioServerNotInitialized</Code><Message>Server not initialized, please try again</Message></Error><RequestId>1</RequestId></ErrorResponse>`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	v, err := ProvisionBucket(context.Background(), strings.TrimPrefix(front.URL, "http://"), s3test.AccessKey, s3test.SecretKey, "lab-bucket", ObjectStoreRegion, time.Hour)
+	if err != nil {
+		t.Fatalf("after %d refusals: %v", refused.Load(), err)
+	}
+	if refused.Load() != 2 || v.AccessKeyID == "" || v.SessionToken == "" {
+		t.Fatalf("refused %d times, key %q: want 2 refusals, then a temporary key", refused.Load(), v.AccessKeyID)
 	}
 }
