@@ -694,15 +694,27 @@ func (o *Options) fault(ctx context.Context, victim string) error {
 	if o.Method == MethodGraceful {
 		sig = "TERM"
 	}
-	// The running task of the container kubelet named so (containerd's CRI labels it), by ctr: the
-	// hosts have containerd's client, not crictl.
-	cmd := fmt.Sprintf(`set -e
+	_, err = cli.Run(ctx, "drill/fault", SignalContainerScript("", ContainerName(o.Target), sig))
+	return err
+}
+
+// SignalContainerScript is a sh script that sends signal sig ("KILL", "TERM") to the running task
+// of the container kubelet named container (in pod, when pod is not ""), found by the labels
+// containerd's CRI plugin puts on it (io.kubernetes.container.name, io.kubernetes.pod.name)
+// through ctr: hosts have containerd's client, not always crictl. The script exits 91 when no such
+// container runs. The names are quoted for the shell.
+func SignalContainerScript(pod, container, sig string) string {
+	filter := `labels."io.kubernetes.container.name"==` + container
+	what := "container " + container
+	if pod != "" {
+		filter += `,labels."io.kubernetes.pod.name"==` + pod
+		what += " in pod " + pod
+	}
+	return fmt.Sprintf(`set -e
 ids=$(ctr -n k8s.io containers ls -q %[1]s)
 pid=$(ctr -n k8s.io tasks ls | awk -v ids=" $(echo $ids) " '$3 == "RUNNING" && index(ids, " " $1 " ") { print $2; exit }')
-[ -n "$pid" ] || { echo "no running container %[2]s" >&2; exit 91; }
-kill -%[3]s "$pid"`, shell.Quote(`labels."io.kubernetes.container.name"==`+ContainerName(o.Target)), ContainerName(o.Target), sig)
-	_, err = cli.Run(ctx, "drill/fault", cmd)
-	return err
+[ -n "$pid" ] || { echo %[2]s >&2; exit 91; }
+kill -%[3]s "$pid"`, shell.Quote(filter), shell.Quote("no running "+what), sig)
 }
 
 // waitBack waits until the replicas are as many Ready as before and the victim was restarted
