@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,8 @@ type TakeOptions struct {
 	Compression string
 	// Recipients are age recipients as written in the spec (age1...); none: not encrypted.
 	Recipients []string
-	// Threads is how many parts are in flight (0: DefaultThreads).
+	// Threads is how many parts are in flight (0: as many as the DB's size fills, at most
+	// DefaultThreads; see Threads).
 	Threads uint
 	// HactlVersion is recorded in the metadata.
 	HactlVersion string
@@ -124,7 +126,7 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 	}
 	t0 := now()
 	res, err := Upload(ctx, store, m.Key, snap.Snapshot, UploadOptions{
-		PartSize: partSize, Threads: o.Threads, Compression: m.Compression, Recipients: recipients, EtcdTrailer: true,
+		PartSize: partSize, Threads: cmp.Or(o.Threads, Threads(st.DbSize, partSize)), Compression: m.Compression, Recipients: recipients, EtcdTrailer: true,
 		ProgressEvery: 5 * time.Second, maxParts: o.maxParts,
 		Progress: func(n int64) {
 			progress("  %s of ~%s read (%s)", human(n), human(m.DBSizeBytes), now().Sub(t0).Round(time.Second))
@@ -145,6 +147,19 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 	}
 	progress("stored %s (%s, sha256 %s) in %s", m.Key, human(m.StoredSizeBytes), m.StoredSHA256[:12], m.CompletedAt.Sub(m.StartedAt).Round(time.Millisecond))
 	return m, nil
+}
+
+// Threads returns how many parts of partSize bytes a snapshot of a DB of dbSize bytes uploads at
+// once by default: as many as dbSize×1.1 (the growth PartSize allows for) fills, at least 1 and at
+// most DefaultThreads. The upload buffers PartSize × threads bytes up front (minio-go's parallel
+// streaming allocates every part's buffer at the start), so a DB smaller than a part costs one
+// part of memory, not DefaultThreads of them.
+func Threads(dbSize, partSize int64) uint {
+	if partSize <= 0 {
+		return DefaultThreads
+	}
+	need := (dbSize/growthDen*growthNum + partSize - 1) / partSize
+	return uint(min(max(need, 1), DefaultThreads))
 }
 
 // human renders a byte count with a binary unit ("1.5 MiB").

@@ -124,10 +124,10 @@ on every member). Exit 0 ok, 1 runtime failure (names the member and step), 2 in
 }
 
 // backupMemoryLimit is the Go runtime's soft memory limit during `backup now` (unless GOMEMLIMIT is
-// set): the upload holds about backup.MinPartSize × backup.DefaultThreads (64 MiB) of parts plus the
-// compressor, and without a limit the heap grows to twice that before a collection (measured in the
-// lab: ~170 MiB peak RSS uncompressed, ~210 MiB with zstd, whatever the DB size; with this limit
-// ~115 and ~125 MiB, under the issue's 128 MiB goal).
+// set): the upload holds up to backup.MinPartSize × backup.DefaultThreads (64 MiB) of parts (one part
+// for a DB smaller than a part: backup.Threads) plus the compressor, and without a limit the heap
+// grows to twice that before a collection (measured in the lab with four parts: ~170 MiB peak RSS
+// uncompressed, ~210 MiB with zstd; with this limit ~115 and ~125 MiB, under the issue's 128 MiB goal).
 const backupMemoryLimit = 96 << 20
 
 func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNowOptions) error {

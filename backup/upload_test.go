@@ -1,0 +1,39 @@
+package backup
+
+import "testing"
+
+func TestPartSizeAndThreads(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		db          int64
+		maxParts    int
+		wantPart    int64
+		wantThreads uint
+	}{
+		{0, 10000, MinPartSize, 1},
+		{5 * mib, 10000, MinPartSize, 1},              // a small DB: one part buffered, not four
+		{14 * mib, 10000, MinPartSize, 1},             // 15.4 MiB with growth: still one part
+		{15 * mib, 10000, MinPartSize, 2},             // 16.5 MiB with growth: two parts
+		{40 * mib, 10000, MinPartSize, 3},             // 44 MiB: three
+		{8 << 30, 10000, MinPartSize, DefaultThreads}, // 8 GiB: many parts, DefaultThreads in flight
+		{8 << 30, 100, 181 * mib, DefaultThreads},     // a store with few parts: larger parts
+		{100 * mib, 4, 55 * mib, 2},                   // 110 MiB in at most 2 parts of 55 MiB
+	} {
+		ps, err := PartSize(tc.db, tc.maxParts)
+		if err != nil {
+			t.Fatalf("PartSize(%d, %d): %v", tc.db, tc.maxParts, err)
+		}
+		if ps != tc.wantPart {
+			t.Errorf("PartSize(%d, %d) = %d MiB, want %d MiB", tc.db, tc.maxParts, ps/mib, tc.wantPart/mib)
+		}
+		if got := Threads(tc.db, ps); got != tc.wantThreads {
+			t.Errorf("Threads(%d MiB, %d MiB) = %d, want %d", tc.db/mib, ps/mib, got, tc.wantThreads)
+		}
+	}
+	if _, err := PartSize(1<<50, 10000); err == nil {
+		t.Error("PartSize of 1 PiB in 10000 parts: no error, want one (parts over 5 GiB)")
+	}
+	if _, err := PartSize(mib, 1); err == nil {
+		t.Error("PartSize with a part limit of 1: no error")
+	}
+}
