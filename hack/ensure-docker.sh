@@ -79,6 +79,24 @@ fi
 info="$(docker info --format '{{.ServerVersion}} {{.Driver}} {{.CgroupVersion}}' 2>&1)" ||
 	die "docker info failed: ${info}"
 log "docker ready: server/driver/cgroup = ${info}"
+
+# 4. Kernel limits the lab's hosts share. Every lab host's systemd, containerd, kubelet, kube-proxy and
+# control-plane components take inotify instances, all as this machine's root: with Debian's default
+# fs.inotify.max_user_instances of 128, a lab of 6 Kubernetes nodes runs out and the next process that
+# asks fails ("fsnotify watcher init: too many open files": kube-proxy in CrashLoopBackOff, a
+# scheduler or operator pod never Ready). kind documents the same limits (its "Pod errors due to too
+# many open files" known issue). Raised, never lowered.
+raise_sysctl() {
+	local key=$1 want=$2 have
+	have="$(sysctl -n "${key}" 2>/dev/null)" || die "cannot read ${key}"
+	if ((have >= want)); then
+		return
+	fi
+	log "raising ${key} from ${have} to ${want}"
+	sysctl -q -w "${key}=${want}" >/dev/null || die "cannot raise ${key} to ${want} (now ${have}): the lab's Kubernetes nodes run out of inotify instances below it"
+}
+raise_sysctl fs.inotify.max_user_instances 8192
+raise_sysctl fs.inotify.max_user_watches 524288
 if [[ ! -d /etc/apt/sources.list.d && ! -f /etc/apt/sources.list ]]; then
 	die "no apt sources (/etc/apt/sources.list.d/*.sources or /etc/apt/sources.list): the lab image's mirror is read from them"
 fi

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -263,4 +264,38 @@ func (l *Lab) KubeNodes() []Host {
 		}
 	}
 	return out
+}
+
+// procInotifyDir holds the kernel's inotify limits.
+const procInotifyDir = "/proc/sys/fs/inotify"
+
+// Inotify limits a Kubernetes lab needs (hack/ensure-docker.sh raises them; kind's "too many open
+// files" known issue gives the same advice). Every node's systemd, containerd, kubelet, kube-proxy
+// and control-plane components take inotify instances, all counted against this machine's root.
+const (
+	minInotifyInstances = 1024
+	minInotifyWatches   = 524288
+)
+
+// checkInotify returns an error naming the fix when the inotify limits under dir are below what a
+// Kubernetes lab needs: at Debian's default of 128 instances, a lab of six nodes runs out and
+// kube-proxy, a scheduler or an operator pod fails with "fsnotify watcher init: too many open files".
+func checkInotify(dir string) error {
+	for _, l := range []struct {
+		file string
+		min  int
+	}{{"max_user_instances", minInotifyInstances}, {"max_user_watches", minInotifyWatches}} {
+		b, err := os.ReadFile(filepath.Join(dir, l.file))
+		if err != nil {
+			return fmt.Errorf("reading the inotify limit: %w", err)
+		}
+		have, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return fmt.Errorf("fs.inotify.%s: %q: %w", l.file, strings.TrimSpace(string(b)), err)
+		}
+		if have < l.min {
+			return fmt.Errorf("fs.inotify.%s is %d, below the %d a Kubernetes lab needs (its nodes' processes fail with \"too many open files\"): run `make host-deps` or `sysctl -w fs.inotify.%s=%d`", l.file, have, l.min, l.file, l.min)
+		}
+	}
+	return nil
 }

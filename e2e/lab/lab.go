@@ -244,6 +244,9 @@ func (l *Lab) up(ctx context.Context) error {
 		return err
 	}
 	if o.Kubernetes {
+		if err := checkInotify(procInotifyDir); err != nil {
+			return err
+		}
 		if _, err := writeKubeNodeInit(o.Dir); err != nil {
 			return err
 		}

@@ -238,3 +238,32 @@ func TestShellJoin(t *testing.T) {
 		t.Errorf("shell.Join = %s, want %s", got, want)
 	}
 }
+
+func TestCheckInotify(t *testing.T) {
+	for _, tc := range []struct {
+		instances, watches string
+		want               string // "" = accepted
+	}{
+		{"8192\n", "524288\n", ""},
+		{"128\n", "524288\n", "fs.inotify.max_user_instances is 128"},
+		{"1024\n", "8192\n", "fs.inotify.max_user_watches is 8192"},
+		{"many\n", "524288\n", "max_user_instances"},
+	} {
+		dir := t.TempDir()
+		for f, v := range map[string]string{"max_user_instances": tc.instances, "max_user_watches": tc.watches} {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := checkInotify(dir)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q/%q: %v, want accepted", tc.instances, tc.watches, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q/%q: %v, want an error with %q", tc.instances, tc.watches, err, tc.want)
+		}
+	}
+	if err := checkInotify(t.TempDir()); err == nil {
+		t.Error("no limit files: accepted")
+	}
+}
