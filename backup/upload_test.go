@@ -10,10 +10,11 @@ func TestPartSizeAndThreads(t *testing.T) {
 		wantPart    int64
 		wantThreads uint
 	}{
-		{0, 10000, MinPartSize, 1},
-		{5 * mib, 10000, MinPartSize, 1},              // a small DB: one part buffered, not four
-		{14 * mib, 10000, MinPartSize, 1},             // 15.4 MiB with growth: still one part
-		{15 * mib, 10000, MinPartSize, 2},             // 16.5 MiB with growth: two parts
+		{0, 10000, minS3PartSize, 1},                  // an empty DB: S3's smallest part
+		{3 * mib, 10000, minS3PartSize, 1},            // 3.3 MiB: still 5 MiB
+		{5 * mib, 10000, 6 * mib, 1},                  // 5.5 MiB: one part as large as the stream, not 16 MiB
+		{14 * mib, 10000, MinPartSize, 1},             // 15.4 MiB: rounds up to 16 MiB, one part
+		{15 * mib, 10000, MinPartSize, 2},             // 16.5 MiB: two parts of 16 MiB
 		{40 * mib, 10000, MinPartSize, 3},             // 44 MiB: three
 		{8 << 30, 10000, MinPartSize, DefaultThreads}, // 8 GiB: many parts, DefaultThreads in flight
 		{8 << 30, 100, 181 * mib, DefaultThreads},     // a store with few parts: larger parts
@@ -35,5 +36,17 @@ func TestPartSizeAndThreads(t *testing.T) {
 	}
 	if _, err := PartSize(mib, 1); err == nil {
 		t.Error("PartSize with a part limit of 1: no error")
+	}
+}
+
+func TestZstdWindow(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		size int64
+		want int
+	}{{0, 8 * mib}, {1, mib}, {900 << 10, mib}, {mib, 2 * mib}, {3 * mib, 4 * mib}, {7 * mib, 8 * mib}, {64 * mib, 8 * mib}} {
+		if got := zstdWindow(tc.size); got != tc.want {
+			t.Errorf("zstdWindow(%d) = %d, want %d", tc.size, got, tc.want)
+		}
 	}
 }

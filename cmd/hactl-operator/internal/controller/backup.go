@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -116,6 +117,7 @@ func (r *EtcdClusterReconciler) backupStep(ctx context.Context, ec *v1.EtcdClust
 		return res
 	}
 	defer cli.Close()
+	defer releaseSnapshotMemory()
 	t0 := time.Now()
 	m, err := backup.Take(tctx, cli, endpoint, store, backup.TakeOptions{
 		Cluster: ec.Name, Prefix: prefix, Member: member, Slot: slot, Compression: b.Compression,
@@ -167,6 +169,13 @@ func prune(ctx context.Context, store backup.Store, l *backup.Listing, policy ba
 	slices.Reverse(kept.Snapshots) // Decisions are newest first; a Listing is oldest first
 	return &kept, nil
 }
+
+// releaseSnapshotMemory gives the pages of a finished snapshot's buffers (its multipart part, the
+// compressor's window: about as large as the DB, up to tens of MiB) back to the OS at once. They are
+// garbage after the upload, but the Go runtime scavenges freed pages over minutes, so between
+// snapshots an idle replica would keep the last one's peak resident (measured with bench/operator:
+// resident memory p50 78 MiB against a 17.8 MiB heap in use). One forced collection per snapshot.
+func releaseSnapshotMemory() { debug.FreeOSMemory() }
 
 // leaderOf is the reachable leader's client URL and member name ("" without one).
 func leaderOf(st *etcd.ClusterStatus) (endpoint, member string) {

@@ -169,6 +169,7 @@ func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *v1.EtcdSna
 		return fail(err.Error())
 	}
 	defer cli.Close()
+	defer releaseSnapshotMemory()
 	b := ec.Spec.Backup
 	tctx, cancel := context.WithTimeout(ctx, OnDemandTimeout)
 	defer cancel()
