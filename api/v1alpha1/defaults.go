@@ -80,6 +80,8 @@ const (
 // spec.ssh.user and knownHostsFile spec.ssh.knownHostsFile; its identityFile stays "" (the keys and
 // agent of spec.ssh are used).
 //
+// Hosts and spec.etcd.spares: port defaults to spec.ssh.port.
+//
 // spec.etcd.download.sha256 is lower-cased (sha256sum prints lower case; some release pages upper).
 //
 // spec.loadBalancer (when set): virtualRouterID 51, mode unicast, advertInterval 1s, topology
@@ -104,7 +106,7 @@ const (
 // bridge, nodeSubnet the network of spec.loadBalancer.vip; download sha256s lower-cased; its local
 // paths (binaries.*, imageArchives[*], kubeletConfigurationFile) are resolved like the ones above.
 //
-// Addresses (spec.hosts[*].address, and spec.ssh.bastion.address when it is an IP literal; a
+// Addresses (spec.hosts[*].address, spec.etcd.spares[*].address, and spec.ssh.bastion.address when it is an IP literal; a
 // bastion may be a DNS name, left as written) are canonicalised with net/netip: IPv6 is lower-cased and compressed
 // ("2001:DB8::0001" -> "2001:db8::1"), and an IPv4-mapped IPv6 address is written as the IPv4
 // address it maps ("::ffff:1.2.3.4" -> "1.2.3.4"): the host is reached over IPv4 either way, and the
@@ -152,6 +154,13 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 
 	for i := range s.Hosts {
 		h := &s.Hosts[i]
+		if h.Port == 0 {
+			h.Port = s.SSH.Port
+		}
+		h.Address = CanonicalAddress(h.Address)
+	}
+	for i := range s.Etcd.Spares {
+		h := &s.Etcd.Spares[i]
 		if h.Port == 0 {
 			h.Port = s.SSH.Port
 		}

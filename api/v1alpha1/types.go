@@ -243,6 +243,31 @@ type Etcd struct {
 	// AcceptZoneQuorumLoss acknowledges a topology where losing one zone loses quorum: the
 	// zone-spread error becomes a warning naming the zone.
 	AcceptZoneQuorumLoss bool `json:"acceptZoneQuorumLoss,omitempty"`
+	// Spares are hosts that may receive an etcd member when hactl-operator heals the cluster (a
+	// member unhealthy past its grace period replaced onto a spare, learner first). They are not in
+	// spec.hosts and carry no roles: nothing runs on them until a heal, and hactl bootstrap leaves
+	// them alone. Name, address, port and zone are a host's (the names and addresses unique among
+	// hosts and spares); `hactl operator deploy` issues their server and peer certificates ahead,
+	// for these addresses, so the CA key never goes into the Kubernetes cluster.
+	Spares []Spare `json:"spares,omitempty"`
+}
+
+// Spare is a machine that may receive an etcd member (spec.etcd.spares): a host without roles.
+type Spare struct {
+	// Name is an RFC 1123 label, unique among hosts and spares; the member's name once it has one.
+	Name string `json:"name"`
+	// Address is an IPv4 or IPv6 literal, unique among hosts and spares (canonicalised by Default);
+	// the new member's peer and client URLs and its certificates' SANs use it.
+	Address string `json:"address"`
+	// Port is the SSH port (default spec.ssh.port).
+	Port int `json:"port,omitempty"`
+	// Zone is the availability zone label: a heal prefers a spare in the lost member's zone.
+	Zone string `json:"zone"`
+}
+
+// Host returns the spare as a host with role etcd: the host it becomes once it runs a member.
+func (s Spare) Host() Host {
+	return Host{Name: s.Name, Address: s.Address, Port: s.Port, Zone: s.Zone, Roles: []Role{RoleEtcd}}
 }
 
 // EtcdDownload is an etcd release tarball (etcd-<version>-linux-<arch>.tar.gz layout: one top-level

@@ -159,6 +159,7 @@ func Validate(c *Cluster, failover FailoverRule) (field.ErrorList, []Warning) {
 	v.ssh(&c.Spec.SSH, spec.Child("ssh"))
 	v.hosts(c.Spec.Hosts, spec.Child("hosts"), c.Spec.SSH.Port)
 	v.etcd(&c.Spec.Etcd, spec.Child("etcd"))
+	v.spares(c, spec.Child("etcd", "spares"))
 	v.topology(c, spec.Child("hosts"))
 	v.loadBalancer(c, spec.Child("loadBalancer"))
 	v.kubernetes(c, spec.Child("kubernetes"))
@@ -417,6 +418,44 @@ func (v *validator) address(p *field.Path, a string) bool {
 		return true
 	}
 	return false
+}
+
+// spares checks spec.etcd.spares: each a name, address, port and zone, the name and address used
+// by no host and no other spare.
+func (v *validator) spares(c *Cluster, p *field.Path) {
+	names := map[string]string{}
+	addrs := map[string]string{}
+	for i, h := range c.Spec.Hosts {
+		names[h.Name] = field.NewPath("spec", "hosts").Index(i).String()
+		addrs[h.Address] = names[h.Name]
+	}
+	for i, h := range c.Spec.Etcd.Spares {
+		hp := p.Index(i)
+		v.label(hp.Child("name"), h.Name, "the spare's name (the etcd member name once it receives one)", "spare-a")
+		if at, dup := names[h.Name]; dup && h.Name != "" {
+			e := field.Duplicate(hp.Child("name"), h.Name)
+			e.Detail = fmt.Sprintf("already used by %s; a spare is a host that runs no member yet, with a name of its own", at)
+			if strings.HasPrefix(at, "spec.hosts") && slices.ContainsFunc(c.Spec.Hosts, func(x Host) bool { return x.Name == h.Name && x.HasRole(RoleEtcd) }) {
+				e.Detail = fmt.Sprintf("%s (%s) is already an etcd member: a spare must be a host without a member, listed only here", h.Name, at)
+			}
+			v.add(e)
+		} else if h.Name != "" {
+			names[h.Name] = hp.String()
+		}
+		if v.address(hp.Child("address"), h.Address) {
+			if at, dup := addrs[h.Address]; dup {
+				e := field.Duplicate(hp.Child("address"), h.Address)
+				e.Detail = fmt.Sprintf("same address as %s once canonicalised; a spare is a machine of its own", at)
+				v.add(e)
+			} else {
+				addrs[h.Address] = hp.String()
+			}
+		}
+		if h.Port != c.Spec.SSH.Port || validPort(c.Spec.SSH.Port) {
+			v.port(hp.Child("port"), h.Port, "the SSH port")
+		}
+		v.label(hp.Child("zone"), h.Zone, "the availability zone (a heal prefers a spare in the lost member's zone)", "az-a")
+	}
 }
 
 func validRoles() []Role { return []Role{RoleEtcd, RoleControlPlane, RoleLB, RoleWorker} }

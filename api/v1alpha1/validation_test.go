@@ -89,6 +89,20 @@ func TestValidateRules(t *testing.T) {
 		{"command timeout negative", func(c *Cluster) { c.Spec.SSH.CommandTimeout.Duration = -1 }, []string{"spec.ssh.commandTimeout"}, nil},
 		{"8 GiB is fine", func(c *Cluster) { c.Spec.Etcd.QuotaBackendBytes = 8 << 30 }, nil, nil},
 		{"long name", func(c *Cluster) { c.Metadata.Name = strings.Repeat("a", 64) }, []string{"metadata.name"}, nil},
+		{"spares", func(c *Cluster) {
+			c.Spec.Etcd.Spares = []Spare{{Name: "s1", Address: "10.0.0.21", Port: 22, Zone: "z1"}, {Name: "s2", Address: "10.0.0.22", Port: 2222, Zone: "z3"}}
+		}, nil, nil},
+		{"spare that is a member, a host, another spare; no port, no zone", func(c *Cluster) {
+			c.Spec.Hosts = append(c.Spec.Hosts, Host{Name: "lb", Address: "10.0.0.9", Port: 22, Zone: "z1", Roles: []Role{RoleLB}})
+			c.Spec.Etcd.Spares = []Spare{
+				{Name: "a", Address: "10.0.0.21", Port: 22, Zone: "z1"},  // the member a
+				{Name: "lb", Address: "10.0.0.22", Port: 22, Zone: "z1"}, // the host lb
+				{Name: "s", Address: "10.0.0.2", Port: 22, Zone: "z1"},   // b's address
+				{Name: "s", Address: "10.0.0.23", Port: 22, Zone: "z1"},  // the spare before
+				{Name: "u", Address: "10.0.0.25", Port: 0},               // no port, no zone
+			}
+		}, []string{"spec.etcd.spares[0].name", "spec.etcd.spares[1].name", "spec.etcd.spares[2].address", "spec.etcd.spares[3].name",
+			"spec.etcd.spares[4].port", "spec.etcd.spares[4].zone"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +125,23 @@ func TestValidateRules(t *testing.T) {
 
 // TestValidateDataDirAndAddresses covers data dirs that would lose data or clobber system
 // directories, control characters in the data dir, loopback addresses and pasted key material.
+func TestSpareMessages(t *testing.T) {
+	c := validCluster("/specs")
+	c.Spec.Etcd.Spares = []Spare{{Name: "b", Address: "10.0.0.21", Port: 22, Zone: "z2"}}
+	errs, _ := Validate(c, nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "b (spec.hosts[1]) is already an etcd member") {
+		t.Errorf("a member as spare: %v", errs)
+	}
+	c.Spec.Etcd.Spares[0] = Spare{Name: "s", Address: "::FFFF:10.0.0.3", Zone: "z2"}
+	SetDefaults(c, Dirs{Base: "/specs"})
+	if c.Spec.Etcd.Spares[0].Address != "10.0.0.3" || c.Spec.Etcd.Spares[0].Port != 22 {
+		t.Errorf("spare not defaulted: %+v", c.Spec.Etcd.Spares[0])
+	}
+	if errs, _ := Validate(c, nil); len(errs) != 1 || errs[0].Field != "spec.etcd.spares[0].address" {
+		t.Errorf("a spare on c's address: %v", errs)
+	}
+}
+
 func TestValidateDataDirAndAddresses(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
