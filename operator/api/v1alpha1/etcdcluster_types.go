@@ -26,6 +26,8 @@ type EtcdCluster struct {
 }
 
 // EtcdClusterSpec is what the operator watches and how it keeps it.
+// +kubebuilder:validation:XValidation:rule="!has(self.healing) || !has(self.healing.spares) || self.healing.spares.all(s, !self.members.exists(m, m.name == s.name || url(m.clientURL).getHostname() == s.address))",message="a spare must not be a member: spec.healing.spares lists hosts that run no member (by name and by address)"
+// +kubebuilder:validation:XValidation:rule="!has(self.healing) || duration(self.healing.gracePeriod).getMilliseconds() >= 3 * duration(self.electionTimeout).getMilliseconds()",message="spec.healing.gracePeriod must be at least 3 × spec.electionTimeout: a member is only declared lost after several elections could have brought it back"
 type EtcdClusterSpec struct {
 	// ClusterID is the etcd cluster ID in hex, as etcdctl prints it (hactl's state dir records it):
 	// the cluster's identity. The operator refuses to act on members that answer with another ID.
@@ -60,6 +62,82 @@ type EtcdClusterSpec struct {
 	// nil leaves maintenance to the user.
 	// +optional
 	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
+
+	// Healing is how the operator replaces a member whose host is lost (onto a spare, learner
+	// first); nil: the operator only reports a lost member.
+	// +optional
+	Healing *HealingSpec `json:"healing,omitempty"`
+}
+
+// HealingSpec is the operator's self-healing: a member unhealthy for longer than GracePeriod while
+// a quorum holds is replaced onto a free spare over SSH (remove it and add the spare as a learner,
+// or the other way round as etcd allows; promoted once caught up), one member at a time. With the
+// quorum lost the operator does nothing destructive: a restore is a person's decision.
+// +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || (has(self.spares) && size(self.spares) > 0)",message="autoReplace needs spares: list the hosts a member may be moved onto (spec.etcd.spares of cluster.yaml; hactl operator deploy fills them in)"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || has(self.sshKeySecret)",message="autoReplace needs sshKeySecret: the Secret with the SSH key the operator logs in to the spares with"
+type HealingSpec struct {
+	// AutoReplace lets the operator replace a lost member by itself; false: the Healing condition
+	// and an event say what it would do, and nothing is changed.
+	// +optional
+	AutoReplace bool `json:"autoReplace,omitempty"`
+
+	// GracePeriod is how long a member must stay unhealthy before it is replaced (default 5m); a
+	// member that answers again within it cancels the heal. At least 3 × electionTimeout.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="gracePeriod must be at most 24h"
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+
+	// Spares are the hosts a member may be moved onto, each with its pinned SSH host keys and the
+	// Secret of the etcd certificates issued for it ahead (the CA key never enters the cluster).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Spares []SpareHost `json:"spares,omitempty"`
+
+	// SSHKeySecret names a Secret with the private key (key ssh-privatekey, as in a
+	// kubernetes.io/ssh-auth Secret) the operator logs in to the spares with.
+	// +optional
+	SSHKeySecret *SecretRef `json:"sshKeySecret,omitempty"`
+
+	// SSHUser is the login user on the spares (default root).
+	// +kubebuilder:default=root
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_-]*[$]?$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	SSHUser string `json:"sshUser,omitempty"`
+}
+
+// SpareHost is a host that may receive an etcd member.
+type SpareHost struct {
+	// Name is the spare's name, the new member's name once it receives one.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Address is the spare's IP address: its SSH address and the new member's peer and client URLs.
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="address must be an IPv4 or IPv6 literal (etcd URLs and certificate SANs use the IP)"
+	Address string `json:"address"`
+	// SSHPort is its SSH port (default 22).
+	// +kubebuilder:default=22
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	SSHPort int32 `json:"sshPort,omitempty"`
+	// Zone is its availability zone: a heal prefers a spare in the lost member's zone and never
+	// picks one that would put a quorum of members in one zone.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Zone string `json:"zone,omitempty"`
+	// HostKeys are its SSH host public keys in authorized_keys form ("ssh-ed25519 AAAA..."),
+	// pinned: a host offering none of them is refused, and the heal stops with that error.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:Pattern=`^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256|ecdsa-sha2-nistp384|ecdsa-sha2-nistp521) [A-Za-z0-9+/=]+$`
+	HostKeys []string `json:"hostKeys"`
+	// CertificatesSecret names the Secret with the etcd certificates issued for this spare by
+	// hactl operator deploy: ca.crt, server.crt, server.key, peer.crt and peer.key.
+	CertificatesSecret SecretRef `json:"certificatesSecret"`
 }
 
 // MemberEndpoint is one member's name and client URL.
@@ -229,7 +307,17 @@ type EtcdClusterStatus struct {
 	LastDefragmentation *metav1.Time `json:"lastDefragmentation,omitempty"`
 	// +optional
 	LastCompaction *metav1.Time `json:"lastCompaction,omitempty"`
-	// Conditions: Available, QuorumAtRisk, Degraded, BackupFresh, Maintenance.
+	// Healing is the member replacement in progress, step by step (nil: none): a replica that
+	// takes over the Lease continues it from the recorded step, or rolls it back.
+	// +optional
+	Healing *HealingStatus `json:"healing,omitempty"`
+	// Heals are the replacements the operator finished (succeeded, failed or cancelled), oldest
+	// first, the newest 10: hactl reads them to tell what changed since its own record.
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	// +optional
+	Heals []HealRecord `json:"heals,omitempty"`
+	// Conditions: Available, QuorumAtRisk, Degraded, BackupFresh, Maintenance, Healing.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -277,6 +365,75 @@ type MemberStatus struct {
 	// Alarms are the alarms raised on it (NOSPACE, CORRUPT).
 	// +optional
 	Alarms []string `json:"alarms,omitempty"`
+	// UnhealthySince is when the operator first saw it unhealthy in the current run of looks (nil
+	// while healthy): the grace period of a heal counts from here, across leader changes.
+	// +optional
+	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
+}
+
+// HealStep is a step of a member replacement.
+// +kubebuilder:validation:Enum=Planned;RemovingMember;AddingLearner;StartingMember;Promoting;RollingBack
+type HealStep string
+
+// Steps of a heal, in order (the remove may come after the promotion: see HealingStatus.Order).
+const (
+	HealPlanned        HealStep = "Planned"
+	HealRemovingMember HealStep = "RemovingMember"
+	HealAddingLearner  HealStep = "AddingLearner"
+	HealStartingMember HealStep = "StartingMember"
+	HealPromoting      HealStep = "Promoting"
+	HealRollingBack    HealStep = "RollingBack"
+)
+
+// HealingStatus is one member replacement in progress.
+type HealingStatus struct {
+	// Member and MemberID are the lost member being replaced.
+	Member   string `json:"member"`
+	MemberID string `json:"memberID"`
+	// Spare is the host receiving the new member; NewMemberID its ID once etcd added it.
+	Spare string `json:"spare"`
+	// +optional
+	NewMemberID string `json:"newMemberID,omitempty"`
+	// Order is add-first or remove-first (etcd's strict reconfiguration decides: see
+	// etcd/membership.ReplaceOrder).
+	// +kubebuilder:validation:Enum=add-first;remove-first
+	Order string `json:"order"`
+	// Step is the step being worked on.
+	Step HealStep `json:"step"`
+	// StartedAt is when the heal began, StepAt when Step was entered.
+	StartedAt metav1.Time `json:"startedAt"`
+	StepAt    metav1.Time `json:"stepAt"`
+	// Attempts counts tries of the current step; LastError is the last one's error.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+}
+
+// HealResult is how a heal ended.
+// +kubebuilder:validation:Enum=Succeeded;Failed;Cancelled
+type HealResult string
+
+// Results of a heal.
+const (
+	HealSucceeded HealResult = "Succeeded"
+	HealFailed    HealResult = "Failed"
+	HealCancelled HealResult = "Cancelled"
+)
+
+// HealRecord is a finished member replacement.
+type HealRecord struct {
+	Member   string `json:"member"`
+	MemberID string `json:"memberID"`
+	Spare    string `json:"spare"`
+	// +optional
+	NewMemberID string     `json:"newMemberID,omitempty"`
+	Result      HealResult `json:"result"`
+	// Message says what happened (the error of a failed heal).
+	// +optional
+	Message    string      `json:"message,omitempty"`
+	StartedAt  metav1.Time `json:"startedAt"`
+	FinishedAt metav1.Time `json:"finishedAt"`
 }
 
 // SnapshotRef is one snapshot in the object store.
@@ -310,6 +467,9 @@ const (
 	ConditionBackupFresh = "BackupFresh"
 	// ConditionMaintenance: the operator is compacting, defragmenting or recovering from NOSPACE.
 	ConditionMaintenance = "Maintenance"
+	// ConditionHealing: a member is being replaced (True), or why none is (False: waiting out the
+	// grace period, no free spare, quorum lost, autoReplace off, the last heal failed).
+	ConditionHealing = "Healing"
 )
 
 // EtcdClusterList is a list of EtcdCluster.

@@ -34,6 +34,13 @@ func valid(name string) *hactlv1.EtcdCluster {
 				Retention:         &hactlv1.Retention{KeepLast: ptr.To[int32](24)},
 			},
 			Maintenance: &hactlv1.MaintenanceSpec{Window: &hactlv1.MaintenanceWindow{Start: "02:30", Duration: metav1.Duration{Duration: time.Hour}}},
+			Healing: &hactlv1.HealingSpec{
+				AutoReplace: true,
+				Spares: []hactlv1.SpareHost{{Name: "spare-a", Address: "10.0.0.21", Zone: "az-a",
+					HostKeys:           []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKk5pZOCa3Y0Rz6H5QKqJm8Y1YH7kV0m0lZt2q0j6nZ1"},
+					CertificatesSecret: hactlv1.SecretRef{Name: "hactl-etcd-spare-a"}}},
+				SSHKeySecret: &hactlv1.SecretRef{Name: "hactl-operator-ssh"},
+			},
 		},
 	}
 }
@@ -50,6 +57,14 @@ func TestAdmission(t *testing.T) {
 	if ok.Spec.ElectionTimeout == nil || ok.Spec.ElectionTimeout.Duration != time.Second || ok.Spec.Backup.Compression != "zstd" ||
 		ok.Spec.Maintenance.DefragThresholdPercent != 50 || ok.Spec.Maintenance.RecoverNoSpace == nil || !*ok.Spec.Maintenance.RecoverNoSpace {
 		t.Errorf("defaults not applied: %+v %+v %+v", ok.Spec.ElectionTimeout, ok.Spec.Backup, ok.Spec.Maintenance)
+	}
+	if h := ok.Spec.Healing; h.GracePeriod == nil || h.GracePeriod.Duration != 5*time.Minute || h.SSHUser != "root" || h.Spares[0].SSHPort != 22 {
+		t.Errorf("healing defaults not applied: %+v", h)
+	}
+	reportOnly := valid("report-only")
+	reportOnly.Spec.Healing = &hactlv1.HealingSpec{} // no autoReplace: no spares or key needed
+	if err := c.Create(ctx, reportOnly); err != nil {
+		t.Errorf("healing without autoReplace refused: %v", err)
 	}
 	for _, every := range []time.Duration{time.Minute, 15 * time.Minute, 12 * time.Minute, 30 * time.Minute, time.Hour, 6 * time.Hour, 8 * time.Hour, 24 * time.Hour} {
 		e := valid("every-" + strings.ReplaceAll(strings.ToLower(every.String()), "0s", ""))
@@ -92,6 +107,19 @@ func TestAdmission(t *testing.T) {
 			e.Spec.Backup.ObjectStore.PlainHTTP, e.Spec.Backup.ObjectStore.CASecret = true, &hactlv1.SecretRef{Name: "ca"}
 		}, []string{"spec.backup.objectStore", "exclude each other"}},
 		{"recipient", func(e *hactlv1.EtcdCluster) { e.Spec.Backup.EncryptionRecipients = []string{"ssh-ed25519 AAAA"} }, []string{"spec.backup.encryptionRecipients[0]"}},
+		// Healing (issue 16's bad input).
+		{"autoreplace-no-spares", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares = nil }, []string{"spec.healing", "autoReplace needs spares"}},
+		{"autoreplace-no-key", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.SSHKeySecret = nil }, []string{"spec.healing", "autoReplace needs sshKeySecret"}},
+		{"grace-short", func(e *hactlv1.EtcdCluster) {
+			e.Spec.ElectionTimeout = &metav1.Duration{Duration: 5 * time.Second}
+			e.Spec.Healing.GracePeriod = &metav1.Duration{Duration: 14 * time.Second}
+		}, []string{"spec", "gracePeriod must be at least 3 × spec.electionTimeout"}},
+		{"grace-long", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.GracePeriod = &metav1.Duration{Duration: 25 * time.Hour} }, []string{"spec.healing.gracePeriod", "at most 24h"}},
+		{"spare-is-member", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].Name = "cp-b" }, []string{"spec", "a spare must not be a member"}},
+		{"spare-member-address", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].Address = "fd00::13" }, []string{"spec", "a spare must not be a member"}},
+		{"spare-dns", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].Address = "spare-a.example" }, []string{"spec.healing.spares[0].address", "IPv4 or IPv6 literal"}},
+		{"spare-no-hostkeys", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].HostKeys = nil }, []string{"spec.healing.spares[0].hostKeys"}},
+		{"spare-bad-hostkey", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].HostKeys = []string{"not a key"} }, []string{"spec.healing.spares[0].hostKeys[0]"}},
 	} {
 		e := valid(tc.name)
 		tc.mutate(e)
