@@ -61,7 +61,7 @@ func Apply(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int64, 
 	switch {
 	case !seen:
 		err := cmp.Or(look.CredentialsErr, look.Err)
-		st.Members = unseenMembers(spec, err)
+		st.Members = unseenMembers(spec, err, unhealthySince(st.Members), now)
 		st.Leader = ""
 		msg := "no member answered"
 		if err != nil {
@@ -79,7 +79,7 @@ func Apply(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int64, 
 		set(st, generation, now, v1.ConditionQuorumAtRisk, true, reason, "the operator cannot see the quorum: "+msg)
 		set(st, generation, now, v1.ConditionDegraded, true, reason, msg)
 	case cs.ClusterID != spec.ClusterID:
-		st.Members = unseenMembers(spec, nil)
+		st.Members = unseenMembers(spec, nil, unhealthySince(st.Members), now)
 		st.Leader = ""
 		msg := fmt.Sprintf("the members answer as etcd cluster %s, not spec.clusterID %s: the operator does nothing to them", cs.ClusterID, spec.ClusterID)
 		set(st, generation, now, v1.ConditionAvailable, false, ReasonClusterMismatch, msg)
@@ -109,7 +109,8 @@ func observed(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int6
 		alarms[a.MemberID] = append(alarms[a.MemberID], a.Alarm)
 	}
 	st.Leader = cs.LeaderName
-	st.Members = st.Members[:0]
+	since := unhealthySince(st.Members)
+	st.Members = nil
 	var unhealthy, alarmed []string
 	for _, m := range spec.Members {
 		ep, ok := byURL[m.ClientURL]
@@ -133,6 +134,7 @@ func observed(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int6
 		}
 		if !ms.Healthy {
 			unhealthy = append(unhealthy, m.Name)
+			ms.UnhealthySince = cmp.Or(since[m.Name], &metav1.Time{Time: now})
 		}
 		for _, a := range ms.Alarms {
 			alarmed = append(alarmed, m.Name+": "+a)
@@ -247,10 +249,23 @@ func set(st *v1.EtcdClusterStatus, generation int64, now time.Time, typ string, 
 	})
 }
 
-func unseenMembers(spec v1.EtcdClusterSpec, err error) []v1.MemberStatus {
+// unhealthySince maps each member of ms to its UnhealthySince (nil entries left out).
+func unhealthySince(ms []v1.MemberStatus) map[string]*metav1.Time {
+	out := map[string]*metav1.Time{}
+	for _, m := range ms {
+		if m.UnhealthySince != nil {
+			out[m.Name] = m.UnhealthySince.DeepCopy()
+		}
+	}
+	return out
+}
+
+// unseenMembers is every member of spec as not reachable (err says why), unhealthy since the time
+// since records, or now.
+func unseenMembers(spec v1.EtcdClusterSpec, err error, since map[string]*metav1.Time, now time.Time) []v1.MemberStatus {
 	var out []v1.MemberStatus
 	for _, m := range spec.Members {
-		ms := v1.MemberStatus{Name: m.Name, Error: "not reachable"}
+		ms := v1.MemberStatus{Name: m.Name, Error: "not reachable", UnhealthySince: cmp.Or(since[m.Name], &metav1.Time{Time: now})}
 		if err != nil {
 			ms.Error = "not reachable: " + err.Error()
 		}

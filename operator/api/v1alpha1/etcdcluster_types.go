@@ -150,6 +150,11 @@ type MemberEndpoint struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https' && url(self).getHostname() != ''",message="clientURL must be an https URL with a host (the members require TLS client certificates)"
 	ClientURL string `json:"clientURL"`
+	// Zone is the member's availability zone (hactl's spec.hosts[].zone): a heal keeps the
+	// members spread so that no zone holds a quorum.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Zone string `json:"zone,omitempty"`
 }
 
 // SecretRef names a Secret in the referring object's namespace.
