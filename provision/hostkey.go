@@ -282,3 +282,25 @@ func portOf(hostPort string) int {
 	}
 	return n
 }
+
+// KnownHostKeys returns every host key file records for the host at addr (an IP or name) and SSH
+// port (the "[addr]:port" form for a port other than 22, as OpenSSH writes it), in file order; none
+// when the host is not in the file or the file does not exist. Errors: the file cannot be read or
+// parsed. It is how `hactl operator deploy` pins a spare's host keys in the EtcdCluster.
+func KnownHostKeys(file, addr string, port int) ([]ssh.PublicKey, error) {
+	cb, err := loadKnownHosts(file)
+	if err != nil {
+		return nil, err
+	}
+	hostPort := net.JoinHostPort(addr, strconv.Itoa(port))
+	remote := &net.TCPAddr{IP: net.ParseIP(addr), Port: port}
+	var ke *knownhosts.KeyError
+	if err := cb(hostPort, remote, probeKey); !errors.As(err, &ke) {
+		return nil, nil // the probe matched nothing: no entry (or the zero key itself, never written)
+	}
+	var keys []ssh.PublicKey
+	for _, k := range ke.Want {
+		keys = append(keys, k.Key)
+	}
+	return keys, nil
+}

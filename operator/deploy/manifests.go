@@ -80,6 +80,10 @@ type Options struct {
 	Backup *BackupOptions
 	// Getenv reads the object store credentials' environment variables (os.Getenv when nil).
 	Getenv func(string) string
+	// Healing is the operator's self-healing onto spec.etcd.spares; nil with spares: report
+	// only (the spares' certificates are issued all the same, so turning autoReplace on later
+	// needs no CA).
+	Healing *HealingOptions
 }
 
 // BackupOptions are the operator's snapshot schedule: every Every (whole minutes dividing an
@@ -177,13 +181,21 @@ func Build(o Options) (*Plan, error) {
 			ClientCertificateSecret: v1.SecretRef{Name: ClientSecret},
 		},
 	}
+	zones := map[string]string{}
+	for _, h := range c.Spec.Hosts {
+		zones[h.Name] = h.Zone
+	}
 	for _, m := range members {
-		ec.Spec.Members = append(ec.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: m.ClientURL()})
+		ec.Spec.Members = append(ec.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: m.ClientURL(), Zone: zones[m.Name]})
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.Metadata.Name); len(msgs) > 0 {
 		return nil, &UsageError{"metadata.name", fmt.Sprintf("%q cannot name the EtcdCluster: %s", c.Metadata.Name, msgs[0])}
 	}
 	backupSecrets, err := backupSpec(ec, o)
+	if err != nil {
+		return nil, err
+	}
+	healSecrets, err := healingSpec(ec, o, ca, pkiDir)
 	if err != nil {
 		return nil, err
 	}
@@ -223,13 +235,13 @@ func Build(o Options) (*Plan, error) {
 	typed := []runtime.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
 		&corev1.ServiceAccount{ObjectMeta: meta(Name)},
-		&rbacv1.Role{ObjectMeta: meta(Name), Rules: Rules()},
+		&rbacv1.Role{ObjectMeta: meta(Name), Rules: Rules(healingSecrets(ec)...)},
 		&rbacv1.RoleBinding{ObjectMeta: meta(Name),
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: Name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: ns}}},
 		&corev1.Secret{ObjectMeta: meta(ClientSecret), Type: corev1.SecretTypeTLS, Data: secretData},
 	}
-	for _, bs := range backupSecrets {
+	for _, bs := range append(backupSecrets, healSecrets...) {
 		bs.ObjectMeta = meta(bs.Name)
 		typed = append(typed, bs)
 	}
@@ -333,15 +345,18 @@ func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 }
 
 // Rules are the operator's permissions, all in its own namespace: its custom resources and their
-// status, the one Secret it reads (no list or watch of Secrets), its Lease, and events.
-func Rules() []rbacv1.PolicyRule {
+// status, the Secrets it reads by name (its client certificate, the object store's, and
+// healingSecrets: the spares' certificates and the SSH key; no list or watch of Secrets), its
+// Lease, and events. EtcdClusters are updated (not only their status) to record a heal's new
+// member in spec.members.
+func Rules(healingSecrets ...string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdclusters"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdclusters"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		// EtcdSnapshots mirror the bucket (created, deleted), carry the finalizer (update) and get
 		// their key when taken on demand.
 		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdsnapshots"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdclusters/status", "etcdsnapshots/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{ClientSecret, S3Secret, S3CASecret}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: append([]string{ClientSecret, S3Secret, S3CASecret}, healingSecrets...), Verbs: []string{"get"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{Name}, Verbs: []string{"get", "update"}},
 		// events.k8s.io for the reconcilers' events, the core group for client-go's leader election events.

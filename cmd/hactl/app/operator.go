@@ -52,6 +52,7 @@ func newOperatorDeployCommand(s Streams, g *globalOptions) *cobra.Command {
 	var replicas int32
 	var dryRun, noBackups bool
 	var timeout, every time.Duration
+	heal := &deploy.HealingOptions{}
 	var policy backup.Policy
 	f := &operatorFlags{}
 	cmd := &cobra.Command{
@@ -72,6 +73,12 @@ timers, and one object per slot whichever replica takes it), prunes with --keep-
 newest snapshot is older than two intervals. The access key is read as hactl backup reads it and
 put into a Secret. Use either the operator's schedule or the members' timers, never both: the
 operator takes no snapshot while the timers' keep appearing and says so.
+
+With spec.etcd.spares the operator may heal: deploy issues each spare's etcd server and peer
+certificates from the state dir's CA into a Secret (the CA key stays here) and pins the spares'
+host keys from spec.ssh.knownHostsFile in the EtcdCluster. Without --auto-replace the operator only
+reports a member lost for longer than --grace-period and the spare it would move it onto; with it,
+it replaces the member itself over SSH (the key from --ssh-key, put into a Secret).
 
 --image-archive imports the image into every Kubernetes node of the spec over SSH first (its
 reference is the archive's unless --image says otherwise); through --kubeconfig load the image as
@@ -111,7 +118,14 @@ manifests (Secrets redacted) and changes nothing.`,
 			default:
 				p.Infof("operator: the spec has no spec.backup: the operator takes no snapshots")
 			}
-			plan, err := deploy.Build(deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun, Backup: bk})
+			var ho *deploy.HealingOptions
+			switch fl := cmd.Flags(); {
+			case fl.Changed("ssh-key") && !heal.AutoReplace:
+				return &UsageError{Err: errors.New("--ssh-key is the key the operator logs in to the spares with: it goes with --auto-replace")}
+			case heal.AutoReplace || fl.Changed("grace-period"):
+				ho = heal
+			}
+			plan, err := deploy.Build(deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun, Backup: bk, Healing: ho})
 			if err != nil {
 				return err
 			}
@@ -159,6 +173,9 @@ manifests (Secrets redacted) and changes nothing.`,
 	cmd.Flags().IntVar(&policy.KeepLast, "keep-last", 0, "after each snapshot, prune all but the newest N (with --keep-hourly/--keep-daily: kept when any rule keeps it; default: prune nothing)")
 	cmd.Flags().IntVar(&policy.KeepHourly, "keep-hourly", 0, "after each snapshot, keep the newest snapshot of each of the N most recent hours")
 	cmd.Flags().IntVar(&policy.KeepDaily, "keep-daily", 0, "after each snapshot, keep the newest snapshot of each of the N most recent days")
+	cmd.Flags().BoolVar(&heal.AutoReplace, "auto-replace", false, "let the operator replace a member unhealthy past --grace-period onto a free spare of spec.etcd.spares (without it the operator only reports what it would do)")
+	cmd.Flags().DurationVar(&heal.GracePeriod, "grace-period", deploy.DefaultGracePeriod, "how long a member must stay unhealthy before it is replaced (at least 3 x spec.etcd.electionTimeout)")
+	cmd.Flags().StringVar(&heal.SSHKeyFile, "ssh-key", "", "with --auto-replace: the unencrypted private key the operator logs in to the spares with, put into a Secret (default spec.ssh.identityFile; best a key authorized on the spares only)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the manifests (Secrets redacted) and change nothing")
 	cmd.Flags().DurationVar(&timeout, "wait", 3*time.Minute, "how long to wait for a replica to run and observe the cluster")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
