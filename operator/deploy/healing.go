@@ -42,14 +42,15 @@ type HealingOptions struct {
 	SSHKeyFile string
 }
 
-// healingSpec sets ec.Spec.Healing from spec.etcd.spares and o.Healing and returns the Secrets it
+// healingSpec sets ec.Spec.Healing from spec.etcd.spares and o.Healing (the new members' settings
+// from spec.etcd and token, the cluster's --initial-cluster-token) and returns the Secrets it
 // refers to (names only in their ObjectMeta): per spare its server and peer certificates, issued
 // into the state dir as a member's are (pki.CA.EnsureMember; not during a dry run) for its name
 // and address, and with AutoReplace the SSH key. Each spare's host keys are pinned from
 // spec.ssh.knownHostsFile. No spares and no options: nothing. Errors (*UsageError): --auto-replace
 // without spares, a grace period under 3 × the election timeout, a spare without a host key in
 // known_hosts, an SSH key that is missing, unreadable, not a private key or encrypted.
-func healingSpec(ec *v1.EtcdCluster, o Options, ca *pki.CA, pkiDir string) ([]*corev1.Secret, error) {
+func healingSpec(ec *v1.EtcdCluster, o Options, ca *pki.CA, pkiDir, token string) ([]*corev1.Secret, error) {
 	c := o.Cluster
 	h := o.Healing
 	spares := c.Spec.Etcd.Spares
@@ -73,7 +74,11 @@ func healingSpec(ec *v1.EtcdCluster, o Options, ca *pki.CA, pkiDir string) ([]*c
 	if et := c.Spec.Etcd.ElectionTimeout.Duration; grace < 3*et || grace > 24*time.Hour {
 		return nil, &UsageError{"--grace-period", fmt.Sprintf("%s: between 3 × spec.etcd.electionTimeout (%s) and 24h: a member is declared lost only after several elections could have brought it back", grace, 3*et)}
 	}
-	hs := &v1.HealingSpec{AutoReplace: h.AutoReplace, GracePeriod: &metav1.Duration{Duration: grace}, SSHUser: c.Spec.SSH.User}
+	e := c.Spec.Etcd
+	hs := &v1.HealingSpec{AutoReplace: h.AutoReplace, GracePeriod: &metav1.Duration{Duration: grace}, SSHUser: c.Spec.SSH.User,
+		Member: &v1.MemberTemplate{Version: e.Version, DataDir: e.DataDir, ClientPort: int32(e.ClientPort), PeerPort: int32(e.PeerPort),
+			HeartbeatInterval: metav1.Duration{Duration: e.HeartbeatInterval.Duration}, QuotaBackendBytes: e.QuotaBackendBytes,
+			AutoCompactionMode: e.AutoCompaction.Mode, AutoCompactionRetention: e.AutoCompaction.Retention, InitialClusterToken: token}}
 	var secrets []*corev1.Secret
 	for i, s := range spares {
 		keys, err := provision.KnownHostKeys(c.Spec.SSH.KnownHostsFile, s.Address, s.Port)

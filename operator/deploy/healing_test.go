@@ -112,6 +112,9 @@ func TestBuildHealing(t *testing.T) {
 	if s := h.Spares[1]; s.SSHPort != 2222 || len(s.HostKeys) != 1 {
 		t.Errorf("spare-c (port 2222) %+v", s)
 	}
+	if m := h.Member; m == nil || m.InitialClusterToken != "t" || m.ClientPort != 2379 || m.PeerPort != 2380 {
+		t.Errorf("member template %+v", m)
+	}
 	if ec.Spec.Members[2].Zone != "az-c" {
 		t.Errorf("members carry no zone: %+v", ec.Spec.Members)
 	}

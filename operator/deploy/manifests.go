@@ -195,7 +195,7 @@ func Build(o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	healSecrets, err := healingSpec(ec, o, ca, pkiDir)
+	healSecrets, err := healingSpec(ec, o, ca, pkiDir, st.Token)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,7 @@ type EtcdClusterSpec struct {
 // quorum lost the operator does nothing destructive: a restore is a person's decision.
 // +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || (has(self.spares) && size(self.spares) > 0)",message="autoReplace needs spares: list the hosts a member may be moved onto (spec.etcd.spares of cluster.yaml; hactl operator deploy fills them in)"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || has(self.sshKeySecret)",message="autoReplace needs sshKeySecret: the Secret with the SSH key the operator logs in to the spares with"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || has(self.member)",message="autoReplace needs member: the settings a new member runs with (hactl operator deploy fills them in)"
 type HealingSpec struct {
 	// AutoReplace lets the operator replace a lost member by itself; false: the Healing condition
 	// and an event say what it would do, and nothing is changed.
@@ -106,6 +107,47 @@ type HealingSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	SSHUser string `json:"sshUser,omitempty"`
+
+	// Member is how a new member runs: the settings of the members hactl installed (its
+	// spec.etcd, filled in by hactl operator deploy), so a replacement is one of them.
+	// +optional
+	Member *MemberTemplate `json:"member,omitempty"`
+}
+
+// MemberTemplate is an etcd member's settings beyond its name and address (hactl's spec.etcd and
+// the cluster token), from which the operator renders a new member's systemd unit exactly as
+// hactl renders the others' (etcd.NewUnitConfig).
+type MemberTemplate struct {
+	// Version is the etcd version the members run ("v3.6.16"): the operator image's etcd binary
+	// must report it, and so must the running members.
+	// +kubebuilder:validation:Pattern=`^v3\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`
+	Version string `json:"version"`
+	// DataDir is the absolute data directory (hactl's spec.etcd.dataDir).
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*$`
+	// +kubebuilder:validation:MaxLength=4096
+	DataDir string `json:"dataDir"`
+	// ClientPort and PeerPort are the members' TLS ports.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	ClientPort int32 `json:"clientPort"`
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	PeerPort int32 `json:"peerPort"`
+	// HeartbeatInterval is raft's heartbeat (whole milliseconds).
+	HeartbeatInterval metav1.Duration `json:"heartbeatInterval"`
+	// QuotaBackendBytes is the backend quota in bytes.
+	// +kubebuilder:validation:Minimum=0
+	QuotaBackendBytes int64 `json:"quotaBackendBytes"`
+	// AutoCompactionMode (periodic or revision) and AutoCompactionRetention are etcd's.
+	// +kubebuilder:validation:Enum=periodic;revision
+	AutoCompactionMode string `json:"autoCompactionMode"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	AutoCompactionRetention string `json:"autoCompactionRetention"`
+	// InitialClusterToken is the cluster's --initial-cluster-token.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	InitialClusterToken string `json:"initialClusterToken"`
 }
 
 // SpareHost is a host that may receive an etcd member.

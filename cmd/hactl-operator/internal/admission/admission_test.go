@@ -40,6 +40,9 @@ func valid(name string) *hactlv1.EtcdCluster {
 					HostKeys:           []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKk5pZOCa3Y0Rz6H5QKqJm8Y1YH7kV0m0lZt2q0j6nZ1"},
 					CertificatesSecret: hactlv1.SecretRef{Name: "hactl-etcd-spare-a"}}},
 				SSHKeySecret: &hactlv1.SecretRef{Name: "hactl-operator-ssh"},
+				Member: &hactlv1.MemberTemplate{Version: "v3.6.16", DataDir: "/var/lib/etcd", ClientPort: 2379, PeerPort: 2380,
+					HeartbeatInterval: metav1.Duration{Duration: 100 * time.Millisecond}, QuotaBackendBytes: 2 << 30,
+					AutoCompactionMode: "periodic", AutoCompactionRetention: "1h", InitialClusterToken: "lab3-1"},
 			},
 		},
 	}
@@ -119,6 +122,9 @@ func TestAdmission(t *testing.T) {
 		{"spare-member-address", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].Address = "fd00::13" }, []string{"spec", "a spare must not be a member"}},
 		{"spare-dns", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].Address = "spare-a.example" }, []string{"spec.healing.spares[0].address", "IPv4 or IPv6 literal"}},
 		{"spare-no-hostkeys", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].HostKeys = nil }, []string{"spec.healing.spares[0].hostKeys"}},
+		{"autoreplace-no-member", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Member = nil }, []string{"spec.healing", "autoReplace needs member"}},
+		{"member-version", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Member.Version = "3.6" }, []string{"spec.healing.member.version"}},
+		{"member-datadir", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Member.DataDir = "var/lib/etcd" }, []string{"spec.healing.member.dataDir"}},
 		{"spare-bad-hostkey", func(e *hactlv1.EtcdCluster) { e.Spec.Healing.Spares[0].HostKeys = []string{"not a key"} }, []string{"spec.healing.spares[0].hostKeys[0]"}},
 	} {
 		e := valid(tc.name)
