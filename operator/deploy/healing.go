@@ -12,9 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // Self-healing's Secrets.

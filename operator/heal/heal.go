@@ -1,0 +1,470 @@
+// Package heal carries out hactl-operator's replacement of a lost etcd member by a new member on
+// a spare host, one step at a time, as etcd's runtime reconfiguration guide describes: the new
+// member added as a learner, started with the member list etcd returned and
+// --initial-cluster-state existing, promoted once its raft log caught up; the lost member removed
+// before or after, as membership.ReplaceOrder decides (etcd's strict reconfiguration check refuses
+// an add while fewer than a quorum of the larger cluster is connected).
+//
+// Every step is idempotent and the caller records the step reached (the EtcdCluster's
+// status.healing) before running it, so a replica that takes over the Lease continues where the
+// last one stopped instead of starting over; RollBack undoes a heal that cannot finish. The spare
+// is reached through Host (provision.Client over SSH, its host keys pinned); the cluster through
+// Cluster (clientv3.Client).
+package heal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bootstrap/etcdphases"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/etcd/membership"
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	"github.com/hactl/hactl/provision"
+)
+
+// Cluster is what a heal asks of the running cluster: clientv3.Client's membership calls and a
+// member's status (Maintenance.Status, which dials the endpoint given).
+type Cluster interface {
+	MemberList(ctx context.Context, opts ...clientv3.OpOption) (*clientv3.MemberListResponse, error)
+	MemberAddAsLearner(ctx context.Context, peerAddrs []string) (*clientv3.MemberAddResponse, error)
+	MemberPromote(ctx context.Context, id uint64) (*clientv3.MemberPromoteResponse, error)
+	MemberRemove(ctx context.Context, id uint64) (*clientv3.MemberRemoveResponse, error)
+	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
+}
+
+// Host is the spare, as root: provision.Client satisfies it.
+type Host interface {
+	Upload(ctx context.Context, step string, files []provision.File) error
+	Run(ctx context.Context, step, command string, opts ...provision.RunOption) (provision.Result, error)
+}
+
+// Job is one replacement's fixed inputs.
+type Job struct {
+	// Cluster is the EtcdCluster's name (hactl's metadata.name: the marker file names it).
+	Cluster string
+	// Spare receives the new member; Template and ElectionTimeout are how it runs.
+	Spare           v1.SpareHost
+	Template        v1.MemberTemplate
+	ElectionTimeout time.Duration
+	// Certificates is the spare's certificate Secret's data: ca.crt, server.crt, server.key,
+	// peer.crt and peer.key.
+	Certificates map[string][]byte
+	// EtcdBinary is the local etcd binary installed on the spare (the operator image's, checked
+	// against Template.Version by the caller).
+	EtcdBinary string
+	// CatchUpTimeout bounds the wait for the started learner to catch up (0: 2 minutes).
+	CatchUpTimeout time.Duration
+	// Now is the clock (time.Now when nil); Logf reports progress (nil: quiet).
+	Now  func() time.Time
+	Logf func(format string, args ...any)
+}
+
+// Begin returns the status of a new heal of member old (ID oldID, hex) onto job's spare in order
+// (membership.OrderAddFirst or OrderRemoveFirst): step Planned.
+func Begin(job Job, old, oldID, order string) *v1.HealingStatus {
+	now := metav1.NewTime(job.now())
+	return &v1.HealingStatus{Member: old, MemberID: oldID, Spare: job.Spare.Name, Order: order, Step: v1.HealPlanned, StartedAt: now, StepAt: now}
+}
+
+// Order decides the order of a heal of member oldID from the member list ml and which members
+// are healthy (by ID), with membership.ReplaceOrder's rule; why says which figures decided.
+func Order(ml *clientv3.MemberListResponse, healthy map[uint64]bool, oldID uint64) (order, why string) {
+	var voters []membership.Voter
+	for _, m := range ml.Members {
+		voters = append(voters, membership.Voter{Name: m.Name, ID: m.ID, Learner: m.IsLearner, Healthy: healthy[m.ID]})
+	}
+	return membership.ReplaceOrder(voters, oldID)
+}
+
+type etcdMember = etcdserverpb.Member
+
+// Advance runs hs's step and moves hs to the next one (StepAt set, Attempts and LastError
+// cleared), returning finished once the new member is a voter and the lost one is gone. On an
+// error hs is left at its step (the caller counts attempts and records the error; a retry runs
+// the step again). Errors: etcd's, the host's (*provision.CommandError, *provision.UploadError,
+// a *provision.HostKeyError from dialing is the caller's), a catch-up that timed out.
+func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.HealingStatus) (finished bool, err error) {
+	oldID, err := parseID(hs.MemberID)
+	if err != nil {
+		return false, fmt.Errorf("status.healing.memberID: %w", err)
+	}
+	removeFirst := hs.Order == membership.OrderRemoveFirst
+	var next v1.HealStep
+	switch hs.Step {
+	case v1.HealPlanned:
+		next = v1.HealAddingLearner
+		if removeFirst {
+			next = v1.HealRemovingMember
+		}
+	case v1.HealRemovingMember:
+		if err := removeMember(ctx, cl, oldID); err != nil {
+			return false, fmt.Errorf("removing %s (%s): %w", hs.Member, hs.MemberID, err)
+		}
+		job.logf("removed member %s (%s)", hs.Member, hs.MemberID)
+		if !removeFirst {
+			return true, nil
+		}
+		next = v1.HealAddingLearner
+	case v1.HealAddingLearner:
+		id, err := addLearner(ctx, job, cl, host, hs.NewMemberID == "")
+		if err != nil {
+			return false, fmt.Errorf("adding %s as a learner: %w", job.Spare.Name, err)
+		}
+		hs.NewMemberID = fmt.Sprintf("%x", id)
+		job.logf("added learner %s (%s)", job.Spare.Name, hs.NewMemberID)
+		next = v1.HealStartingMember
+	case v1.HealStartingMember:
+		newID, err := parseID(hs.NewMemberID)
+		if err != nil {
+			return false, fmt.Errorf("status.healing.newMemberID: %w", err)
+		}
+		if err := startMember(ctx, job, cl, host, newID); err != nil {
+			return false, fmt.Errorf("starting %s: %w", job.Spare.Name, err)
+		}
+		next = v1.HealPromoting
+	case v1.HealPromoting:
+		newID, err := parseID(hs.NewMemberID)
+		if err != nil {
+			return false, fmt.Errorf("status.healing.newMemberID: %w", err)
+		}
+		if err := promote(ctx, cl, newID); err != nil {
+			return false, fmt.Errorf("promoting %s (%s): %w", job.Spare.Name, hs.NewMemberID, err)
+		}
+		job.logf("promoted %s (%s) to a voting member", job.Spare.Name, hs.NewMemberID)
+		if removeFirst {
+			return true, nil
+		}
+		next = v1.HealRemovingMember
+	default:
+		return false, fmt.Errorf("status.healing.step %q: not a step Advance runs", hs.Step)
+	}
+	hs.Step, hs.StepAt, hs.Attempts, hs.LastError = next, metav1.NewTime(job.now()), 0, ""
+	return false, nil
+}
+
+// RollBack undoes what a heal that cannot finish did on the spare: the new member removed from
+// the cluster while it is still a learner (a promoted one stays: it serves, and removing a voter
+// is a membership change of its own), etcd stopped and disabled on the spare and its data dir
+// moved aside (never deleted). The lost member, when it was removed, stays removed. Errors are
+// joined: the caller records them and the heal as failed either way.
+func RollBack(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.HealingStatus) error {
+	var errs []error
+	if hs.NewMemberID != "" {
+		if id, err := parseID(hs.NewMemberID); err == nil {
+			ml, err := cl.MemberList(ctx)
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("member list: %w", err))
+			default:
+				if m := findID(ml, id); m != nil && m.IsLearner {
+					if _, err := cl.MemberRemove(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
+						errs = append(errs, fmt.Errorf("removing learner %s: %w", hs.NewMemberID, err))
+					}
+				}
+			}
+		}
+	}
+	if host != nil {
+		stamp := job.now().UTC().Format("20060102T150405Z")
+		if _, err := host.Run(ctx, "heal/rollback", membership.RetireScript(job.Template.DataDir, stamp)); err != nil {
+			errs = append(errs, fmt.Errorf("retiring etcd on %s: %w", job.Spare.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeMember removes id unless it is no member any more. etcd refuses a removal that would
+// leave the cluster without an active quorum (ErrUnhealthy): the caller retries.
+func removeMember(ctx context.Context, cl Cluster, id uint64) error {
+	ml, err := cl.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("member list: %w", err)
+	}
+	if findID(ml, id) == nil {
+		return nil
+	}
+	if _, err := cl.MemberRemove(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
+		return err
+	}
+	return nil
+}
+
+// addLearner installs the binary, certificates and marker on the spare (first, when fresh, etcd
+// stopped there and a data dir left by an earlier heal moved aside, never deleted:
+// membership.RetireScript, so the learner starts empty), then adds the
+// spare's peer URL as a learner unless a member already has it (a retry after the add), and
+// returns its ID.
+func addLearner(ctx context.Context, job Job, cl Cluster, host Host, fresh bool) (uint64, error) {
+	peer, err := job.peerURL()
+	if err != nil {
+		return 0, err
+	}
+	ml, err := cl.MemberList(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("member list: %w", err)
+	}
+	if m := findPeer(ml, peer); m != nil {
+		return m.ID, nil
+	}
+	if fresh {
+		if _, err := host.Run(ctx, "heal/data-dir", membership.RetireScript(job.Template.DataDir, job.now().UTC().Format("20060102T150405Z"))); err != nil {
+			return 0, err
+		}
+	}
+	files, err := job.files()
+	if err != nil {
+		return 0, err
+	}
+	defer closeAll(files)
+	if err := host.Upload(ctx, "heal/install", files); err != nil {
+		return 0, err
+	}
+	resp, err := cl.MemberAddAsLearner(ctx, []string{peer})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Member.ID, nil
+}
+
+// startMember renders the spare's unit with the member list etcd has now (the new member as
+// job.Spare.Name) and --initial-cluster-state existing, starts it, and waits until its raft
+// applied index reached the leader's committed index.
+func startMember(ctx context.Context, job Job, cl Cluster, host Host, id uint64) error {
+	ml, err := cl.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("member list: %w", err)
+	}
+	if findID(ml, id) == nil {
+		return fmt.Errorf("member %x is not in the member list: the learner was removed meanwhile", id)
+	}
+	unit, err := job.unit(ml, id)
+	if err != nil {
+		return err
+	}
+	if err := host.Upload(ctx, "heal/unit", []provision.File{{Path: etcd.RemoteUnitPath, Mode: 0o644, Content: unit}}); err != nil {
+		return err
+	}
+	if _, err := host.Run(ctx, "heal/start", "systemctl daemon-reload && systemctl enable "+etcd.UnitName+" && systemctl start "+etcd.UnitName); err != nil {
+		return err
+	}
+	client, err := job.clientURL()
+	if err != nil {
+		return err
+	}
+	timeout := job.CatchUpTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	var target, applied uint64
+	var last error
+	for {
+		st, err := status(ctx, cl, client)
+		if err == nil && target == 0 {
+			target, err = leaderCommitted(ctx, cl, ml, st)
+		}
+		if err == nil {
+			applied = st.RaftAppliedIndex
+			if target > 0 && applied >= target {
+				job.logf("%s caught up with the leader (raft applied index %d ≥ %d)", job.Spare.Name, applied, target)
+				return nil
+			}
+		}
+		last = err
+		if time.Now().After(deadline) {
+			if last != nil {
+				return fmt.Errorf("not caught up within %s: %w", timeout, last)
+			}
+			return fmt.Errorf("not caught up within %s: raft applied index %d, the leader had committed %d", timeout, applied, target)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// promote promotes id unless it is a voter already; etcd refuses while the learner is behind
+// (ErrLearnerNotReady): the caller retries.
+func promote(ctx context.Context, cl Cluster, id uint64) error {
+	ml, err := cl.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("member list: %w", err)
+	}
+	m := findID(ml, id)
+	if m == nil {
+		return fmt.Errorf("member %x is not in the member list", id)
+	}
+	if !m.IsLearner {
+		return nil
+	}
+	_, err = cl.MemberPromote(ctx, id)
+	return err
+}
+
+func status(ctx context.Context, cl Cluster, endpoint string) (*clientv3.StatusResponse, error) {
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return cl.Status(sctx, endpoint)
+}
+
+// leaderCommitted is the raft index the leader st names had committed (the target a learner must
+// apply before it is promoted).
+func leaderCommitted(ctx context.Context, cl Cluster, ml *clientv3.MemberListResponse, st *clientv3.StatusResponse) (uint64, error) {
+	m := findID(ml, st.Leader)
+	if m == nil || len(m.ClientURLs) == 0 {
+		return 0, fmt.Errorf("leader %x is not in the member list", st.Leader)
+	}
+	lst, err := status(ctx, cl, m.ClientURLs[0])
+	if err != nil {
+		return 0, fmt.Errorf("status of the leader %x: %w", st.Leader, err)
+	}
+	return lst.RaftIndex, nil
+}
+
+// files are what the spare needs before its member is added: the etcd binary, the certificates
+// (keys 0600) and the marker hactl recognises its data dirs by. Readers are closed by closeAll.
+func (job Job) files() ([]provision.File, error) {
+	var out []provision.File
+	for _, c := range []struct {
+		key, path string
+		mode      os.FileMode
+	}{
+		{"ca.crt", etcd.RemoteCACert, 0o644}, {"server.crt", etcd.RemoteServerCert, 0o644}, {"server.key", etcd.RemoteServerKey, 0o600},
+		{"peer.crt", etcd.RemotePeerCert, 0o644}, {"peer.key", etcd.RemotePeerKey, 0o600},
+	} {
+		if len(job.Certificates[c.key]) == 0 {
+			return nil, fmt.Errorf("the certificate Secret %s has no %s", job.Spare.CertificatesSecret.Name, c.key)
+		}
+		out = append(out, provision.File{Path: c.path, Mode: c.mode, Content: job.Certificates[c.key]})
+	}
+	marker, err := json.MarshalIndent(etcdphases.Marker{Cluster: job.Cluster, Token: job.Template.InitialClusterToken, Member: job.Spare.Name}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, provision.File{Path: etcdphases.RemoteMarker, Mode: 0o644, Content: append(marker, '\n')})
+	f, err := os.Open(job.EtcdBinary)
+	if err != nil {
+		return nil, fmt.Errorf("the etcd binary to install: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return append(out, provision.File{Path: etcd.RemoteEtcdBinary, Mode: 0o755, Reader: f, Size: fi.Size()}), nil
+}
+
+func closeAll(files []provision.File) {
+	for _, f := range files {
+		if c, ok := f.Reader.(interface{ Close() error }); ok {
+			_ = c.Close()
+		}
+	}
+}
+
+// self is the spare as an etcd.Member.
+func (job Job) self() (etcd.Member, error) {
+	addr, err := netip.ParseAddr(job.Spare.Address)
+	if err != nil {
+		return etcd.Member{}, fmt.Errorf("spare %s: address %q: %w", job.Spare.Name, job.Spare.Address, err)
+	}
+	return etcd.Member{Name: job.Spare.Name, Address: addr, ClientPort: int(job.Template.ClientPort), PeerPort: int(job.Template.PeerPort)}, nil
+}
+
+func (job Job) peerURL() (string, error) {
+	m, err := job.self()
+	return m.PeerURL(), err
+}
+
+func (job Job) clientURL() (string, error) {
+	m, err := job.self()
+	return m.ClientURL(), err
+}
+
+// unit renders the spare's etcd.service as hactl renders a member's (etcd.NewUnitConfig from the
+// template), with --initial-cluster the member list ml (the new member id as job.Spare.Name) and
+// --initial-cluster-state existing.
+func (job Job) unit(ml *clientv3.MemberListResponse, id uint64) ([]byte, error) {
+	self, err := job.self()
+	if err != nil {
+		return nil, err
+	}
+	t := job.Template
+	c := &v1alpha1.Cluster{Spec: v1alpha1.ClusterSpec{Etcd: v1alpha1.Etcd{
+		Version: t.Version, DataDir: t.DataDir, ClientPort: int(t.ClientPort), PeerPort: int(t.PeerPort),
+		HeartbeatInterval: v1alpha1.Duration{Duration: t.HeartbeatInterval.Duration}, ElectionTimeout: v1alpha1.Duration{Duration: job.ElectionTimeout},
+		QuotaBackendBytes: t.QuotaBackendBytes, AutoCompaction: v1alpha1.AutoCompaction{Mode: t.AutoCompactionMode, Retention: t.AutoCompactionRetention},
+	}}}
+	u := etcd.NewUnitConfig(c, nil, self, etcd.StateExisting, t.InitialClusterToken)
+	var parts []string
+	for _, m := range ml.Members {
+		name := m.Name
+		if m.ID == id {
+			name = job.Spare.Name
+		}
+		if name == "" {
+			return nil, fmt.Errorf("member %x has no name yet (added, never started): only one member may join at a time", m.ID)
+		}
+		for _, p := range m.PeerURLs {
+			parts = append(parts, name+"="+p)
+		}
+	}
+	slices.Sort(parts)
+	u.InitialCluster = strings.Join(parts, ",")
+	return etcd.RenderUnit(u)
+}
+
+func findID(ml *clientv3.MemberListResponse, id uint64) *etcdMember {
+	for _, m := range ml.Members {
+		if m.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+func findPeer(ml *clientv3.MemberListResponse, peer string) *etcdMember {
+	for _, m := range ml.Members {
+		if slices.Contains(m.PeerURLs, peer) {
+			return m
+		}
+	}
+	return nil
+}
+
+func parseID(hex string) (uint64, error) {
+	if hex == "" {
+		return 0, errors.New("empty member ID")
+	}
+	return strconv.ParseUint(hex, 16, 64)
+}
+
+func (job Job) now() time.Time {
+	if job.Now != nil {
+		return job.Now()
+	}
+	return time.Now()
+}
+
+func (job Job) logf(format string, args ...any) {
+	if job.Logf != nil {
+		job.Logf(format, args...)
+	}
+}
