@@ -45,7 +45,7 @@ generate: controller-gen ## regenerate the operator API's deepcopy methods and C
 	bin/controller-gen crd paths=./operator/api/... output:crd:dir=operator/crds
 
 .PHONY: operator-image
-operator-image: host-deps ## build hactl-operator (cmd/hactl-operator) and its image FROM scratch into bin/hactl-operator-image.tar (cached by input hash)
+operator-image: host-deps etcd-bins ## build hactl-operator (cmd/hactl-operator) and its image FROM scratch, with the pinned etcd for the members it heals, into bin/hactl-operator-image.tar (cached by input hash)
 	bash hack/build-operator.sh --image
 
 .PHONY: promtool

@@ -4,7 +4,11 @@
 # tag dev-<hash>). Cached by the hash of the inputs: the module's go.mod, go.sum and non-test .go
 # files, and the non-test .go files of every root-module package it compiles (go list -deps), plus
 # the root go.mod and go.sum; stamps bin/.hactl-operator-<hash> and bin/.hactl-operator-image-<hash>.
-# CGO_ENABLED=0, -trimpath, -s -w.
+# CGO_ENABLED=0, -trimpath, -s -w. The image also carries bin/etcd (make etcd-bins: the pinned
+# version the lab's clusters run), installed by the operator on a spare it moves a member onto; its
+# sha256 is part of the image's hash.
+#
+# Alternatively HACTL_OPERATOR_ETCD names another etcd binary for the image (your clusters' version).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,13 +37,16 @@ else
 fi
 
 "${image}" || exit 0
-ref="${image_name}:dev-${hash}"
-istamp="${bin}/.hactl-operator-image-${hash}"
+etcd_bin="${HACTL_OPERATOR_ETCD:-${bin}/etcd}"
+[[ -x "${etcd_bin}" ]] || { echo "build-operator: no etcd binary at ${etcd_bin} for the image (make etcd-bins)" >&2; exit 1; }
+ihash="$( (echo "${hash}"; sha256sum <"${etcd_bin}") | sha256sum | cut -c1-12)"
+ref="${image_name}:dev-${ihash}"
+istamp="${bin}/.hactl-operator-image-${ihash}"
 if [[ -f "${istamp}" && -f "${bin}/hactl-operator-image.tar" ]]; then
 	echo "build-operator: image ${ref} already in ${bin}/hactl-operator-image.tar; skipping"
 	exit 0
 fi
 rm -f "${bin}"/.hactl-operator-image-*
-bash "${root}/hack/scratch-image.sh" "${bin}/hactl-operator" "${ref}" "${bin}/hactl-operator-image.tar"
+bash "${root}/hack/scratch-image.sh" "${bin}/hactl-operator" "${ref}" "${bin}/hactl-operator-image.tar" "${etcd_bin}"
 touch "${istamp}"
 echo "build-operator: image ${ref} saved to ${bin}/hactl-operator-image.tar"

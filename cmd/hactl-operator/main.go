@@ -98,7 +98,7 @@ func run(o options.Options) error {
 	r := &controller.EtcdClusterReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
 		RequeuePeriod: o.RequeuePeriod, DialTimeout: o.EtcdDialTimeout, RequestTimeout: o.EtcdRequestTimeout,
-		Version: version(),
+		Version: version(), EtcdBinary: o.EtcdBinary,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("etcdcluster controller: %w", err)

@@ -107,6 +107,11 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 	var next v1.HealStep
 	switch hs.Step {
 	case v1.HealPlanned:
+		// Nothing is changed before the spare is known to answer with a pinned host key and run
+		// systemd: a lost member is never removed for a spare that cannot take its place.
+		if _, err := host.Run(ctx, "heal/preflight", preflightScript); err != nil {
+			return false, fmt.Errorf("spare %s: %w", job.Spare.Name, err)
+		}
 		next = v1.HealAddingLearner
 		if removeFirst {
 			next = v1.HealRemovingMember
@@ -157,10 +162,10 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 	return false, nil
 }
 
-// RollBack undoes what a heal that cannot finish did on the spare: the new member removed from
-// the cluster while it is still a learner (a promoted one stays: it serves, and removing a voter
-// is a membership change of its own), etcd stopped and disabled on the spare and its data dir
-// moved aside (never deleted). The lost member, when it was removed, stays removed. Errors are
+// RollBack undoes what a heal that cannot finish did: the new member removed from the cluster
+// while it is still a learner (a promoted one stays: it serves, and removing a voter is a
+// membership change of its own), and, when the heal got as far as the spare (TouchedSpare), etcd
+// stopped and disabled there and its data dir moved aside (never deleted). The lost member, when it was removed, stays removed. Errors are
 // joined: the caller records them and the heal as failed either way.
 func RollBack(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.HealingStatus) error {
 	var errs []error
@@ -179,13 +184,28 @@ func RollBack(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healin
 			}
 		}
 	}
-	if host != nil {
+	if host != nil && TouchedSpare(hs) {
 		stamp := job.now().UTC().Format("20060102T150405Z")
 		if _, err := host.Run(ctx, "heal/rollback", membership.RetireScript(job.Template.DataDir, stamp)); err != nil {
 			errs = append(errs, fmt.Errorf("retiring etcd on %s: %w", job.Spare.Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// preflightScript checks the spare can run an etcd unit.
+const preflightScript = `command -v systemctl >/dev/null || { echo "no systemctl: hactl runs etcd as a systemd unit" >&2; exit 1; }`
+
+// TouchedSpare reports whether the heal hs may have installed anything on the spare: from the
+// learner's add on (with add-first, the lost member's removal comes after it too).
+func TouchedSpare(hs *v1.HealingStatus) bool {
+	switch hs.Step {
+	case v1.HealAddingLearner, v1.HealStartingMember, v1.HealPromoting:
+		return true
+	case v1.HealRemovingMember:
+		return hs.Order == membership.OrderAddFirst
+	}
+	return false
 }
 
 // removeMember removes id unless it is no member any more. etcd refuses a removal that would
@@ -379,8 +399,9 @@ func closeAll(files []provision.File) {
 	}
 }
 
-// self is the spare as an etcd.Member.
-func (job Job) self() (etcd.Member, error) {
+// Self is the spare as an etcd.Member (its address, the template's ports). Errors: an address
+// that is no IP literal.
+func (job Job) Self() (etcd.Member, error) {
 	addr, err := netip.ParseAddr(job.Spare.Address)
 	if err != nil {
 		return etcd.Member{}, fmt.Errorf("spare %s: address %q: %w", job.Spare.Name, job.Spare.Address, err)
@@ -389,12 +410,12 @@ func (job Job) self() (etcd.Member, error) {
 }
 
 func (job Job) peerURL() (string, error) {
-	m, err := job.self()
+	m, err := job.Self()
 	return m.PeerURL(), err
 }
 
 func (job Job) clientURL() (string, error) {
-	m, err := job.self()
+	m, err := job.Self()
 	return m.ClientURL(), err
 }
 
@@ -402,7 +423,7 @@ func (job Job) clientURL() (string, error) {
 // template), with --initial-cluster the member list ml (the new member id as job.Spare.Name) and
 // --initial-cluster-state existing.
 func (job Job) unit(ml *clientv3.MemberListResponse, id uint64) ([]byte, error) {
-	self, err := job.self()
+	self, err := job.Self()
 	if err != nil {
 		return nil, err
 	}

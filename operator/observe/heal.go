@@ -71,6 +71,8 @@ type HealDecision struct {
 //     restore command);
 //   - the member unhealthy longest still inside gracePeriod (counted from its unhealthySince):
 //     wait until it ends;
+//   - its ID not in the member list (nothing to replace), or a heal of it failed less than
+//     HealRetryAfter ago: report, and wait for the retry;
 //   - a learner in the member list (etcd allows one at a time): report;
 //   - no free spare whose zone keeps every zone short of a quorum (a spare in the lost member's
 //     zone first, then spec order): report;
@@ -114,6 +116,18 @@ func Decide(spec v1.EtcdClusterSpec, st *v1.EtcdClusterStatus, cs *etcd.ClusterS
 		d.Message = fmt.Sprintf("%s unhealthy for %s; it is replaced if it is still unhealthy at %s (gracePeriod %s)", lost.Name, down, d.Until.UTC().Format(time.RFC3339), grace)
 		return d
 	}
+	if d.MemberID == "" {
+		d.Reason = ReasonNotHealingMember
+		d.Message = fmt.Sprintf("%s unhealthy for %s, but no member of etcd's member list has its client URL: nothing to replace (remove it from spec.members, or add it back with hactl bootstrap)", lost.Name, down)
+		return d
+	}
+	if last := lastHeal(st.Heals, lost.Name); last != nil && last.Result == v1.HealFailed && now.Before(last.FinishedAt.Add(HealRetryAfter)) {
+		d.Reason = ReasonHealFailed
+		d.Message = fmt.Sprintf("%s unhealthy for %s; the last heal onto %s failed at %s (%s); the next attempt at %s",
+			lost.Name, down, last.Spare, last.FinishedAt.UTC().Format(time.RFC3339), last.Message, last.FinishedAt.Add(HealRetryAfter).UTC().Format(time.RFC3339))
+		d.Action, d.Until = HealWait, last.FinishedAt.Add(HealRetryAfter)
+		return d
+	}
 	for _, m := range cs.Members {
 		if m.IsLearner {
 			d.Reason = ReasonLearnerPending
@@ -136,6 +150,19 @@ func Decide(spec v1.EtcdClusterSpec, st *v1.EtcdClusterStatus, cs *etcd.ClusterS
 	d.Action, d.Reason = HealStart, ReasonHealing
 	d.Message = fmt.Sprintf("%s unhealthy for %s (gracePeriod %s): replacing it onto %s (%s)", lost.Name, down, grace, spare, why)
 	return d
+}
+
+// HealRetryAfter is how long after a failed heal of a member the next one may start.
+const HealRetryAfter = 10 * time.Minute
+
+// lastHeal is the newest record of heals about member, nil when none.
+func lastHeal(heals []v1.HealRecord, member string) *v1.HealRecord {
+	for i := len(heals) - 1; i >= 0; i-- {
+		if heals[i].Member == member {
+			return &heals[i]
+		}
+	}
+	return nil
 }
 
 // lostMember is the unhealthy member of ms unhealthy longest (the first in spec order on a tie),

@@ -131,6 +131,11 @@ func TestDecide(t *testing.T) {
 			return s
 		}, func() *etcd.ClusterStatus { return cluster("cp-a", "cp-c") }, 6 * time.Minute, HealReport, ReasonNoFreeSpare, "cp-c", "",
 			[]string{"every spare already runs a member (cp-b, spare-z)", "spare pool is empty"}, false},
+		{"a member etcd does not list", healSpec, func() *etcd.ClusterStatus {
+			cs := cluster("cp-a", "cp-c")
+			cs.Members = cs.Members[:2]
+			return cs
+		}, 6 * time.Minute, HealReport, ReasonNotHealingMember, "cp-c", "", []string{"nothing to replace"}, false},
 		{"no spares", func() v1.EtcdClusterSpec {
 			s := healSpec()
 			s.Healing.Spares = nil
@@ -150,7 +155,7 @@ func TestDecide(t *testing.T) {
 			if tc.untilGrace && !d.Until.Equal(t0.Add(5*time.Minute)) {
 				t.Errorf("until %s, want the end of the grace period", d.Until)
 			}
-			if tc.member == "cp-c" && tc.cs() != nil && d.MemberID != "a2" {
+			if tc.member == "cp-c" && tc.reason != ReasonNotHealingMember && d.MemberID != "a2" {
 				t.Errorf("member ID %q, want a2 (from the member list: cp-c did not answer)", d.MemberID)
 			}
 			SetHealing(st, 1, d, t0)
@@ -162,6 +167,24 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Healing condition %+v, want reason %s, true only for a start", c, tc.reason)
 			}
 		})
+	}
+}
+
+func TestDecideAfterAFailedHeal(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	s, cs := healSpec(), cluster("cp-a", "cp-c")
+	st := &v1.EtcdClusterStatus{}
+	Apply(st, s, 1, Look{Status: cs}, t0)
+	st.Heals = []v1.HealRecord{{Member: "cp-c", Spare: "spare-c", Result: v1.HealFailed, Message: "host key mismatch", FinishedAt: metav1.NewTime(t0.Add(6 * time.Minute))},
+		{Member: "cp-b", Result: v1.HealSucceeded, FinishedAt: metav1.NewTime(t0.Add(7 * time.Minute))}}
+	Apply(st, s, 1, Look{Status: cs}, t0.Add(8*time.Minute))
+	d := Decide(s, st, cs, t0.Add(8*time.Minute))
+	if d.Action != HealWait || d.Reason != ReasonHealFailed || !d.Until.Equal(t0.Add(16*time.Minute)) || !strings.Contains(d.Message, "host key mismatch") {
+		t.Errorf("8m after a failed heal: %+v", d)
+	}
+	Apply(st, s, 1, Look{Status: cs}, t0.Add(17*time.Minute))
+	if d := Decide(s, st, cs, t0.Add(17*time.Minute)); d.Action != HealStart {
+		t.Errorf("after HealRetryAfter: %+v, want a new start", d)
 	}
 }
 

@@ -46,7 +46,7 @@ const (
 // second EtcdCluster of one cluster ID is marked Degraded and does nothing. Each phase change and
 // condition flip is an event.
 //
-// +kubebuilder:rbac:groups=hactl.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hactl.io,resources=etcdclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=hactl.io,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -64,10 +64,18 @@ type EtcdClusterReconciler struct {
 	// OpenStore, when set, replaces the S3 client spec.backup describes (tests).
 	OpenStore func(ctx context.Context, ec *v1.EtcdCluster) (backup.Store, error)
 
+	// EtcdBinary is the etcd binary a heal installs on a spare (the image's).
+	EtcdBinary string
+
 	// mu guards backoff: per EtcdCluster, when maintenance may be tried again after a failure
 	// (kept in memory: a new leader tries once at once).
 	mu      sync.Mutex
 	backoff map[string]time.Time
+
+	// binOnce runs EtcdBinary --version once: binVersion is what it reports, binErr why not.
+	binOnce    sync.Once
+	binVersion string
+	binErr     error
 }
 
 // SetupWithManager registers the reconciler: EtcdCluster changes that bump metadata.generation
@@ -128,6 +136,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	r.backupEvents(&ec, bk)
+	var hd observe.HealDecision
 	if err := r.writeStatus(ctx, &ec, func(st *v1.EtcdClusterStatus) {
 		observe.Apply(st, ec.Spec, ec.Generation, look, now)
 		if bk.last != nil {
@@ -138,8 +147,27 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		observe.ApplyBackup(st, ec.Spec, ec.Generation, bk.look, r.now())
 		observe.ApplyMaintenance(st, ec.Spec, ec.Generation, false, "", "", now)
+		hd = planHeal(&ec, st, look, now)
 	}); err != nil {
 		return ctrl.Result{}, err
+	}
+	if hd.Action == observe.HealWait && !hd.Until.IsZero() {
+		if next := hd.Until.Sub(r.now()) + slotDelay; next < requeue.RequeueAfter {
+			requeue.RequeueAfter = max(next, slotDelay)
+		}
+	}
+	if ec.Status.Healing != nil {
+		// No maintenance while a member is being replaced: one membership change at a time.
+		after, err := r.healStep(ctx, &ec)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if after > 0 && after < requeue.RequeueAfter {
+			requeue.RequeueAfter = after
+		} else if after == 0 {
+			requeue.RequeueAfter = slotDelay // look again at once: the cluster changed
+		}
+		return requeue, nil
 	}
 	return requeue, r.maintenanceStep(ctx, &ec, look, now)
 }

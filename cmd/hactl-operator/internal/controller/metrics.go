@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	"github.com/hactl/hactl/operator/observe"
 )
 
 // The operator's metrics (controller-runtime's registry, served on --metrics-bind-address next to
@@ -33,10 +34,20 @@ var (
 	metricSnapshots = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hactl_operator_snapshots_total", Help: "Scheduled snapshots this replica attempted, by result (stored, failed).",
 	}, []string{"cluster", "result"})
+	metricFreeSpares = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hactl_operator_free_spares", Help: "Spares of spec.healing that run no member (only with spec.healing).",
+	}, []string{"cluster"})
+	metricHealingSince = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hactl_operator_heal_started_timestamp_seconds", Help: "When the member replacement in progress started (Unix seconds); no series without one.",
+	}, []string{"cluster"})
+	metricHeals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hactl_operator_heals_total", Help: "Member replacements this replica finished, by result (Succeeded, Failed).",
+	}, []string{"cluster", "result"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(metricMembers, metricHealthy, metricHasLeader, metricCondition, metricLastSnapshot, metricSnapshots)
+	metrics.Registry.MustRegister(metricMembers, metricHealthy, metricHasLeader, metricCondition, metricLastSnapshot, metricSnapshots,
+		metricFreeSpares, metricHealingSince, metricHeals)
 }
 
 // recordMetrics sets the per-cluster gauges from the status just written.
@@ -69,13 +80,24 @@ func recordMetrics(ec *v1.EtcdCluster, st *v1.EtcdClusterStatus) {
 	} else {
 		metricLastSnapshot.DeleteLabelValues(cluster)
 	}
+	if ec.Spec.Healing != nil {
+		metricFreeSpares.WithLabelValues(cluster).Set(float64(observe.FreeSpares(ec.Spec, nil)))
+	} else {
+		metricFreeSpares.DeleteLabelValues(cluster)
+	}
+	if st.Healing != nil {
+		metricHealingSince.WithLabelValues(cluster).Set(float64(st.Healing.StartedAt.Unix()))
+	} else {
+		metricHealingSince.DeleteLabelValues(cluster)
+	}
 }
 
 // forgetMetrics drops a deleted EtcdCluster's series.
 func forgetMetrics(namespace, name string) {
 	l := prometheus.Labels{"cluster": namespace + "/" + name}
-	for _, v := range []*prometheus.GaugeVec{metricMembers, metricHealthy, metricHasLeader, metricCondition, metricLastSnapshot} {
+	for _, v := range []*prometheus.GaugeVec{metricMembers, metricHealthy, metricHasLeader, metricCondition, metricLastSnapshot, metricFreeSpares, metricHealingSince} {
 		v.DeletePartialMatch(l)
 	}
 	metricSnapshots.DeletePartialMatch(l)
+	metricHeals.DeletePartialMatch(l)
 }

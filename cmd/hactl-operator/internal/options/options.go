@@ -36,6 +36,9 @@ type Options struct {
 	// Namespace is the one namespace watched (its EtcdClusters, the Secrets they name): the
 	// operator's RBAC is a Role there. "" watches every namespace (needs a ClusterRole).
 	Namespace string
+	// EtcdBinary is the etcd binary a heal installs on a spare (the image's; its version must be
+	// the members').
+	EtcdBinary string
 }
 
 // Defaults: kube-scheduler's leaseDuration and renewDeadline (15s/10s) with a retryPeriod of 1s
@@ -49,6 +52,7 @@ func Defaults() Options {
 		LeaderElect: true, LeaderElectionID: "hactl-operator",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: time.Second,
 		RequeuePeriod: 30 * time.Second, EtcdDialTimeout: 2 * time.Second, EtcdRequestTimeout: 3 * time.Second,
+		EtcdBinary: "/usr/local/bin/etcd",
 	}
 }
 
@@ -65,6 +69,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RequeuePeriod, "requeue-period", o.RequeuePeriod, "how often each EtcdCluster is looked at again (10% jitter)")
 	fs.DurationVar(&o.EtcdDialTimeout, "etcd-dial-timeout", o.EtcdDialTimeout, "bound on connecting to one member")
 	fs.DurationVar(&o.EtcdRequestTimeout, "etcd-request-timeout", o.EtcdRequestTimeout, "bound on one request to a member")
+	fs.StringVar(&o.EtcdBinary, "etcd-binary", o.EtcdBinary, "the etcd binary a heal installs on a spare (its version must be the members')")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, `the namespace watched (default $POD_NAMESPACE; "" with no POD_NAMESPACE: every namespace)`)
 }
 
