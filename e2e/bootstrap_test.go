@@ -517,7 +517,7 @@ func TestLostDataDirReplaced(t *testing.T) {
 	if len(after.Etcd.Members) != 3 {
 		t.Errorf("%d members after the replacement, want 3", len(after.Etcd.Members))
 	}
-	w.verify("while cp-c was lost and replaced")
+	w.Verify("while cp-c was lost and replaced")
 	for _, m := range suite.BootstrapJSON(t, spec).Members {
 		if m.Action != report.ActionUnchanged {
 			t.Errorf("%s: %s on the re-run after the replacement", m.Name, m.Action)

@@ -89,7 +89,7 @@ func TestMemberRemove(t *testing.T) {
 	}
 	waitHealthyMembers(t, spec, 3)
 
-	w.verify("during the removals")
+	w.Verify("during the removals")
 
 	// The spec still lists both: the next bootstrap adds them back as new members.
 	suite.BootstrapJSON(t, spec)
@@ -181,7 +181,7 @@ func TestMemberReplace(t *testing.T) {
 	if slices.Sort(names); !slices.Equal(names, []string{"cp-c", "etcd-d", "etcd-e"}) {
 		t.Errorf("members after the replacements: %v", names)
 	}
-	w.verify("during the shrink and both replacements")
+	w.Verify("during the shrink and both replacements")
 }
 
 // waitHealthyMembers waits until the cluster has n members, a leader, and every member's endpoint
@@ -217,7 +217,7 @@ func TestEtcdMaintenance(t *testing.T) {
 	suite.BootstrapJSON(t, spec)
 	waitHealthy(t, spec, time.Minute)
 	w := startWriter(t, "maintenance", 5)
-	cli := w.cli
+	cli := w.Client
 	value := strings.Repeat("v", 32<<10)
 	for i := range 600 { // ~19 MiB of history
 		if _, err := cli.Put(ctx, "/hactl-e2e/frag/"+strconv.Itoa(i), value); err != nil {
@@ -270,7 +270,7 @@ func TestEtcdMaintenance(t *testing.T) {
 		t.Errorf("alarm list: %s", r.Stdout)
 	}
 
-	w.verify("during compact and defrag")
+	w.Verify("during compact and defrag")
 	for _, m := range defrag.Members {
 		t.Logf("defrag %s: %.1f MiB → %.1f MiB in %.0f ms", m.Name, float64(m.BeforeBytes)/(1<<20), float64(m.AfterBytes)/(1<<20), m.DurationMs)
 	}

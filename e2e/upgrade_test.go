@@ -135,7 +135,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if after := unitStarts(t, hosts); !maps.Equal(before, after) {
 		t.Errorf("the refused downgrade restarted etcd: %v → %v", before, after)
 	}
-	w.verify("during the rolling upgrade, its failure at cp-b and the resumed roll")
+	w.Verify("during the rolling upgrade, its failure at cp-b and the resumed roll")
 }
 
 // binaryEtcdVersion is what path --version reports ("3.5.36"); the test fails when it cannot run.

@@ -10,6 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/etcd"
 )
 
@@ -59,4 +61,54 @@ func SaveSnapshot(t *testing.T, cli *clientv3.Client, name string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Writer is the drills' writer (drill/workload, 50 writes/s, each acknowledged write recorded)
+// running against a cluster's members while a test changes the cluster.
+type Writer struct {
+	t *testing.T
+	// Client is the writer's etcd client (over the endpoints it was started with).
+	Client *clientv3.Client
+	run    *workload.Run
+}
+
+// StartWriter starts the writer under /hactl-e2e/<name>/<time>/ on the cluster of spec c, through
+// the client URLs of its etcd hosts (the client balances over those that answer) with the client
+// certificate of c's state dir; it is stopped at the test's end at the latest.
+func (s *Suite) StartWriter(t *testing.T, name string, c *v1alpha1.Cluster) *Writer {
+	t.Helper()
+	var endpoints []string
+	for _, h := range c.EtcdHosts() {
+		endpoints = append(endpoints, s.Endpoint(t, h.Name))
+	}
+	w := &Writer{t: t, Client: EtcdClient(t, c.Spec.StateDir, endpoints...)}
+	run, err := workload.Start(context.Background(), workload.Config{Client: w.Client, Prefix: "/hactl-e2e/" + name + "/" + time.Now().UTC().Format("150405") + "/", Rate: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.run = run
+	t.Cleanup(func() {
+		if w.run != nil {
+			w.run.Stop()
+		}
+	})
+	return w
+}
+
+// Verify stops the writer and reads every acknowledged write back: the test fails when one is
+// lost or a read was stale. It logs the count and the longest gap between acknowledged writes.
+func (w *Writer) Verify(during string) workload.Stats {
+	w.t.Helper()
+	rec := w.run.Stop()
+	w.run = nil
+	v, err := workload.Verify(context.Background(), w.Client, rec)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if !v.OK() {
+		w.t.Errorf("acknowledged writes lost or stale reads %s: %+v", during, v)
+	}
+	st := rec.Stats(time.Time{})
+	w.t.Logf("writer: %d acknowledged %s, longest write gap %s", st.Acked, during, st.LongestGap)
+	return st
 }

@@ -153,6 +153,15 @@ func workerHosts() []Host {
 	return named(out)
 }
 
+// SpareHosts are the names of the lab's spare hosts (Options.Spares).
+var SpareHosts = [...]string{"spare-c"}
+
+// spareHosts returns spare-c (172.28.0.16, zone az-c): a plain host, no roles, for an etcd member
+// the operator moves onto it (cp-c's zone, so the members stay one per zone).
+func spareHosts() []Host {
+	return named([]Host{memberHost(SpareHosts[0], "172.28.0.16", "az-c")})
+}
+
 // labHosts returns the hosts of a lab with members etcd members (3 or 5), in spec order:
 // cp-a/b/c (etcd + control-plane + Kubernetes node, one per zone), then etcd-d (az-a) and etcd-e
 // (az-b) in the 5-member lab, then the dedicated load balancers lb-a (az-a) and lb-b (az-b).
@@ -229,8 +238,8 @@ func mirrorHost(internal, ipv6 bool) Host {
 }
 
 // hostsFor returns every host of a lab with options o (o.Members already defaulted), in order:
-// members (Kubernetes nodes with o.Kubernetes), w-* (o.Workers), then bastion and in-*, v6-*,
-// mirror, objstore.
+// members (Kubernetes nodes with o.Kubernetes), w-* (o.Workers), spare-c (o.Spares), then bastion
+// and in-*, v6-*, mirror, objstore.
 func hostsFor(o Options) ([]Host, error) {
 	hosts, err := labHosts(o.Members)
 	if err != nil {
@@ -243,6 +252,9 @@ func hostsFor(o Options) ([]Host, error) {
 	}
 	if o.Workers {
 		hosts = append(hosts, workerHosts()...)
+	}
+	if o.Spares {
+		hosts = append(hosts, spareHosts()...)
 	}
 	if o.Bastion {
 		hosts = append(hosts, bastionHosts()...)

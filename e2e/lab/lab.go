@@ -80,6 +80,10 @@ type Options struct {
 	// Workers adds the worker nodes w-a, w-b, w-c (zones az-a, az-b, az-c) to the lab and to the
 	// specs; it implies Kubernetes.
 	Workers bool
+	// Spares adds the spare host spare-c (SpareHosts; zone az-c, no roles, nothing installed):
+	// a machine hactl-operator may move an etcd member onto. The lab's specs do not list it; a
+	// test adds it to spec.etcd.spares as a user would.
+	Spares bool
 	// KeepOnFailure leaves the containers and network in place when Up fails (for debugging);
 	// by default a failed Up removes everything it created.
 	KeepOnFailure bool

@@ -1,0 +1,154 @@
+//go:build e2e
+
+package kubee2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/e2e/harness"
+	"github.com/hactl/hactl/e2e/lab"
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	"github.com/hactl/hactl/operator/deploy"
+	"github.com/hactl/hactl/operator/observe"
+)
+
+// TestOperatorHeal runs after every other test of the package (its file sorts last): it destroys
+// cp-c's host for good. The spec gets the lab's spare-c (zone az-c) in spec.etcd.spares, as a
+// user writes it; `hactl operator deploy --auto-replace --grace-period 20s` refuses bad flags
+// (exit 2), then issues spare-c's certificates and pins its host key. Under the drills' writer,
+// cp-c's container is killed (docker kill: the host is gone): the operator waits out the grace
+// period, removes cp-c's member (a 3-member cluster with one down: etcd refuses the add first),
+// installs etcd on spare-c over SSH, adds it as a learner, starts it, promotes it once caught up,
+// and records it: spec.members holds spare-c in cp-c's place, the spare pool is empty, the
+// Healing condition and an event say what to change in cluster.yaml. etcd has three healthy voting
+// members again and no acknowledged write was lost.
+func TestOperatorHeal(t *testing.T) {
+	ctx := context.Background()
+	base := suite.Lab.SpecPath(3)
+	c := labSpec(t)
+	sp, err := suite.Lab.Host(lab.SpareHosts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Etcd.Spares = []v1alpha1.Spare{{Name: sp.Name, Address: sp.Address, Zone: sp.Zone}}
+	spec := harness.WriteSpecIn(t, suite.Lab.Dir(), c, "cluster-heal.yaml")
+	name := c.Metadata.Name
+	archive := operatorArchive(t)
+	suite.BootstrapJSON(t, base)
+	suite.MustHactl(t, "kubeconfig", "-f", base, "--out", suite.Lab.Kubeconfig())
+	t.Cleanup(func() { suite.HactlQuiet(t, "operator", "remove", "-f", spec, "--yes") })
+
+	for _, tc := range []struct {
+		spec string
+		args []string
+		want string
+	}{
+		{base, []string{"--auto-replace"}, "spec.etcd.spares"},
+		{spec, []string{"--auto-replace", "--grace-period", "2s"}, "--grace-period"},
+		{spec, []string{"--ssh-key", "/nonexistent"}, "--ssh-key"},
+		{spec, []string{"--auto-replace", "--ssh-key", "/nonexistent"}, "--ssh-key"},
+	} {
+		r := suite.Hactl(t, append([]string{"operator", "deploy", "-f", tc.spec, "--image-archive", archive, "--no-backups"}, tc.args...)...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("operator deploy %v: exit %d, want 2 naming %q:\n%s", tc.args, r.Code, tc.want, r.Stderr)
+		}
+	}
+	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--image-archive", archive, "--no-backups", "--auto-replace", "--grace-period", "20s")
+	ec := waitEtcdCluster(t, name, "Running with spare-c in the pool", 90*time.Second, func(ec v1.EtcdCluster) bool {
+		h := ec.Spec.Healing
+		st, _, _ := condition(ec, v1.ConditionHealing)
+		return ec.Status.Phase == v1.PhaseRunning && h != nil && h.AutoReplace && len(h.Spares) == 1 && len(h.Spares[0].HostKeys) > 0 && st == "False"
+	})
+	if ec.Spec.Healing.Spares[0].Zone != "az-c" || ec.Spec.Members[2].Zone != "az-c" {
+		t.Errorf("zones not carried into the EtcdCluster: %+v / %+v", ec.Spec.Healing.Spares, ec.Spec.Members)
+	}
+
+	w := suite.StartWriter(t, "heal", c)
+	time.Sleep(2 * time.Second)
+	killed := time.Now()
+	h, err := suite.Lab.Host("cp-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("$ docker kill %s   # cp-c's host is gone", h.Container)
+	if out, err := exec.CommandContext(ctx, "docker", "kill", h.Container).CombinedOutput(); err != nil {
+		t.Fatalf("docker kill: %v: %s", err, out)
+	}
+	waitEtcdCluster(t, name, "waiting out cp-c's grace period", time.Minute, func(ec v1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, v1.ConditionHealing)
+		return reason == observe.ReasonGracePeriod || ec.Status.Healing != nil || len(ec.Status.Heals) > 0
+	})
+	ec = waitEtcdCluster(t, name, "healed onto spare-c", 4*time.Minute, func(ec v1.EtcdCluster) bool {
+		if ec.Status.Healing != nil {
+			return false
+		}
+		return len(ec.Status.Heals) > 0
+	})
+	healedIn := time.Since(killed)
+	rec := ec.Status.Heals[len(ec.Status.Heals)-1]
+	if rec.Result != v1.HealSucceeded || rec.Member != "cp-c" || rec.Spare != "spare-c" || rec.NewMemberID == "" {
+		t.Fatalf("heal record %+v", rec)
+	}
+	t.Logf("healed %s after the kill (grace period 20s): %s", healedIn.Round(100*time.Millisecond), rec.Message)
+	if !strings.Contains(rec.Message, "move spare-c into the etcd hosts of cluster.yaml") {
+		t.Errorf("the record does not say what to change in cluster.yaml: %s", rec.Message)
+	}
+	var members []string
+	for _, m := range ec.Spec.Members {
+		members = append(members, m.Name)
+	}
+	if !slices.Equal(members, []string{"cp-a", "cp-b", "spare-c"}) || len(ec.Spec.Healing.Spares) != 0 {
+		t.Errorf("EtcdCluster spec after the heal: members %v, spares %+v", members, ec.Spec.Healing.Spares)
+	}
+	// etcd: three healthy voting members, spare-c among them.
+	cli := w.Client
+	var ml []string
+	harness.WaitFor(t, "three healthy voting members", time.Minute, time.Second, func() string {
+		mctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		resp, err := cli.MemberList(mctx)
+		if err != nil {
+			return err.Error()
+		}
+		ml = ml[:0]
+		for _, m := range resp.Members {
+			if m.IsLearner {
+				return m.Name + " is a learner"
+			}
+			ml = append(ml, m.Name)
+		}
+		slices.Sort(ml)
+		if !slices.Equal(ml, []string{"cp-a", "cp-b", "spare-c"}) {
+			return fmt.Sprintf("members %v", ml)
+		}
+		if _, err := cli.Status(mctx, suite.Endpoint(t, "spare-c")); err != nil {
+			return "spare-c: " + err.Error()
+		}
+		return ""
+	})
+	w.Verify("across the heal")
+	ec = waitEtcdCluster(t, name, "Running on the healed members", time.Minute, func(ec v1.EtcdCluster) bool {
+		healthy := 0
+		for _, m := range ec.Status.Members {
+			if m.Healthy {
+				healthy++
+			}
+		}
+		_, reason, _ := condition(ec, v1.ConditionHealing)
+		return ec.Status.Phase == v1.PhaseRunning && healthy == 3 && reason == observe.ReasonHealSucceeded
+	})
+	events := kubectl(t, "get", "events", "-n", deploy.DefaultNamespace, "-o", "jsonpath={range .items[*]}{.reason}{\"\\n\"}{end}")
+	if !strings.Contains(events, observe.ReasonHealSucceeded) {
+		t.Errorf("no HealSucceeded event: %s", events)
+	}
+	if unit := suite.ExecOn(t, "spare-c", "systemctl", "is-active", "etcd.service"); strings.TrimSpace(unit) != "active" {
+		t.Errorf("etcd on spare-c: %s", unit)
+	}
+}
