@@ -19,8 +19,10 @@ type OperatorStatus struct {
 	deploy.Status
 	// Error is why the API could not be asked.
 	Error string `json:"error,omitempty"`
-	// Problems (also in Report.Problems, prefixed "operator: "): Status.Problems, or the error
-	// reading them (not an unreachable API: the Kubernetes section has that).
+	// Drift is what cluster.yaml must still change after the operator's heals (deploy.Drift).
+	Drift []string `json:"drift,omitempty"`
+	// Problems (also in Report.Problems, prefixed "operator: "): Status.Problems and Drift, or the
+	// error reading them (not an unreachable API: the Kubernetes section has that).
 	Problems []string `json:"problems,omitempty"`
 }
 
@@ -41,6 +43,8 @@ func collectOperator(ctx context.Context, c *v1alpha1.Cluster, api *kubeapi.Clie
 	}
 	ops.Status = *st
 	ops.Problems = st.Problems(deploy.LeaseDuration, time.Now())
+	ops.Drift = deploy.Drift(c, st.Heals)
+	ops.Problems = append(ops.Problems, ops.Drift...)
 	return ops
 }
 
@@ -71,5 +75,11 @@ func printOperator(w io.Writer, ops *OperatorStatus) {
 	}
 	if s := ops.LastSnapshot; s != nil {
 		fmt.Fprintf(w, "  last snapshot %s (revision %d, %d bytes) at %s\n", s.Name, s.Revision, s.SizeBytes, s.Time.UTC().Format(time.RFC3339))
+	}
+	if h := ops.Healing; h != nil {
+		fmt.Fprintf(w, "  healing: replacing %s (ID %s) by a member on %s, step %s since %s (attempt %d)\n", h.Member, h.MemberID, h.Spare, h.Step, h.StepAt.UTC().Format(time.RFC3339), h.Attempts+1)
+	}
+	for _, d := range ops.Drift {
+		fmt.Fprintf(w, "  drift: %s\n", d)
 	}
 }

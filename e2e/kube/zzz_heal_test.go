@@ -4,6 +4,7 @@ package kubee2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/operator/observe"
+	"github.com/hactl/hactl/status"
 )
 
 // TestOperatorHeal runs after every other test of the package (its file sorts last): it destroys
@@ -150,5 +152,15 @@ func TestOperatorHeal(t *testing.T) {
 	}
 	if unit := suite.ExecOn(t, "spare-c", "systemctl", "is-active", "etcd.service"); strings.TrimSpace(unit) != "active" {
 		t.Errorf("etcd on spare-c: %s", unit)
+	}
+	// hactl knows what happened: status names the drift of cluster.yaml (and exits 3: cp-c, still
+	// an etcd host of the spec, is gone).
+	r := suite.Hactl(t, "status", "-f", spec, "-o", "json")
+	var rep status.Report
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, r.Stdout)
+	}
+	if r.Code != 3 || rep.Operator == nil || len(rep.Operator.Drift) != 1 || !strings.Contains(rep.Operator.Drift[0], "cp-c was replaced by spare-c") {
+		t.Errorf("status after the heal: exit %d, operator %+v", r.Code, rep.Operator)
 	}
 }

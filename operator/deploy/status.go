@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
@@ -34,6 +36,10 @@ type Status struct {
 	Leader       string             `json:"leader,omitempty"`
 	Conditions   []metav1.Condition `json:"conditions,omitempty"`
 	LastSnapshot *v1.SnapshotRef    `json:"lastSnapshot,omitempty"`
+	// Healing is the member replacement in progress; Heals the finished ones (the EtcdCluster's
+	// status.healing and status.heals).
+	Healing *v1.HealingStatus `json:"healing,omitempty"`
+	Heals   []v1.HealRecord   `json:"heals,omitempty"`
 }
 
 // ReadStatus reads the operator's Deployment and Lease in namespace and the EtcdCluster
@@ -85,7 +91,39 @@ func ReadStatus(ctx context.Context, cfg *rest.Config, namespace, clusterName st
 		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, clusterName, err)
 	}
 	st.Phase, st.Leader, st.Conditions, st.LastSnapshot = ec.Status.Phase, ec.Status.Leader, ec.Status.Conditions, ec.Status.LastSnapshot
+	st.Healing, st.Heals = ec.Status.Healing, ec.Status.Heals
 	return st, nil
+}
+
+// Drift says, for each heal of heals that succeeded, what cluster.yaml (c) must still change to
+// describe the cluster the operator left: the new member's spare is not yet an etcd host of the
+// spec, or the lost member still is. A heal whose result the spec already shows says nothing. The
+// words are the ones hactl status, plan and bootstrap print; none means the spec agrees.
+func Drift(c *v1alpha1.Cluster, heals []v1.HealRecord) []string {
+	etcdHost := map[string]bool{}
+	for _, h := range c.EtcdHosts() {
+		etcdHost[h.Name] = true
+	}
+	replaced := map[string]bool{} // members a later heal replaced again
+	var out []string
+	for i := len(heals) - 1; i >= 0; i-- {
+		h := heals[i]
+		if h.Result != v1.HealSucceeded {
+			continue
+		}
+		if replaced[h.Spare] { // a later heal replaced the new member again: that one speaks
+			replaced[h.Member] = true
+			continue
+		}
+		replaced[h.Member] = true
+		if etcdHost[h.Spare] && !etcdHost[h.Member] {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s was replaced by %s at %s (hactl-operator's heal): move %s from spec.etcd.spares into the etcd hosts of cluster.yaml in place of %s, then run hactl operator adopt",
+			h.Member, h.Spare, h.FinishedAt.UTC().Format(time.RFC3339), h.Spare, h.Member))
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // Problems judges st: no replica available, no Lease holder, a holder that stopped renewing (older

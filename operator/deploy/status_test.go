@@ -40,3 +40,29 @@ func TestStatusProblems(t *testing.T) {
 		t.Errorf("no holder: %s", got)
 	}
 }
+
+func TestDrift(t *testing.T) {
+	c := testCluster(t, false) // etcd hosts cp-a, cp-b, cp-c
+	at := metav1.NewTime(time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC))
+	healed := v1.HealRecord{Member: "cp-c", Spare: "spare-c", Result: v1.HealSucceeded, FinishedAt: at}
+	if d := Drift(c, nil); len(d) != 0 {
+		t.Errorf("no heals: %v", d)
+	}
+	if d := Drift(c, []v1.HealRecord{{Member: "cp-c", Spare: "spare-c", Result: v1.HealFailed}}); len(d) != 0 {
+		t.Errorf("a failed heal: %v", d)
+	}
+	d := Drift(c, []v1.HealRecord{healed})
+	if len(d) != 1 || !strings.Contains(d[0], "cp-c was replaced by spare-c at 2026-12-05T03:00:00Z") || !strings.Contains(d[0], "hactl operator adopt") {
+		t.Errorf("a heal the spec does not show: %v", d)
+	}
+	// The spec edited as told: nothing to say.
+	c.Spec.Hosts[2].Name = "spare-c"
+	if d := Drift(c, []v1.HealRecord{healed}); len(d) != 0 {
+		t.Errorf("the spec shows the heal: %v", d)
+	}
+	// spare-c replaced again by spare-d: only the newest heal speaks.
+	again := v1.HealRecord{Member: "spare-c", Spare: "spare-d", Result: v1.HealSucceeded, FinishedAt: at}
+	if d := Drift(c, []v1.HealRecord{healed, again}); len(d) != 1 || !strings.Contains(d[0], "spare-c was replaced by spare-d") {
+		t.Errorf("two heals in a row: %v", d)
+	}
+}
