@@ -18,6 +18,7 @@ import (
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/operator/observe"
+	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/status"
 )
 
@@ -162,5 +163,38 @@ func TestOperatorHeal(t *testing.T) {
 	}
 	if r.Code != 3 || rep.Operator == nil || len(rep.Operator.Drift) != 1 || !strings.Contains(rep.Operator.Drift[0], "cp-c was replaced by spare-c") {
 		t.Errorf("status after the heal: exit %d, operator %+v", r.Code, rep.Operator)
+	}
+
+	// operator adopt records the new member in hactl's state dir (once), and with cluster.yaml
+	// edited as it says, status reports no drift.
+	suite.MustHactl(t, "operator", "adopt", "-f", spec, "--dry-run")
+	if st, err := state.Load(c.Spec.StateDir); err != nil || st.Members["cp-c"] == nil || st.Members["spare-c"] != nil {
+		t.Fatalf("a dry run changed the state dir: %v %+v", err, st)
+	}
+	out := suite.MustHactl(t, "operator", "adopt", "-f", spec).Stdout
+	st, err := state.Load(c.Spec.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Members["spare-c"]; m == nil || m.ID != rec.NewMemberID || m.InitialClusterState != "existing" || st.Members["cp-c"] != nil {
+		t.Errorf("state after adopt: %+v\n%s", st.Members, out)
+	}
+	if out := suite.MustHactl(t, "operator", "adopt", "-f", spec).Stdout; !strings.Contains(out, "nothing to adopt") {
+		t.Errorf("a second adopt: %s", out)
+	}
+	edited := labSpec(t)
+	for i := range edited.Spec.Hosts {
+		if edited.Spec.Hosts[i].Name == "cp-c" {
+			edited.Spec.Hosts[i].Roles = []v1alpha1.Role{v1alpha1.RoleControlPlane}
+		}
+	}
+	edited.Spec.Hosts = append(edited.Spec.Hosts, v1alpha1.Host{Name: sp.Name, Address: sp.Address, Zone: sp.Zone, Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}})
+	r = suite.Hactl(t, "status", "-f", harness.WriteSpecIn(t, suite.Lab.Dir(), edited, "cluster-healed.yaml"), "-o", "json")
+	rep = status.Report{}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, r.Stdout)
+	}
+	if rep.Operator == nil || len(rep.Operator.Drift) != 0 {
+		t.Errorf("drift with cluster.yaml edited as told: %+v", rep.Operator)
 	}
 }

@@ -138,9 +138,11 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 		if err != nil {
 			return false, fmt.Errorf("status.healing.newMemberID: %w", err)
 		}
-		if err := startMember(ctx, job, cl, host, newID); err != nil {
+		initial, err := startMember(ctx, job, cl, host, newID)
+		if err != nil {
 			return false, fmt.Errorf("starting %s: %w", job.Spare.Name, err)
 		}
+		hs.InitialCluster = initial
 		next = v1.HealPromoting
 	case v1.HealPromoting:
 		newID, err := parseID(hs.NewMemberID)
@@ -262,26 +264,36 @@ func addLearner(ctx context.Context, job Job, cl Cluster, host Host, fresh bool)
 }
 
 // startMember renders the spare's unit with the member list etcd has now (the new member as
-// job.Spare.Name) and --initial-cluster-state existing, starts it, and waits until its raft
-// applied index reached the leader's committed index.
-func startMember(ctx context.Context, job Job, cl Cluster, host Host, id uint64) error {
+// job.Spare.Name) and --initial-cluster-state existing, starts it, waits until its raft applied
+// index reached the leader's committed index, and returns the unit's --initial-cluster.
+func startMember(ctx context.Context, job Job, cl Cluster, host Host, id uint64) (string, error) {
 	ml, err := cl.MemberList(ctx)
 	if err != nil {
-		return fmt.Errorf("member list: %w", err)
+		return "", fmt.Errorf("member list: %w", err)
 	}
 	if findID(ml, id) == nil {
-		return fmt.Errorf("member %x is not in the member list: the learner was removed meanwhile", id)
+		return "", fmt.Errorf("member %x is not in the member list: the learner was removed meanwhile", id)
 	}
-	unit, err := job.unit(ml, id)
+	u, err := job.unitConfig(ml, id)
 	if err != nil {
-		return err
+		return "", err
+	}
+	unit, err := etcd.RenderUnit(u)
+	if err != nil {
+		return "", err
 	}
 	if err := host.Upload(ctx, "heal/unit", []provision.File{{Path: etcd.RemoteUnitPath, Mode: 0o644, Content: unit}}); err != nil {
-		return err
+		return "", err
 	}
 	if _, err := host.Run(ctx, "heal/start", "systemctl daemon-reload && systemctl enable "+etcd.UnitName+" && systemctl start "+etcd.UnitName); err != nil {
-		return err
+		return "", err
 	}
+	return u.InitialCluster, waitCaughtUp(ctx, job, cl, ml)
+}
+
+// waitCaughtUp waits, for at most job.CatchUpTimeout, until the spare's raft applied index reached
+// the leader's committed index.
+func waitCaughtUp(ctx context.Context, job Job, cl Cluster, ml *clientv3.MemberListResponse) error {
 	client, err := job.clientURL()
 	if err != nil {
 		return err
@@ -419,13 +431,13 @@ func (job Job) clientURL() (string, error) {
 	return m.ClientURL(), err
 }
 
-// unit renders the spare's etcd.service as hactl renders a member's (etcd.NewUnitConfig from the
+// unitConfig is the spare's etcd.service as hactl renders a member's (etcd.NewUnitConfig from the
 // template), with --initial-cluster the member list ml (the new member id as job.Spare.Name) and
 // --initial-cluster-state existing.
-func (job Job) unit(ml *clientv3.MemberListResponse, id uint64) ([]byte, error) {
+func (job Job) unitConfig(ml *clientv3.MemberListResponse, id uint64) (etcd.UnitConfig, error) {
 	self, err := job.Self()
 	if err != nil {
-		return nil, err
+		return etcd.UnitConfig{}, err
 	}
 	t := job.Template
 	c := &v1alpha1.Cluster{Spec: v1alpha1.ClusterSpec{Etcd: v1alpha1.Etcd{
@@ -441,7 +453,7 @@ func (job Job) unit(ml *clientv3.MemberListResponse, id uint64) ([]byte, error) 
 			name = job.Spare.Name
 		}
 		if name == "" {
-			return nil, fmt.Errorf("member %x has no name yet (added, never started): only one member may join at a time", m.ID)
+			return etcd.UnitConfig{}, fmt.Errorf("member %x has no name yet (added, never started): only one member may join at a time", m.ID)
 		}
 		for _, p := range m.PeerURLs {
 			parts = append(parts, name+"="+p)
@@ -449,7 +461,7 @@ func (job Job) unit(ml *clientv3.MemberListResponse, id uint64) ([]byte, error) 
 	}
 	slices.Sort(parts)
 	u.InitialCluster = strings.Join(parts, ",")
-	return etcd.RenderUnit(u)
+	return u, u.Validate()
 }
 
 func findID(ml *clientv3.MemberListResponse, id uint64) *etcdMember {

@@ -329,6 +329,9 @@ func TestHealRemoveFirst(t *testing.T) {
 	if got := voters(t, cli); !slices.Equal(got, []string{"m0", "m1", "spare-a"}) {
 		t.Errorf("voters %v, want m0 m1 spare-a", got)
 	}
+	if !strings.Contains(hs.InitialCluster, "spare-a=https://127.0.0.1:") || strings.Contains(hs.InitialCluster, "m2=") || !strings.Contains(string(spare.file[etcd.RemoteUnitPath]), "--initial-cluster="+hs.InitialCluster+" ") {
+		t.Errorf("initial cluster recorded %q", hs.InitialCluster)
+	}
 	// The new member serves the data written before the heal.
 	client, _ := job.clientURL()
 	scli := c.ClientTo(t, client)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/kubeadm/images"
 	"github.com/hactl/hactl/operator/deploy"
+	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -32,9 +34,10 @@ hactl kubeconfig does) or through --kubeconfig.`,
 		Example: `  make operator-image
   hactl operator deploy -f cluster.yaml --image-archive bin/hactl-operator-image.tar
   hactl operator deploy -f cluster.yaml --kubeconfig kind.conf --image ghcr.io/hactl/hactl-operator:v0.1.0
+  hactl operator adopt -f cluster.yaml             # after a heal: hactl's state dir records the new member
   hactl operator remove -f cluster.yaml --yes`,
 	}
-	cmd.AddCommand(newOperatorDeployCommand(s, g), newOperatorRemoveCommand(s, g))
+	cmd.AddCommand(newOperatorDeployCommand(s, g), newOperatorRemoveCommand(s, g), newOperatorAdoptCommand(s, g))
 	return cmd
 }
 
@@ -245,6 +248,89 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&purge, "purge", false, "also delete every EtcdSnapshot of the cluster by its own deletionPolicy (only Delete touches the bucket) and the CRDs when nothing else uses them")
+	f.add(cmd)
+	return cmd
+}
+
+// adoptReport is what `hactl operator adopt` did (-o json).
+type adoptReport struct {
+	// Changes are the state dir's changes, in words; Drift what cluster.yaml must still change.
+	Changes []string `json:"changes"`
+	Drift   []string `json:"drift"`
+	DryRun  bool     `json:"dryRun,omitempty"`
+}
+
+func newOperatorAdoptCommand(s Streams, g *globalOptions) *cobra.Command {
+	var dryRun bool
+	var output string
+	f := &operatorFlags{}
+	cmd := &cobra.Command{
+		Use:   "adopt",
+		Short: "Record in hactl's state dir the members hactl-operator's heals made, and say what cluster.yaml must change",
+		Long: `After hactl-operator replaced a lost member onto a spare, hactl's state dir still records the lost
+member and cluster.yaml still lists it. adopt reads the EtcdCluster's status.heals and, for each heal
+that succeeded, drops the lost member's record from the state dir (cluster.json) and records the new
+one (its ID, URLs and the --initial-cluster it was started with), written atomically. It does not
+edit cluster.yaml: it says which spare to move from spec.etcd.spares into the etcd hosts in place of
+which member. Until both are done, hactl status reports the drift and hactl bootstrap would be
+working on a cluster that no longer exists.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(output); err != nil {
+				return err
+			}
+			p, c, closeLog, err := operatorTarget(s, g, f, false)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			api, err := apiClient(cmd, s, c, f.kubeconfig)
+			if err != nil {
+				return err
+			}
+			defer api.Close()
+			ns := nsOrDefault(f.namespace)
+			st, err := deploy.ReadStatus(cmd.Context(), api.Config, ns, c.Metadata.Name)
+			if err != nil {
+				return err
+			}
+			cur, err := state.Load(c.Spec.StateDir)
+			if err != nil {
+				return err
+			}
+			if cur == nil {
+				return &UsageError{Err: fmt.Errorf("spec.stateDir %s holds no cluster.json: nothing to adopt into (hactl bootstrap recovers a lost state dir from the hosts)", c.Spec.StateDir)}
+			}
+			changes, err := deploy.Adopt(cur, st.Heals)
+			if err != nil {
+				return err
+			}
+			rep := adoptReport{Changes: changes, Drift: deploy.Drift(c, st.Heals), DryRun: dryRun}
+			if len(changes) > 0 && !dryRun {
+				if err := state.Save(c.Spec.StateDir, cur); err != nil {
+					return err
+				}
+				p.Infof("operator/adopt: %s updated", filepath.Join(c.Spec.StateDir, state.FileName))
+			}
+			return writeReport(s.Out, output, rep, func(w io.Writer) {
+				verb := "recorded"
+				if dryRun {
+					verb = "would record (dry run)"
+				}
+				if len(changes) == 0 {
+					fmt.Fprintf(w, "state dir: nothing to adopt (%d heal(s) in EtcdCluster %s/%s)\n", len(st.Heals), ns, c.Metadata.Name)
+				}
+				for _, ch := range changes {
+					fmt.Fprintf(w, "state dir %s: %s\n", verb, ch)
+				}
+				for _, d := range rep.Drift {
+					fmt.Fprintf(w, "cluster.yaml: %s\n", d)
+				}
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be recorded and change nothing")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	f.add(cmd)
 	return cmd
 }

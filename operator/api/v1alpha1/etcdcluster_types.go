@@ -441,6 +441,10 @@ type HealingStatus struct {
 	Spare string `json:"spare"`
 	// +optional
 	NewMemberID string `json:"newMemberID,omitempty"`
+	// InitialCluster is the --initial-cluster the new member was started with (hactl's state dir
+	// records it: hactl operator adopt).
+	// +optional
+	InitialCluster string `json:"initialCluster,omitempty"`
 	// Order is add-first or remove-first (etcd's strict reconfiguration decides: see
 	// etcd/membership.ReplaceOrder).
 	// +kubebuilder:validation:Enum=add-first;remove-first
@@ -474,8 +478,16 @@ type HealRecord struct {
 	MemberID string `json:"memberID"`
 	Spare    string `json:"spare"`
 	// +optional
-	NewMemberID string     `json:"newMemberID,omitempty"`
-	Result      HealResult `json:"result"`
+	NewMemberID string `json:"newMemberID,omitempty"`
+	// PeerURL, ClientURL and InitialCluster are the new member's, as hactl's state dir records a
+	// member (hactl operator adopt).
+	// +optional
+	PeerURL string `json:"peerURL,omitempty"`
+	// +optional
+	ClientURL string `json:"clientURL,omitempty"`
+	// +optional
+	InitialCluster string     `json:"initialCluster,omitempty"`
+	Result         HealResult `json:"result"`
 	// Message says what happened (the error of a failed heal).
 	// +optional
 	Message    string      `json:"message,omitempty"`
