@@ -3,6 +3,7 @@ package etcdphases
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -304,6 +305,9 @@ func (ph *Plan) Run(ctx context.Context) error {
 		}
 	}
 	if b.live != nil && b.opt.JoinOnly == "" {
+		if err := ph.checkSpares(); err != nil {
+			return err
+		}
 		for _, lm := range b.live.members {
 			if !ph.inSpec(lm) {
 				b.run.Printer.Warnf("etcd member %s (ID %x, %s) is in the cluster but not in the spec; hactl leaves it alone (remove it with hactl etcd member remove %s if it is gone)",
@@ -382,6 +386,48 @@ func (e *ReplaceLostIntactError) Error() string {
 
 // ExitCode: refused input.
 func (e *ReplaceLostIntactError) ExitCode() int { return 2 }
+
+// HealedOntoSpareError refuses to go on while a member runs on a spare of spec.etcd.spares that
+// the spec does not list as an etcd host: hactl-operator moved a lost member there, and going on
+// would work on the cluster the spec describes, not the one that runs (adding the lost member back,
+// a fourth member). Exit 1: found on the running cluster.
+type HealedOntoSpareError struct {
+	Spares []string // "spare-c (ID 8e9e05c52164694d)"
+}
+
+func (e *HealedOntoSpareError) Error() string {
+	return fmt.Sprintf("%s: etcd member(s) %s run on spares of spec.etcd.spares: hactl-operator replaced lost members there (kubectl -n hactl-system get etcdcluster -o yaml: status.heals). "+
+		"hactl changes nothing until cluster.yaml says so: move each spare from spec.etcd.spares into the etcd hosts in place of the member it replaced, and run hactl operator adopt",
+		PhasePlan, strings.Join(e.Spares, ", "))
+}
+
+// checkSpares returns a *HealedOntoSpareError when a running member not in the spec carries a
+// spare's name or a peer URL on a spare's address.
+func (ph *Plan) checkSpares() error {
+	b := ph.g
+	var found []string
+	for _, lm := range b.live.members {
+		if ph.inSpec(lm) {
+			continue
+		}
+		for _, sp := range b.run.Spec.Spec.Etcd.Spares {
+			onSpare := lm.name == sp.Name
+			for _, u := range lm.peerURLs {
+				if pu, err := url.Parse(u); err == nil && pu.Hostname() == sp.Address {
+					onSpare = true
+				}
+			}
+			if onSpare {
+				found = append(found, fmt.Sprintf("%s (ID %x)", sp.Name, lm.id))
+				break
+			}
+		}
+	}
+	if len(found) > 0 {
+		return &HealedOntoSpareError{Spares: found}
+	}
+	return nil
+}
 
 func (ph *Plan) inSpec(lm liveMember) bool {
 	b := ph.g

@@ -654,6 +654,22 @@ func TestPlan(t *testing.T) {
 				t.Errorf("no warning about the unknown member:\n%s", f.out)
 			}
 		},
+	}, {
+		name:  "a member on a spare (the operator healed onto it): refused until the spec says so",
+		hosts: 3,
+		setup: func(f *planFixture) {
+			f.b.run.Spec.Spec.Etcd.Spares = []v1alpha1.Spare{{Name: "spare-c", Address: "10.0.0.16", Port: 22, Zone: "az-c"}}
+			f.installed("cp-a", "cp-b")
+			f.live(f.started("cp-a"), f.started("cp-b"),
+				liveMember{id: 0xbeef, name: "spare-c", peerURLs: []string{"https://10.0.0.16:2380"}})
+		},
+		errs: []string{"spare-c (ID beef) run on spares of spec.etcd.spares", "hactl operator adopt"},
+		check: func(t *testing.T, f *planFixture, err error) {
+			var he *HealedOntoSpareError
+			if !errors.As(err, &he) {
+				t.Errorf("err %T, want *HealedOntoSpareError", err)
+			}
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPlanFixture(t, tc.hosts, false)
