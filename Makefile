@@ -139,7 +139,7 @@ lab-down: ## remove every lab container, network and volume (hactl-lab*)
 # BENCH_BEFORE=path/to/hactl runs the bootstrap benchmark with a second binary too (e.g. a build of the
 # previous release) and prints both side by side.
 .PHONY: bench
-bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills, etcd member replace and defrag, scheduler throughput and Lease takeover, the operator's idle cost, takeover and snapshot slots; prints figures
+bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills, etcd member replace and defrag, scheduler throughput and Lease takeover, the operator's idle cost, takeover and snapshot slots, its heal of a lost member; prints figures
 	$(GO) run ./bench/bootstrap -hactl $(CURDIR)/bin/hactl $(if $(BENCH_BEFORE),-before $(BENCH_BEFORE))
 	$(GO) run ./bench/lb -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl
@@ -147,6 +147,7 @@ bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image
 	$(GO) run ./bench/etcd -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/scheduler -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/operator -hactl $(CURDIR)/bin/hactl
+	$(GO) run ./bench/heal -hactl $(CURDIR)/bin/hactl
 
 .PHONY: clean
 clean:
