@@ -74,7 +74,8 @@ func authorizedKey(t *testing.T) (line string, privPEM []byte) {
 // heal (condition MemberRecovered); killed for good, a heal starts once the grace period is over,
 // the spare answers with a host key that is not the pinned one, and the heal is recorded as failed
 // and rolled back before anything changed: m2 is still a member, spec.members unchanged, the
-// Healing condition and a HealFailed event say why.
+// Healing condition and a HealFailed event say why. With m1 killed too the quorum is lost: the
+// condition says so with the restore command, and nothing is started.
 func TestHealRefusedHostKey(t *testing.T) {
 	f := newFixture(t)
 	c := f.c
@@ -146,6 +147,15 @@ func TestHealRefusedHostKey(t *testing.T) {
 	must(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "healing"}, &cur))
 	if len(cur.Status.Heals) != 1 || cur.Status.Healing != nil {
 		t.Errorf("a second heal within HealRetryAfter: %+v %+v", cur.Status.Heals, cur.Status.Healing)
+	}
+	// The quorum lost too: nothing destructive, the condition gives the restore command.
+	f.etcd.Kill(1)
+	got = waitFor(t, c, "healing", "reporting the lost quorum", func(s v1.EtcdClusterStatus) bool {
+		h := meta.FindStatusCondition(s.Conditions, v1.ConditionHealing)
+		return h != nil && h.Reason == observe.ReasonHealQuorumLost
+	})
+	if h := meta.FindStatusCondition(got.Conditions, v1.ConditionHealing); !strings.Contains(h.Message, "hactl restore -f cluster.yaml --from latest") || got.Healing != nil || len(got.Heals) != 1 {
+		t.Errorf("quorum lost: condition %+v, healing %+v, %d heal records", h, got.Healing, len(got.Heals))
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
