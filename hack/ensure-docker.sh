@@ -52,6 +52,16 @@ else
 	if pgrep -x dockerd >/dev/null 2>&1; then
 		log "dockerd is running but does not answer yet; waiting for it"
 	else
+		# A machine restarted under a running dockerd leaves containerd's pid file behind; dockerd then
+		# takes whatever process now has that pid for its containerd and times out waiting for it.
+		stale_pid_file=/var/run/docker/containerd/containerd.pid
+		if [[ -f "${stale_pid_file}" ]]; then
+			old_pid="$(cat "${stale_pid_file}" 2>/dev/null || true)"
+			if [[ -z "${old_pid}" ]] || [[ "$(cat "/proc/${old_pid}/comm" 2>/dev/null || true)" != containerd ]]; then
+				log "removing stale ${stale_pid_file} (pid ${old_pid:-none} is not a running containerd)"
+				rm -f "${stale_pid_file}"
+			fi
+		fi
 		log "starting dockerd in the background (log: ${dockerd_log})"
 		nohup dockerd >>"${dockerd_log}" 2>&1 </dev/null &
 		pid=$!

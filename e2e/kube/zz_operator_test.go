@@ -54,9 +54,26 @@ func waitEtcdCluster(t *testing.T, name, what string, within time.Duration, ok f
 			return ec
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("EtcdCluster %s: not %s within %s; phase %s, conditions %+v", name, what, within, ec.Status.Phase, ec.Status.Conditions)
+			operatorDiagnostics(t)
+			t.Fatalf("EtcdCluster %s: not %s within %s; phase %s, conditions %+v, healing %+v", name, what, within, ec.Status.Phase, ec.Status.Conditions, ec.Status.Healing)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// operatorDiagnostics logs what a failed wait on the operator needs looked at: its pods, their
+// last log lines (the previous container's too), the namespace's events.
+func operatorDiagnostics(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		{"get", "pods", "-n", deploy.DefaultNamespace, "-o", "wide"},
+		{"logs", "-n", deploy.DefaultNamespace, "-l", "app.kubernetes.io/name=" + deploy.Name, "--tail=80", "--prefix"},
+		{"get", "events", "-n", deploy.DefaultNamespace, "--sort-by=.lastTimestamp"},
+	} {
+		out, err := suite.Lab.Kubectl(ctx, args...)
+		t.Logf("$ kubectl %s (err %v)\n%s", strings.Join(args, " "), err, out)
 	}
 }
 

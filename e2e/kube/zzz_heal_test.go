@@ -107,6 +107,12 @@ func TestOperatorHeal(t *testing.T) {
 	} else {
 		t.Log("the heal finished before its middle was seen: the leader change mid-heal was not exercised this run")
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, err := suite.Lab.Exec(context.Background(), "spare-c", "journalctl", "-u", "etcd.service", "--no-pager", "-n", "60")
+			t.Logf("spare-c's etcd journal (err %v):\n%s", err, out)
+		}
+	})
 	ec = waitEtcdCluster(t, name, "healed onto spare-c", 4*time.Minute, func(ec v1.EtcdCluster) bool {
 		if ec.Status.Healing != nil {
 			return false

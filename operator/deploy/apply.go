@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -147,9 +148,27 @@ func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string
 		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", ClientSecret},
 		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", S3Secret},
 		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", S3CASecret},
+		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", SSHKeySecret},
 		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, "RoleBinding", Name},
 		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, "Role", Name},
 		{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "ServiceAccount", Name},
+	}
+	// The spares' certificate Secrets (private keys): as many as spares were deployed, found by
+	// their prefix among the Secrets hactl labelled.
+	secrets, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(namespace).
+		List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + Name + ",app.kubernetes.io/managed-by=hactl"})
+	if err != nil && !isGone(err) {
+		return nil, fmt.Errorf("list the Secrets of %s in %s: %w", Name, namespace, err)
+	}
+	if secrets != nil {
+		for _, u := range secrets.Items {
+			if strings.HasPrefix(u.GetName(), SpareSecretPrefix) {
+				targets = append(targets, struct {
+					gvr        schema.GroupVersionResource
+					kind, name string
+				}{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", u.GetName()})
+			}
+		}
 	}
 	var out []Removed
 	policy := metav1.DeletePropagationForeground
@@ -270,6 +289,20 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 		default:
 			return out, fmt.Errorf("delete CustomResourceDefinition %s: %w", n, err)
 		}
+	}
+	// A CRD's deletion finishes after the API server has deleted its objects (its
+	// customresourcecleanup finalizer): wait for that, so that a deploy right after finds no CRD
+	// still terminating.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range []string{"etcdclusters." + v1.GroupVersion.Group, "etcdsnapshots." + v1.GroupVersion.Group} {
+			if _, err := crds.Get(ctx, n, metav1.GetOptions{}); !isGone(err) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("the CustomResourceDefinitions are still there 2m after their deletion: %w", err)
 	}
 	return out, nil
 }
