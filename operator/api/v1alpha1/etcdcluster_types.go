@@ -73,7 +73,10 @@ type EtcdClusterSpec struct {
 // a quorum holds is replaced onto a free spare over SSH (remove it and add the spare as a learner,
 // or the other way round as etcd allows; promoted once caught up), one member at a time. With the
 // quorum lost the operator does nothing destructive: a restore is a person's decision.
-// +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || (has(self.spares) && size(self.spares) > 0)",message="autoReplace needs spares: list the hosts a member may be moved onto (spec.etcd.spares of cluster.yaml; hactl operator deploy fills them in)"
+// The spares rule holds where autoReplace is turned on (created, or switched from false): heals
+// that use up the pool leave autoReplace on with no spares, a state the operator reports (the
+// Healing condition, the HactlEtcdSparePoolEmpty alert) rather than one the API refuses.
+// +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || (has(self.spares) && size(self.spares) > 0) || (oldSelf.hasValue() && has(oldSelf.value().autoReplace) && oldSelf.value().autoReplace)",message="autoReplace needs spares: list the hosts a member may be moved onto (spec.etcd.spares of cluster.yaml; hactl operator deploy fills them in)",optionalOldSelf=true
 // +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || has(self.sshKeySecret)",message="autoReplace needs sshKeySecret: the Secret with the SSH key the operator logs in to the spares with"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoReplace) || !self.autoReplace || has(self.member)",message="autoReplace needs member: the settings a new member runs with (hactl operator deploy fills them in)"
 type HealingSpec struct {

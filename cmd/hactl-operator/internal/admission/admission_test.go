@@ -141,6 +141,25 @@ func TestAdmission(t *testing.T) {
 		}
 	}
 
+	// A heal that uses up the pool: autoReplace stays on with no spares (the operator's own update
+	// after a heal); switching it on again without spares is refused.
+	pool := valid("pool")
+	if err := c.Create(ctx, pool); err != nil {
+		t.Fatalf("a valid EtcdCluster with healing is refused: %v", err)
+	}
+	pool.Spec.Healing.Spares = nil
+	if err := c.Update(ctx, pool); err != nil {
+		t.Errorf("emptying the spare pool with autoReplace on: %v, want accepted", err)
+	}
+	pool.Spec.Healing.AutoReplace = false
+	if err := c.Update(ctx, pool); err != nil {
+		t.Fatalf("autoReplace off: %v", err)
+	}
+	pool.Spec.Healing.AutoReplace = true
+	if err := c.Update(ctx, pool); err == nil || !strings.Contains(err.Error(), "autoReplace needs spares") {
+		t.Errorf("autoReplace switched on with no spares: %v, want refused", err)
+	}
+
 	// The cluster's identity is immutable.
 	ok.Spec.ClusterID = "beef"
 	if err := c.Update(ctx, ok); err == nil || !strings.Contains(err.Error(), "spec.clusterID") || !strings.Contains(err.Error(), "immutable") {

@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
@@ -174,5 +175,58 @@ func TestHealRefusedHostKey(t *testing.T) {
 			t.Fatal("no HealFailed event")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// The last free spare used by a heal: finishHeal's spec update (spare-a into spec.members in m2's
+// place, the pool empty, autoReplace still on) is accepted by the CRD's rules, and the status gets
+// the record and the condition. The lab's heal e2e found the update refused before the rule was a
+// transition rule.
+func TestFinishHealUsesUpThePool(t *testing.T) {
+	_, c := testenv.Start(t)
+	ctx := context.Background()
+	pinned, _ := authorizedKey(t)
+	e := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: "default"}, Spec: v1.EtcdClusterSpec{
+		ClusterID: "c1a55e7f00d1", ClientCertificateSecret: v1.SecretRef{Name: "etcd-client"},
+		Members: []v1.MemberEndpoint{{Name: "m0", ClientURL: "https://10.0.0.1:2379"}, {Name: "m1", ClientURL: "https://10.0.0.2:2379"}, {Name: "m2", ClientURL: "https://10.0.0.3:2379", Zone: "az-c"}},
+		Healing: &v1.HealingSpec{AutoReplace: true, SSHKeySecret: &v1.SecretRef{Name: "ssh"},
+			Spares: []v1.SpareHost{{Name: "spare-a", Address: "10.0.0.9", Zone: "az-c", HostKeys: []string{pinned}, CertificatesSecret: v1.SecretRef{Name: "spare-certs"}}},
+			Member: &v1.MemberTemplate{Version: "v3.6.0", DataDir: "/var/lib/etcd", ClientPort: 2379, PeerPort: 2380,
+				HeartbeatInterval: metav1.Duration{Duration: 100 * time.Millisecond}, AutoCompactionMode: "periodic", AutoCompactionRetention: "1h", InitialClusterToken: "t"}},
+	}}
+	must(t, c.Create(ctx, e))
+	r := &EtcdClusterReconciler{Client: c}
+	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	hs := &v1.HealingStatus{Member: "m2", MemberID: "3", Spare: "spare-a", NewMemberID: "9", Step: v1.HealPromoting, StartedAt: started, StepAt: started}
+	env := &healEnv{host: &lazyHost{}}
+	env.job.Spare = e.Spec.Healing.Spares[0]
+	var err error
+	if env.self, err = selfOf(e.Spec.Healing.Spares[0], e.Spec.Healing.Member); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.finishHeal(ctx, e, hs, env); err != nil {
+		t.Fatalf("finishHeal: %v", err)
+	}
+	var cur v1.EtcdCluster
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(e), &cur))
+	if m := cur.Spec.Members[2]; m.Name != "spare-a" || m.ClientURL != "https://10.0.0.9:2379" || m.Zone != "az-c" {
+		t.Errorf("spec.members[2] = %+v, want spare-a in m2's place", m)
+	}
+	if !cur.Spec.Healing.AutoReplace || len(cur.Spec.Healing.Spares) != 0 {
+		t.Errorf("spec.healing after the heal: %+v", cur.Spec.Healing)
+	}
+	if len(cur.Status.Heals) != 1 || cur.Status.Heals[0].Result != v1.HealSucceeded || cur.Status.Healing != nil {
+		t.Errorf("status after the heal: heals %+v, healing %+v", cur.Status.Heals, cur.Status.Healing)
+	}
+	if h := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionHealing); h == nil || h.Reason != observe.ReasonHealSucceeded || !strings.Contains(h.Message, "move spare-a into the etcd hosts of cluster.yaml in place of m2") {
+		t.Errorf("Healing condition %+v", h)
+	}
+	// A retry of the finished heal (its status write lost) changes nothing more.
+	if err := r.finishHeal(ctx, &cur, hs, env); err != nil {
+		t.Fatalf("finishHeal again: %v", err)
+	}
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(e), &cur))
+	if len(cur.Spec.Members) != 3 || cur.Spec.Members[2].Name != "spare-a" {
+		t.Errorf("spec.members after a retry: %+v", cur.Spec.Members)
 	}
 }
