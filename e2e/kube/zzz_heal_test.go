@@ -75,6 +75,21 @@ func TestOperatorHeal(t *testing.T) {
 		t.Errorf("zones not carried into the EtcdCluster: %+v / %+v", ec.Spec.Healing.Spares, ec.Spec.Members)
 	}
 
+	// cp-c's etcd stopped for less than the grace period: no heal, the member is kept.
+	suite.ExecOn(t, "cp-c", "systemctl", "stop", "etcd.service")
+	waitEtcdCluster(t, name, "waiting out the grace period of cp-c's stopped etcd", 90*time.Second, func(ec v1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, v1.ConditionHealing)
+		return reason == observe.ReasonGracePeriod
+	})
+	suite.ExecOn(t, "cp-c", "systemctl", "start", "etcd.service")
+	back := waitEtcdCluster(t, name, "cp-c back within the grace period, no heal", 90*time.Second, func(ec v1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, v1.ConditionHealing)
+		return ec.Status.Phase == v1.PhaseRunning && (reason == observe.ReasonMemberRecovered || reason == observe.ReasonAllMembersServe)
+	})
+	if back.Status.Healing != nil || len(back.Status.Heals) != 0 || len(back.Spec.Healing.Spares) != 1 {
+		t.Fatalf("a member back within the grace period was healed: healing %+v, heals %+v", back.Status.Healing, back.Status.Heals)
+	}
+
 	w := suite.StartWriter(t, "heal", c)
 	time.Sleep(2 * time.Second)
 	killed := time.Now()
@@ -191,6 +206,11 @@ func TestOperatorHeal(t *testing.T) {
 	}
 	if r.Code != 3 || rep.Operator == nil || len(rep.Operator.Drift) != 1 || !strings.Contains(rep.Operator.Drift[0], "cp-c was replaced by spare-c") {
 		t.Errorf("status after the heal: exit %d, operator %+v", r.Code, rep.Operator)
+	}
+
+	// plan (and bootstrap) on the spec as it was: refused with the same words, nothing undone.
+	if r := suite.Hactl(t, "plan", "-f", spec); r.Code != 1 || !strings.Contains(r.Stderr, "cp-c was replaced by spare-c") || !strings.Contains(r.Stderr, "hactl changes nothing") {
+		t.Errorf("plan after the heal: exit %d, want 1 naming the drift:\n%s", r.Code, r.Stderr)
 	}
 
 	// operator adopt records the new member in hactl's state dir (once), and with cluster.yaml

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -187,4 +188,15 @@ func BackedUpClusters(ctx context.Context, cfg *rest.Config, namespace string) (
 		}
 	}
 	return out, nil
+}
+
+// DriftError refuses `hactl bootstrap` and `plan` while the operator's heals are not yet in
+// cluster.yaml: run on that spec, bootstrap would put the lost member back and leave the spare's
+// member out, undoing the heal. Drift is Drift's words, one per heal.
+type DriftError struct {
+	Drift []string
+}
+
+func (e *DriftError) Error() string {
+	return fmt.Sprintf("cluster.yaml does not describe the cluster hactl-operator left, so hactl changes nothing until it does: %s", strings.Join(e.Drift, "; "))
 }

@@ -66,3 +66,12 @@ func TestDrift(t *testing.T) {
 		t.Errorf("two heals in a row: %v", d)
 	}
 }
+
+func TestDriftErrorSaysWhatToChange(t *testing.T) {
+	err := error(&DriftError{Drift: []string{"cp-c was replaced by spare-a at T (hactl-operator's heal): move spare-a ..."}})
+	for _, want := range []string{"hactl changes nothing until it does", "cp-c was replaced by spare-a"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}

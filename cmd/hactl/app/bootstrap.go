@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,12 +12,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/internal/sumcache"
+	"github.com/hactl/hactl/kubeapi"
+	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/report"
+	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -191,6 +196,9 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if len(o.replaceLost) > 0 && o.restoreFrom != "" {
 		return &UsageError{Err: errors.New("--replace-lost and --restore-from: a restore builds a new cluster, there is no member to replace; use one of them")}
 	}
+	if err := checkOperatorDrift(cmd.Context(), s, c, p); err != nil {
+		return err
+	}
 	res, runErr := b.Run(cmd.Context())
 	if runErr != nil && logPath != "" {
 		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
@@ -201,6 +209,38 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 		}
 	}
 	return runErr
+}
+
+// checkOperatorDrift returns a *deploy.DriftError when hactl-operator has healed members that
+// cluster.yaml (c) does not show yet (deploy.Drift over the EtcdCluster's status.heals). It asks
+// only a cluster that has formed (hactl's state dir has its ID) and runs Kubernetes, through the
+// API over SSH to a control plane (kubeapi.FromSpec, bounded by 20 s); when the API cannot be
+// asked, or the operator is not deployed, there is nothing to refuse: bootstrap is also how a
+// broken control plane is repaired.
+func checkOperatorDrift(ctx context.Context, s Streams, c *v1alpha1.Cluster, p *ui.Printer) error {
+	if c.Spec.Kubernetes == nil {
+		return nil
+	}
+	if st, err := state.Load(c.Spec.StateDir); err != nil || st.ClusterID == "" {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	api, err := kubeapi.FromSpec(actx, c, terminalPrompter(s.In, s.Err))
+	if err != nil {
+		p.Debugf("operator heals: the API could not be asked, not checked: %v", err)
+		return nil
+	}
+	defer api.Close()
+	st, err := deploy.ReadStatus(actx, api.Config, deploy.DefaultNamespace, c.Metadata.Name)
+	if err != nil || !st.Deployed {
+		p.Debugf("operator heals: not checked (deployed %v): %v", st != nil && st.Deployed, err)
+		return nil
+	}
+	if drift := deploy.Drift(c, st.Heals); len(drift) > 0 {
+		return &deploy.DriftError{Drift: drift}
+	}
+	return nil
 }
 
 func printSummary(w io.Writer, r *report.Cluster, file string) {

@@ -56,8 +56,16 @@ func planHeal(ec *v1.EtcdCluster, st *v1.EtcdClusterStatus, look observe.Look, n
 		cs = nil
 	}
 	d := observe.Decide(ec.Spec, st, cs, now)
-	if c := findCondition(st.Conditions, v1.ConditionHealing); d.Action == observe.HealNothing && c != nil && c.Reason == observe.ReasonGracePeriod {
-		d.Reason, d.Message = observe.ReasonMemberRecovered, "answers again within the grace period, no heal: "+c.Message
+	if c := findCondition(st.Conditions, v1.ConditionHealing); d.Action == observe.HealNothing && c != nil {
+		switch {
+		case c.Reason == observe.ReasonGracePeriod:
+			d.Reason, d.Message = observe.ReasonMemberRecovered, "answers again within the grace period, no heal: "+c.Message
+		case c.Reason == observe.ReasonHealSucceeded && d.Reason == observe.ReasonAllMembersServe:
+			// The last heal's outcome, with what cluster.yaml must now say, stays the condition's
+			// message while every member serves: `kubectl get etcdcluster` shows it, not only
+			// status.heals and an event that expires.
+			d.Reason, d.Message = c.Reason, c.Message
+		}
 	}
 	if d.Action == observe.HealStart {
 		id, _ := strconv.ParseUint(d.MemberID, 16, 64)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
+	"github.com/hactl/hactl/etcd"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
@@ -228,5 +229,26 @@ func TestFinishHealUsesUpThePool(t *testing.T) {
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(e), &cur))
 	if len(cur.Spec.Members) != 3 || cur.Spec.Members[2].Name != "spare-a" {
 		t.Errorf("spec.members after a retry: %+v", cur.Spec.Members)
+	}
+}
+
+// After a heal, while every member serves, the Healing condition keeps the heal's outcome (what
+// cluster.yaml must now say); a later grace period replaces it.
+func TestPlanHealKeepsTheLastHealsOutcome(t *testing.T) {
+	now := time.Now()
+	ec := &v1.EtcdCluster{Spec: v1.EtcdClusterSpec{Healing: &v1.HealingSpec{AutoReplace: true}}}
+	ec.Generation = 2
+	st := &v1.EtcdClusterStatus{Members: []v1.MemberStatus{{Name: "m0", Healthy: true}, {Name: "m1", Healthy: true}, {Name: "spare-a", Healthy: true}}}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1.ConditionHealing, Status: metav1.ConditionFalse, Reason: observe.ReasonHealSucceeded,
+		Message: "m2 (ID 3) replaced by spare-a: move spare-a into the etcd hosts of cluster.yaml in place of m2"})
+	planHeal(ec, st, observe.Look{}, now)
+	if h := meta.FindStatusCondition(st.Conditions, v1.ConditionHealing); h.Reason != observe.ReasonHealSucceeded || !strings.Contains(h.Message, "move spare-a") {
+		t.Errorf("all members healthy after a heal: condition %+v, want the heal's outcome kept", h)
+	}
+	st.Members[1].Healthy, st.Members[1].UnhealthySince = false, &metav1.Time{Time: now.Add(-time.Second)}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "QuorumHealthy"})
+	planHeal(ec, st, observe.Look{Status: &etcd.ClusterStatus{}}, now)
+	if h := meta.FindStatusCondition(st.Conditions, v1.ConditionHealing); h.Reason == observe.ReasonHealSucceeded {
+		t.Errorf("a member lost after the heal: condition %+v, want the new state", h)
 	}
 }
