@@ -221,7 +221,7 @@ func checkOperatorDrift(ctx context.Context, s Streams, c *v1alpha1.Cluster, p *
 	if c.Spec.Kubernetes == nil {
 		return nil
 	}
-	if st, err := state.Load(c.Spec.StateDir); err != nil || st.ClusterID == "" {
+	if st, err := state.Load(c.Spec.StateDir); err != nil || st == nil || st.ClusterID == "" {
 		return nil
 	}
 	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
