@@ -142,11 +142,23 @@ const (
 	kubeletConfigFile = "kubelet-config.yaml"
 )
 
-// kubeletConfig is the lab's KubeletConfiguration: kubelet's resolvConf on the nodes.
+// kubeletConfig is the lab's KubeletConfiguration: kubelet's resolvConf on the nodes, and no
+// disk-pressure image garbage collection or eviction. The nodes are containers on this machine's
+// disk (as kind's are, and kind's node config turns both off the same way): kubelet sees the
+// machine's usage, and above imageGCHighThresholdPercent (85) it deletes unused images, the
+// imported pause image among them (containerd 1.6 cannot pin it); an offline node then starts no
+// pod sandbox again ("failed to pull registry.k8s.io/pause"). Seen in e2e/kube: operator pods stuck
+// in ContainerCreating late in the package.
 const kubeletConfig = `# The lab's nodes: pods resolve through the machine's upstream resolvers (see e2e/lab/kubenode.go).
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 resolvConf: ` + nodeResolvConf + `
+# The nodes share this machine's disk: no image garbage collection or eviction by its usage.
+imageGCHighThresholdPercent: 100
+evictionHard:
+  nodefs.available: "0%"
+  nodefs.inodesFree: "0%"
+  imagefs.available: "0%"
 `
 
 // upstreamResolvers returns the non-loopback nameservers of this machine's resolv.conf (the ones
