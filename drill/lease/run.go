@@ -666,6 +666,49 @@ func (o *Options) readyCount(ctx context.Context, st replicaState) (int, error) 
 	return n, nil
 }
 
+// unready describes the replicas of st that are not Ready: each pod's node, phase, waiting
+// reason and newest Warning event (what ContainerCreating or a crash loop waits on), for progress
+// and errors.
+func (o *Options) unready(ctx context.Context, st replicaState) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pods, err := o.API.CoreV1().Pods(st.ns).List(ctx, metav1.ListOptions{LabelSelector: st.selector.String()})
+	if err != nil {
+		return "cannot list the pods: " + err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}
+		if ready || p.DeletionTimestamp != nil {
+			continue
+		}
+		d := fmt.Sprintf("pod %s on %s: %s", p.Name, dash(p.Spec.NodeName), p.Status.Phase)
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Waiting != nil {
+				d += ", " + c.Name + " " + c.State.Waiting.Reason
+			}
+		}
+		evs, err := o.API.CoreV1().Events(st.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + p.Name + ",type=Warning"})
+		if err == nil && len(evs.Items) > 0 {
+			e := evs.Items[len(evs.Items)-1]
+			for _, x := range evs.Items {
+				if x.LastTimestamp.After(e.LastTimestamp.Time) {
+					e = x
+				}
+			}
+			d += fmt.Sprintf(" (event %s: %s)", e.Reason, strings.TrimSpace(e.Message))
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return "no unready pod of " + st.selector.String() + " (not created yet?)"
+	}
+	return strings.Join(out, "; ")
+}
+
 // fault takes the victim down: over SSH a signal to its container's process; through the API a
 // pod deletion.
 func (o *Options) fault(ctx context.Context, victim string) error {
@@ -723,9 +766,14 @@ func (o *Options) waitBack(ctx context.Context, victim string, before replicaSta
 	// A container killed again and again is restarted after kubelet's crash back-off, which doubles
 	// up to 5 minutes (and resets after 10 minutes of running): allow for the longest one.
 	timeout := max(o.Timeout, kubeletMaxBackoff+time.Minute)
+	start, said := time.Now(), time.Now()
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		n, err := o.readyCount(ctx, before)
 		if err != nil || n < before.ready {
+			if time.Since(said) >= time.Minute {
+				said = time.Now()
+				o.Printer.Infof("put back: %d of %d replica(s) Ready after %s; waiting on %s", n, before.ready, time.Since(start).Round(time.Second), o.unready(ctx, before))
+			}
 			return false, nil
 		}
 		if o.Cluster == nil {
@@ -743,7 +791,7 @@ func (o *Options) waitBack(ctx context.Context, victim string, before replicaSta
 		return r > before.restarts, nil
 	})
 	if err != nil {
-		return fmt.Errorf("put back: %s not Ready again within %s: %w", victim, timeout, err)
+		return fmt.Errorf("put back: %s not Ready again within %s (%s): %w", victim, timeout, o.unready(context.WithoutCancel(ctx), before), err)
 	}
 	return nil
 }
