@@ -10,6 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -96,4 +101,33 @@ func newClient(cfg *rest.Config, via string, closeFn func() error) (*Client, err
 		return nil, fmt.Errorf("%s: %w", via, err)
 	}
 	return &Client{Interface: cs, Config: cfg, Via: via, close: closeFn}, nil
+}
+
+// PodWarning is the newest Warning event of pod name in namespace as "REASON: MESSAGE"
+// (FailedCreatePodSandBox, FailedMount, BackOff …: what a pod in ContainerCreating or a crash loop
+// waits on), or "" when it has none or the events cannot be listed. Newest by lastTimestamp, else
+// eventTime, else creation.
+func PodWarning(ctx context.Context, cs kubernetes.Interface, namespace, name string) string {
+	evs, err := cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + name + ",type=Warning",
+	})
+	if err != nil || len(evs.Items) == 0 {
+		return ""
+	}
+	at := func(e corev1.Event) time.Time {
+		switch {
+		case !e.LastTimestamp.IsZero():
+			return e.LastTimestamp.Time
+		case !e.EventTime.IsZero():
+			return e.EventTime.Time
+		}
+		return e.CreationTimestamp.Time
+	}
+	newest := evs.Items[0]
+	for _, e := range evs.Items[1:] {
+		if at(e).After(at(newest)) {
+			newest = e
+		}
+	}
+	return newest.Reason + ": " + strings.TrimSpace(newest.Message)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/internal/shell"
+	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
@@ -691,15 +692,8 @@ func (o *Options) unready(ctx context.Context, st replicaState) string {
 				d += ", " + c.Name + " " + c.State.Waiting.Reason
 			}
 		}
-		evs, err := o.API.CoreV1().Events(st.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + p.Name + ",type=Warning"})
-		if err == nil && len(evs.Items) > 0 {
-			e := evs.Items[len(evs.Items)-1]
-			for _, x := range evs.Items {
-				if x.LastTimestamp.After(e.LastTimestamp.Time) {
-					e = x
-				}
-			}
-			d += fmt.Sprintf(" (event %s: %s)", e.Reason, strings.TrimSpace(e.Message))
+		if w := kubeapi.PodWarning(ctx, o.API, st.ns, p.Name); w != "" {
+			d += " (event " + w + ")"
 		}
 		out = append(out, d)
 	}

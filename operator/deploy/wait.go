@@ -17,6 +17,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/kubeadm/images"
+	"github.com/hactl/hactl/kubeapi"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
@@ -116,7 +117,9 @@ func podsSummary(ctx context.Context, cs kubernetes.Interface, namespace string)
 			}
 		}
 		if !ready {
-			desc += lastWarning(ctx, cs, namespace, p.Name)
+			if w := kubeapi.PodWarning(ctx, cs, namespace, p.Name); w != "" {
+				desc += " (event " + w + ")"
+			}
 		}
 		if !ready && !logged && p.Status.Phase != "Pending" {
 			tail := int64(15)
@@ -128,34 +131,6 @@ func podsSummary(ctx context.Context, cs kubernetes.Interface, namespace string)
 		parts = append(parts, desc)
 	}
 	return strings.Join(parts, "; ")
-}
-
-// lastWarning is the newest Warning event of pod name (FailedMount, FailedCreatePodSandBox,
-// BackOff …: what ContainerCreating or a crash loop is waiting on) as ` (event REASON: MESSAGE)`,
-// or "" when there is none or the events cannot be listed.
-func lastWarning(ctx context.Context, cs kubernetes.Interface, namespace, name string) string {
-	evs, err := cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + name + ",type=Warning",
-	})
-	if err != nil || len(evs.Items) == 0 {
-		return ""
-	}
-	newest := evs.Items[0]
-	at := func(e corev1.Event) time.Time {
-		switch {
-		case !e.LastTimestamp.IsZero():
-			return e.LastTimestamp.Time
-		case !e.EventTime.IsZero():
-			return e.EventTime.Time
-		}
-		return e.CreationTimestamp.Time
-	}
-	for _, e := range evs.Items[1:] {
-		if at(e).After(at(newest)) {
-			newest = e
-		}
-	}
-	return fmt.Sprintf(" (event %s: %s)", newest.Reason, strings.TrimSpace(newest.Message))
 }
 
 // ImportArchive streams the image archive at path into the containerd of every Kubernetes node of
