@@ -27,13 +27,16 @@ import (
 // TestOperatorHeal runs after every other test of the package (its file sorts last): it destroys
 // cp-c's host for good. The spec gets the lab's spare-c (zone az-c) in spec.etcd.spares, as a
 // user writes it; `hactl operator deploy --auto-replace --grace-period 20s` refuses bad flags
-// (exit 2), then issues spare-c's certificates and pins its host key. Under the drills' writer,
+// (exit 2), then issues spare-c's certificates and pins its host key. cp-c's etcd stopped and
+// started again within the grace period is not healed. Under the drills' writer,
 // cp-c's container is killed (docker kill: the host is gone): the operator waits out the grace
 // period, removes cp-c's member (a 3-member cluster with one down: etcd refuses the add first),
 // installs etcd on spare-c over SSH, adds it as a learner, starts it, promotes it once caught up,
 // and records it: spec.members holds spare-c in cp-c's place, the spare pool is empty, the
 // Healing condition and an event say what to change in cluster.yaml. etcd has three healthy voting
-// members again and no acknowledged write was lost.
+// members again and no acknowledged write was lost. The operator's leader is force-deleted in the
+// middle of the heal; the new leader finishes it from the recorded step. Afterwards status reports
+// the drift (exit 3), plan refuses with it, and operator adopt records the new member.
 func TestOperatorHeal(t *testing.T) {
 	ctx := context.Background()
 	base := suite.Lab.SpecPath(3)
