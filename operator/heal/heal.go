@@ -74,21 +74,12 @@ type Job struct {
 	Logf func(format string, args ...any)
 }
 
-// Begin returns the status of a new heal of member old (ID oldID, hex) onto job's spare in order
-// (membership.OrderAddFirst or OrderRemoveFirst): step Planned.
-func Begin(job Job, old, oldID, order string) *v1.HealingStatus {
-	now := metav1.NewTime(job.now())
-	return &v1.HealingStatus{Member: old, MemberID: oldID, Spare: job.Spare.Name, Order: order, Step: v1.HealPlanned, StartedAt: now, StepAt: now}
-}
-
-// Order decides the order of a heal of member oldID from the member list ml and which members
-// are healthy (by ID), with membership.ReplaceOrder's rule; why says which figures decided.
-func Order(ml *clientv3.MemberListResponse, healthy map[uint64]bool, oldID uint64) (order, why string) {
-	var voters []membership.Voter
-	for _, m := range ml.Members {
-		voters = append(voters, membership.Voter{Name: m.Name, ID: m.ID, Learner: m.IsLearner, Healthy: healthy[m.ID]})
-	}
-	return membership.ReplaceOrder(voters, oldID)
+// Begin returns the status of a new heal of member old (ID oldID, hex) onto spare in order
+// (membership.OrderAddFirst or OrderRemoveFirst, as membership.ReplaceOrder decides), started at
+// now: step Planned.
+func Begin(old, oldID, spare, order string, now time.Time) *v1.HealingStatus {
+	t := metav1.NewTime(now)
+	return &v1.HealingStatus{Member: old, MemberID: oldID, Spare: spare, Order: order, Step: v1.HealPlanned, StartedAt: t, StepAt: t}
 }
 
 type etcdMember = etcdserverpb.Member

@@ -304,11 +304,11 @@ func TestHealRemoveFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	order, why := Order(ml, map[uint64]bool{memberID(t, cli, "m0"): true, memberID(t, cli, "m1"): true}, oldID)
+	order, why := replaceOrder(ml, map[uint64]bool{memberID(t, cli, "m0"): true, memberID(t, cli, "m1"): true}, oldID)
 	if order != membership.OrderRemoveFirst {
 		t.Fatalf("order %s (%s), want remove-first", order, why)
 	}
-	hs := Begin(job, "m2", fmt.Sprintf("%x", oldID), order)
+	hs := Begin("m2", fmt.Sprintf("%x", oldID), job.Spare.Name, order, job.now())
 
 	// Up to the learner's add, then the same step again as a new leader would run it.
 	for _, want := range []v1.HealStep{v1.HealRemovingMember, v1.HealAddingLearner, v1.HealStartingMember} {
@@ -372,11 +372,11 @@ func TestHealAddFirst(t *testing.T) {
 	for _, m := range ml.Members {
 		healthy[m.ID] = true
 	}
-	order, _ := Order(ml, healthy, oldID)
+	order, _ := replaceOrder(ml, healthy, oldID)
 	if order != membership.OrderAddFirst {
 		t.Fatalf("order %s, want add-first", order)
 	}
-	hs := Begin(job, "m2", fmt.Sprintf("%x", oldID), order)
+	hs := Begin("m2", fmt.Sprintf("%x", oldID), job.Spare.Name, order, job.now())
 	steps := run(t, job, cli, spare, hs)
 	if !slices.Equal(steps, []v1.HealStep{v1.HealPlanned, v1.HealAddingLearner, v1.HealStartingMember, v1.HealPromoting, v1.HealRemovingMember}) {
 		t.Errorf("steps %v", steps)
@@ -393,7 +393,7 @@ func TestRollBack(t *testing.T) {
 	c.Kill(2)
 	cli := c.ClientTo(t, c.Endpoints()[0], c.Endpoints()[1])
 	ctx := context.Background()
-	hs := Begin(job, "m2", fmt.Sprintf("%x", memberID(t, cli, "m2")), membership.OrderRemoveFirst)
+	hs := Begin("m2", fmt.Sprintf("%x", memberID(t, cli, "m2")), job.Spare.Name, membership.OrderRemoveFirst, job.now())
 	for range 3 { // Planned → RemovingMember → AddingLearner → StartingMember
 		step(t, job, cli, spare, hs)
 	}
@@ -432,4 +432,14 @@ func TestAdvanceRefusesBadRecords(t *testing.T) {
 	if _, err := (Job{Spare: v1.SpareHost{Name: "s", CertificatesSecret: v1.SecretRef{Name: "sec"}}}).files(); err == nil || !strings.Contains(err.Error(), "sec has no ca.crt") {
 		t.Errorf("files without certificates: %v", err)
 	}
+}
+
+// replaceOrder is membership.ReplaceOrder over the member list ml, with which members are healthy
+// (by ID): what the operator decides from its observed members.
+func replaceOrder(ml *clientv3.MemberListResponse, healthy map[uint64]bool, oldID uint64) (order, why string) {
+	var voters []membership.Voter
+	for _, m := range ml.Members {
+		voters = append(voters, membership.Voter{Name: m.Name, ID: m.ID, Learner: m.IsLearner, Healthy: healthy[m.ID]})
+	}
+	return membership.ReplaceOrder(voters, oldID)
 }

@@ -70,8 +70,7 @@ func planHeal(ec *v1.EtcdCluster, st *v1.EtcdClusterStatus, look observe.Look, n
 	if d.Action == observe.HealStart {
 		id, _ := strconv.ParseUint(d.MemberID, 16, 64)
 		order, why := membership.ReplaceOrder(observe.Voters(cs, st), id)
-		t := metav1.NewTime(now)
-		st.Healing = &v1.HealingStatus{Member: d.Member, MemberID: d.MemberID, Spare: d.Spare, Order: order, Step: v1.HealPlanned, StartedAt: t, StepAt: t}
+		st.Healing = heal.Begin(d.Member, d.MemberID, d.Spare, order, now)
 		d.Message += "; " + order + ": " + why
 	}
 	observe.SetHealing(st, ec.Generation, d, now)
