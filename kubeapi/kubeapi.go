@@ -6,10 +6,13 @@
 package kubeapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,9 +34,11 @@ const AdminConf = "/etc/kubernetes/admin.conf"
 type Client struct {
 	kubernetes.Interface
 	Config *rest.Config
-	// Via says how the API is reached: "kubeconfig PATH" or "ssh HOST".
-	Via   string
-	close func() error
+	// Via says how the API is reached: "kubeconfig PATH (context C, server URL)" or "ssh HOST".
+	Via string
+	// Context and Server are the kubeconfig's context and its server URL ("" over SSH).
+	Context, Server string
+	close           func() error
 }
 
 // Close releases the SSH connection (nothing for a kubeconfig).
@@ -44,14 +49,111 @@ func (c *Client) Close() error {
 	return c.close()
 }
 
-// FromKubeconfig builds a client from a kubeconfig file (its current context). Errors: the file
-// missing or invalid (wrapped, naming the path).
-func FromKubeconfig(path string) (*Client, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+// Kubeconfig names a kubeconfig file and the context in it hactl uses (--kubeconfig, --context).
+type Kubeconfig struct {
+	Path string
+	// Context is a context of the file; "" is its current-context.
+	Context string
+}
+
+// LoadError is a kubeconfig file that cannot be read or parsed, or that defines no usable cluster
+// for its context: bad input found before anything is contacted.
+type LoadError struct {
+	Path string
+	Err  error
+}
+
+func (e *LoadError) Error() string { return fmt.Sprintf("kubeconfig %s: %v", e.Path, e.Err) }
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// ContextError is a context that the kubeconfig does not define (--context, or a current-context
+// naming none). Have lists the contexts it does define, sorted.
+type ContextError struct {
+	Path, Context string
+	Have          []string
+}
+
+func (e *ContextError) Error() string {
+	if e.Context == "" {
+		return fmt.Sprintf("kubeconfig %s: no current-context: pick one of its contexts with --context (%s)", e.Path, orNone(e.Have))
 	}
-	return newClient(cfg, "kubeconfig "+path, nil)
+	return fmt.Sprintf("kubeconfig %s: context %q does not exist; its contexts: %s", e.Path, e.Context, orNone(e.Have))
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// UnreachableError is an API server that did not answer a version request within PingTimeout.
+type UnreachableError struct {
+	Path, Context, Server string
+	Err                   error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("kubeconfig %s, context %q: the API server %s does not answer: %v", e.Path, e.Context, e.Server, e.Err)
+}
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// PingTimeout bounds the version request FromKubeconfig makes to check that the server answers.
+const PingTimeout = 15 * time.Second
+
+// LoadKubeconfig builds a client from kc without contacting the server: the file read (KUBECONFIG's
+// merging rules do not apply: the one file), kc.Context or else its current-context picked.
+// Errors: *LoadError (the file), *ContextError (no such context). Client.Via names the file, the
+// context and the server, so errors wrapped with it say which cluster was meant.
+func LoadKubeconfig(kc Kubeconfig) (*Client, error) {
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kc.Path}, &clientcmd.ConfigOverrides{CurrentContext: kc.Context})
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, &LoadError{Path: kc.Path, Err: err}
+	}
+	name := cmp.Or(kc.Context, raw.CurrentContext)
+	if _, ok := raw.Contexts[name]; !ok || name == "" {
+		return nil, &ContextError{Path: kc.Path, Context: name, Have: slices.Sorted(maps.Keys(raw.Contexts))}
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, &LoadError{Path: kc.Path, Err: fmt.Errorf("context %q: %w", name, err)}
+	}
+	cli, err := newClient(cfg, fmt.Sprintf("kubeconfig %s (context %q, server %s)", kc.Path, name, cfg.Host), nil)
+	if err != nil {
+		return nil, &LoadError{Path: kc.Path, Err: err}
+	}
+	cli.Context, cli.Server = name, cfg.Host
+	return cli, nil
+}
+
+// FromKubeconfig is LoadKubeconfig, then a version request (bounded by PingTimeout) so that a
+// server that does not answer is named at once. Errors: LoadKubeconfig's, *UnreachableError.
+func FromKubeconfig(ctx context.Context, kc Kubeconfig) (*Client, error) {
+	cli, err := LoadKubeconfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	if err := cli.Ping(ctx); err != nil {
+		return nil, &UnreachableError{Path: kc.Path, Context: cli.Context, Server: cli.Server, Err: err}
+	}
+	return cli, nil
+}
+
+// Ping asks the server for its version, within PingTimeout.
+func (c *Client) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, PingTimeout)
+	defer cancel()
+	return c.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+}
+
+// Wrap names the cluster (Via) in err; nil stays nil.
+func (c *Client) Wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", c.Via, err)
 }
 
 // FromSpec builds a client for the cluster of c through SSH: the first control-plane host (spec

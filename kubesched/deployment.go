@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/kubeadm/images"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -116,17 +118,22 @@ type APIDeployOptions struct {
 	// Scheduler is defaulted and validated (v1alpha1.ValidateStandaloneScheduler or the spec's).
 	Scheduler *v1alpha1.Scheduler
 	// Field is the prefix of field paths in errors ("spec.scheduler", or "--" for flags).
-	Field   string
-	Image   string
-	DryRun  bool
-	Wait    time.Duration
-	Out     io.Writer
-	Printer *ui.Printer
+	Field string
+	Image string
+	// Platforms are the image's (from its archive, images.ArchivePlatforms); when set, every node
+	// must be able to run one of them.
+	Platforms []images.Platform
+	DryRun    bool
+	Wait      time.Duration
+	Out       io.Writer
+	Printer   *ui.Printer
 }
 
 // DeployThroughAPI applies Objects through cs after the checks only the cluster can answer (exit 2,
-// nothing applied): every preferred zone is the zone of a node, and there are at least Replicas
-// nodes a replica may run on (schedulable, no taint but the control planes'). Then it waits until
+// nothing applied): every preferred zone is the zone of a node, there are at least Replicas
+// nodes a replica may run on (schedulable, no taint but the control planes'), and every node's
+// architecture is one of o.Platforms (when given: an image loaded with kind load for another
+// architecture fails only at exec). Then it waits until
 // every replica runs the configuration Ready and one holds the Lease. With DryRun it prints the
 // objects and contacts nothing.
 func DeployThroughAPI(ctx context.Context, cs kubernetes.Interface, o APIDeployOptions) error {
@@ -146,8 +153,12 @@ func DeployThroughAPI(ctx context.Context, cs kubernetes.Interface, o APIDeployO
 		_, err = o.Out.Write(out)
 		return err
 	}
-	if err := checkNodes(ctx, cs, s, o.Field); err != nil {
+	warnings, err := checkNodes(ctx, cs, s, o.Field, o.Platforms)
+	if err != nil {
 		return err
+	}
+	for _, w := range warnings {
+		o.Printer.Warnf("scheduler/nodes: %s", w)
 	}
 	if err := Apply(ctx, cs, objs); err != nil {
 		return err
@@ -165,15 +176,28 @@ func DeployThroughAPI(ctx context.Context, cs kubernetes.Interface, o APIDeployO
 	return nil
 }
 
-func checkNodes(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Scheduler, prefix string) error {
+// checkNodes checks spec.scheduler against the cluster's nodes before anything is applied. Errors
+// (*UsageError naming the field under prefix): a preferred zone that no node has while other zones
+// exist (a typo), more replicas than nodes that can run one. Warnings: with preferredZones, the
+// nodes without the zone label (TopologyKey): ZonePreference scores them 0, and on a cluster with
+// no zone label at all (kind's default) the preference has no effect.
+func checkNodes(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Scheduler, prefix string, platforms []images.Platform) (warnings []string, err error) {
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("nodes: %w", err)
+		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	zones := map[string]bool{}
+	var unlabelled, foreign []string
 	runnable := 0
 	for _, n := range nodes.Items {
-		zones[n.Labels[s.TopologyKey]] = true
+		if arch := n.Status.NodeInfo.Architecture; len(platforms) > 0 && !images.Runs(platforms, arch) {
+			foreign = append(foreign, n.Name+" ("+n.Status.NodeInfo.OperatingSystem+"/"+arch+")")
+		}
+		if z := n.Labels[s.TopologyKey]; z != "" {
+			zones[z] = true
+		} else {
+			unlabelled = append(unlabelled, n.Name)
+		}
 		ok := !n.Spec.Unschedulable
 		for _, t := range n.Spec.Taints {
 			if t.Key != "node-role.kubernetes.io/control-plane" && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) {
@@ -184,29 +208,40 @@ func checkNodes(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Schedu
 			runnable++
 		}
 	}
+	slices.Sort(unlabelled)
 	var errs field.ErrorList
 	p := field.NewPath(prefix)
+	if len(s.PreferredZones) > 0 && len(unlabelled) > 0 {
+		effect := "ZonePreference scores them 0"
+		if len(zones) == 0 {
+			effect = "no node has a zone, so the zone preference has no effect"
+		}
+		warnings = append(warnings, fmt.Sprintf("%d node(s) without the label %s: %s (%s; label them, e.g. kubectl label node %s %s=%s)",
+			len(unlabelled), s.TopologyKey, strings.Join(unlabelled, ", "), effect, unlabelled[0], s.TopologyKey, s.PreferredZones[0].Zone))
+	}
 	for i, z := range s.PreferredZones {
-		if !zones[z.Zone] {
-			var have []string
-			for k := range zones {
-				if k != "" {
-					have = append(have, k)
-				}
-			}
-			slices.Sort(have)
+		if len(zones) > 0 && !zones[z.Zone] {
+			have := slices.Sorted(maps.Keys(zones))
 			errs = append(errs, field.Invalid(p.Child("preferredZones").Index(i).Child("zone"), z.Zone,
 				fmt.Sprintf("no node has %s=%s (zones: %s)", s.TopologyKey, z.Zone, strings.Join(have, ", "))))
 		}
+	}
+	if len(foreign) > 0 {
+		var ps []string
+		for _, pl := range platforms {
+			ps = append(ps, pl.String())
+		}
+		errs = append(errs, field.Invalid(field.NewPath("--image-archive"), strings.Join(ps, ", "),
+			"the image is for "+strings.Join(ps, ", ")+" only; these nodes cannot run it: "+strings.Join(foreign, ", ")))
 	}
 	if s.Replicas > runnable {
 		errs = append(errs, field.Invalid(p.Child("replicas"), s.Replicas, fmt.Sprintf(
 			"required anti-affinity puts one replica per node, and %d of the cluster's %d nodes can run one (schedulable, no taint but the control planes'): set at most %d", runnable, len(nodes.Items), runnable)))
 	}
 	if len(errs) > 0 {
-		return &UsageError{prefix, errs.ToAggregate().Error()}
+		return warnings, &UsageError{prefix, errs.ToAggregate().Error()}
 	}
-	return nil
+	return warnings, nil
 }
 
 // RemoveThroughAPI deletes what DeployThroughAPI applied (the Lease stays: it holds no state and

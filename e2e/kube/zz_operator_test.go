@@ -32,11 +32,17 @@ func operatorArchive(t *testing.T) string {
 	return p
 }
 
-// etcdCluster reads the lab's EtcdCluster through the VIP.
+// etcdCluster reads the lab's EtcdCluster (in the operator's default namespace) through the VIP.
 func etcdCluster(t *testing.T, name string) v1.EtcdCluster {
 	t.Helper()
+	return etcdClusterIn(t, deploy.DefaultNamespace, name)
+}
+
+// etcdClusterIn reads the EtcdCluster ns/name through the VIP.
+func etcdClusterIn(t *testing.T, ns, name string) v1.EtcdCluster {
+	t.Helper()
 	var ec v1.EtcdCluster
-	if err := json.Unmarshal([]byte(kubectl(t, "get", "etcdcluster", "-n", deploy.DefaultNamespace, name, "-o", "json")), &ec); err != nil {
+	if err := json.Unmarshal([]byte(kubectl(t, "get", "etcdcluster", "-n", ns, name, "-o", "json")), &ec); err != nil {
 		t.Fatal(err)
 	}
 	return ec
@@ -45,16 +51,22 @@ func etcdCluster(t *testing.T, name string) v1.EtcdCluster {
 // waitEtcdCluster polls the EtcdCluster (the operator requeues every 30 s ± 10%) until ok.
 func waitEtcdCluster(t *testing.T, name, what string, within time.Duration, ok func(v1.EtcdCluster) bool) v1.EtcdCluster {
 	t.Helper()
+	return waitEtcdClusterIn(t, deploy.DefaultNamespace, name, what, within, ok)
+}
+
+// waitEtcdClusterIn is waitEtcdCluster for the EtcdCluster ns/name.
+func waitEtcdClusterIn(t *testing.T, ns, name, what string, within time.Duration, ok func(v1.EtcdCluster) bool) v1.EtcdCluster {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	start := time.Now()
 	for {
-		ec := etcdCluster(t, name)
+		ec := etcdClusterIn(t, ns, name)
 		if ok(ec) {
-			t.Logf("EtcdCluster %s: %s after %s", name, what, time.Since(start).Round(100*time.Millisecond))
+			t.Logf("EtcdCluster %s/%s: %s after %s", ns, name, what, time.Since(start).Round(100*time.Millisecond))
 			return ec
 		}
 		if time.Now().After(deadline) {
-			operatorDiagnostics(t)
+			operatorDiagnosticsIn(t, ns)
 			t.Fatalf("EtcdCluster %s: not %s within %s; phase %s, conditions %+v, healing %+v", name, what, within, ec.Status.Phase, ec.Status.Conditions, ec.Status.Healing)
 		}
 		time.Sleep(time.Second)
@@ -65,12 +77,18 @@ func waitEtcdCluster(t *testing.T, name, what string, within time.Duration, ok f
 // last log lines (the previous container's too), the namespace's events.
 func operatorDiagnostics(t *testing.T) {
 	t.Helper()
+	operatorDiagnosticsIn(t, deploy.DefaultNamespace)
+}
+
+// operatorDiagnosticsIn is operatorDiagnostics for the operator deployed into namespace ns.
+func operatorDiagnosticsIn(t *testing.T, ns string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, args := range [][]string{
-		{"get", "pods", "-n", deploy.DefaultNamespace, "-o", "wide"},
-		{"logs", "-n", deploy.DefaultNamespace, "-l", "app.kubernetes.io/name=" + deploy.Name, "--tail=80", "--prefix"},
-		{"get", "events", "-n", deploy.DefaultNamespace, "--sort-by=.lastTimestamp"},
+		{"get", "pods", "-n", ns, "-o", "wide"},
+		{"logs", "-n", ns, "-l", "app.kubernetes.io/name=" + deploy.Name, "--tail=80", "--prefix"},
+		{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
 	} {
 		out, err := suite.Lab.Kubectl(ctx, args...)
 		t.Logf("$ kubectl %s (err %v)\n%s", strings.Join(args, " "), err, out)
@@ -88,7 +106,13 @@ func condition(ec v1.EtcdCluster, typ string) (status, reason, msg string) {
 
 func leaseHolder(t *testing.T) string {
 	t.Helper()
-	out, err := suite.Lab.Kubectl(context.Background(), "get", "lease", "-n", deploy.DefaultNamespace, deploy.Name, "-o", "jsonpath={.spec.holderIdentity}")
+	return leaseHolderIn(t, deploy.DefaultNamespace)
+}
+
+// leaseHolderIn is the holderIdentity of the operator's Lease in namespace ns ("" when unread).
+func leaseHolderIn(t *testing.T, ns string) string {
+	t.Helper()
+	out, err := suite.Lab.Kubectl(context.Background(), "get", "lease", "-n", ns, deploy.Name, "-o", "jsonpath={.spec.holderIdentity}")
 	if err != nil {
 		return ""
 	}

@@ -30,7 +30,8 @@ type drillOptions struct {
 	dryRun       bool
 	output       string
 	// kill-leader --target lease/...: the Lease drill.
-	target, kubeconfig, schedulerName, podImage string
+	kubeFlags
+	target, schedulerName, podImage string
 	podRate                                     int
 }
 
@@ -163,7 +164,7 @@ spec.loadBalancer.healthCheck.caFile.`
 	}
 	if kind == drill.KillLeader {
 		f.StringVar(&o.target, "target", "", "lease/NAMESPACE/NAME: take down the holder of that Lease instead of the etcd leader (e.g. lease/kube-system/hactl-scheduler; --method process or graceful)")
-		f.StringVar(&o.kubeconfig, "kubeconfig", "", "--target: reach the cluster through this kubeconfig (the holder's pod is deleted) instead of over SSH")
+		o.addKube(f, "--target: reach the cluster through this kubeconfig (the holder's pod is deleted) instead of over SSH")
 		f.StringVar(&o.schedulerName, "scheduler-name", "", "--target: the workload pods' schedulerName (default: default-scheduler for kube-scheduler's Lease, none for kube-controller-manager's, else the Lease's name)")
 		f.StringVar(&o.podImage, "pod-image", "", "--target: the workload pods' image (default spec.kubernetes' pause image, else "+defaultPodImage+")")
 		f.IntVar(&o.podRate, "pod-rate", lease.DefaultRate, "--target: workload pods created per second")
@@ -196,7 +197,7 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 	if o.target != "" {
 		return runLeaseDrill(cmd, s, g, o)
 	}
-	for _, name := range []string{"kubeconfig", "scheduler-name", "pod-image", "pod-rate"} {
+	for _, name := range []string{"kubeconfig", "context", "scheduler-name", "pod-image", "pod-rate"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			return &UsageError{Err: fmt.Errorf("--%s is for --target lease/NAMESPACE/NAME (the Lease drill); the etcd drills reach the members over SSH and write to etcd themselves", name)}
 		}

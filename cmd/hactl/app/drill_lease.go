@@ -47,10 +47,13 @@ func runLeaseDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOpti
 	if err := lo.Validate(); err != nil {
 		return err
 	}
+	if err := o.check(); err != nil {
+		return err
+	}
 	p := ui.New(s.Err, g.verbose, false)
 	var api *kubeapi.Client
 	if o.kubeconfig != "" {
-		if api, err = kubeconfigClient(o.kubeconfig); err != nil {
+		if api, err = o.connect(cmd.Context()); err != nil {
 			return err
 		}
 	} else {
@@ -84,7 +87,7 @@ func runLeaseDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOpti
 	lo.API, lo.Via, lo.Printer = api, api.Via, p
 	if t.Name == deploy.Name {
 		if lo.Slots, err = operatorSlots(cmd.Context(), api, t.Namespace); err != nil {
-			return err
+			return api.Wrap(err)
 		}
 	}
 	if !o.dryRun {

@@ -42,11 +42,12 @@ hactl kubeconfig does) or through --kubeconfig.`,
 }
 
 type operatorFlags struct {
-	kubeconfig, namespace string
+	kubeFlags
+	namespace string
 }
 
 func (f *operatorFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "reach the cluster through this kubeconfig instead of over SSH")
+	f.addKube(cmd.Flags(), "reach the cluster through this kubeconfig instead of over SSH")
 	cmd.Flags().StringVar(&f.namespace, "namespace", deploy.DefaultNamespace, "the operator's namespace (its RBAC is a Role there; the EtcdCluster lives there)")
 }
 
@@ -146,19 +147,19 @@ manifests (Secrets redacted) and changes nothing.`,
 					return err
 				}
 			}
-			api, err := apiClient(cmd, s, c, f.kubeconfig)
+			api, err := apiClient(cmd, s, c, f.kubeFlags)
 			if err != nil {
 				return err
 			}
 			defer api.Close()
 			p.Infof("operator/apply: through %s", api.Via)
 			if err := plan.Apply(cmd.Context(), api.Config, func(kind, name string) { p.Debugf("operator/apply: %s %s", kind, name) }); err != nil {
-				return err
+				return api.Wrap(err)
 			}
 			p.Infof("operator/apply: %d objects applied", len(plan.Objects))
 			ready, err := deploy.WaitReady(cmd.Context(), api.Config, nsOrDefault(f.namespace), c.Metadata.Name, timeout)
 			if err != nil {
-				return err
+				return api.Wrap(err)
 			}
 			return writeReport(s.Out, output, ready, func(w io.Writer) {
 				fmt.Fprintf(w, "hactl-operator: %d replica(s) available; EtcdCluster %s/%s: %s, leader %s\n", ready.AvailableReplicas, nsOrDefault(f.namespace), c.Metadata.Name, ready.Phase, cmp.Or(ready.Leader, "-"))
@@ -210,7 +211,7 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			if err := confirmOrStop(s, yes, "", "Remove hactl-operator?"); err != nil {
 				return err
 			}
-			api, err := apiClient(cmd, s, c, f.kubeconfig)
+			api, err := apiClient(cmd, s, c, f.kubeFlags)
 			if err != nil {
 				return err
 			}
@@ -224,7 +225,7 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 					}
 					store, err := backup.OpenStore(ctx, c, backup.StoreOptions{})
 					if err != nil {
-						return err
+						return api.Wrap(err)
 					}
 					l, err := backup.ListCluster(ctx, store, c)
 					if err != nil {
@@ -284,7 +285,7 @@ working on a cluster that no longer exists.`,
 				return err
 			}
 			defer closeLog()
-			api, err := apiClient(cmd, s, c, f.kubeconfig)
+			api, err := apiClient(cmd, s, c, f.kubeFlags)
 			if err != nil {
 				return err
 			}
@@ -292,7 +293,7 @@ working on a cluster that no longer exists.`,
 			ns := nsOrDefault(f.namespace)
 			st, err := deploy.ReadStatus(cmd.Context(), api.Config, ns, c.Metadata.Name)
 			if err != nil {
-				return err
+				return api.Wrap(err)
 			}
 			cur, err := state.Load(c.Spec.StateDir)
 			if err != nil {
@@ -339,12 +340,8 @@ working on a cluster that no longer exists.`,
 // over SSH (no --kubeconfig, not a dry run), else the spec alone. A kubeconfig that does not load is
 // refused first (exit 2).
 func operatorTarget(s Streams, g *globalOptions, f *operatorFlags, specOnly bool) (*ui.Printer, *v1alpha1.Cluster, func(), error) {
-	if f.kubeconfig != "" {
-		api, err := kubeconfigClient(f.kubeconfig)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		api.Close()
+	if err := f.check(); err != nil {
+		return nil, nil, nil, err
 	}
 	if specOnly || f.kubeconfig != "" {
 		p := ui.New(s.Err, g.verbose, false)

@@ -49,13 +49,13 @@ file exists, else the defaults and the flags).
 
 // schedulerFlags are the settings of a deploy through a kubeconfig without a spec file.
 type schedulerFlags struct {
-	kubeconfig string
-	replicas   int
-	zones      []string
+	kubeFlags
+	replicas int
+	zones    []string
 }
 
 func (f *schedulerFlags) add(cmd *cobra.Command, deploy bool) {
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "reach the cluster through this kubeconfig (the Deployment mode) instead of over SSH")
+	f.addKube(cmd.Flags(), "reach the cluster through this kubeconfig (the Deployment mode) instead of over SSH")
 	if deploy {
 		cmd.Flags().IntVar(&f.replicas, "replicas", 0, "with --kubeconfig and no spec file: replicas (default 3)")
 		cmd.Flags().StringSliceVar(&f.zones, "preferred-zone", nil, "with --kubeconfig and no spec file: ZONE=WEIGHT (repeatable), e.g. az-a=100")
@@ -70,13 +70,9 @@ func (f *schedulerFlags) add(cmd *cobra.Command, deploy bool) {
 func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedulerFlags, hosts bool) (*ui.Printer, *v1alpha1.Cluster, *v1alpha1.Scheduler, func(), error) {
 	p := ui.New(s.Err, g.verbose, false)
 	fl := cmd.Flags()
-	if f.kubeconfig != "" {
-		// A kubeconfig that does not load is bad input (exit 2), found before any plan is shown.
-		api, err := kubeconfigClient(f.kubeconfig)
-		if err != nil {
-			return nil, nil, nil, nil, err
-		}
-		api.Close()
+	// A kubeconfig that does not load is bad input (exit 2), found before any plan is shown.
+	if err := f.check(); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	_, statErr := os.Stat(g.file)
 	if f.kubeconfig != "" && statErr != nil && !cmd.Flags().Changed("file") {
@@ -141,20 +137,10 @@ func flagPaths(msg string) string {
 	})
 }
 
-// kubeconfigClient is kubeapi.FromKubeconfig with its errors (a file that does not load) as usage
-// errors: exit 2, nothing contacted.
-func kubeconfigClient(path string) (*kubeapi.Client, error) {
-	api, err := kubeapi.FromKubeconfig(path)
-	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("--kubeconfig: %w", err)}
-	}
-	return api, nil
-}
-
-// apiClient is the kubeconfig's client, or the spec's over SSH.
-func apiClient(cmd *cobra.Command, s Streams, c *v1alpha1.Cluster, kubeconfig string) (*kubeapi.Client, error) {
-	if kubeconfig != "" {
-		return kubeconfigClient(kubeconfig)
+// apiClient is the client of --kubeconfig/--context, or the spec's over SSH.
+func apiClient(cmd *cobra.Command, s Streams, c *v1alpha1.Cluster, kf kubeFlags) (*kubeapi.Client, error) {
+	if kf.kubeconfig != "" {
+		return kf.connect(cmd.Context())
 	}
 	return kubeapi.FromSpec(cmd.Context(), c, terminalPrompter(s.In, s.Err))
 }
@@ -248,15 +234,22 @@ re-run with the same settings changes nothing.
 				}
 				image = refs[0]
 			}
+			var platforms []images.Platform
+			if archive != "" {
+				var err error
+				if platforms, err = images.ArchivePlatforms(archive); err != nil {
+					return &UsageError{Err: fmt.Errorf("%s %s: %w", flag, archive, err)}
+				}
+			}
 			field := "spec.scheduler"
 			if c == nil {
 				field = "--"
 			}
-			opts := kubesched.APIDeployOptions{Scheduler: sch, Field: field, Image: image, DryRun: o.DryRun, Wait: o.Wait, Out: s.Out, Printer: p}
+			opts := kubesched.APIDeployOptions{Scheduler: sch, Field: field, Image: image, Platforms: platforms, DryRun: o.DryRun, Wait: o.Wait, Out: s.Out, Printer: p}
 			if o.DryRun {
 				return kubesched.DeployThroughAPI(cmd.Context(), nil, opts)
 			}
-			api, err := kubeconfigClient(f.kubeconfig)
+			api, err := f.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -266,7 +259,7 @@ re-run with the same settings changes nothing.
 			if c == nil && errors.As(err, &ue) {
 				return &UsageError{Err: errors.New(flagPaths(ue.Msg))}
 			}
-			return err
+			return api.Wrap(err)
 		},
 	}
 	cmd.Flags().StringVar(&o.ImageArchive, "image-archive", "", "a docker save / OCI archive of the image (make scheduler-image writes bin/hactl-scheduler-image.tar)")
@@ -299,14 +292,14 @@ lease duration), or a replica is not Ready; hactl status shows the same section.
 				return err
 			}
 			defer closeLog()
-			api, err := apiClient(cmd, s, c, f.kubeconfig)
+			api, err := apiClient(cmd, s, c, f.kubeFlags)
 			if err != nil {
 				return err
 			}
 			defer api.Close()
 			st, err := kubesched.ReadStatus(cmd.Context(), api, sch)
 			if err != nil {
-				return err
+				return api.Wrap(err)
 			}
 			problems := status.SchedulerProblems(st, sch, time.Now())
 			verdict := func() error {
@@ -372,13 +365,13 @@ func newSchedulerRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			if f.kubeconfig == "" {
 				return kubesched.RemoveStatic(cmd.Context(), c, terminalPrompter(s.In, s.Err), p, time.Now())
 			}
-			api, err := kubeconfigClient(f.kubeconfig)
+			api, err := f.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer api.Close()
 			if err := kubesched.RemoveThroughAPI(cmd.Context(), api, sch); err != nil {
-				return err
+				return api.Wrap(err)
 			}
 			p.Infof("hactl-scheduler removed")
 			return nil
@@ -406,7 +399,8 @@ Over SSH the node must be a Kubernetes node of the spec (checked before any host
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	var reason, kubeconfig string
+	var reason string
+	var kf kubeFlags
 	mk := func(on bool) *cobra.Command {
 		use, short := "end NODE", "Clear the maintenance mark of NODE"
 		if on {
@@ -417,14 +411,17 @@ Over SSH the node must be a Kubernetes node of the spec (checked before any host
 			Args: usageArgs(cobra.ExactArgs(1)),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				p := ui.New(s.Err, g.verbose, false)
+				if err := kf.check(); err != nil {
+					return err
+				}
 				var cluster *v1alpha1.Cluster
-				if _, err := os.Stat(g.file); kubeconfig != "" && (err == nil || cmd.Flags().Changed("file")) {
+				if _, err := os.Stat(g.file); kf.kubeconfig != "" && (err == nil || cmd.Flags().Changed("file")) {
 					// The spec names the label (spec.scheduler.maintenanceLabel); the API names the nodes.
 					if cluster, err = loadSpec(g.file, p, false); err != nil {
 						return err
 					}
 				}
-				if kubeconfig == "" {
+				if kf.kubeconfig == "" {
 					var closeLog func()
 					var err error
 					if p, cluster, _, closeLog, err = hostRun(s, g); err != nil {
@@ -435,13 +432,13 @@ Over SSH the node must be a Kubernetes node of the spec (checked before any host
 						return err
 					}
 				}
-				api, err := apiClient(cmd, s, cluster, kubeconfig)
+				api, err := apiClient(cmd, s, cluster, kf)
 				if err != nil {
 					return err
 				}
 				defer api.Close()
 				if err := kubesched.SetMaintenance(cmd.Context(), api, kubesched.MaintenanceLabel(cluster), args[0], on, reason, time.Now()); err != nil {
-					return err
+					return api.Wrap(err)
 				}
 				state := "under maintenance: hactl-scheduler places no new pod on it (pods on it stay; drain them separately)"
 				if !on {
@@ -451,7 +448,7 @@ Over SSH the node must be a Kubernetes node of the spec (checked before any host
 				return nil
 			},
 		}
-		c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "reach the cluster through this kubeconfig instead of over SSH")
+		kf.addKube(c.Flags(), "reach the cluster through this kubeconfig instead of over SSH")
 		if on {
 			c.Flags().StringVar(&reason, "reason", "", "why (shown in the pods' unschedulable reason)")
 		}

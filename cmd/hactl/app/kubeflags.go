@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hactl/hactl/kubeapi"
+)
+
+// kubeFlags are --kubeconfig and --context: a cluster reached through a kubeconfig (kind in users'
+// CI, the lab's cluster, a managed one) instead of over SSH.
+type kubeFlags struct {
+	kubeconfig, context string
+}
+
+// addKube adds --kubeconfig (with usage) and --context to fs.
+func (k *kubeFlags) addKube(fs *pflag.FlagSet, usage string) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", usage)
+	fs.StringVar(&k.context, "context", "", "with --kubeconfig: the kubeconfig's context to use (default its current-context)")
+}
+
+func (k kubeFlags) spec() kubeapi.Kubeconfig {
+	return kubeapi.Kubeconfig{Path: k.kubeconfig, Context: k.context}
+}
+
+// check reads the kubeconfig without contacting its server. --context without --kubeconfig, or a
+// file that does not load, is bad input (exit 2); a context the file does not have is
+// *kubeapi.ContextError (exit 1, naming the contexts it has).
+func (k kubeFlags) check() error {
+	if k.kubeconfig == "" {
+		if k.context != "" {
+			return &UsageError{Err: errors.New("--context picks a context of --kubeconfig: give --kubeconfig FILE too")}
+		}
+		return nil
+	}
+	api, err := kubeapi.LoadKubeconfig(k.spec())
+	if err != nil {
+		return kubeErr(err)
+	}
+	return api.Close()
+}
+
+// connect is the client of --kubeconfig/--context once its server answered (check's errors, then
+// *kubeapi.UnreachableError naming context and server: exit 1).
+func (k kubeFlags) connect(ctx context.Context) (*kubeapi.Client, error) {
+	if err := k.check(); err != nil {
+		return nil, err
+	}
+	api, err := kubeapi.FromKubeconfig(ctx, k.spec())
+	return api, kubeErr(err)
+}
+
+// kubeErr turns a kubeconfig that does not load into a usage error (--kubeconfig, exit 2).
+func kubeErr(err error) error {
+	if le := (*kubeapi.LoadError)(nil); errors.As(err, &le) {
+		return &UsageError{Err: fmt.Errorf("--kubeconfig: %w", err)}
+	}
+	return err
+}

@@ -1,0 +1,189 @@
+//go:build e2e
+
+package kubee2e
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/e2e/harness"
+	"github.com/hactl/hactl/e2e/lab"
+	"github.com/hactl/hactl/kubeadm/images"
+	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	"github.com/hactl/hactl/operator/observe"
+)
+
+// quorumNamespace is where TestOperatorQuorumLost deploys its own operator, next to the lab's.
+const quorumNamespace = "hactl-quorum"
+
+// TestOperatorQuorumLost proves the operator's quorum-lost case on a real etcd cluster: one that
+// does not back the Kubernetes cluster the operator runs in (with the lab's own etcd, a lost quorum
+// takes the API server down, and with it every condition and event the operator could write). hactl
+// builds a second etcd cluster, lab-quorum, on the workers w-a/b/c (an etcd-only cluster.yaml, as a
+// user managing an etcd for another system writes it), and `hactl operator deploy --kubeconfig
+// --namespace hactl-quorum --auto-replace --grace-period 20s` puts an operator for it into the lab's
+// Kubernetes cluster, with spare-c as its spare. etcd stopped on w-a and w-b: the EtcdCluster's
+// Healing condition says QuorumLost with the restore command, QuorumAtRisk is True for the same
+// reason, events say so, the operator's metrics carry the series the alerts fire on; past the grace
+// period nothing destructive happened (no heal started, spare-c untouched, the member list of etcd
+// unchanged). Started again: Running, no heal. It runs before TestOperatorHeal (its file sorts
+// before zzz_heal_test.go), which needs spare-c unused.
+func TestOperatorQuorumLost(t *testing.T) {
+	c := labSpec(t) // a fresh copy, changed into an etcd-only spec
+	c.Metadata.Name = "lab-quorum"
+	c.Spec.StateDir = filepath.Join(suite.Lab.Dir(), "state-quorum")
+	c.Spec.Kubernetes, c.Spec.Scheduler, c.Spec.Backup = nil, nil, nil
+	lab.WithoutLoadBalancer(c)
+	c.Spec.Hosts = nil
+	for _, name := range lab.WorkerHosts {
+		h, err := suite.Lab.Host(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Hosts = append(c.Spec.Hosts, v1alpha1.Host{Name: h.Name, Address: h.Address, Zone: h.Zone, Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}})
+	}
+	sp, err := suite.Lab.Host(lab.SpareHosts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Etcd.Spares = []v1alpha1.Spare{{Name: sp.Name, Address: sp.Address, Zone: sp.Zone}}
+	spec := harness.WriteSpecIn(t, suite.Lab.Dir(), c, "cluster-quorum.yaml")
+	refs, err := images.ArchiveImages(operatorArchive(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite.BootstrapJSON(t, suite.Lab.SpecPath(3)) // the Kubernetes cluster (a re-run: no change)
+	for _, n := range suite.Lab.KubeNodes() {
+		if out := suite.ExecOn(t, n.Name, "ctr", "-n", "k8s.io", "images", "ls", "-q", "name=="+refs[0]); strings.TrimSpace(out) == "" {
+			t.Fatalf("%s has no image %s: TestOperator imports it over SSH (run this test with it)", n.Name, refs[0])
+		}
+	}
+	suite.BootstrapJSON(t, spec)
+	kubeconfig := suite.Lab.Kubeconfig()
+	suite.MustHactl(t, "kubeconfig", "-f", suite.Lab.SpecPath(3), "--out", kubeconfig)
+	t.Cleanup(func() {
+		suite.HactlQuiet(t, "operator", "remove", "-f", spec, "--kubeconfig", kubeconfig, "--namespace", quorumNamespace, "--yes")
+		suite.Lab.Kubectl(context.Background(), "delete", "namespace", quorumNamespace, "--wait=false")
+		for _, h := range lab.WorkerHosts { // the second cluster's etcd off the workers again
+			suite.Lab.Exec(context.Background(), h, "systemctl", "disable", "--now", "etcd.service")
+		}
+	})
+
+	// The image is on every node already (TestOperator imported it over SSH); through a kubeconfig
+	// hactl is given the reference, as a user who loaded it into the cluster does.
+	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--kubeconfig", kubeconfig, "--namespace", quorumNamespace,
+		"--image", refs[0], "--replicas", "1", "--auto-replace", "--grace-period", "20s")
+	name := c.Metadata.Name
+	before := waitEtcdClusterIn(t, quorumNamespace, name, "Running with spare-c in the pool", 90*time.Second, func(ec v1.EtcdCluster) bool {
+		h := ec.Spec.Healing
+		st, _, _ := condition(ec, v1.ConditionHealing)
+		return ec.Status.Phase == v1.PhaseRunning && h != nil && h.AutoReplace && len(h.Spares) == 1 && st == "False"
+	})
+
+	for _, h := range []string{"w-a", "w-b"} {
+		suite.ExecOn(t, h, "systemctl", "stop", "etcd.service")
+	}
+	stopped := time.Now()
+	lost := waitEtcdClusterIn(t, quorumNamespace, name, "reporting the lost quorum", 2*time.Minute, func(ec v1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, v1.ConditionHealing)
+		return reason == observe.ReasonHealQuorumLost
+	})
+	st, reason, msg := condition(lost, v1.ConditionAvailable)
+	if st != "False" {
+		t.Errorf("Available: %s %s: %s; want False", st, reason, msg)
+	}
+	if st, reason, msg := condition(lost, v1.ConditionQuorumAtRisk); st != "True" || reason != observe.ReasonQuorumLost {
+		t.Errorf("QuorumAtRisk: %s %s: %s; want True QuorumLost", st, reason, msg)
+	}
+	if _, _, msg := condition(lost, v1.ConditionHealing); !strings.Contains(msg, "changes nothing") || !strings.Contains(msg, "hactl restore -f cluster.yaml --from latest") {
+		t.Errorf("the Healing condition does not give the restore command: %s", msg)
+	}
+
+	// Past the grace period (and a look or two more): still nothing destructive.
+	if wait := time.Until(stopped.Add(20*time.Second + 40*time.Second)); wait > 0 {
+		t.Logf("waiting %s: past the grace period and the operator's next looks", wait.Round(time.Second))
+		time.Sleep(wait)
+	}
+	after := etcdClusterIn(t, quorumNamespace, name)
+	if _, reason, _ := condition(after, v1.ConditionHealing); reason != observe.ReasonHealQuorumLost {
+		t.Errorf("Healing reason past the grace period: %s, want %s", reason, observe.ReasonHealQuorumLost)
+	}
+	if after.Status.Healing != nil || len(after.Status.Heals) != 0 || len(after.Spec.Healing.Spares) != 1 ||
+		!slices.EqualFunc(after.Spec.Members, before.Spec.Members, func(a, b v1.MemberEndpoint) bool { return a.Name == b.Name }) {
+		t.Errorf("the operator acted without a quorum: healing %+v, heals %+v, spares %+v, members %+v",
+			after.Status.Healing, after.Status.Heals, after.Spec.Healing.Spares, after.Spec.Members)
+	}
+	// spare-c: no etcd unit was installed (the heal's first step on a spare).
+	if out := suite.ExecOn(t, "spare-c", "sh", "-c", "systemctl list-unit-files --no-legend etcd.service || true"); strings.TrimSpace(out) != "" {
+		t.Errorf("spare-c was touched: %s", out)
+	}
+	events := kubectl(t, "get", "events", "-n", quorumNamespace, "-o", "jsonpath={range .items[*]}{.reason}{\"\\t\"}{.note}{.message}{\"\\n\"}{end}")
+	if !strings.Contains(events, observe.ReasonHealQuorumLost+"\t") || !strings.Contains(events, "hactl restore") {
+		t.Errorf("no QuorumLost event with the restore command:\n%s", events)
+	}
+	// The series the alerts (HactlEtcdQuorumAtRisk, HactlEtcdNoLeader) fire on, read from the
+	// Lease holder's metrics endpoint through the API server's pod proxy.
+	pod, _, _ := strings.Cut(leaseHolderIn(t, quorumNamespace), "_")
+	metrics := kubectl(t, "get", "--raw", "/api/v1/namespaces/"+quorumNamespace+"/pods/"+pod+":8080/proxy/metrics")
+	cluster := quorumNamespace + "/" + name
+	if !hasSeries(t, metrics, "hactl_operator_condition", 1, map[string]string{"cluster": cluster, "type": v1.ConditionQuorumAtRisk, "reason": observe.ReasonQuorumLost}) ||
+		!hasSeries(t, metrics, "hactl_operator_etcd_has_leader", 0, map[string]string{"cluster": cluster}) {
+		t.Errorf("the operator's metrics lack the quorum-lost series:\n%s", grepLines(metrics, "hactl_operator_"))
+	}
+
+	for _, h := range []string{"w-a", "w-b"} {
+		suite.ExecOn(t, h, "systemctl", "start", "etcd.service")
+	}
+	back := waitEtcdClusterIn(t, quorumNamespace, name, "Running again, no heal", 2*time.Minute, func(ec v1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, v1.ConditionHealing)
+		return ec.Status.Phase == v1.PhaseRunning && (reason == observe.ReasonMemberRecovered || reason == observe.ReasonAllMembersServe)
+	})
+	if back.Status.Healing != nil || len(back.Status.Heals) != 0 {
+		t.Errorf("healed after the quorum came back: %+v %+v", back.Status.Healing, back.Status.Heals)
+	}
+	suite.MustHactl(t, "status", "-f", spec)
+}
+
+// hasSeries reports whether the Prometheus text exposition holds a sample of the gauge metric
+// with all of labels and the value want. An exposition that does not parse fails the test.
+func hasSeries(t *testing.T, exposition, metric string, want float64, labels map[string]string) bool {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(exposition))
+	if err != nil {
+		t.Fatalf("the operator's metrics: %v", err)
+	}
+	for _, m := range fams[metric].GetMetric() {
+		got := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		match := true
+		for k, v := range labels {
+			match = match && got[k] == v
+		}
+		if match && m.GetGauge().GetValue() == want {
+			return true
+		}
+	}
+	return false
+}
+
+// grepLines returns the lines of s starting with prefix.
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
