@@ -19,7 +19,7 @@ import (
 // Lease drill's dry run reads the cluster through the context given.
 func TestKubeconfigContext(t *testing.T) {
 	suite.BootstrapJSON(t, suite.Lab.SpecPath(3))
-	admin := filepath.Join(t.TempDir(), "admin.conf")
+	admin := suite.Lab.Kubeconfig() // kubectl's too
 	suite.MustHactl(t, "kubeconfig", "-f", suite.Lab.SpecPath(3), "--out", admin)
 	cfg, err := clientcmd.LoadFromFile(admin)
 	if err != nil {

@@ -289,9 +289,11 @@ func (r *EtcdClusterReconciler) events(ec *v1.EtcdCluster, before, after *v1.Etc
 		}
 		r.Recorder.Eventf(ec, nil, typ, "Phase"+string(after.Phase), "Observe", "phase %s → %s", from, after.Phase)
 	}
+	// An event per condition whose status or reason changed: a reason is a decision too (Healing
+	// stays False from NoMemberLost through GracePeriod to QuorumLost).
 	for _, c := range after.Conditions {
 		old := meta.FindStatusCondition(before.Conditions, c.Type)
-		if old != nil && old.Status == c.Status {
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
 		typ := corev1.EventTypeNormal
