@@ -76,6 +76,22 @@ apt-repo: host-deps ## build the mirror's apt repository of the Kubernetes node 
 lab-image: host-deps apt-repo ## build the lab host image (cached by package-list hash)
 	$(LAB) image
 
+.PHONY: kind-bins
+kind-bins: ## build the pinned kind CLI, containerd 2 and crictl into bin/kind-<version>/ (cached by version)
+	bash hack/build-kind.sh
+
+.PHONY: kind-image
+kind-image: host-deps kind-bins kubernetes-bins etcd-bins kube-images ## build the lab's kind node image offline (docs/kind.md; cached by input hash)
+	$(LAB) kind-image
+
+.PHONY: kind-up
+kind-up: kind-image ## (re)create the kind cluster hactl-lab-kind on the lab network (1 control plane, 3 workers in az-a/b/c); kubeconfig .lab/kind.kubeconfig
+	$(LAB) kind-up
+
+.PHONY: kind-down
+kind-down: ## delete the kind cluster (make lab-down removes it too)
+	$(LAB) kind-down
+
 .PHONY: vet
 vet: cross
 	$(GO) vet ./...

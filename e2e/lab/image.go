@@ -231,6 +231,12 @@ func addUsers(ctx context.Context, debugf LogFunc, rootfs string) error {
 
 // importRootfs streams `tar -C rootfs -c .` into `docker import - ref` with importChanges.
 func importRootfs(ctx context.Context, d docker, rootfs, ref string) error {
+	return importRootfsAs(ctx, d, rootfs, ref, importChanges[:], "hactl lab host: debootstrap "+Suite+" "+strings.Join(HostPackages(), ","))
+}
+
+// importRootfsAs streams `tar -C rootfs -c .` into `docker import - ref` with the Dockerfile
+// instructions changes and the commit message.
+func importRootfsAs(ctx context.Context, d docker, rootfs, ref string, changes []string, message string) error {
 	d.debugf.printf("$ tar -C %s --numeric-owner -c . | (next command)", shell.Quote(rootfs))
 	tar := exec.CommandContext(ctx, "tar", "-C", rootfs, "--numeric-owner", "-c", ".")
 	var tarErr strings.Builder
@@ -243,10 +249,10 @@ func importRootfs(ctx context.Context, d docker, rootfs, ref string) error {
 		return fmt.Errorf("import rootfs: start tar: %w", err)
 	}
 	args := []string{"import"}
-	for _, c := range importChanges {
+	for _, c := range changes {
 		args = append(args, "--change", c)
 	}
-	args = append(args, "--message", "hactl lab host: debootstrap "+Suite+" "+strings.Join(HostPackages(), ","), "-", ref)
+	args = append(args, "--message", message, "-", ref)
 	_, dockerErr := d.run(ctx, out, args...)
 	out.Close() // unblock tar if docker stopped reading early
 	if err := tar.Wait(); err != nil && dockerErr == nil {

@@ -4,6 +4,9 @@
 //	go run ./e2e/cmd/hactl-lab up [--members 3|5] [--bastion] [--ipv6] [--mirror] [--object-store] [--kubernetes] [--workers] [--all] [--dir DIR] [-v]
 //	go run ./e2e/cmd/hactl-lab down [-v]      remove every hactl-lab container, network, volume
 //	go run ./e2e/cmd/hactl-lab image [-v]     build (or reuse) the host image
+//	go run ./e2e/cmd/hactl-lab kind-image [-v]   build (or reuse) the kind node image
+//	go run ./e2e/cmd/hactl-lab kind-up [--dir DIR] [-v]   the lab's kind cluster (kubeconfig DIR/kind.kubeconfig)
+//	go run ./e2e/cmd/hactl-lab kind-down [-v] delete it
 //	go run ./e2e/cmd/hactl-lab spec [--bastion] [--ipv6] [--mirror] [--object-store] [--all] [--dir DIR]
 //	                                          (re)write the lab's cluster specs only
 //
@@ -34,6 +37,10 @@ commands:
   up     [--members 3|5] [FEATURES] [--dir DIR] [-v]   start a fresh lab (removes any previous one first)
   down   [-v]                                         remove every hactl-lab container, network and volume
   image  [-v]                                         build the host image unless it is cached
+  kind-image [-v]                                     build the kind node image unless it is cached (docs/kind.md)
+  kind-up    [--dir DIR] [-v]                         (re)create the kind cluster hactl-lab-kind on the lab network:
+                                                      1 control plane, 3 workers in az-a/b/c; DIR/kind.kubeconfig
+  kind-down  [-v]                                     delete the kind cluster
   spec   [FEATURES] [--dir DIR]                       write the lab's specs (cluster-3, -5, -sudo, -sudopw
                                                       and those of FEATURES) without starting anything
 
@@ -176,6 +183,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s (%s)\n", ref, time.Since(start).Round(100*time.Millisecond))
 		return nil
+	case "kind-image", "kind-up":
+		labDir, binDir, err := specDirs(*dir)
+		if err != nil {
+			return err
+		}
+		root := filepath.Dir(binDir)
+		in, err := lab.KindInputsFor(ctx, root)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		ref, err := lab.EnsureKindNodeImage(ctx, opts, in)
+		if err != nil {
+			return err
+		}
+		if cmd == "kind-image" {
+			fmt.Fprintf(stdout, "%s (%s)\n", ref, time.Since(start).Round(100*time.Millisecond))
+			return nil
+		}
+		if err := lab.KindUp(ctx, opts, root, labDir, ref); err != nil {
+			return err
+		}
+		kc := lab.KindKubeconfig(labDir)
+		fmt.Fprintf(stdout, "kind cluster %s is up (%s): 1 control plane, 3 workers in az-a/b/c, on the lab network %s\n", lab.KindCluster, time.Since(start).Round(100*time.Millisecond), lab.NetworkName)
+		fmt.Fprintf(stdout, "  bin/kubectl --kubeconfig %s get nodes -L topology.kubernetes.io/zone\n", kc)
+		fmt.Fprintf(stdout, "  bin/hactl scheduler deploy --kubeconfig %s --image-archive bin/hactl-scheduler-image.tar --replicas 1   # after kind load image-archive\n", kc)
+		fmt.Fprintf(stdout, "remove it: make kind-down\n")
+		return nil
+	case "kind-down":
+		_, binDir, err := specDirs(*dir)
+		if err != nil {
+			return err
+		}
+		return lab.KindDown(ctx, opts, filepath.Dir(binDir))
 	case "spec":
 		labDir, binDir, err := specDirs(*dir)
 		if err != nil {
