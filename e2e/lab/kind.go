@@ -322,15 +322,17 @@ func criBaseSpec(spec []byte) ([]byte, error) {
 }
 
 // kindOverlay installs hack/kind/node: hactl-lab-entrypoint and hactl-lab-cni (0755) into
-// /usr/local/bin, hactl-lab-cni.service (enabled).
+// /usr/local/bin, hactl-lab-cni.service (enabled), and default-cni.yaml as kind's CNI manifest (the
+// loop's read access to the nodes).
 func kindOverlay(ctx context.Context, debugf LogFunc, rootfs string, in KindInputs) error {
 	for name, dst := range map[string]string{
 		"hactl-lab-entrypoint":  "usr/local/bin/hactl-lab-entrypoint",
 		"hactl-lab-cni":         "usr/local/bin/hactl-lab-cni",
 		"hactl-lab-cni.service": "etc/systemd/system/hactl-lab-cni.service",
+		"default-cni.yaml":      "kind/manifests/default-cni.yaml",
 	} {
 		mode := os.FileMode(0o755)
-		if strings.HasSuffix(name, ".service") {
+		if strings.HasSuffix(name, ".service") || strings.HasSuffix(name, ".yaml") {
 			mode = 0o644
 		}
 		if err := copyFile(filepath.Join(in.Overlay, name), filepath.Join(rootfs, dst), mode); err != nil {
@@ -414,15 +416,14 @@ func kindPreload(ctx context.Context, opts Options, d docker, tmp, rootfs string
 
 // KindConfig is the lab's kind cluster configuration: one control plane (kind's HA mode needs an
 // envoy image that cannot be built here) and three workers labelled with the zones az-a/b/c;
-// kindnetd replaced by the node image's CNI loop (disableDefaultCNI); containerd and kubelet set
+// kindnetd replaced by the node image's CNI loop (kind applies the image's default-cni.yaml, which
+// holds the loop's RBAC); containerd and kubelet set
 // for this machine as the lab's own nodes are (LAB.md: the pause image that is there,
 // restrict_oom_score_adj without CAP_SYS_RESOURCE, cgroup v1 accepted, no disk-pressure image GC
 // or eviction on a shared disk); kubeadm's etcd at etcdImageTag (KindEtcdImage's tag).
 func KindConfig(etcdImageTag, pauseImage string) string {
 	return `kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
-networking:
-  disableDefaultCNI: true
 nodes:
 - role: control-plane
 - role: worker

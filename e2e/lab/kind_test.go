@@ -39,8 +39,7 @@ func TestCRIBaseSpec(t *testing.T) {
 func TestKindConfig(t *testing.T) {
 	var c struct {
 		Kind       string
-		APIVersion string                           `json:"apiVersion"`
-		Networking struct{ DisableDefaultCNI bool } `json:"networking"`
+		APIVersion string `json:"apiVersion"`
 		Nodes      []struct {
 			Role   string
 			Labels map[string]string
@@ -55,7 +54,7 @@ func TestKindConfig(t *testing.T) {
 	for _, n := range c.Nodes[1:] {
 		zones = append(zones, n.Labels["topology.kubernetes.io/zone"])
 	}
-	if c.Kind != "Cluster" || c.APIVersion != "kind.x-k8s.io/v1alpha4" || !c.Networking.DisableDefaultCNI || len(c.Nodes) != 4 || c.Nodes[0].Role != "control-plane" || strings.Join(zones, ",") != "az-a,az-b,az-c" {
+	if c.Kind != "Cluster" || c.APIVersion != "kind.x-k8s.io/v1alpha4" || len(c.Nodes) != 4 || c.Nodes[0].Role != "control-plane" || strings.Join(zones, ",") != "az-a,az-b,az-c" {
 		t.Errorf("config: %+v", c)
 	}
 	all := strings.Join(append(c.ContainerdConfigPatches, c.KubeadmConfigPatches...), "\n")
