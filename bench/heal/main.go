@@ -8,8 +8,9 @@
 //   - time to full strength: from the kill until three voting members are healthy again, spare-c
 //     among them (goal ≤ gracePeriod + 60 s);
 //   - write unavailability: the longest gap between acknowledged writes over the round (goal: none
-//     beyond an election when a follower is replaced; cp-c may lead when it is killed), the writes
-//     that failed, and the acknowledged writes lost (must be 0);
+//     when a follower is replaced: with -follower, the default, leadership is moved off cp-c before
+//     the kill when it leads; -follower=false kills cp-c whatever its role, and the round says
+//     whether it led), the writes that failed, and the acknowledged writes lost (must be 0);
 //   - the heal's own duration, from status.healing's start to its record in status.heals.
 package main
 
@@ -39,6 +40,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "heals, each on a fresh lab")
 	grace := flag.Duration("grace", 30*time.Second, "the operator's --grace-period")
 	keep := flag.Bool("keep", false, "leave the last lab running")
+	follower := flag.Bool("follower", true, "move leadership off cp-c before the kill when it leads (the goal's case: a follower replaced)")
 	flag.Parse()
 	root, err := lab.FindRepoRoot(".")
 	if err != nil {
@@ -48,12 +50,16 @@ func main() {
 	var full, heal, gaps []float64
 	failed, lost := 0, 0
 	for i := range *rounds {
-		r, err := round(root, h, *grace, *keep && i == *rounds-1)
+		r, err := round(root, h, *grace, *follower, *keep && i == *rounds-1)
 		if err != nil {
 			fail(fmt.Errorf("round %d: %w", i+1, err))
 		}
-		fmt.Printf("round %d: full strength %.1f s after the kill, the heal itself %.1f s, longest write gap %.0f ms, %d writes failed, %d acknowledged lost\n",
-			i+1, r.full.Seconds(), r.heal.Seconds(), float64(r.gap.Milliseconds()), r.failed, r.lost)
+		role := "a follower"
+		if r.led {
+			role = "the leader"
+		}
+		fmt.Printf("round %d: cp-c %s when killed; full strength %.1f s after the kill, the heal itself %.1f s, longest write gap %.0f ms, %d writes failed, %d acknowledged lost\n",
+			i+1, role, r.full.Seconds(), r.heal.Seconds(), float64(r.gap.Milliseconds()), r.failed, r.lost)
 		full, heal, gaps = append(full, r.full.Seconds()), append(heal, r.heal.Seconds()), append(gaps, float64(r.gap.Milliseconds()))
 		failed, lost = failed+r.failed, lost+r.lost
 	}
@@ -65,9 +71,10 @@ func main() {
 type result struct {
 	full, heal, gap time.Duration
 	failed, lost    int
+	led             bool // cp-c led when it was killed
 }
 
-func round(root, hactl string, grace time.Duration, keep bool) (result, error) {
+func round(root, hactl string, grace time.Duration, follower, keep bool) (result, error) {
 	var r result
 	ctx := context.Background()
 	dir := filepath.Join(root, ".lab-bench-heal")
@@ -123,6 +130,16 @@ func round(root, hactl string, grace time.Duration, keep bool) (result, error) {
 		w.Stop()
 		return r, err
 	}
+	victimURL := "https://" + victim.Address + ":2379"
+	if r.led, err = leads(ctx, cli, victimURL); err == nil && r.led && follower {
+		if err = moveLeaderOff(ctx, victimURL, tls); err == nil {
+			r.led, err = leads(ctx, cli, victimURL)
+		}
+	}
+	if err != nil {
+		w.Stop()
+		return r, fmt.Errorf("cp-c's role: %w", err)
+	}
 	killed := time.Now()
 	if out, err := exec.Command("docker", "kill", victim.Container).CombinedOutput(); err != nil {
 		w.Stop()
@@ -161,6 +178,55 @@ func round(root, hactl string, grace time.Duration, keep bool) (result, error) {
 		r.heal = h.FinishedAt.Sub(h.StartedAt.Time)
 	}
 	return r, nil
+}
+
+// leads reports whether the member at url is the leader.
+func leads(ctx context.Context, cli *clientv3.Client, url string) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	st, err := cli.Status(cctx, url)
+	if err != nil {
+		return false, err
+	}
+	return st.Leader == st.Header.MemberId, nil
+}
+
+// moveLeaderOff asks the leader at url (etcd answers MoveLeader only through the leader's own
+// endpoint) to hand leadership to another voter, and waits until one leads.
+func moveLeaderOff(ctx context.Context, url string, tls etcd.TLSFiles) error {
+	cli, err := etcd.NewClient(ctx, []string{url}, tls, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	st, err := cli.Status(cctx, url)
+	if err != nil {
+		return err
+	}
+	ml, err := cli.MemberList(cctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range ml.Members {
+		if m.ID != st.Header.MemberId && !m.IsLearner {
+			if _, err := cli.MoveLeader(cctx, m.ID); err != nil {
+				return fmt.Errorf("move leader to %s: %w", m.Name, err)
+			}
+			for {
+				if led, err := leads(cctx, cli, url); err == nil && !led {
+					return nil
+				}
+				select {
+				case <-cctx.Done():
+					return fmt.Errorf("cp-c still leads: %w", cctx.Err())
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}
+	}
+	return fmt.Errorf("no other voter to move leadership to")
 }
 
 // fullStrength: three voting members, none a learner, spare among them, each answering status.
