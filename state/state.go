@@ -39,6 +39,18 @@ type Cluster struct {
 	ClusterID string `json:"clusterID,omitempty"`
 	// Members maps member name to its record.
 	Members map[string]*Member `json:"members"`
+	// Operator is where hactl-operator was deployed for this cluster (recorded by hactl operator
+	// deploy, dropped by operator remove), so that status, plan and bootstrap read its EtcdCluster
+	// there; nil when it was not deployed by this state dir's hactl.
+	Operator *Operator `json:"operator,omitempty"`
+}
+
+// Operator is where hactl-operator runs: its namespace, and the kubeconfig and context it was
+// deployed through ("" Kubeconfig: over SSH to a control plane of the spec's cluster).
+type Operator struct {
+	Namespace  string `json:"namespace"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
 }
 
 // FileName is the cluster record's name inside the state directory.

@@ -26,16 +26,16 @@ type OperatorStatus struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// collectOperator reads hactl-operator's status through api (apiErr: why there is none).
-func collectOperator(ctx context.Context, c *v1alpha1.Cluster, api *kubeapi.Client, apiErr error) *OperatorStatus {
+// collectOperator reads hactl-operator's status in namespace ns through api (apiErr: why there is none).
+func collectOperator(ctx context.Context, c *v1alpha1.Cluster, ns string, api *kubeapi.Client, apiErr error) *OperatorStatus {
 	ops := &OperatorStatus{}
-	ops.Namespace = deploy.DefaultNamespace
+	ops.Namespace = ns
 	if apiErr != nil {
 		// Whether the operator runs is unknown; the Kubernetes section reports the API itself.
 		ops.Error = "the API could not be asked: " + apiErr.Error()
 		return ops
 	}
-	st, err := deploy.ReadStatus(ctx, api.Config, deploy.DefaultNamespace, c.Metadata.Name)
+	st, err := deploy.ReadStatus(ctx, api.Config, ns, c.Metadata.Name)
 	if err != nil {
 		ops.Error = err.Error()
 		ops.Problems = []string{err.Error()}

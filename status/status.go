@@ -17,6 +17,7 @@ import (
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/internal/bastion"
 	"github.com/hactl/hactl/kubeapi"
+	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
@@ -37,6 +38,9 @@ type Options struct {
 	Prompt provision.Prompter
 	// Printer receives the debug lines of the LB hosts' reads; required.
 	Printer *ui.Printer
+	// OperatorKubeconfig (--kubeconfig/--context) is where hactl-operator's EtcdCluster is read;
+	// nil: where operator deploy recorded it in the state dir, else over SSH (deploy.Where).
+	OperatorKubeconfig *kubeapi.Kubeconfig
 }
 
 // Report is `hactl status -o json`: what Collect found and judged. JSON field names are part of the
@@ -125,19 +129,29 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 	apiDone := make(chan struct{})
 	go func() {
 		defer close(apiDone)
-		if c.Spec.Kubernetes == nil {
-			return
-		}
 		actx, cancel := context.WithTimeout(ctx, 2*o.Timeout+10*time.Second)
 		defer cancel()
-		api, apiErr := kubeapi.FromSpec(actx, c, o.Prompt)
-		if apiErr == nil {
-			defer api.Close()
+		var api *kubeapi.Client
+		var apiErr error
+		if c.Spec.Kubernetes != nil {
+			if api, apiErr = kubeapi.FromSpec(actx, c, o.Prompt); apiErr == nil {
+				defer api.Close()
+			}
+			if c.Spec.Scheduler != nil {
+				sched = collectScheduler(actx, c, api, apiErr)
+			}
 		}
-		if c.Spec.Scheduler != nil {
-			sched = collectScheduler(actx, c, api, apiErr)
+		// The operator may run elsewhere (deployed through a kubeconfig: kind, a management cluster).
+		switch loc := deploy.Where(c, o.OperatorKubeconfig); {
+		case loc.Kubeconfig != nil:
+			oapi, err := kubeapi.FromKubeconfig(actx, *loc.Kubeconfig)
+			if err == nil {
+				defer oapi.Close()
+			}
+			oper = collectOperator(actx, c, loc.Namespace, oapi, err)
+		case c.Spec.Kubernetes != nil:
+			oper = collectOperator(actx, c, loc.Namespace, api, apiErr)
 		}
-		oper = collectOperator(actx, c, api, apiErr)
 	}()
 	rep, err := collectEtcd(ctx, c, o.Timeout, tunnel.Etcd())
 	<-lbDone

@@ -19,6 +19,8 @@ import (
 	"github.com/hactl/hactl/kubeadm/images"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
+	"github.com/hactl/hactl/state"
+	"github.com/hactl/hactl/status"
 )
 
 // quorumNamespace is where TestOperatorQuorumLost deploys its own operator, next to the lab's.
@@ -34,7 +36,9 @@ const quorumNamespace = "hactl-quorum"
 // Healing condition says QuorumLost with the restore command, QuorumAtRisk is True for the same
 // reason, events say so, the operator's metrics carry the series the alerts fire on; past the grace
 // period nothing destructive happened (no heal started, spare-c untouched, the member list of etcd
-// unchanged). Started again: Running, no heal. It runs before TestOperatorHeal (its file sorts
+// unchanged). Started again: Running, no heal; status of the etcd-only spec shows the operator's
+// section, read where operator deploy recorded it (the kubeconfig and namespace in the state dir);
+// operator remove drops that record. It runs before TestOperatorHeal (its file sorts
 // before zzz_heal_test.go), which needs spare-c unused.
 func TestOperatorQuorumLost(t *testing.T) {
 	c := labSpec(t) // a fresh copy, changed into an etcd-only spec
@@ -149,7 +153,21 @@ func TestOperatorQuorumLost(t *testing.T) {
 	if back.Status.Healing != nil || len(back.Status.Heals) != 0 {
 		t.Errorf("healed after the quorum came back: %+v %+v", back.Status.Healing, back.Status.Heals)
 	}
-	suite.MustHactl(t, "status", "-f", spec)
+	// hactl knows where this operator runs: operator deploy recorded its kubeconfig and namespace in
+	// the state dir, so status (an etcd-only spec: no SSH to any API) shows its section from there.
+	r := suite.MustHactl(t, "status", "-f", spec, "-o", "json")
+	var rep status.Report
+	harness.DecodeJSON(t, r, &rep)
+	if rep.Operator == nil || rep.Operator.Namespace != quorumNamespace || rep.Operator.Phase != v1.PhaseRunning || rep.Operator.Error != "" {
+		t.Errorf("status of lab-quorum: operator section %+v, want %s's, Running", rep.Operator, quorumNamespace)
+	}
+	if st, err := state.Load(c.Spec.StateDir); err != nil || st.Operator == nil || st.Operator.Namespace != quorumNamespace || st.Operator.Kubeconfig != kubeconfig {
+		t.Errorf("the state dir's record of the operator: %+v (%v)", st, err)
+	}
+	suite.MustHactl(t, "operator", "remove", "-f", spec, "--kubeconfig", kubeconfig, "--namespace", quorumNamespace, "--yes")
+	if st, err := state.Load(c.Spec.StateDir); err != nil || st.Operator != nil {
+		t.Errorf("operator remove left the record: %+v (%v)", st.Operator, err)
+	}
 }
 
 // hasSeries reports whether the Prometheus text exposition holds a sample of the gauge metric

@@ -219,7 +219,7 @@ func TestCheckOperatorDriftBeforeTheClusterFormed(t *testing.T) {
 	c.Spec.Kubernetes = &v1alpha1.Kubernetes{}
 	c.Spec.StateDir = t.TempDir()
 	var out bytes.Buffer
-	if err := checkOperatorDrift(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &out}, c, ui.New(&out, false, false)); err != nil {
+	if err := checkOperatorDrift(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &out}, c, nil, ui.New(&out, false, false)); err != nil {
 		t.Errorf("no state dir: %v, want nil", err)
 	}
 }

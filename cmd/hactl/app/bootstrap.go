@@ -35,6 +35,7 @@ type bootstrapOptions struct {
 	restoreFrom       string
 	identityFile      string
 	replaceLost       []string
+	kube              kubeFlags
 }
 
 func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
@@ -51,6 +52,7 @@ func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
 	cmd.Flags().StringVar(&o.restoreFrom, "restore-from", "", "build a NEW cluster whose data comes from this snapshot: ./file.db, s3://BUCKET/KEY or latest (disaster recovery onto new hosts; see hactl restore --help)")
 	cmd.Flags().StringSliceVar(&o.replaceLost, "replace-lost", nil, "etcd members (host names) whose data dir was lost: remove each (quorum-guarded) and add it back as a new learner on the same host, instead of refusing")
 	cmd.Flags().StringVar(&o.identityFile, "identity-file", "", "age identity file for an encrypted --restore-from backup (default $"+identityEnv+")")
+	o.kube.addKube(cmd.Flags(), "read hactl-operator's heals through this kubeconfig (default: where operator deploy recorded it, else over SSH)")
 }
 
 func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -137,6 +139,9 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if err := checkSkippable(splitList(o.skipPhases)); err != nil {
 		return err
 	}
+	if err := o.kube.check(); err != nil {
+		return err
+	}
 	var src backup.Source
 	if o.restoreFrom != "" {
 		var err error
@@ -196,7 +201,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if len(o.replaceLost) > 0 && o.restoreFrom != "" {
 		return &UsageError{Err: errors.New("--replace-lost and --restore-from: a restore builds a new cluster, there is no member to replace; use one of them")}
 	}
-	if err := checkOperatorDrift(cmd.Context(), s, c, p); err != nil {
+	if err := checkOperatorDrift(cmd.Context(), s, c, o.kube.given(), p); err != nil {
 		return err
 	}
 	res, runErr := b.Run(cmd.Context())
@@ -213,26 +218,34 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 
 // checkOperatorDrift returns a *deploy.DriftError when hactl-operator has healed members that
 // cluster.yaml (c) does not show yet (deploy.Drift over the EtcdCluster's status.heals). It asks
-// only a cluster that has formed (hactl's state dir has its ID) and runs Kubernetes, through the
-// API over SSH to a control plane (kubeapi.FromSpec, bounded by 20 s); when the API cannot be
+// only a cluster that has formed (hactl's state dir has its ID), where the operator is
+// (deploy.Where: --kubeconfig/--context when given, else where operator deploy recorded it, else
+// over SSH to a control plane of a spec with Kubernetes), bounded by 20 s; when the API cannot be
 // asked, or the operator is not deployed, there is nothing to refuse: bootstrap is also how a
 // broken control plane is repaired.
-func checkOperatorDrift(ctx context.Context, s Streams, c *v1alpha1.Cluster, p *ui.Printer) error {
-	if c.Spec.Kubernetes == nil {
+func checkOperatorDrift(ctx context.Context, s Streams, c *v1alpha1.Cluster, given *kubeapi.Kubeconfig, p *ui.Printer) error {
+	if st, err := state.Load(c.Spec.StateDir); err != nil || st == nil || st.ClusterID == "" {
 		return nil
 	}
-	if st, err := state.Load(c.Spec.StateDir); err != nil || st == nil || st.ClusterID == "" {
+	loc := deploy.Where(c, given)
+	if loc.Kubeconfig == nil && c.Spec.Kubernetes == nil {
 		return nil
 	}
 	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	api, err := kubeapi.FromSpec(actx, c, terminalPrompter(s.In, s.Err))
+	var api *kubeapi.Client
+	var err error
+	if loc.Kubeconfig != nil {
+		api, err = kubeapi.FromKubeconfig(actx, *loc.Kubeconfig)
+	} else {
+		api, err = kubeapi.FromSpec(actx, c, terminalPrompter(s.In, s.Err))
+	}
 	if err != nil {
 		p.Debugf("operator heals: the API could not be asked, not checked: %v", err)
 		return nil
 	}
 	defer api.Close()
-	st, err := deploy.ReadStatus(actx, api.Config, deploy.DefaultNamespace, c.Metadata.Name)
+	st, err := deploy.ReadStatus(actx, api.Config, loc.Namespace, c.Metadata.Name)
 	if err != nil || !st.Deployed {
 		p.Debugf("operator heals: not checked (deployed %v): %v", st != nil && st.Deployed, err)
 		return nil

@@ -60,3 +60,12 @@ func kubeErr(err error) error {
 	}
 	return err
 }
+
+// given is the kubeconfig of the flags, nil when --kubeconfig is not set.
+func (k kubeFlags) given() *kubeapi.Kubeconfig {
+	if k.kubeconfig == "" {
+		return nil
+	}
+	kc := k.spec()
+	return &kc
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/kubeadm/images"
+	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
@@ -157,6 +158,9 @@ manifests (Secrets redacted) and changes nothing.`,
 				return api.Wrap(err)
 			}
 			p.Infof("operator/apply: %d objects applied", len(plan.Objects))
+			if err := deploy.Record(c, &deploy.Location{Namespace: nsOrDefault(f.namespace), Kubeconfig: absKubeconfig(f.given())}); err != nil {
+				return fmt.Errorf("operator/apply: recording where the operator runs in the state dir: %w", err)
+			}
 			ready, err := deploy.WaitReady(cmd.Context(), api.Config, nsOrDefault(f.namespace), c.Metadata.Name, timeout)
 			if err != nil {
 				return api.Wrap(err)
@@ -217,6 +221,11 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			}
 			defer api.Close()
 			removed, err := deploy.Remove(cmd.Context(), api.Config, ns, c.Metadata.Name)
+			if err == nil {
+				if loc := deploy.Where(c, nil); loc.Namespace == ns {
+					err = deploy.Record(c, nil)
+				}
+			}
 			if err == nil && purge {
 				var more []deploy.Removed
 				more, err = deploy.Purge(cmd.Context(), api.Config, ns, c.Metadata.Name, func(ctx context.Context, stem string) error {
@@ -285,12 +294,11 @@ working on a cluster that no longer exists.`,
 				return err
 			}
 			defer closeLog()
-			api, err := apiClient(cmd, s, c, f.kubeFlags)
+			api, ns, err := locatedOperator(cmd, s, c, f)
 			if err != nil {
 				return err
 			}
 			defer api.Close()
-			ns := nsOrDefault(f.namespace)
 			st, err := deploy.ReadStatus(cmd.Context(), api.Config, ns, c.Metadata.Name)
 			if err != nil {
 				return api.Wrap(err)
@@ -367,4 +375,30 @@ func nsOrDefault(ns string) string {
 		return deploy.DefaultNamespace
 	}
 	return ns
+}
+
+// locatedOperator is the API and namespace of hactl-operator for adopt: --kubeconfig/--context and
+// --namespace when given, else where operator deploy recorded it (deploy.Where), else over SSH.
+func locatedOperator(cmd *cobra.Command, s Streams, c *v1alpha1.Cluster, f *operatorFlags) (*kubeapi.Client, string, error) {
+	loc := deploy.Where(c, f.given())
+	if cmd.Flags().Changed("namespace") {
+		loc.Namespace = f.namespace
+	}
+	if loc.Kubeconfig != nil {
+		api, err := kubeFlags{kubeconfig: loc.Kubeconfig.Path, context: loc.Kubeconfig.Context}.connect(cmd.Context())
+		return api, loc.Namespace, err
+	}
+	api, err := kubeapi.FromSpec(cmd.Context(), c, terminalPrompter(s.In, s.Err))
+	return api, loc.Namespace, err
+}
+
+// absKubeconfig makes the kubeconfig path absolute, for the state dir's record (nil stays nil).
+func absKubeconfig(kc *kubeapi.Kubeconfig) *kubeapi.Kubeconfig {
+	if kc == nil {
+		return nil
+	}
+	if p, err := filepath.Abs(kc.Path); err == nil {
+		kc.Path = p
+	}
+	return kc
 }

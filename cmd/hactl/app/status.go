@@ -14,6 +14,7 @@ import (
 type statusOptions struct {
 	output  string
 	timeout time.Duration
+	kube    kubeFlags
 }
 
 func newStatusCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -38,7 +39,11 @@ Exit code 0 when the cluster is healthy (quorum, every member healthy, no alarm;
 exactly one VIP holder, haproxy and keepalived active everywhere, no backend DOWN, every LB host
 readable; with Kubernetes: every node Ready, every static pod, kube-proxy and CoreDNS pod Ready, every
 /readyz ok), 3 when it is degraded, 1 when no member could be reached. A host that is down shows as
-unreachable at once; its Node turns NotReady after kube-controller-manager's grace period (about 40-60 s).`,
+unreachable at once; its Node turns NotReady after kube-controller-manager's grace period (about 40-60 s).
+
+hactl-operator's section (replicas, Lease, the EtcdCluster's conditions, a heal in progress and the
+drift of cluster.yaml after one) is read where 'hactl operator deploy' recorded it in the state dir
+(through the kubeconfig it was deployed with, or over SSH), or through --kubeconfig/--context.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFormat(o.output); err != nil {
@@ -52,7 +57,11 @@ unreachable at once; its Node turns NotReady after kube-controller-manager's gra
 			if o.timeout <= 0 {
 				return &UsageError{Err: fmt.Errorf("--timeout %s: must be a positive duration, e.g. 3s", o.timeout)}
 			}
-			rep, err := status.Collect(cmd.Context(), status.Options{Cluster: c, Timeout: o.timeout, Prompt: terminalPrompter(s.In, s.Err), Printer: p})
+			if err := o.kube.check(); err != nil {
+				return err
+			}
+			rep, err := status.Collect(cmd.Context(), status.Options{Cluster: c, Timeout: o.timeout, Prompt: terminalPrompter(s.In, s.Err), Printer: p,
+				OperatorKubeconfig: o.kube.given()})
 			if rep != nil {
 				if err := writeReport(s.Out, o.output, rep, rep.Print); err != nil {
 					return err
@@ -68,6 +77,7 @@ unreachable at once; its Node turns NotReady after kube-controller-manager's gra
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	o.kube.addKube(cmd.Flags(), "read hactl-operator's EtcdCluster through this kubeconfig (default: where operator deploy recorded it)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 3*time.Second, "per-member bound on connecting and on each request (an unreachable member costs at most about twice this); "+
 		"per LB host, connecting over SSH and reading it take at most twice this")
 	return cmd
