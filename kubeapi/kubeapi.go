@@ -12,11 +12,14 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/client-go/kubernetes"
@@ -71,29 +74,44 @@ func (e *LoadError) Unwrap() error { return e.Err }
 type ContextError struct {
 	Path, Context string
 	Have          []string
+	// Current: Context is the file's current-context (no --context given).
+	Current bool
 }
 
 func (e *ContextError) Error() string {
 	if e.Context == "" {
 		return fmt.Sprintf("kubeconfig %s: no current-context: pick one of its contexts with --context (%s)", e.Path, orNone(e.Have))
 	}
-	return fmt.Sprintf("kubeconfig %s: context %q does not exist; its contexts: %s", e.Path, e.Context, orNone(e.Have))
+	what := "context"
+	if e.Current {
+		what = "its current-context"
+	}
+	return fmt.Sprintf("kubeconfig %s: %s %q does not exist; its contexts: %s", e.Path, what, e.Context, orNone(e.Have))
 }
 
 func orNone(names []string) string {
 	if len(names) == 0 {
 		return "none"
 	}
-	return strings.Join(names, ", ")
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
-// UnreachableError is an API server that did not answer a version request within PingTimeout.
+// UnreachableError is a version request to the API server that failed (within PingTimeout):
+// no answer, or, with Answered, an error status (credentials refused, 403, 5xx).
 type UnreachableError struct {
 	Path, Context, Server string
+	Answered              bool
 	Err                   error
 }
 
 func (e *UnreachableError) Error() string {
+	if e.Answered {
+		return fmt.Sprintf("kubeconfig %s, context %q: the API server %s answered the version request with an error (check the context's user and its credentials): %v", e.Path, e.Context, e.Server, e.Err)
+	}
 	return fmt.Sprintf("kubeconfig %s, context %q: the API server %s does not answer: %v", e.Path, e.Context, e.Server, e.Err)
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
@@ -112,20 +130,42 @@ func LoadKubeconfig(kc Kubeconfig) (*Client, error) {
 	if err != nil {
 		return nil, &LoadError{Path: kc.Path, Err: err}
 	}
+	if len(raw.Contexts) == 0 {
+		return nil, &LoadError{Path: kc.Path, Err: errors.New("the file defines no context")}
+	}
 	name := cmp.Or(kc.Context, raw.CurrentContext)
-	if _, ok := raw.Contexts[name]; !ok || name == "" {
-		return nil, &ContextError{Path: kc.Path, Context: name, Have: slices.Sorted(maps.Keys(raw.Contexts))}
+	ctx, ok := raw.Contexts[name]
+	if !ok || name == "" {
+		return nil, &ContextError{Path: kc.Path, Context: name, Have: slices.Sorted(maps.Keys(raw.Contexts)), Current: kc.Context == ""}
+	}
+	if _, ok := raw.Clusters[ctx.Cluster]; !ok {
+		return nil, &LoadError{Path: kc.Path, Err: fmt.Errorf("context %q names cluster %q, which the file does not define", name, ctx.Cluster)}
+	}
+	if _, ok := raw.AuthInfos[ctx.AuthInfo]; ctx.AuthInfo != "" && !ok {
+		return nil, &LoadError{Path: kc.Path, Err: fmt.Errorf("context %q names user %q, which the file does not define", name, ctx.AuthInfo)}
 	}
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, &LoadError{Path: kc.Path, Err: fmt.Errorf("context %q: %w", name, err)}
 	}
-	cli, err := newClient(cfg, fmt.Sprintf("kubeconfig %s (context %q, server %s)", kc.Path, name, cfg.Host), nil)
+	server := redactURL(cfg.Host)
+	cli, err := newClient(cfg, fmt.Sprintf("kubeconfig %s (context %q, server %s)", kc.Path, name, server), nil)
 	if err != nil {
 		return nil, &LoadError{Path: kc.Path, Err: err}
 	}
-	cli.Context, cli.Server = name, cfg.Host
+	cli.Context, cli.Server = name, server
 	return cli, nil
+}
+
+// redactURL is a server URL fit for messages: a password in it replaced by "xxxxx", its query
+// (where a token may ride) dropped.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a server URL that does not parse)"
+	}
+	u.RawQuery, u.ForceQuery = "", false
+	return u.Redacted()
 }
 
 // FromKubeconfig is LoadKubeconfig, then a version request (bounded by PingTimeout) so that a
@@ -136,7 +176,8 @@ func FromKubeconfig(ctx context.Context, kc Kubeconfig) (*Client, error) {
 		return nil, err
 	}
 	if err := cli.Ping(ctx); err != nil {
-		return nil, &UnreachableError{Path: kc.Path, Context: cli.Context, Server: cli.Server, Err: err}
+		var se apierrors.APIStatus
+		return nil, &UnreachableError{Path: kc.Path, Context: cli.Context, Server: cli.Server, Answered: errors.As(err, &se), Err: err}
 	}
 	return cli, nil
 }

@@ -59,7 +59,7 @@ func TestKubeconfigContext(t *testing.T) {
 			t.Errorf("%v through the current-context gone: exit %d, want 1 naming context and server:\n%s", args, r.Code, r.Stderr)
 		}
 		r = suite.Hactl(t, append(args, "--kubeconfig", kc, "--context", "nope")...)
-		if r.Code != 1 || !strings.Contains(r.Stderr, `context "nope" does not exist; its contexts: gone, `+lab) {
+		if r.Code != 1 || !strings.Contains(r.Stderr, `context "nope" does not exist; its contexts: "gone", "`+lab+`"`) {
 			t.Errorf("%v --context nope: exit %d, want 1 naming the contexts:\n%s", args, r.Code, r.Stderr)
 		}
 	}

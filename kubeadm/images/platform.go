@@ -2,6 +2,7 @@ package images
 
 import (
 	"archive/tar"
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,9 +56,11 @@ func ArchivePlatforms(p string) ([]Platform, error) {
 			out = append(out, pl)
 		}
 	} else if b, ok := files["index.json"]; ok {
-		if out, err = indexPlatforms(files, b, 0); err != nil {
+		w := &indexWalk{files: files, seen: map[string]bool{}}
+		if err = w.index(b, 0); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
+		out = w.out
 	} else {
 		return nil, fmt.Errorf("%s: neither manifest.json (docker save) nor index.json (OCI layout) in the archive", p)
 	}
@@ -71,47 +74,65 @@ type descriptor struct {
 	Platform  *Platform `json:"platform"`
 }
 
-func indexPlatforms(files map[string][]byte, index []byte, depth int) ([]Platform, error) {
+// maxDescriptors bounds the manifests and indexes one archive's index may lead to (a real
+// multi-platform image has a few dozen); each blob is visited once, so a crafted archive of
+// indexes that name each other many times over costs no more than its size.
+const maxDescriptors = 4096
+
+type indexWalk struct {
+	files map[string][]byte
+	seen  map[string]bool
+	out   []Platform
+}
+
+func (w *indexWalk) index(index []byte, depth int) error {
 	if depth > 4 {
-		return nil, errors.New("image indexes nested too deep")
+		return errors.New("image indexes nested too deep")
 	}
 	var idx struct {
 		Manifests []descriptor `json:"manifests"`
 	}
 	if err := json.Unmarshal(index, &idx); err != nil {
-		return nil, fmt.Errorf("index: %w", err)
+		return fmt.Errorf("index: %w", err)
 	}
-	var out []Platform
 	for _, d := range idx.Manifests {
 		if d.Platform != nil && d.Platform.Architecture != "" {
-			out = append(out, *d.Platform)
+			w.out = append(w.out, *d.Platform)
 			continue
 		}
-		b, ok := files[blobPath(d.Digest)]
+		name := blobPath(d.Digest)
+		if w.seen[name] {
+			continue
+		}
+		if w.seen[name] = true; len(w.seen) > maxDescriptors {
+			return fmt.Errorf("more than %d manifests and indexes", maxDescriptors)
+		}
+		b, ok := w.files[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: not in the archive", blobPath(d.Digest))
+			return fmt.Errorf("%s: not in the archive", name)
 		}
 		if strings.Contains(d.MediaType, "index") || strings.Contains(d.MediaType, "manifest.list") {
-			more, err := indexPlatforms(files, b, depth+1)
-			if err != nil {
-				return nil, err
+			if err := w.index(b, depth+1); err != nil {
+				return err
 			}
-			out = append(out, more...)
 			continue
 		}
 		var m struct {
 			Config descriptor `json:"config"`
 		}
 		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("%s: %w", blobPath(d.Digest), err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		pl, err := configPlatform(files, blobPath(m.Config.Digest))
+		if m.Config.Digest == "" {
+			return fmt.Errorf("%s: a manifest without a config", name)
+		}
+		pl, err := configPlatform(w.files, blobPath(m.Config.Digest))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, pl)
+		w.out = append(w.out, pl)
 	}
-	return out, nil
+	return nil
 }
 
 func configPlatform(files map[string][]byte, name string) (Platform, error) {
@@ -134,8 +155,13 @@ func blobPath(digest string) string {
 	return path.Join("blobs", alg, hex)
 }
 
-// jsonFiles reads every archive member small enough to be JSON (≤ 4 MiB, not a layer) by its
-// cleaned name; layers are skipped.
+// maxJSON bounds one JSON member of an archive (ArchiveImages' bound too).
+const maxJSON = 16 << 20
+
+// jsonFiles reads, by cleaned name, every archive member that holds JSON: the regular files up to
+// maxJSON whose first non-blank byte is '{' or '['; layers are skipped unread (a seekable file).
+// A member over maxJSON that is JSON is an error, not skipped, so that a large index is not
+// mistaken for a missing one.
 func jsonFiles(p string) (map[string][]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
@@ -152,17 +178,46 @@ func jsonFiles(p string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: not a readable tar archive (docker save or OCI layout): %w", p, err)
 		}
-		if h.Typeflag != tar.TypeReg || h.Size > 4<<20 || strings.HasSuffix(h.Name, "layer.tar") {
+		if h.Typeflag != tar.TypeReg || strings.HasSuffix(h.Name, "layer.tar") {
 			continue
 		}
-		b, err := io.ReadAll(tr)
+		br := bufio.NewReader(tr)
+		first, err := firstByte(br)
+		if err != nil || (first != '{' && first != '[') {
+			continue
+		}
+		if h.Size > maxJSON {
+			return nil, fmt.Errorf("%s: %s: a JSON member of %d bytes, over the %d bytes read", p, h.Name, h.Size, maxJSON)
+		}
+		b, err := io.ReadAll(br)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", p, h.Name, err)
 		}
-		if json.Valid(b) {
-			files[path.Clean(h.Name)] = b
+		name := path.Clean(h.Name)
+		if !json.Valid(b) {
+			if name == "manifest.json" || name == "index.json" {
+				return nil, fmt.Errorf("%s: %s: not valid JSON", p, name)
+			}
+			continue // a layer that happens to start like JSON
+		}
+		files[name] = b
+	}
+}
+
+// firstByte peeks at the first byte that is not JSON white space.
+func firstByte(br *bufio.Reader) (byte, error) {
+	for n := 1; n <= 64; n++ {
+		b, err := br.Peek(n)
+		if len(b) < n {
+			return 0, err
+		}
+		switch c := b[n-1]; c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c, nil
 		}
 	}
+	return 0, errors.New("no content")
 }
 
 // GOARCH maps `uname -m` to Go's (and the OCI image spec's) architecture name: x86_64 → amd64,

@@ -46,7 +46,7 @@ func TestKubeconfigContext(t *testing.T) {
 	for _, args := range commands {
 		args = append(args, "-f", spec)
 		_, stderr, code := runCmd(t, append(args, "--kubeconfig", kc, "--context", "nope")...)
-		if code != 1 || !strings.Contains(stderr, `context "nope" does not exist; its contexts: gone`) {
+		if code != 1 || !strings.Contains(stderr, `context "nope" does not exist; its contexts: "gone"`) {
 			t.Errorf("%v --context nope: exit %d, want 1 naming the context:\n%s", args, code, stderr)
 		}
 		_, stderr, code = runCmd(t, append(args, "--context", "gone")...)
