@@ -32,7 +32,7 @@ type drillOptions struct {
 	// kill-leader --target lease/...: the Lease drill.
 	kubeFlags
 	target, schedulerName, podImage string
-	podRate                                     int
+	podRate                         int
 }
 
 func newDrillCommand(s Streams, g *globalOptions) *cobra.Command {
