@@ -142,24 +142,24 @@ func EnsureImage(ctx context.Context, opts Options) (string, error) {
 		return "", fmt.Errorf("build host image %s: %w", ref, err)
 	}
 	opts.Logf.printf("host image %s built in %s", ref, time.Since(start).Round(time.Second))
-	removeOldImages(ctx, d, ref, opts.Logf)
+	removeOldImages(ctx, d, ImageRepo, ref, opts.Logf)
 	return ref, nil
 }
 
-// removeOldImages removes the other tags of ImageRepo (earlier recipes), best effort: an image
-// still used by a container stays, with a warning.
-func removeOldImages(ctx context.Context, d docker, keep string, logf LogFunc) {
-	out, err := d.run(ctx, nil, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", ImageRepo)
+// removeOldImages removes the other tags of repo (earlier recipes or inputs), best effort: an
+// image still used by a container stays, with a warning.
+func removeOldImages(ctx context.Context, d docker, repo, keep string, logf LogFunc) {
+	out, err := d.run(ctx, nil, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", repo)
 	if err != nil {
-		logf.printf("warning: list old host images: %v", err)
+		logf.printf("warning: list old %s images: %v", repo, err)
 		return
 	}
 	for _, ref := range strings.Fields(out) {
-		if ref == keep || !strings.HasPrefix(ref, ImageRepo+":") {
+		if ref == keep || !strings.HasPrefix(ref, repo+":") {
 			continue
 		}
 		if _, err := d.run(ctx, nil, "image", "rm", ref); err != nil {
-			logf.printf("warning: remove old host image: %v", err)
+			logf.printf("warning: remove old image: %v", err)
 		}
 	}
 }

@@ -135,7 +135,8 @@ func KindNodeImageRef(in KindInputs) (string, error) {
 // the lab's overlay (entrypoint, CNI loop); every image of in.Images and an etcd image (bin/etcd,
 // FROM scratch) imported into the rootfs's containerd content store by a containerd run here (as
 // kind's node-image build does in a privileged container: `ctr images import --no-unpack` with the
-// pinned label); then `docker import` with the lab's entrypoint. About 2 minutes; needs root.
+// pinned label); then `docker import` with the lab's entrypoint, and the repository's other tags
+// removed. About 1 minute; needs root.
 func EnsureKindNodeImage(ctx context.Context, opts Options, in KindInputs) (string, error) {
 	d := docker{debugf: opts.Debugf}
 	ref, err := KindNodeImageRef(in)
@@ -185,6 +186,7 @@ func EnsureKindNodeImage(ctx context.Context, opts Options, in KindInputs) (stri
 		}
 	}
 	opts.Logf.printf("kind node image %s built in %s", ref, time.Since(start).Round(time.Second))
+	removeOldImages(ctx, d, KindNodeImageRepo, ref, opts.Logf) // 1.2 GB each
 	return ref, nil
 }
 
