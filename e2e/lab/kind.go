@@ -461,7 +461,8 @@ func KindKubeconfig(dir string) string { return filepath.Join(dir, "kind.kubecon
 // when missing, as `hactl-lab up` creates it: kind's nodes then reach the lab's hosts, and
 // get addresses from its ip-range), with root's hack/kind first on kind's PATH (the --privileged
 // rewrite). The config is written to <dir>/kind.yaml and the kubeconfig to KindKubeconfig(dir). A
-// cluster of that name is deleted first. Errors: kind's, with its output.
+// cluster of that name is deleted first; KindUp returns once every node is Ready. Errors: kind's,
+// with its output; nodes not Ready within 3 minutes.
 func KindUp(ctx context.Context, opts Options, root, dir, ref string) error {
 	d := docker{debugf: opts.Debugf}
 	if err := ensureNetworks(ctx, d, networksFor(Options{})); err != nil {
@@ -497,18 +498,37 @@ func KindUp(ctx context.Context, opts Options, root, dir, ref string) error {
 		"--config", config, "--kubeconfig", KindKubeconfig(dir), "--wait", "3m"); err != nil {
 		return fmt.Errorf("kind create cluster: %w", err)
 	}
+	// kind's --wait covers the control plane; the workers' CNI loop needs a few more seconds.
+	if _, err := runCmd(ctx, opts.Debugf, nil, filepath.Join(in.BinDir, "kubectl"), "--kubeconfig", KindKubeconfig(dir),
+		"wait", "--for=condition=Ready", "nodes", "--all", "--timeout=3m"); err != nil {
+		return fmt.Errorf("kind cluster %s: nodes not Ready: %w", KindCluster, err)
+	}
 	opts.Logf.printf("kind cluster %s up in %s; kubeconfig %s", KindCluster, time.Since(start).Round(100*time.Millisecond), KindKubeconfig(dir))
 	return nil
 }
 
-// KindDown deletes the lab's kind cluster (nothing when there is none).
-func KindDown(ctx context.Context, opts Options, root string) error {
+// KindDown deletes the lab's kind cluster, its config and kubeconfig in dir, and the lab network
+// when nothing else uses it (the lab's hosts keep it). Errors: kind's.
+func KindDown(ctx context.Context, opts Options, root, dir string) error {
 	kind := filepath.Join(root, "bin", "kind-"+KindVersion, "kind")
-	if _, err := os.Stat(kind); err != nil {
-		return nil // never built: no cluster either (lab down removes hactl-lab-* containers anyway)
+	if _, err := os.Stat(kind); err == nil {
+		if _, err := runEnv(ctx, opts.Debugf, nil, kind, "delete", "cluster", "--name", KindCluster); err != nil {
+			return err
+		}
 	}
-	_, err := runEnv(ctx, opts.Debugf, nil, kind, "delete", "cluster", "--name", KindCluster)
-	return err
+	for _, f := range []string{KindKubeconfig(dir), filepath.Join(dir, "kind.yaml")} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	d := docker{debugf: opts.Debugf}
+	if out, err := d.run(ctx, nil, "network", "inspect", "--format", "{{len .Containers}}", NetworkName); err == nil && strings.TrimSpace(out) == "0" {
+		if _, err := d.run(ctx, nil, "network", "rm", NetworkName); err != nil {
+			opts.Logf.printf("warning: %v", err)
+		}
+	}
+	opts.Logf.printf("kind cluster %s deleted", KindCluster)
+	return nil
 }
 
 // runEnv is runCmd with env added to this process's environment.

@@ -40,7 +40,8 @@ commands:
   kind-image [-v]                                     build the kind node image unless it is cached (docs/kind.md)
   kind-up    [--dir DIR] [-v]                         (re)create the kind cluster hactl-lab-kind on the lab network:
                                                       1 control plane, 3 workers in az-a/b/c; DIR/kind.kubeconfig
-  kind-down  [-v]                                     delete the kind cluster
+  kind-down  [--dir DIR] [-v]                         delete the kind cluster, DIR/kind.kubeconfig, and the lab
+                                                      network unless the lab's hosts use it
   spec   [FEATURES] [--dir DIR]                       write the lab's specs (cluster-3, -5, -sudo, -sudopw
                                                       and those of FEATURES) without starting anything
 
@@ -208,15 +209,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		kc := lab.KindKubeconfig(labDir)
 		fmt.Fprintf(stdout, "kind cluster %s is up (%s): 1 control plane, 3 workers in az-a/b/c, on the lab network %s\n", lab.KindCluster, time.Since(start).Round(100*time.Millisecond), lab.NetworkName)
 		fmt.Fprintf(stdout, "  bin/kubectl --kubeconfig %s get nodes -L topology.kubernetes.io/zone\n", kc)
-		fmt.Fprintf(stdout, "  bin/hactl scheduler deploy --kubeconfig %s --image-archive bin/hactl-scheduler-image.tar --replicas 1   # after kind load image-archive\n", kc)
+		fmt.Fprintf(stdout, "  PATH=$PWD/hack/kind:$PATH bin/kind-%s/kind load image-archive bin/hactl-scheduler-image.tar --name %s\n", lab.KindVersion, lab.KindCluster)
+		fmt.Fprintf(stdout, "  bin/hactl scheduler deploy --kubeconfig %s --image-archive bin/hactl-scheduler-image.tar --replicas 3\n", kc)
 		fmt.Fprintf(stdout, "remove it: make kind-down\n")
 		return nil
 	case "kind-down":
-		_, binDir, err := specDirs(*dir)
+		labDir, binDir, err := specDirs(*dir)
 		if err != nil {
 			return err
 		}
-		return lab.KindDown(ctx, opts, filepath.Dir(binDir))
+		return lab.KindDown(ctx, opts, filepath.Dir(binDir), labDir)
 	case "spec":
 		labDir, binDir, err := specDirs(*dir)
 		if err != nil {
