@@ -46,10 +46,13 @@ func (k kubeFlags) check() error {
 // connect is the client of --kubeconfig/--context once its server answered (check's errors, then
 // *kubeapi.UnreachableError naming context and server: exit 1).
 func (k kubeFlags) connect(ctx context.Context) (*kubeapi.Client, error) {
-	if err := k.check(); err != nil {
-		return nil, err
+	if k.kubeconfig == "" { // only check's usage errors apply
+		if err := k.check(); err != nil {
+			return nil, err
+		}
+		return nil, &UsageError{Err: errors.New("--kubeconfig FILE is required here")}
 	}
-	api, err := kubeapi.FromKubeconfig(ctx, k.spec())
+	api, err := kubeapi.FromKubeconfig(ctx, k.spec()) // loads the file once, as check would
 	return api, kubeErr(err)
 }
 
