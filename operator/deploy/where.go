@@ -1,8 +1,11 @@
 package deploy
 
 import (
+	"context"
+
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/kubeapi"
+	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/state"
 )
 
@@ -52,4 +55,13 @@ func Record(c *v1alpha1.Cluster, loc *Location) error {
 		}
 	}
 	return state.Save(c.Spec.StateDir, st)
+}
+
+// Client connects to the API of l: through its kubeconfig (kubeapi.FromKubeconfig), else over SSH
+// to a control plane of c (kubeapi.FromSpec). Errors: theirs.
+func (l Location) Client(ctx context.Context, c *v1alpha1.Cluster, prompt provision.Prompter) (*kubeapi.Client, error) {
+	if l.Kubeconfig != nil {
+		return kubeapi.FromKubeconfig(ctx, *l.Kubeconfig)
+	}
+	return kubeapi.FromSpec(ctx, c, prompt)
 }

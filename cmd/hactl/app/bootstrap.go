@@ -233,13 +233,7 @@ func checkOperatorDrift(ctx context.Context, s Streams, c *v1alpha1.Cluster, giv
 	}
 	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	var api *kubeapi.Client
-	var err error
-	if loc.Kubeconfig != nil {
-		api, err = kubeapi.FromKubeconfig(actx, *loc.Kubeconfig)
-	} else {
-		api, err = kubeapi.FromSpec(actx, c, terminalPrompter(s.In, s.Err))
-	}
+	api, err := loc.Client(actx, c, terminalPrompter(s.In, s.Err))
 	if err != nil {
 		p.Debugf("operator heals: the API could not be asked, not checked: %v", err)
 		return nil

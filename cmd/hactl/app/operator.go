@@ -234,7 +234,7 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 					}
 					store, err := backup.OpenStore(ctx, c, backup.StoreOptions{})
 					if err != nil {
-						return api.Wrap(err)
+						return err
 					}
 					l, err := backup.ListCluster(ctx, store, c)
 					if err != nil {
@@ -384,12 +384,8 @@ func locatedOperator(cmd *cobra.Command, s Streams, c *v1alpha1.Cluster, f *oper
 	if cmd.Flags().Changed("namespace") {
 		loc.Namespace = f.namespace
 	}
-	if loc.Kubeconfig != nil {
-		api, err := kubeFlags{kubeconfig: loc.Kubeconfig.Path, context: loc.Kubeconfig.Context}.connect(cmd.Context())
-		return api, loc.Namespace, err
-	}
-	api, err := kubeapi.FromSpec(cmd.Context(), c, terminalPrompter(s.In, s.Err))
-	return api, loc.Namespace, err
+	api, err := loc.Client(cmd.Context(), c, terminalPrompter(s.In, s.Err))
+	return api, loc.Namespace, kubeErr(err)
 }
 
 // absKubeconfig makes the kubeconfig path absolute, for the state dir's record (nil stays nil).
