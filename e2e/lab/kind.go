@@ -463,17 +463,13 @@ func KindKubeconfig(dir string) string { return filepath.Join(dir, "kind.kubecon
 // rewrite). The config is written to <dir>/kind.yaml and the kubeconfig to KindKubeconfig(dir). A
 // cluster of that name is deleted first; KindUp returns once every node is Ready. Errors: kind's,
 // with its output; nodes not Ready within 3 minutes.
-func KindUp(ctx context.Context, opts Options, root, dir, ref string) error {
+func KindUp(ctx context.Context, opts Options, in KindInputs, root, dir, ref string) error {
 	d := docker{debugf: opts.Debugf}
 	if err := ensureNetworks(ctx, d, networksFor(Options{})); err != nil {
 		return err
 	}
 	if !strings.HasPrefix(ref, KindNodeImageRepo+":") {
 		return fmt.Errorf("kind up: %s is not a %s image", ref, KindNodeImageRepo)
-	}
-	in, err := KindInputsFor(ctx, root)
-	if err != nil {
-		return err
 	}
 	etcdVersion, err := etcdVersionOf(ctx, opts.Debugf, filepath.Join(in.BinDir, "etcd"))
 	if err != nil {

@@ -203,7 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s (%s)\n", ref, time.Since(start).Round(100*time.Millisecond))
 			return nil
 		}
-		if err := lab.KindUp(ctx, opts, root, labDir, ref); err != nil {
+		if err := lab.KindUp(ctx, opts, in, root, labDir, ref); err != nil {
 			return err
 		}
 		kc := lab.KindKubeconfig(labDir)
