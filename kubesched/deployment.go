@@ -227,12 +227,9 @@ func checkNodes(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Schedu
 		}
 	}
 	if len(foreign) > 0 {
-		var ps []string
-		for _, pl := range platforms {
-			ps = append(ps, pl.String())
-		}
-		errs = append(errs, field.Invalid(field.NewPath("--image-archive"), strings.Join(ps, ", "),
-			"the image is for "+strings.Join(ps, ", ")+" only; these nodes cannot run it: "+strings.Join(foreign, ", ")))
+		ps := images.JoinPlatforms(platforms)
+		errs = append(errs, field.Invalid(field.NewPath("--image-archive"), ps,
+			"the image is for "+ps+" only; these nodes cannot run it: "+strings.Join(foreign, ", ")))
 	}
 	if s.Replicas > runnable {
 		errs = append(errs, field.Invalid(p.Child("replicas"), s.Replicas, fmt.Sprintf(

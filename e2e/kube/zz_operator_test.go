@@ -160,7 +160,6 @@ func TestOperator(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--image-archive", archive, "--kubeconfig", suite.Lab.Kubeconfig()}, "--image-archive"},
 		{[]string{"--image-archive", archive, "--replicas", "9"}, "--replicas"},
 		{[]string{"--image-archive", archive, "--namespace", "Bad_NS"}, "--namespace"},
 		{[]string{"--image-archive", archive, "--image", "ghcr.io/hactl/other:1"}, "is not in --image-archive"},

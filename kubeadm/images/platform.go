@@ -241,3 +241,12 @@ func GOARCH(unameM string) string {
 func Runs(platforms []Platform, arch string) bool {
 	return slices.ContainsFunc(platforms, func(p Platform) bool { return p.OS == "linux" && p.Architecture == arch })
 }
+
+// JoinPlatforms is platforms as "linux/amd64, linux/arm64/v8".
+func JoinPlatforms(platforms []Platform) string {
+	s := make([]string, len(platforms))
+	for i, p := range platforms {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}

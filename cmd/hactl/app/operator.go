@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
@@ -86,17 +87,16 @@ reports a member lost for longer than --grace-period and the spare it would move
 it replaces the member itself over SSH (the key from --ssh-key, put into a Secret).
 
 --image-archive imports the image into every Kubernetes node of the spec over SSH first (its
-reference is the archive's unless --image says otherwise); through --kubeconfig load the image as
-that cluster needs (kind load image-archive, a registry) and pass --image. --dry-run prints the
+reference is the archive's unless --image says otherwise). Through --kubeconfig the nodes must have
+the image already (kind load image-archive, a registry): --image-archive then only names it, and
+deploy refuses when a node's architecture is not one the archive holds. --dry-run prints the
 manifests (Secrets redacted) and changes nothing.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFormat(output); err != nil {
 				return err
 			}
-			if archive != "" && f.kubeconfig != "" {
-				return &UsageError{Err: errors.New("--image-archive is imported over SSH into the spec's nodes; through --kubeconfig load the image into that cluster (kind load image-archive, a registry) and pass --image")}
-			}
+			var platforms []images.Platform
 			if archive != "" {
 				refs, err := images.ArchiveImages(archive)
 				if err != nil {
@@ -106,6 +106,9 @@ manifests (Secrets redacted) and changes nothing.`,
 					image = refs[0]
 				} else if !slices.Contains(refs, image) {
 					return &UsageError{Err: fmt.Errorf("--image %s is not in --image-archive %s (it holds %s)", image, archive, strings.Join(refs, ", "))}
+				}
+				if platforms, err = images.ArchivePlatforms(archive); err != nil {
+					return &UsageError{Err: fmt.Errorf("--image-archive: %w", err)}
 				}
 			}
 			p, c, closeLog, err := operatorTarget(s, g, f, dryRun)
@@ -142,7 +145,7 @@ manifests (Secrets redacted) and changes nothing.`,
 				_, err = s.Out.Write(out)
 				return err
 			}
-			if archive != "" {
+			if archive != "" && f.kubeconfig == "" {
 				p.Infof("operator/image: %s into every Kubernetes node", image)
 				if err := deploy.ImportArchive(cmd.Context(), c, terminalPrompter(s.In, s.Err), archive, p); err != nil {
 					return err
@@ -153,6 +156,13 @@ manifests (Secrets redacted) and changes nothing.`,
 				return err
 			}
 			defer api.Close()
+			if archive != "" && f.kubeconfig != "" {
+				// The nodes must have the image already (kind load image-archive): the archive names it
+				// and says which nodes could run it.
+				if err := checkNodePlatforms(cmd.Context(), api, archive, platforms); err != nil {
+					return err
+				}
+			}
 			p.Infof("operator/apply: through %s", api.Via)
 			if err := plan.Apply(cmd.Context(), api.Config, func(kind, name string) { p.Debugf("operator/apply: %s %s", kind, name) }); err != nil {
 				return api.Wrap(err)
@@ -174,7 +184,7 @@ manifests (Secrets redacted) and changes nothing.`,
 		},
 	}
 	cmd.Flags().StringVar(&image, "image", "", "the operator image reference")
-	cmd.Flags().StringVar(&archive, "image-archive", "", "an image archive (make operator-image: bin/hactl-operator-image.tar) imported into every node over SSH")
+	cmd.Flags().StringVar(&archive, "image-archive", "", "an image archive (make operator-image: bin/hactl-operator-image.tar) imported into every node over SSH; with --kubeconfig it names the image the nodes already have (kind load image-archive)")
 	cmd.Flags().Int32Var(&replicas, "replicas", 2, "replicas (one holds the Lease, the others wait)")
 	cmd.Flags().DurationVar(&every, "backup-every", 5*time.Minute, "the operator snapshots etcd into spec.backup's object store at every slot of this interval (whole minutes dividing an hour, or whole hours dividing a day)")
 	cmd.Flags().BoolVar(&noBackups, "no-backups", false, "the operator takes no snapshots even though the spec has spec.backup")
@@ -397,4 +407,25 @@ func absKubeconfig(kc *kubeapi.Kubeconfig) *kubeapi.Kubeconfig {
 		kc.Path = p
 	}
 	return kc
+}
+
+// checkNodePlatforms returns a UsageError naming every node of the cluster whose architecture none
+// of platforms (archive's, images.ArchivePlatforms) runs on; errors listing the nodes are wrapped
+// with api.Via.
+func checkNodePlatforms(ctx context.Context, api *kubeapi.Client, archive string, platforms []images.Platform) error {
+	nodes, err := api.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return api.Wrap(fmt.Errorf("operator/image: listing the nodes: %w", err))
+	}
+	var foreign []string
+	for _, n := range nodes.Items {
+		if info := n.Status.NodeInfo; !images.Runs(platforms, info.Architecture) {
+			foreign = append(foreign, n.Name+" ("+info.OperatingSystem+"/"+info.Architecture+")")
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	return &UsageError{Err: fmt.Errorf("--image-archive %s: the image is for %s only; these nodes cannot run it: %s",
+		archive, images.JoinPlatforms(platforms), strings.Join(foreign, ", "))}
 }
