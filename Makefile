@@ -117,7 +117,7 @@ unit: host-deps etcd-bins kubernetes-bins minio-bin scheduler-bin promtool contr
 	cd cmd/hactl-operator && GOWORK=off $(GO) test -count=1 ./...
 
 .PHONY: e2e
-e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image ## e2e tests: the real hactl against the lab (one lab per package)
+e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image kind-image ## e2e tests: the real hactl against the lab (one lab per package)
 	HACTL_BIN=$(CURDIR)/bin/hactl $(GO) test -tags e2e -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
 .PHONY: test
@@ -155,7 +155,7 @@ lab-down: ## remove every lab container, network and volume (hactl-lab*)
 # BENCH_BEFORE=path/to/hactl runs the bootstrap benchmark with a second binary too (e.g. a build of the
 # previous release) and prints both side by side.
 .PHONY: bench
-bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills, etcd member replace and defrag, scheduler throughput and Lease takeover, the operator's idle cost, takeover and snapshot slots, its heal of a lost member; prints figures
+bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image kind-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills, etcd member replace and defrag, scheduler throughput and Lease takeover, the operator's idle cost, takeover and snapshot slots, its heal of a lost member, kind (cold image, warm cluster, Lease takeovers in kind vs the lab's kubeadm cluster); prints figures
 	$(GO) run ./bench/bootstrap -hactl $(CURDIR)/bin/hactl $(if $(BENCH_BEFORE),-before $(BENCH_BEFORE))
 	$(GO) run ./bench/lb -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl
@@ -164,6 +164,7 @@ bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image
 	$(GO) run ./bench/scheduler -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/operator -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/heal -hactl $(CURDIR)/bin/hactl
+	$(GO) run ./bench/kind -hactl $(CURDIR)/bin/hactl
 
 .PHONY: clean
 clean:

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -176,6 +177,9 @@ func DeployThroughAPI(ctx context.Context, cs kubernetes.Interface, o APIDeployO
 	return nil
 }
 
+// removeWait bounds how long RemoveThroughAPI waits for the Deployment's pods to go.
+const removeWait = 2 * time.Minute
+
 // checkNodes checks spec.scheduler against the cluster's nodes before anything is applied. Errors
 // (*UsageError naming the field under prefix): a preferred zone that no node has while other zones
 // exist (a typo), more replicas than nodes that can run one. Warnings: with preferredZones, the
@@ -241,8 +245,11 @@ func checkNodes(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Schedu
 	return warnings, nil
 }
 
-// RemoveThroughAPI deletes what DeployThroughAPI applied (the Lease stays: it holds no state and
-// expires). Objects already gone are not errors.
+// RemoveThroughAPI deletes what DeployThroughAPI applied: the Deployment first, in the foreground,
+// waiting up to removeWait until it and its pods are gone (no replica renews the Lease any more),
+// then the scheduler's Lease (a leftover holder would delay a later deploy by a leaseDuration),
+// the PodDisruptionBudget, ConfigMap, ServiceAccount and RBAC. Objects already gone are not errors.
+// Errors: the first refused delete, named; the Deployment still there after removeWait.
 func RemoveThroughAPI(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.Scheduler) error {
 	ns := controlPlaneNS
 	del := metav1.DeleteOptions{}
@@ -252,11 +259,28 @@ func RemoveThroughAPI(ctx context.Context, cs kubernetes.Interface, s *v1alpha1.
 		}
 		return err
 	}
+	le := s.LeaderElection
 	steps := []struct {
 		what string
 		fn   func() error
 	}{
-		{"Deployment", func() error { return cs.AppsV1().Deployments(ns).Delete(ctx, User, del) }},
+		{"Deployment", func() error {
+			fg := metav1.DeletePropagationForeground
+			if err := cs.AppsV1().Deployments(ns).Delete(ctx, User, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+				return err
+			}
+			err := wait.PollUntilContextTimeout(ctx, time.Second, removeWait, true, func(ctx context.Context) (bool, error) {
+				_, err := cs.AppsV1().Deployments(ns).Get(ctx, User, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), nil
+			})
+			if err != nil {
+				return fmt.Errorf("still there %s after its deletion (its pods still terminating?): %w", removeWait, err)
+			}
+			return nil
+		}},
+		{"Lease " + le.ResourceNamespace + "/" + le.ResourceName, func() error {
+			return cs.CoordinationV1().Leases(le.ResourceNamespace).Delete(ctx, le.ResourceName, del)
+		}},
 		{"PodDisruptionBudget", func() error { return cs.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, User, del) }},
 		{"ConfigMap", func() error { return cs.CoreV1().ConfigMaps(ns).Delete(ctx, configMapName, del) }},
 		{"ServiceAccount", func() error { return cs.CoreV1().ServiceAccounts(ns).Delete(ctx, User, del) }},

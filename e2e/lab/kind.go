@@ -454,6 +454,32 @@ kubeadmConfigPatches:
 `
 }
 
+// WriteKindConfig writes KindConfig for in (its etcd's version, the pinned Kubernetes' pause image)
+// to <dir>/kind.yaml and returns that path. Errors: etcd --version's, I/O.
+func WriteKindConfig(ctx context.Context, opts Options, in KindInputs, dir string) (string, error) {
+	etcdVersion, err := etcdVersionOf(ctx, opts.Debugf, filepath.Join(in.BinDir, "etcd"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	config := filepath.Join(dir, "kind.yaml")
+	pause := (&v1alpha1.Kubernetes{Version: KubernetesVersion}).PauseImage()
+	if err := writeFileAtomic(config, []byte(KindConfig(etcdVersion+"-0", pause)), 0o644); err != nil {
+		return "", err
+	}
+	return config, nil
+}
+
+// KindEnviron is what kind needs here besides this process's environment: PATH with root's
+// hack/kind first (the docker wrapper that rewrites --privileged) and the lab network as kind's
+// (KIND_EXPERIMENTAL_DOCKER_NETWORK), as NAME=value entries.
+func KindEnviron(root string) []string {
+	return []string{"PATH=" + filepath.Join(root, "hack", "kind") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"KIND_EXPERIMENTAL_DOCKER_NETWORK=" + NetworkName}
+}
+
 // KindKubeconfig is where KindUp writes the cluster's kubeconfig: <dir>/kind.kubeconfig.
 func KindKubeconfig(dir string) string { return filepath.Join(dir, "kind.kubeconfig") }
 
@@ -471,20 +497,12 @@ func KindUp(ctx context.Context, opts Options, in KindInputs, root, dir, ref str
 	if !strings.HasPrefix(ref, KindNodeImageRepo+":") {
 		return fmt.Errorf("kind up: %s is not a %s image", ref, KindNodeImageRepo)
 	}
-	etcdVersion, err := etcdVersionOf(ctx, opts.Debugf, filepath.Join(in.BinDir, "etcd"))
+	config, err := WriteKindConfig(ctx, opts, in, dir)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	config := filepath.Join(dir, "kind.yaml")
-	if err := writeFileAtomic(config, []byte(KindConfig(etcdVersion+"-0", (&v1alpha1.Kubernetes{Version: KubernetesVersion}).PauseImage())), 0o644); err != nil {
-		return err
-	}
 	kind := filepath.Join(in.KindBin, "kind")
-	env := []string{"PATH=" + filepath.Join(root, "hack", "kind") + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"KIND_EXPERIMENTAL_DOCKER_NETWORK=" + NetworkName}
+	env := KindEnviron(root)
 	if _, err := runEnv(ctx, opts.Debugf, env, kind, "delete", "cluster", "--name", KindCluster); err != nil {
 		return err
 	}

@@ -127,8 +127,9 @@ type Removed struct {
 
 // Remove deletes what Build made for the EtcdCluster clusterName in namespace, except the CRDs,
 // the namespace and every EtcdSnapshot (their objects in the bucket are never touched): the
-// Deployment first (no replica acts any more), then the PodDisruptionBudget, the EtcdCluster, the
-// Secret and the RBAC. Objects already gone are reported, not errors. Errors: the first refused
+// Deployment first (no replica acts any more), then the replicas' Lease (a leftover holder would
+// delay a later deploy by a leaseDuration), the PodDisruptionBudget, the EtcdCluster, the
+// Secrets and the RBAC. Objects already gone are reported, not errors. Errors: the first refused
 // delete, named.
 func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string) ([]Removed, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -143,6 +144,7 @@ func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string
 		kind, name string
 	}{
 		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", Name},
+		{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, "Lease", Name},
 		{schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget", Name},
 		{v1.GroupVersion.WithResource("etcdclusters"), "EtcdCluster", clusterName},
 		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", ClientSecret},
