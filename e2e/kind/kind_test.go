@@ -92,19 +92,35 @@ func TestWorkflowOnKind(t *testing.T) {
 		return
 	}
 
-	t.Run("an image archive for another architecture is refused through the kubeconfig, naming the nodes", func(t *testing.T) {
+	t.Run("an image for another architecture is refused before kind load, naming the nodes; so is another cluster's kind name", func(t *testing.T) {
 		foreign := foreignArchive(t)
+		// kind as the workflow installed it, with the lab's docker wrapper.
+		withKind := suite.WithEnv("PATH=" + filepath.Join(s.runner.Temp, "bin") + string(os.PathListSeparator) + filepath.Join(suite.RepoRoot, "hack", "kind") + string(os.PathListSeparator) + os.Getenv("PATH"))
 		for _, args := range [][]string{
-			{"scheduler", "deploy", "--kubeconfig", s.kubeconfig, "--image-archive", foreign, "--replicas", "3"},
+			{"scheduler", "deploy", "--kubeconfig", s.kubeconfig, "--image-archive", foreign, "--kind-cluster", cluster, "--replicas", "3"},
+			{"operator", "deploy", "-f", s.spec, "--kubeconfig", s.kubeconfig, "--image-archive", foreign, "--kind-cluster", cluster},
 			{"operator", "deploy", "-f", s.spec, "--kubeconfig", s.kubeconfig, "--image-archive", foreign},
 		} {
-			r := suite.Hactl(t, args...)
+			r := withKind.Hactl(t, args...)
 			if r.Code != 2 || !strings.Contains(r.Stderr, "linux/arm64") || !strings.Contains(r.Stderr, cluster+"-worker (linux/amd64)") {
-				t.Errorf("%s: exit %d, want 2 naming the archive's platform and the nodes:\n%s", args[0], r.Code, r.Stderr)
+				t.Errorf("%v: exit %d, want 2 naming the archive's platform and the nodes:\n%s", args[:2], r.Code, r.Stderr)
 			}
+		}
+		r := withKind.Hactl(t, "scheduler", "deploy", "--kubeconfig", s.kubeconfig, "--image-archive", filepath.Join(suite.RepoRoot, "bin", "hactl-scheduler-image.tar"), "--kind-cluster", "hactl-lab-other")
+		if r.Code != 2 || !strings.Contains(r.Stderr, `--kind-cluster hactl-lab-other: kind has no cluster of that name`) {
+			t.Errorf("--kind-cluster of no cluster: exit %d, want 2:\n%s", r.Code, r.Stderr)
 		}
 		if out := kubectl(t, s.kubeconfig, "get", "deployments", "-A", "-o", "name"); strings.Contains(out, "hactl-") {
 			t.Errorf("a refused deploy created %s", out)
+		}
+		for _, n := range []string{cluster + "-control-plane", cluster + "-worker"} {
+			out, err := exec.Command("docker", "exec", n, "ctr", "-n", "k8s.io", "images", "ls", "-q").CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: ctr images ls: %v\n%s", n, err, out)
+			}
+			if strings.Contains(string(out), "hactl/foreign") || strings.Contains(string(out), "hactl-scheduler") {
+				t.Errorf("%s has images a refused deploy would have loaded:\n%s", n, out)
+			}
 		}
 	})
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
@@ -54,7 +53,7 @@ func (f *operatorFlags) add(cmd *cobra.Command) {
 }
 
 func newOperatorDeployCommand(s Streams, g *globalOptions) *cobra.Command {
-	var image, archive, output string
+	var image, archive, kindCluster, output string
 	var replicas int32
 	var dryRun, noBackups bool
 	var timeout, every time.Duration
@@ -89,8 +88,9 @@ it replaces the member itself over SSH (the key from --ssh-key, put into a Secre
 --image-archive imports the image into every Kubernetes node of the spec over SSH first (its
 reference is the archive's unless --image says otherwise). Through --kubeconfig the nodes must have
 the image already (kind load image-archive, a registry): --image-archive then only names it, and
-deploy refuses when a node's architecture is not one the archive holds. --dry-run prints the
-manifests (Secrets redacted) and changes nothing.`,
+deploy refuses when a node's architecture is not one the archive holds; --kind-cluster NAME loads
+it into that kind cluster first, once its nodes are the kubeconfig's and each can run the image.
+--dry-run prints the manifests (Secrets redacted) and changes nothing.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFormat(output); err != nil {
@@ -110,6 +110,10 @@ manifests (Secrets redacted) and changes nothing.`,
 				if platforms, err = images.ArchivePlatforms(archive); err != nil {
 					return &UsageError{Err: fmt.Errorf("--image-archive: %w", err)}
 				}
+			}
+			kind, err := checkKindFlags(kindCluster, f.kubeconfig, archive)
+			if err != nil {
+				return err
 			}
 			p, c, closeLog, err := operatorTarget(s, g, f, dryRun)
 			if err != nil {
@@ -156,7 +160,12 @@ manifests (Secrets redacted) and changes nothing.`,
 				return err
 			}
 			defer api.Close()
-			if archive != "" && f.kubeconfig != "" {
+			switch {
+			case kindCluster != "":
+				if err := kindLoad(cmd.Context(), api, kind, kindCluster, archive, platforms, p); err != nil {
+					return err
+				}
+			case archive != "" && f.kubeconfig != "":
 				// The nodes must have the image already (kind load image-archive): the archive names it
 				// and says which nodes could run it.
 				if err := checkNodePlatforms(cmd.Context(), api, archive, platforms); err != nil {
@@ -184,6 +193,7 @@ manifests (Secrets redacted) and changes nothing.`,
 		},
 	}
 	cmd.Flags().StringVar(&image, "image", "", "the operator image reference")
+	cmd.Flags().StringVar(&kindCluster, "kind-cluster", "", kindClusterUsage)
 	cmd.Flags().StringVar(&archive, "image-archive", "", "an image archive (make operator-image: bin/hactl-operator-image.tar) imported into every node over SSH; with --kubeconfig it names the image the nodes already have (kind load image-archive)")
 	cmd.Flags().Int32Var(&replicas, "replicas", 2, "replicas (one holds the Lease, the others wait)")
 	cmd.Flags().DurationVar(&every, "backup-every", 5*time.Minute, "the operator snapshots etcd into spec.backup's object store at every slot of this interval (whole minutes dividing an hour, or whole hours dividing a day)")
@@ -407,25 +417,4 @@ func absKubeconfig(kc *kubeapi.Kubeconfig) *kubeapi.Kubeconfig {
 		kc.Path = p
 	}
 	return kc
-}
-
-// checkNodePlatforms returns a UsageError naming every node of the cluster whose architecture none
-// of platforms (archive's, images.ArchivePlatforms) runs on; errors listing the nodes are wrapped
-// with api.Via.
-func checkNodePlatforms(ctx context.Context, api *kubeapi.Client, archive string, platforms []images.Platform) error {
-	nodes, err := api.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return api.Wrap(fmt.Errorf("operator/image: listing the nodes: %w", err))
-	}
-	var foreign []string
-	for _, n := range nodes.Items {
-		if info := n.Status.NodeInfo; !images.Runs(platforms, info.Architecture) {
-			foreign = append(foreign, n.Name+" ("+info.OperatingSystem+"/"+info.Architecture+")")
-		}
-	}
-	if len(foreign) == 0 {
-		return nil
-	}
-	return &UsageError{Err: fmt.Errorf("--image-archive %s: the image is for %s only; these nodes cannot run it: %s",
-		archive, images.JoinPlatforms(platforms), strings.Join(foreign, ", "))}
 }

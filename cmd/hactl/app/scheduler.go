@@ -187,6 +187,7 @@ swaps a configuration in.
 
 func newSchedulerDeployCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := kubesched.DeployOptions{}
+	var kindCluster string
 	f := &schedulerFlags{}
 	cmd := &cobra.Command{
 		Use:   "deploy",
@@ -202,14 +203,16 @@ Through a kubeconfig (--kubeconfig): a ServiceAccount with that RBAC, the config
 ConfigMap, a Deployment (replicas one per node by required anti-affinity, spread across zones,
 system-cluster-critical, the control planes' taint tolerated, probes on the secure port) and a
 PodDisruptionBudget; the nodes must have the image (kind load image-archive; --image-archive only
-reads the reference from the archive).
+reads the reference and the platform from the archive, and nodes of another architecture are refused).
+--kind-cluster NAME loads the archive into that kind cluster first, once its nodes are the
+kubeconfig's and each can run the image.
 
 Either way it then waits until every replica runs the configuration and one holds the Lease. A
 re-run with the same settings changes nothing.
 
   hactl scheduler deploy -f cluster.yaml --image-archive bin/hactl-scheduler-image.tar
   hactl scheduler deploy -f cluster.yaml --dry-run      # the files and the RBAC, no host contacted
-  hactl scheduler deploy --kubeconfig kind.conf --image-archive bin/hactl-scheduler-image.tar --preferred-zone az-a=100`,
+  hactl scheduler deploy --kubeconfig kind.conf --image-archive bin/hactl-scheduler-image.tar --kind-cluster kind --preferred-zone az-a=100`,
 			kubesched.ManifestFile, kubesched.Dir, kubesched.User),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -241,6 +244,10 @@ re-run with the same settings changes nothing.
 					return &UsageError{Err: fmt.Errorf("%s %s: %w", flag, archive, err)}
 				}
 			}
+			kind, err := checkKindFlags(kindCluster, f.kubeconfig, archive)
+			if err != nil {
+				return err
+			}
 			field := "spec.scheduler"
 			if c == nil {
 				field = "--"
@@ -254,6 +261,11 @@ re-run with the same settings changes nothing.
 				return err
 			}
 			defer api.Close()
+			if kindCluster != "" {
+				if err := kindLoad(cmd.Context(), api, kind, kindCluster, archive, platforms, p); err != nil {
+					return err
+				}
+			}
 			err = kubesched.DeployThroughAPI(cmd.Context(), api, opts)
 			var ue *kubesched.UsageError
 			if c == nil && errors.As(err, &ue) {
@@ -263,6 +275,7 @@ re-run with the same settings changes nothing.
 		},
 	}
 	cmd.Flags().StringVar(&o.ImageArchive, "image-archive", "", "a docker save / OCI archive of the image (make scheduler-image writes bin/hactl-scheduler-image.tar)")
+	cmd.Flags().StringVar(&kindCluster, "kind-cluster", "", kindClusterUsage)
 	cmd.Flags().StringVar(&o.Image, "image", "", "the image reference (default spec.scheduler.image, or the one the archive holds)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what it would write and apply; contact nothing")
 	cmd.Flags().DurationVar(&o.Wait, "wait", 3*time.Minute, "how long to wait for every replica and a Lease holder")

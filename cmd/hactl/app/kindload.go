@@ -1,0 +1,101 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl/hactl/kubeadm/images"
+	"github.com/hactl/hactl/kubeapi"
+	"github.com/hactl/hactl/ui"
+)
+
+// kindClusterUsage is --kind-cluster's help, the same on every deploy command.
+const kindClusterUsage = "with --kubeconfig and --image-archive: load the archive into this kind cluster's nodes (kind load image-archive, kind from PATH) once its nodes are the kubeconfig's and each can run the image"
+
+// checkKindFlags checks --kind-cluster locally (exit 2): it needs --kubeconfig and --image-archive
+// (the spec's scheduler.imageArchive counts), and kind on PATH. It returns kind's path.
+func checkKindFlags(cluster, kubeconfig, archive string) (string, error) {
+	if cluster == "" {
+		return "", nil
+	}
+	if kubeconfig == "" || archive == "" {
+		return "", &UsageError{Err: errors.New("--kind-cluster loads --image-archive into a kind cluster reached through --kubeconfig: give both")}
+	}
+	kind, err := exec.LookPath("kind")
+	if err != nil {
+		return "", &UsageError{Err: fmt.Errorf("--kind-cluster: kind is not on PATH (go install sigs.k8s.io/kind@v0.33.0): %w", err)}
+	}
+	return kind, nil
+}
+
+// kindLoad loads archive into the kind cluster's nodes with `kind load image-archive`, after two
+// checks that refuse (*UsageError, exit 2) before anything is loaded: the kind cluster's nodes
+// (`kind get nodes`) are the nodes of the cluster api reaches (a kubeconfig of another cluster
+// would otherwise deploy an image nobody loaded), and every node's architecture is one platforms
+// (the archive's, images.ArchivePlatforms) holds — kind load imports a foreign image without a
+// word, and its pods then fail with "exec format error". Errors: the API's (wrapped with api.Via),
+// kind's with its output.
+func kindLoad(ctx context.Context, api *kubeapi.Client, kind, cluster, archive string, platforms []images.Platform, p *ui.Printer) error {
+	var stderr bytes.Buffer
+	get := exec.CommandContext(ctx, kind, "get", "nodes", "--name", cluster)
+	get.Stderr = &stderr
+	out, err := get.Output()
+	if err != nil {
+		return fmt.Errorf("kind get nodes --name %s: %w: %s", cluster, err, strings.TrimSpace(stderr.String()))
+	}
+	kindNodes := strings.Fields(string(out))
+	if len(kindNodes) == 0 {
+		return &UsageError{Err: fmt.Errorf("--kind-cluster %s: kind has no cluster of that name (kind get clusters lists them)", cluster)}
+	}
+	nodes, err := api.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return api.Wrap(fmt.Errorf("listing the nodes: %w", err))
+	}
+	var apiNodes []string
+	for _, n := range nodes.Items {
+		apiNodes = append(apiNodes, n.Name)
+	}
+	slices.Sort(kindNodes)
+	slices.Sort(apiNodes)
+	if !slices.Equal(kindNodes, apiNodes) {
+		return &UsageError{Err: fmt.Errorf("--kind-cluster %s: its nodes (%s) are not the nodes of the cluster %s reaches (%s): give the kind cluster that kubeconfig belongs to",
+			cluster, strings.Join(kindNodes, ", "), api.Via, strings.Join(apiNodes, ", "))}
+	}
+	if err := checkNodePlatforms(ctx, api, archive, platforms); err != nil {
+		return err
+	}
+	p.Infof("image: kind load image-archive %s --name %s (%d nodes)", archive, cluster, len(kindNodes))
+	load := exec.CommandContext(ctx, kind, "load", "image-archive", archive, "--name", cluster)
+	if out, err := load.CombinedOutput(); err != nil {
+		return fmt.Errorf("kind load image-archive %s --name %s: %w: %s", archive, cluster, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// checkNodePlatforms returns a UsageError naming every node of the cluster whose architecture none
+// of platforms (archive's, images.ArchivePlatforms) runs on; errors listing the nodes are wrapped
+// with api.Via.
+func checkNodePlatforms(ctx context.Context, api *kubeapi.Client, archive string, platforms []images.Platform) error {
+	nodes, err := api.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return api.Wrap(fmt.Errorf("listing the nodes: %w", err))
+	}
+	var foreign []string
+	for _, n := range nodes.Items {
+		if info := n.Status.NodeInfo; !images.Runs(platforms, info.Architecture) {
+			foreign = append(foreign, n.Name+" ("+info.OperatingSystem+"/"+info.Architecture+")")
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	return &UsageError{Err: fmt.Errorf("--image-archive %s: the image is for %s only; these nodes cannot run it: %s (nothing was loaded or applied)",
+		archive, images.JoinPlatforms(platforms), strings.Join(foreign, ", "))}
+}
