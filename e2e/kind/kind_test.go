@@ -436,7 +436,7 @@ func placement(t *testing.T, kubeconfig string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const replicas = 6
+	const replicas = 5
 	req := milli / 4
 	manifest := filepath.Join(t.TempDir(), "zp.yaml")
 	pause := (&v1alpha1.Kubernetes{Version: lab.KubernetesVersion}).PauseImage()
