@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,10 @@ import (
 	"github.com/hactl/hactl/status"
 )
 
+// hactlObject matches the names of what hactl deploys (kubectl's TYPE/NAME): hactl-scheduler's and
+// hactl-operator's objects and the hactl.io CRDs, not the lab's own (hactl-lab-*).
+var hactlObject = regexp.MustCompile(`/(hactl-scheduler|hactl-operator|system:hactl-scheduler)|\.hactl\.io$`)
+
 // cluster is the kind cluster the workflow creates here: the hactl-lab prefix, so the lab's
 // teardown removes its nodes whatever happens to the test.
 const cluster = "hactl-lab-ci"
@@ -41,6 +46,10 @@ const (
 
 // ci is the state the subtests of TestWorkflowOnKind share.
 type ci struct {
+	// hactl runs bin/hactl as the workflow's steps run theirs: the object store key in the
+	// variables the spec names, kind (as the workflow installed it) and the lab's docker wrapper
+	// first on PATH.
+	hactl      *harness.Suite
 	runner     *workflow.Runner
 	job        *workflow.Job
 	spec       string // the etcd cluster's cluster.yaml (vars.HACTL_SPEC)
@@ -79,6 +88,12 @@ func TestWorkflowOnKind(t *testing.T) {
 
 	if !t.Run("the workflow's setup: hactl and kind installed with go install, the kind cluster created", func(t *testing.T) {
 		s.runner, s.job = newRunner(t, ctx, s.spec)
+		store, err := suite.Lab.ObjectStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.hactl = suite.WithEnv("PATH="+filepath.Join(s.runner.Temp, "bin")+string(os.PathListSeparator)+filepath.Join(suite.RepoRoot, "hack", "kind")+string(os.PathListSeparator)+os.Getenv("PATH")).
+			WithSecretEnv(accessKeyEnv+"="+store.AccessKeyID, secretKeyEnv+"="+store.SecretAccessKey, sessionTokenEnv+"="+store.SessionToken)
 		runSteps(t, s.runner, s.job, "", "cluster")
 		s.kubeconfig = envOf(t, s.runner, "KUBECONFIG")
 		s.reports = filepath.Join(s.runner.Workspace, s.runner.Workflow.Env["REPORTS"])
@@ -94,19 +109,17 @@ func TestWorkflowOnKind(t *testing.T) {
 
 	t.Run("an image for another architecture is refused before kind load, naming the nodes; so is another cluster's kind name", func(t *testing.T) {
 		foreign := foreignArchive(t)
-		// kind as the workflow installed it, with the lab's docker wrapper.
-		withKind := suite.WithEnv("PATH=" + filepath.Join(s.runner.Temp, "bin") + string(os.PathListSeparator) + filepath.Join(suite.RepoRoot, "hack", "kind") + string(os.PathListSeparator) + os.Getenv("PATH"))
 		for _, args := range [][]string{
 			{"scheduler", "deploy", "--kubeconfig", s.kubeconfig, "--image-archive", foreign, "--kind-cluster", cluster, "--replicas", "3"},
 			{"operator", "deploy", "-f", s.spec, "--kubeconfig", s.kubeconfig, "--image-archive", foreign, "--kind-cluster", cluster},
 			{"operator", "deploy", "-f", s.spec, "--kubeconfig", s.kubeconfig, "--image-archive", foreign},
 		} {
-			r := withKind.Hactl(t, args...)
+			r := s.hactl.Hactl(t, args...)
 			if r.Code != 2 || !strings.Contains(r.Stderr, "linux/arm64") || !strings.Contains(r.Stderr, cluster+"-worker (linux/amd64)") {
 				t.Errorf("%v: exit %d, want 2 naming the archive's platform and the nodes:\n%s", args[:2], r.Code, r.Stderr)
 			}
 		}
-		r := withKind.Hactl(t, "scheduler", "deploy", "--kubeconfig", s.kubeconfig, "--image-archive", filepath.Join(suite.RepoRoot, "bin", "hactl-scheduler-image.tar"), "--kind-cluster", "hactl-lab-other")
+		r := s.hactl.Hactl(t, "scheduler", "deploy", "--kubeconfig", s.kubeconfig, "--image-archive", filepath.Join(suite.RepoRoot, "bin", "hactl-scheduler-image.tar"), "--kind-cluster", "hactl-lab-other")
 		if r.Code != 2 || !strings.Contains(r.Stderr, `--kind-cluster hactl-lab-other: kind has no cluster of that name`) {
 			t.Errorf("--kind-cluster of no cluster: exit %d, want 2:\n%s", r.Code, r.Stderr)
 		}
@@ -204,23 +217,26 @@ func TestWorkflowOnKind(t *testing.T) {
 		if o := rep.Operator; o == nil || o.Phase != v1.PhaseRunning || o.Holder == "" {
 			t.Errorf("status.json: operator %+v (hactl status reads it where operator deploy recorded the kubeconfig)", rep.Operator)
 		}
-		suite.MustHactl(t, "backup", "verify", "-f", s.spec, l.Snapshots[i].Stem)
+		s.hactl.MustHactl(t, "backup", "verify", "-f", s.spec, l.Snapshots[i].Stem)
 	})
 
 	t.Run("everything removed: operator (with its snapshots), scheduler, then the workflow's cleanup deletes the cluster", func(t *testing.T) {
-		suite.MustHactl(t, "operator", "remove", "-f", s.spec, "--kubeconfig", s.kubeconfig, "--purge", "--yes")
-		suite.MustHactl(t, "scheduler", "remove", "--kubeconfig", s.kubeconfig, "--yes")
+		s.hactl.MustHactl(t, "operator", "remove", "-f", s.spec, "--kubeconfig", s.kubeconfig, "--purge", "--yes")
+		s.hactl.MustHactl(t, "scheduler", "remove", "--kubeconfig", s.kubeconfig, "--yes")
 		for _, what := range [][]string{
 			{"get", "deployments,leases", "-A", "-o", "name"},
 			{"get", "crd", "-o", "name"},
 			{"get", "clusterroles,clusterrolebindings", "-o", "name"},
+			{"get", "roles,rolebindings,serviceaccounts,configmaps,secrets,poddisruptionbudgets", "-A", "-o", "name"},
 		} {
-			if out := kubectl(t, s.kubeconfig, what...); strings.Contains(out, "hactl") {
-				t.Errorf("left after remove: %s", out)
+			for _, obj := range strings.Fields(kubectl(t, s.kubeconfig, what...)) {
+				if hactlObject.MatchString(obj) {
+					t.Errorf("left after remove: %s", obj)
+				}
 			}
 		}
 		var rep status.Report
-		r := suite.Hactl(t, "status", "-f", s.spec, "-o", "json")
+		r := s.hactl.Hactl(t, "status", "-f", s.spec, "-o", "json")
 		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 			t.Fatalf("status: %v\n%s", err, r)
 		}

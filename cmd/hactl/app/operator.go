@@ -225,7 +225,7 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			}
 			defer closeLog()
 			ns := nsOrDefault(f.namespace)
-			fmt.Fprintf(s.Err, "Plan: delete in %s the Deployment and PodDisruptionBudget %s, the EtcdCluster %s, the Secrets %s, %s, %s, %s and %s*, the Role, RoleBinding and ServiceAccount %s. ",
+			fmt.Fprintf(s.Err, "Plan: delete in %s the Deployment, Lease and PodDisruptionBudget %s, the EtcdCluster %s, the Secrets %s, %s, %s, %s and %s*, the Role, RoleBinding and ServiceAccount %s. ",
 				ns, deploy.Name, c.Metadata.Name, deploy.ClientSecret, deploy.S3Secret, deploy.S3CASecret, deploy.SSHKeySecret, deploy.SpareSecretPrefix, deploy.Name)
 			if purge {
 				fmt.Fprintf(s.Err, "--purge: then every EtcdSnapshot of %s, each by its deletionPolicy (Delete: its snapshot is deleted from the bucket, never the newest verified one; Retain: the bucket is not touched), and the CRDs unless other EtcdClusters or EtcdSnapshots use them; etcd is not touched.\n", c.Metadata.Name)

@@ -367,9 +367,9 @@ func newSchedulerRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer closeLog()
-			what := "the Deployment, PodDisruptionBudget, ConfigMap, ServiceAccount and RBAC of hactl-scheduler in kube-system (through " + f.kubeconfig + ")"
+			what := "the Deployment (its pods gone first), its Lease, the PodDisruptionBudget, ConfigMap, ServiceAccount and RBAC of hactl-scheduler in kube-system (through " + f.kubeconfig + ")"
 			if f.kubeconfig == "" {
-				what = "hactl-scheduler's static pod on every control plane (manifest and " + kubesched.Dir + " moved to " + kubesched.BackupDir + "), then its RBAC"
+				what = "hactl-scheduler's static pod on every control plane (manifest and " + kubesched.Dir + " moved to " + kubesched.BackupDir + "), then its Lease and RBAC"
 			}
 			fmt.Fprintf(s.Err, "Plan: remove %s. Pods with schedulerName %s stay Pending until it is back.\n", what, sch.SchedulerName)
 			if err := confirmOrStop(s, yes, "", "Remove hactl-scheduler?"); err != nil {
