@@ -209,8 +209,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		kc := lab.KindKubeconfig(labDir)
 		fmt.Fprintf(stdout, "kind cluster %s is up (%s): 1 control plane, 3 workers in az-a/b/c, on the lab network %s\n", lab.KindCluster, time.Since(start).Round(100*time.Millisecond), lab.NetworkName)
 		fmt.Fprintf(stdout, "  bin/kubectl --kubeconfig %s get nodes -L topology.kubernetes.io/zone\n", kc)
-		fmt.Fprintf(stdout, "  PATH=$PWD/hack/kind:$PATH bin/kind-%s/kind load image-archive bin/hactl-scheduler-image.tar --name %s\n", lab.KindVersion, lab.KindCluster)
-		fmt.Fprintf(stdout, "  bin/hactl scheduler deploy --kubeconfig %s --image-archive bin/hactl-scheduler-image.tar --replicas 3\n", kc)
+		fmt.Fprintf(stdout, "  PATH=$PWD/hack/kind:$PWD/bin/kind-%s:$PATH bin/hactl scheduler deploy --kubeconfig %s --image-archive bin/hactl-scheduler-image.tar --kind-cluster %s --replicas 3\n", lab.KindVersion, kc, lab.KindCluster)
 		fmt.Fprintf(stdout, "remove it: make kind-down\n")
 		return nil
 	case "kind-down":
