@@ -62,6 +62,7 @@ var cases = []struct {
     mode: multicast
     auth: {env: HACTL_VRRP_PASSWORD}
     healthCheck: {caFile: /specs/kube-ca.crt, interval: 1s, fall: 2, rise: 3}
+    checkWeight: -30
 `, true},
 	// HAProxy + Keepalived on the control-plane hosts: another port, the VIP bound, priorities
 	// overridden, CA file and auth.
@@ -221,7 +222,7 @@ func TestPlan(t *testing.T) {
 		!slices.Equal(got[1].Peers, []netip.Addr{netip.MustParseAddr("172.28.0.21")}) {
 		t.Errorf("nodes %+v", got)
 	}
-	if cfg.Weight != -20 || cfg.Bind != "*" || cfg.FrontendPort != 6443 || cfg.AdvertInterval != 1 || cfg.VirtualRouterID != 51 || len(cfg.Sysctls) != 0 {
+	if cfg.Weight != v1alpha1.DefaultCheckWeight || cfg.Bind != "*" || cfg.FrontendPort != 6443 || cfg.AdvertInterval != 1 || cfg.VirtualRouterID != 51 || len(cfg.Sysctls) != 0 {
 		t.Errorf("config %+v", cfg)
 	}
 	if len(cfg.Backends) != 3 || cfg.Backends[2].AddrPort() != "172.28.0.13:6443" {
@@ -239,7 +240,7 @@ func TestPlan(t *testing.T) {
 
 	cfg = plan(t, cases[2].spec) // colocated
 	if cfg.Bind != "172.28.0.100" || len(cfg.Sysctls) != 1 || cfg.Sysctls[0].String() != "net.ipv4.ip_nonlocal_bind=1" ||
-		cfg.Weight != -30 || cfg.Nodes[1].Priority != 120 || cfg.HealthCheck.LocalCAFile != "/specs/kube-ca.crt" {
+		cfg.Weight != 0 || cfg.Nodes[1].Priority != 120 || cfg.HealthCheck.LocalCAFile != "/specs/kube-ca.crt" {
 		t.Errorf("colocated config %+v", cfg)
 	}
 	if len(cfg.Notes) != 1 || !strings.Contains(cfg.Notes[0], "sysctl net.ipv4.ip_nonlocal_bind=1") {
@@ -296,11 +297,11 @@ func TestProveFailover(t *testing.T) {
 		{"weight only below the next host", 1, func(cfg *Config) { cfg.Weight = -15 }, []string{
 			"when the check on lb-a fails it still advertises 135, above lb-c's 130", "priorities lb-a=150, lb-b=140, lb-c=130, check weight -15"}},
 		{"positive weight too small", 0, func(cfg *Config) { cfg.Weight = 8 }, []string{"check weight 8"}},
-		{"overrides far apart", 2, func(cfg *Config) { cfg.Nodes[0].Priority, cfg.Nodes[1].Priority = 200, 20 }, []string{
+		{"overrides far apart", 2, func(cfg *Config) { cfg.Nodes[0].Priority, cfg.Nodes[1].Priority, cfg.Weight = 200, 20, -30 }, []string{
 			"when the check on cp-a fails it still advertises 170, above cp-b's 20", "priorities cp-a=200, cp-b=20, cp-c=110, check weight -30", "use -190"}},
 		{"same priority", 0, func(cfg *Config) { cfg.Nodes[1].Priority = 150 }, []string{"lb-a and lb-b have the same priority 150"}},
 		{"empty unicast peers", 0, func(cfg *Config) { cfg.Nodes[0].Peers = nil }, []string{"unicast peers of lb-a are [], want every other LB host [172.28.0.22]"}},
-		{"nopreempt with a weight", 0, func(cfg *Config) { cfg.Nopreempt = true }, []string{"nopreempt with check weight -20"}},
+		{"nopreempt with a weight", 0, func(cfg *Config) { cfg.Nopreempt, cfg.Weight = true, -20 }, []string{"nopreempt with check weight -20"}},
 		{"one node", 0, func(cfg *Config) {
 			cfg.Nodes = cfg.Nodes[:1]
 			cfg.Nodes[0].Peers = nil
@@ -552,13 +553,14 @@ func TestFailoverRule(t *testing.T) {
 		field, value string // want: the field error's path and value ("" = the VIP fails over)
 		detail       string // substring of its message
 	}{
-		{"computed", "", "", "", ""},
+		{"default: FAULT on a failed check", "", "", "", ""},
+		{"default with priorities far apart", "    priorities: {lb-a: 254, lb-b: 1}\n", "", "", ""},
 		{"weight too small", "    checkWeight: -5\n", "spec.loadBalancer.checkWeight", "-5",
 			"the VIP cannot move: when the check on lb-a fails it still advertises 145, above lb-b's 140"},
 		{"tie lost on the address", "    priorities: {lb-a: 140, lb-b: 150}\n    checkWeight: -10\n", "spec.loadBalancer.checkWeight", "-10",
 			"wins the tie with the higher address (172.28.0.22 > 172.28.0.21)"},
-		{"no weight can do", "    priorities: {lb-a: 254, lb-b: 1}\n", "spec.loadBalancer.priorities", "lb-a=254, lb-b=1",
-			"no check weight can move the VIP away from a failed host: priorities 254, 1 include 1"},
+		{"a weight too small for priorities far apart", "    priorities: {lb-a: 254, lb-b: 1}\n    checkWeight: -200\n", "spec.loadBalancer.checkWeight", "-200",
+			"when the check on lb-a fails it still advertises 54, above lb-b's 1"},
 		{"weight 0", "    checkWeight: 0\n", "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

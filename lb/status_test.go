@@ -371,6 +371,9 @@ func TestStatusScriptRealKeepalived(t *testing.T) {
 		t.Fatalf("unshare --net --mount (needs root) failed: %v %s; set HACTL_SKIP_REAL_TOOLS=1 to skip the checks with the real tools", err, out)
 	}
 	cfg := plan(t, cases[0].spec)
+	// A weighted check (-20): the failing check (no HAProxy here) only lowers the priority, so
+	// keepalived takes the VIP; with the default weight 0 it would stay in FAULT.
+	cfg.Weight = -20
 	conf, err := RenderKeepalived(cfg, "lb-a", AuthSecret{})
 	if err != nil {
 		t.Fatal(err)

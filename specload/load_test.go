@@ -121,7 +121,7 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-lb-priorities-duplicate.yaml", "spec.loadBalancer.priorities[lb-b]", 23},
 		{"invalid-lb-priorities-missing.yaml", "spec.loadBalancer.priorities", 21},
 		{"invalid-lb-weight-cannot-fail-over.yaml", "spec.loadBalancer.checkWeight", 24},
-		{"invalid-lb-priorities-cannot-fail-over.yaml", "spec.loadBalancer.priorities", 21},
+		{"invalid-lb-priorities-cannot-fail-over.yaml", "spec.loadBalancer.checkWeight", 24},
 		{"invalid-lb-check-weight-range.yaml", "spec.loadBalancer.checkWeight", 21},
 		{"invalid-lb-nopreempt-weighted.yaml", "spec.loadBalancer.nopreempt", 21},
 		{"invalid-lb-unicast-single-host.yaml", "spec.loadBalancer.mode", 18},
@@ -260,7 +260,7 @@ func TestValidSpecs(t *testing.T) {
 		}},
 		{"valid-lb-dedicated.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
 			want := &v1alpha1.LoadBalancer{VIP: "172.28.0.100/24", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: v1alpha1.Duration{Duration: time.Second},
-				Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443,
+				Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443, CheckWeight: new(int),
 				HealthCheck: v1alpha1.LBHealthCheck{Interval: v1alpha1.Duration{Duration: 2 * time.Second}, Fall: 3, Rise: 2}}
 			if !reflect.DeepEqual(c.Spec.LoadBalancer, want) {
 				t.Errorf("loadBalancer %+v, want %+v", c.Spec.LoadBalancer, want)

@@ -36,6 +36,12 @@ const (
 	DefaultLBCheckInterval = 2 * time.Second
 	DefaultLBCheckFall     = 3
 	DefaultLBCheckRise     = 2
+	// DefaultCheckWeight is spec.loadBalancer.checkWeight when unset: 0, a failed check puts the host
+	// into FAULT, which hands the VIP over at once (a priority-0 advertisement, RFC 5798 §6.4.3; the
+	// backup waits only its skew time). Measured in the lab (bench/lb): about 2 s, against about 4.4 s
+	// with a weight, where the backup discards the holder's lower-priority advertisements and waits
+	// out its master-down interval (§6.4.2).
+	DefaultCheckWeight = 0
 )
 
 // VRRP modes (spec.loadBalancer.mode).
@@ -217,6 +223,10 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 		}
 		if lb.APIServerPort == 0 {
 			lb.APIServerPort = DefaultAPIServerPort
+		}
+		if lb.CheckWeight == nil {
+			w := DefaultCheckWeight
+			lb.CheckWeight = &w
 		}
 		hc := &lb.HealthCheck
 		if hc.Interval.Duration == 0 {

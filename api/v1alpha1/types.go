@@ -105,13 +105,15 @@ type LoadBalancer struct {
 	Priorities map[string]int `json:"priorities,omitempty"`
 	// Nopreempt keeps the VIP on the host holding it when a host with a higher priority comes back
 	// (keepalived's nopreempt): fewer moves, but the VIP no longer goes back to the preferred host.
-	// It needs CheckWeight 0: with a weighted check, a holder whose HAProxy failed would only lower
-	// its priority, and without preemption nobody would take the VIP from it.
+	// It needs CheckWeight 0 (the default): with a weighted check, a holder whose HAProxy failed would
+	// only lower its priority, and without preemption nobody would take the VIP from it.
 	Nopreempt bool `json:"nopreempt,omitempty"`
 	// CheckWeight is the weight of keepalived's check of the local HAProxy (vrrp_script weight,
-	// -253..253). nil (default): computed by hactl so that a host whose check fails drops below every
-	// host whose check passes. 0: a failed check puts the host into FAULT state, which releases the
-	// VIP (required with Nopreempt). Other values are validated: the VIP must leave a failed host.
+	// -253..253). 0 (the default, DefaultCheckWeight): a failed check puts the host into FAULT state,
+	// which releases the VIP at once; the price is that no host holds the VIP while every host's
+	// check fails. Other values are validated (the VIP must leave a failed host); then the backup
+	// takes over only when its master-down interval runs out (3 x advertInterval + skew), but a VIP
+	// stays up when every check fails.
 	CheckWeight *int `json:"checkWeight,omitempty"`
 	// Topology is "dedicated" (default: hosts with role lb) or "colocated" (on the control-plane
 	// hosts; then FrontendPort must differ from APIServerPort).

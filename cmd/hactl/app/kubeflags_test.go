@@ -61,3 +61,23 @@ func TestKubeconfigContext(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulerFlagsOverAStrayClusterYAML: through --kubeconfig without -f, --replicas and
+// --preferred-zone are the spec even when a cluster.yaml sits in the working directory (a CI
+// workspace); with -f they are refused, naming the spec.
+func TestSchedulerFlagsOverAStrayClusterYAML(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("cluster.yaml", []byte("apiVersion: hactl.io/v1alpha1\nkind: Cluster\nmetadata: {name: stray}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kc := downKubeconfig(t)
+	out, stderr, code := runCmd(t, "scheduler", "deploy", "--kubeconfig", kc, "--image", "ghcr.io/hactl/hactl-scheduler:v1", "--replicas", "2", "--preferred-zone", "az-a=100", "--dry-run")
+	if code != 0 || !strings.Contains(out, "replicas: 2") || !strings.Contains(out, "az-a") {
+		t.Errorf("flags beside a stray cluster.yaml: exit %d\n%s\n%s", code, out, stderr)
+	}
+	_, stderr, code = runCmd(t, "scheduler", "deploy", "-f", "cluster.yaml", "--kubeconfig", kc, "--image", "ghcr.io/hactl/hactl-scheduler:v1", "--replicas", "2", "--dry-run")
+	if code != 2 || !strings.Contains(stderr, "--replicas is for --kubeconfig without -f; with the spec cluster.yaml set spec.scheduler there instead") {
+		t.Errorf("-f and --replicas: exit %d, want 2:\n%s", code, stderr)
+	}
+}

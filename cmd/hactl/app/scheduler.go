@@ -74,8 +74,12 @@ func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedul
 	if err := f.check(); err != nil {
 		return nil, nil, nil, nil, err
 	}
+	// Through a kubeconfig without -f, the flags are the spec when the default spec file is absent
+	// or when --replicas/--preferred-zone are given (they say which is meant: a cluster.yaml that
+	// happens to be in the working directory, e.g. a CI workspace, is not read then).
 	_, statErr := os.Stat(g.file)
-	if f.kubeconfig != "" && statErr != nil && !cmd.Flags().Changed("file") {
+	flagged := fl.Lookup("replicas") != nil && (fl.Changed("replicas") || fl.Changed("preferred-zone"))
+	if f.kubeconfig != "" && !fl.Changed("file") && (statErr != nil || flagged) {
 		if fl.Changed("replicas") && f.replicas < 1 {
 			return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--replicas %d: at least 1", f.replicas)}
 		}
@@ -96,7 +100,7 @@ func schedulerTarget(cmd *cobra.Command, s Streams, g *globalOptions, f *schedul
 	}
 	for _, name := range []string{"replicas", "preferred-zone"} {
 		if fl.Lookup(name) != nil && fl.Changed(name) {
-			return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--%s is for --kubeconfig without a spec file; %s is used: set spec.scheduler there instead", name, g.file)}
+			return nil, nil, nil, nil, &UsageError{Err: fmt.Errorf("--%s is for --kubeconfig without -f; with the spec %s set spec.scheduler there instead", name, g.file)}
 		}
 	}
 	var c *v1alpha1.Cluster
