@@ -30,5 +30,6 @@ ENTRYPOINT ["/usr/local/bin/${name}"]
 DOCKERFILE
 DOCKER_BUILDKIT=0 docker build -q -t "${ref}" "${ctx}" >/dev/null
 docker save -o "${archive}.tmp" "${ref}"
+chmod 0644 "${archive}.tmp" # an image holds no secret; docker save writes 0600, which a copy by another user cannot read
 mv -f "${archive}.tmp" "${archive}"
 echo "${ref}" >"${archive%.tar}.ref"

@@ -165,7 +165,7 @@ func TestWorkflowOnKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Code != 3 || !strings.Contains(res.Output, "::error title=Lease drill kube-system/hactl-scheduler::the verdict failed") {
+		if res.Code != 3 || !strings.Contains(res.Output, "::error title=Lease drill kube-system/hactl-scheduler::a check failed (a takeover over --max-rto 1ms") {
 			t.Fatalf("exit %d, want 3 with the annotation:\n%s", res.Code, res.Output)
 		}
 		var rep lease.Report

@@ -1,13 +1,16 @@
-// Package workflow runs a GitHub Actions workflow's `run:` steps on this machine as a runner would,
-// so an example workflow users copy (examples/github-actions.yaml) is executed by the e2e instead of
-// trusted: bash with `-eo pipefail`, the workflow's, job's and step's env in GitHub's order of
-// precedence, GITHUB_ENV and GITHUB_PATH carried to later steps, `if:` of success()/failure()/
-// always(), `continue-on-error` and `timeout-minutes`.
+// Package workflow runs a GitHub Actions workflow's `run:` steps on this machine as a Linux runner
+// would, so an example workflow users copy (examples/github-actions.yaml) is executed by the e2e
+// instead of trusted: the shell GitHub picks (`bash -e` when none is given; `shell: bash`, from the
+// step or `defaults.run`, is `bash --noprofile --norc -eo pipefail`), the workflow's, job's and
+// step's env in GitHub's order of precedence with the runner's own variables (GITHUB_*, RUNNER_*)
+// last, GITHUB_ENV and GITHUB_PATH carried to later steps, `if:` of success()/failure()/always(),
+// `continue-on-error`, and a step's `timeout-minutes` (its whole process group killed).
 //
 // What a runner does that this package does not: `uses:` steps are not run (the caller reads their
-// `with:`); `${{ }}` expressions are allowed only as whole env values and are resolved by the
-// caller (secrets and repository variables); a `run:` script holding one is refused at Load, so
-// every value a script reads comes through its environment, where a test can set it.
+// `with:`); the job's `timeout-minutes` is not enforced (a test has its own); `${{ }}` expressions
+// are allowed only as whole env values and are resolved by the caller (secrets and repository
+// variables); a `run:` script holding one is refused at Load, so every value a script reads comes
+// through its environment, where a test can set it.
 //
 // Reference: https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax
 // and .../workflow-commands (GITHUB_ENV, GITHUB_PATH).
@@ -27,6 +30,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -39,18 +43,28 @@ type Workflow struct {
 	On          any             `yaml:"on"`
 	Permissions any             `yaml:"permissions,omitempty"`
 	Concurrency any             `yaml:"concurrency,omitempty"`
+	Defaults    *Defaults       `yaml:"defaults,omitempty"`
 	Env         Env             `yaml:"env,omitempty"`
 	Jobs        map[string]*Job `yaml:"jobs"`
 }
 
+// Defaults is a workflow's or job's `defaults:`.
+type Defaults struct {
+	Run struct {
+		Shell            string `yaml:"shell,omitempty"`
+		WorkingDirectory string `yaml:"working-directory,omitempty"`
+	} `yaml:"run"`
+}
+
 // Job is one job of a workflow.
 type Job struct {
-	Name           string `yaml:"name,omitempty"`
-	RunsOn         any    `yaml:"runs-on"`
-	TimeoutMinutes int    `yaml:"timeout-minutes,omitempty"`
-	Permissions    any    `yaml:"permissions,omitempty"`
-	Env            Env    `yaml:"env,omitempty"`
-	Steps          []Step `yaml:"steps"`
+	Name           string    `yaml:"name,omitempty"`
+	RunsOn         any       `yaml:"runs-on"`
+	TimeoutMinutes int       `yaml:"timeout-minutes,omitempty"`
+	Permissions    any       `yaml:"permissions,omitempty"`
+	Defaults       *Defaults `yaml:"defaults,omitempty"`
+	Env            Env       `yaml:"env,omitempty"`
+	Steps          []Step    `yaml:"steps"`
 }
 
 // Step is one step: a `uses:` action or a `run:` script.
@@ -145,8 +159,8 @@ func Load(path string) (*Workflow, error) {
 				errs = append(errs, fmt.Errorf("%s: give one of run and uses", at))
 			case s.Run != "" && expression.MatchString(s.Run):
 				errs = append(errs, fmt.Errorf("%s.run: holds %q: read the value from env instead, so the script runs unchanged elsewhere", at, expression.FindString(s.Run)))
-			case s.Run != "" && s.Shell != "" && s.Shell != "bash":
-				errs = append(errs, fmt.Errorf("%s.shell: %q: only bash is run here", at, s.Shell))
+			case s.Run != "" && !slices.Contains([]string{"", "bash"}, w.shell(j, s)):
+				errs = append(errs, fmt.Errorf("%s.shell: %q: only bash is run here", at, w.shell(j, s)))
 			}
 			if s.Run != "" {
 				if _, err := condition(s.If); err != nil {
@@ -159,6 +173,20 @@ func Load(path string) (*Workflow, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &w, nil
+}
+
+// shell is the step's shell: its own, else the job's defaults.run, else the workflow's ("": none
+// given, which GitHub runs as `bash -e`).
+func (w *Workflow) shell(j *Job, s Step) string {
+	switch {
+	case s.Shell != "":
+		return s.Shell
+	case j.Defaults != nil && j.Defaults.Run.Shell != "":
+		return j.Defaults.Run.Shell
+	case w.Defaults != nil && w.Defaults.Run.Shell != "":
+		return w.Defaults.Run.Shell
+	}
+	return ""
 }
 
 // Job returns the job id, or an error listing the workflow's jobs.
@@ -322,8 +350,8 @@ func (r *Runner) Try(ctx context.Context, s Step, set map[string]string) (Result
 
 func (r *Runner) file(name string) string { return filepath.Join(r.Temp, "_runner_file_"+name) }
 
-// environ is the step's environment: Base, the runner's variables, the workflow's, job's env,
-// GITHUB_ENV's additions, the step's env, then Set; PATH with GITHUB_PATH's additions first.
+// environ is the step's environment: Base, the workflow's and job's env, GITHUB_ENV's additions,
+// the step's env, Set, then the runner's variables; PATH with GITHUB_PATH's additions first.
 func (r *Runner) environ(s Step) ([]string, error) {
 	vars := map[string]string{}
 	var order []string
@@ -335,11 +363,6 @@ func (r *Runner) environ(s Step) ([]string, error) {
 		vars[k] = v
 	}
 	for _, kv := range r.Base {
-		set(kv)
-	}
-	for _, kv := range []string{"CI=true", "GITHUB_ACTIONS=true", "GITHUB_WORKSPACE=" + r.Workspace, "RUNNER_TEMP=" + r.Temp,
-		"GITHUB_ENV=" + r.file("env"), "GITHUB_PATH=" + r.file("path"), "GITHUB_OUTPUT=" + r.file("output"),
-		"GITHUB_STEP_SUMMARY=" + r.file("summary"), "RUNNER_OS=Linux"} {
 		set(kv)
 	}
 	for _, e := range []Env{r.Workflow.Env, r.Job.Env} {
@@ -355,6 +378,12 @@ func (r *Runner) environ(s Step) ([]string, error) {
 	}
 	for k, v := range r.Set {
 		set(k + "=" + v)
+	}
+	// The runner's own variables cannot be overwritten (GitHub: "default environment variables").
+	for _, kv := range []string{"CI=true", "GITHUB_ACTIONS=true", "GITHUB_WORKSPACE=" + r.Workspace, "RUNNER_TEMP=" + r.Temp,
+		"GITHUB_ENV=" + r.file("env"), "GITHUB_PATH=" + r.file("path"), "GITHUB_OUTPUT=" + r.file("output"),
+		"GITHUB_STEP_SUMMARY=" + r.file("summary"), "RUNNER_OS=Linux"} {
+		set(kv)
 	}
 	if len(r.path) > 0 {
 		set("PATH=" + strings.Join(append(slices.Clone(r.path), vars["PATH"]), string(os.PathListSeparator)))
@@ -390,7 +419,9 @@ func (r *Runner) apply(e Env, set func(string)) error {
 	return nil
 }
 
-// exec runs the step's script as GitHub's bash shell does: bash --noprofile --norc -eo pipefail FILE.
+// exec runs the step's script as GitHub runs it on Linux: `bash -e FILE` without a shell, `bash
+// --noprofile --norc -eo pipefail FILE` with shell bash; in its own process group, all of which is
+// killed when the step's timeout-minutes runs out.
 func (r *Runner) exec(ctx context.Context, s Step, env []string) (string, int, error) {
 	if s.TimeoutMinutes > 0 {
 		var cancel context.CancelFunc
@@ -410,11 +441,24 @@ func (r *Runner) exec(ctx context.Context, s Step, env []string) (string, int, e
 		return "", -1, err
 	}
 	dir := r.Workspace
-	if s.WorkingDirectory != "" {
-		dir = filepath.Join(r.Workspace, s.WorkingDirectory)
+	wd := s.WorkingDirectory
+	for _, d := range []*Defaults{r.Job.Defaults, r.Workflow.Defaults} {
+		if wd == "" && d != nil {
+			wd = d.Run.WorkingDirectory
+		}
 	}
-	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-eo", "pipefail", script.Name())
+	if wd != "" {
+		dir = filepath.Join(r.Workspace, wd)
+	}
+	args := []string{"-e", script.Name()}
+	if r.Workflow.shell(r.Job, s) == "bash" {
+		args = []string{"--noprofile", "--norc", "-eo", "pipefail", script.Name()}
+	}
+	cmd := exec.CommandContext(ctx, "bash", args...)
 	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	var buf bytes.Buffer
 	var w io.Writer = &buf
 	if r.Output != nil {
@@ -441,6 +485,7 @@ func (r *Runner) collect() error {
 		return err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), len(b)+1) // a value may be as long as the file
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" {
@@ -466,6 +511,9 @@ func (r *Runner) collect() error {
 			return fmt.Errorf("GITHUB_ENV: %q is neither NAME=value nor NAME<<DELIMITER", line)
 		}
 		r.env = append(r.env, line)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("GITHUB_ENV: %w", err)
 	}
 	p, err := os.ReadFile(r.file("path"))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hactl/hactl/e2e/lab"
 )
@@ -49,7 +50,15 @@ jobs:
         run: |
           echo "level=$LEVEL from=$FROM_ENV multi=$(echo "$MULTI" | tr '\n' ,)"
           mytool
+      - id: nopipefail
+        env:
+          RUNNER_TEMP: /not/the/runner/temp
+        run: |
+          false | true
+          [ "$RUNNER_TEMP" != /not/the/runner/temp ]
+          head -c 100000 /dev/zero | tr '\0' x | sed 's/^/LONG=/' >> "$GITHUB_ENV"; echo >> "$GITHUB_ENV"
       - id: pipefail
+        shell: bash
         continue-on-error: true
         run: false | true
       - id: fails
@@ -109,8 +118,14 @@ func TestRunner(t *testing.T) {
 	for _, x := range res {
 		got[x.Step.ID] = x
 	}
+	if x := got["nopipefail"]; !x.Ran || x.Code != 0 {
+		t.Errorf("no shell (bash -e, no pipefail; the runner's RUNNER_TEMP kept): ran %v, exit %d, want 0\n%s", x.Ran, x.Code, x.Output)
+	}
 	if x := got["pipefail"]; !x.Ran || x.Code != 1 {
-		t.Errorf("false | true under pipefail: ran %v, exit %d, want 1", x.Ran, x.Code)
+		t.Errorf("false | true with shell: bash (pipefail): ran %v, exit %d, want 1", x.Ran, x.Code)
+	}
+	if long := envValue(r, "LONG"); len(long) != 100000 {
+		t.Errorf("a 100 kB GITHUB_ENV value came through as %d bytes", len(long))
 	}
 	if x := got["fails"]; x.Code != 7 || x.Err == nil {
 		t.Errorf("exit 7: code %d, err %v", x.Code, x.Err)
@@ -133,7 +148,7 @@ func TestRunner(t *testing.T) {
 	if _, err := fresh.Run(context.Background(), j.Steps[:2]); err != nil {
 		t.Fatal(err)
 	}
-	x, err := fresh.Try(context.Background(), j.Steps[4], nil)
+	x, err := fresh.Try(context.Background(), j.Steps[5], nil)
 	if err != nil || x.Code != 7 || fresh.Failed() {
 		t.Errorf("Try exit 7: %+v, %v; the job failed: %v", x, err, fresh.Failed())
 	}
@@ -198,16 +213,17 @@ func TestExample(t *testing.T) {
 	if s := step("install").Run; !strings.Contains(s, `go install "sigs.k8s.io/kind@$KIND_VERSION"`) || !strings.Contains(s, `go install "`+lab.ModulePath+`/cmd/hactl@$HACTL_REF"`) {
 		t.Errorf("install step:\n%s", s)
 	}
-	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
+	scripts := regexp.MustCompile(`bash (hack/\S+\.sh)`).FindAllStringSubmatch(step("images").Run, -1)
+	if len(scripts) < 3 {
+		t.Errorf("the images step runs %d of hactl's build scripts, want etcd, scheduler and operator:\n%s", len(scripts), step("images").Run)
 	}
-	for _, target := range regexp.MustCompile(`make -C \S+ ([a-z -]+)\n`).FindStringSubmatch(step("images").Run)[1:] {
-		for _, tg := range strings.Fields(target) {
-			if !regexp.MustCompile(`(?m)^` + tg + `:`).Match(mk) {
-				t.Errorf("the images step makes %s, which the Makefile lacks", tg)
-			}
+	for _, m := range scripts {
+		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+			t.Errorf("the images step runs %s: %v", m[1], err)
 		}
+	}
+	if w.shell(j, step("drills")) != "bash" {
+		t.Error("the run steps do not get shell: bash (pipefail) from defaults.run.shell")
 	}
 	for _, id := range []string{"cluster", "scheduler", "operator"} {
 		step(id)
@@ -232,5 +248,37 @@ func TestExample(t *testing.T) {
 	}
 	if p, _ := upload.With["path"].(string); strings.TrimSuffix(p, "/") != w.Env["REPORTS"] {
 		t.Errorf("upload path %q, reports are written to $REPORTS=%q", p, w.Env["REPORTS"])
+	}
+}
+
+// envValue is the last GITHUB_ENV value of name the runner holds.
+func envValue(r *Runner, name string) string {
+	v := ""
+	for _, kv := range r.env {
+		if k, val, _ := strings.Cut(kv, "="); k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// TestCancelKillsTheStepsProcesses: a cancelled step (its timeout, or the test's) is killed with
+// every process it started, and Run returns at once instead of waiting for them.
+func TestCancelKillsTheStepsProcesses(t *testing.T) {
+	w, err := Load(write(t, "on: push\njobs:\n  j:\n    runs-on: x\n    steps:\n      - run: sleep 60 & sleep 60; wait\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := w.Job("j")
+	r := &Runner{Workflow: w, Job: j, Workspace: t.TempDir(), Temp: t.TempDir(), Base: os.Environ()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := r.Run(ctx, j.Steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 4*time.Second || res[0].Code != -1 {
+		t.Errorf("cancelled after 1 s: returned after %s with exit %d", took, res[0].Code)
 	}
 }
