@@ -41,12 +41,13 @@ func (p ModuleProxy) Environ(goproxy string) []string {
 }
 
 // WriteModuleProxy writes the root module of the repository at root into a proxy under dir: the
-// files `git ls-files --cached --others --exclude-standard` lists (the working tree's, so
-// uncommitted changes are in), zipped by golang.org/x/mod/zip, which leaves out what a module zip
-// may not hold (nested modules: scheduler/, cmd/hactl-operator/, tools/; vendor directories).
-// Errors: git's, the zip rules' (a file over the size limits, an invalid path), I/O.
+// files git tracks (`git ls-files --cached`), as they are in the working tree (uncommitted changes
+// to them are in; untracked files are not: lab dirs, keys and build output never are), zipped by
+// golang.org/x/mod/zip, which leaves out what a module zip may not hold (nested modules:
+// scheduler/, cmd/hactl-operator/, tools/; vendor directories). Errors: git's, the zip rules' (a
+// file over the size limits, an invalid path), I/O.
 func WriteModuleProxy(ctx context.Context, root, dir string) (ModuleProxy, error) {
-	out, err := runCmd(ctx, nil, nil, "git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	out, err := runCmd(ctx, nil, nil, "git", "-C", root, "ls-files", "-z", "--cached")
 	if err != nil {
 		return ModuleProxy{}, fmt.Errorf("module proxy: %w", err)
 	}

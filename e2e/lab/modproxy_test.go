@@ -50,6 +50,19 @@ func TestWriteModuleProxy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dl.Dir, "cmd", "hactl", "main.go")); err != nil {
 		t.Errorf("the module has no cmd/hactl: %v", err)
 	}
+	// An untracked file in the working tree (a lab dir's key, a build) stays out.
+	stray := filepath.Join(root, "e2e", "lab", "untracked-modproxy-probe.go")
+	if err := os.WriteFile(stray, []byte("package lab\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(stray)
+	third, err := WriteModuleProxy(ctx, root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Version != p.Version {
+		t.Errorf("an untracked file changed the module: %s, then %s", p.Version, third.Version)
+	}
 	for _, nested := range []string{"scheduler/go.mod", "cmd/hactl-operator/go.mod"} {
 		if _, err := os.Stat(filepath.Join(dl.Dir, nested)); err == nil {
 			t.Errorf("the module zip holds the nested module %s", strings.TrimSuffix(nested, "/go.mod"))
