@@ -123,6 +123,9 @@ func TestSchedule(t *testing.T) {
 		Every   string                `json:"every"`
 		Hosts   []schedule.HostStatus `json:"hosts"`
 	}
+	// Between runs: while a run is in progress systemd may report no next elapse for the timer (seen
+	// once in CI: "next 0001-01-01" on every member with runs at the slot's start).
+	betweenRuns()
 	r := suite.MustHactl(t, "backup", "schedule", "-f", spec, "--status", "-o", "json")
 	harness.DecodeJSON(t, r, &st)
 	if !st.Healthy || st.Every != "10s" || len(st.Hosts) != 3 {
