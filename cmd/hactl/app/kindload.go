@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl/hactl/kubeadm/images"
@@ -62,13 +63,14 @@ func kindLoad(ctx context.Context, api *kubeapi.Client, kind, cluster, archive s
 	for _, n := range nodes.Items {
 		apiNodes = append(apiNodes, n.Name)
 	}
+	// One node listing serves both checks.
 	slices.Sort(kindNodes)
 	slices.Sort(apiNodes)
 	if !slices.Equal(kindNodes, apiNodes) {
 		return &UsageError{Err: fmt.Errorf("--kind-cluster %s: its nodes (%s) are not the nodes of the cluster %s reaches (%s): give the kind cluster that kubeconfig belongs to",
 			cluster, strings.Join(kindNodes, ", "), api.Via, strings.Join(apiNodes, ", "))}
 	}
-	if err := checkNodePlatforms(ctx, api, archive, platforms); err != nil {
+	if err := platformError(archive, platforms, nodes.Items); err != nil {
 		return err
 	}
 	p.Infof("image: kind load image-archive %s --name %s (%d nodes)", archive, cluster, len(kindNodes))
@@ -87,8 +89,13 @@ func checkNodePlatforms(ctx context.Context, api *kubeapi.Client, archive string
 	if err != nil {
 		return api.Wrap(fmt.Errorf("listing the nodes: %w", err))
 	}
+	return platformError(archive, platforms, nodes.Items)
+}
+
+// platformError is checkNodePlatforms' verdict on a node listing.
+func platformError(archive string, platforms []images.Platform, nodes []corev1.Node) error {
 	var foreign []string
-	for _, n := range nodes.Items {
+	for _, n := range nodes {
 		if info := n.Status.NodeInfo; !images.Runs(platforms, info.Architecture) {
 			foreign = append(foreign, n.Name+" ("+info.OperatingSystem+"/"+info.Architecture+")")
 		}
