@@ -134,10 +134,9 @@ func Upload(ctx context.Context, store Store, key string, r io.Reader, o UploadO
 
 	pr, pw := io.Pipe()
 	var res UploadResult
-	rawHash, storedHash := sha256.New(), sha256.New()
 	produced := make(chan error, 1)
 	go func() {
-		err := transform(pw, r, o, rawHash, storedHash, &res)
+		err := transform(pw, r, o, &res)
 		pw.CloseWithError(err) // nil: EOF for the reader
 		produced <- err
 	}()
@@ -164,14 +163,20 @@ func Upload(ctx context.Context, store Store, key string, r io.Reader, o UploadO
 		_ = store.Remove(context.WithoutCancel(ctx), key)
 		return UploadResult{}, fmt.Errorf("upload %s: %w", key, perr)
 	}
-	res.RawSHA256 = hex.EncodeToString(rawHash.Sum(nil))
-	res.StoredSHA256 = hex.EncodeToString(storedHash.Sum(nil))
 	return res, nil
 }
 
-// transform copies r into w through the raw hash, the compressor and the encryptor.
-func transform(w io.Writer, r io.Reader, o UploadOptions, rawHash, storedHash hash.Hash, res *UploadResult) error {
+// transform copies r into w through the raw hash, the compressor and the encryptor, and sets res.
+// Each byte is hashed once on each side: the raw digest serves the raw sha256 and etcd's trailer
+// check, and when the stream is stored as read (no compression, no encryption) the stored sha256 is
+// the raw one.
+func transform(w io.Writer, r io.Reader, o UploadOptions, res *UploadResult) error {
+	plain := (o.Compression == "" || o.Compression == "none") && len(o.Recipients) == 0
+	storedHash := sha256.New()
 	stored := &countingWriter{w: io.MultiWriter(w, storedHash)}
+	if plain {
+		stored.w = w
+	}
 	var sink io.Writer = stored
 	var closers []io.Closer // innermost first
 	if len(o.Recipients) > 0 {
@@ -195,22 +200,18 @@ func transform(w io.Writer, r io.Reader, o UploadOptions, rawHash, storedHash ha
 	default:
 		return fmt.Errorf("unknown compression %q", o.Compression)
 	}
-	raw := &countingWriter{w: io.MultiWriter(sink, rawHash)}
-	var trailer *trailerCheck
-	var dst io.Writer = raw
-	if o.EtcdTrailer {
-		trailer = &trailerCheck{h: sha256.New()}
-		dst = io.MultiWriter(raw, trailer)
-	}
+	digest := newSnapshotDigest()
+	raw := &countingWriter{w: io.MultiWriter(sink, digest)}
 	var src io.Reader = r
 	if o.Progress != nil {
 		src = &progressReader{r: r, fn: o.Progress, every: o.ProgressEvery}
 	}
-	if _, err := io.Copy(dst, src); err != nil {
+	if _, err := io.Copy(raw, src); err != nil {
 		return fmt.Errorf("reading the snapshot: %w", err)
 	}
-	if trailer != nil {
-		if err := trailer.check(); err != nil {
+	whole, body := digest.sums()
+	if o.EtcdTrailer {
+		if err := digest.checkTrailer(body); err != nil {
 			return err
 		}
 	}
@@ -220,6 +221,10 @@ func transform(w io.Writer, r io.Reader, o UploadOptions, rawHash, storedHash ha
 		}
 	}
 	res.RawSizeBytes, res.StoredSizeBytes = raw.n, stored.n
+	res.RawSHA256, res.StoredSHA256 = whole, whole
+	if !plain {
+		res.StoredSHA256 = hex.EncodeToString(storedHash.Sum(nil))
+	}
 	return nil
 }
 
@@ -255,34 +260,62 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// trailerCheck hashes everything but the last 32 bytes written to it and compares them, as etcd
-// appends its sha256 of the DB to a snapshot stream (etcdutl checks the same on restore).
-type trailerCheck struct {
+// snapshotDigest hashes a raw snapshot stream once for both of its checks: the sha256 of the whole
+// stream (the metadata's rawSha256) and the sha256 of all but its last 32 bytes, which etcd appends
+// to a snapshot stream as its own sha256 of the DB (etcdutl checks the same on restore). It holds
+// the last 32 bytes back instead of copying the stream.
+type snapshotDigest struct {
 	h    hash.Hash
-	tail []byte
+	tail [sha256.Size]byte
+	nt   int // bytes held in tail
 	n    int64
 }
 
-func (t *trailerCheck) Write(p []byte) (int, error) {
-	t.n += int64(len(p))
-	buf := append(t.tail, p...)
-	if len(buf) > sha256.Size {
-		t.h.Write(buf[:len(buf)-sha256.Size])
-		buf = buf[len(buf)-sha256.Size:]
+func newSnapshotDigest() *snapshotDigest { return &snapshotDigest{h: sha256.New()} }
+
+func (d *snapshotDigest) Write(p []byte) (int, error) {
+	d.n += int64(len(p))
+	if len(p) >= sha256.Size {
+		d.h.Write(d.tail[:d.nt])
+		d.h.Write(p[:len(p)-sha256.Size])
+		d.nt = copy(d.tail[:], p[len(p)-sha256.Size:])
+		return len(p), nil
 	}
-	t.tail = append(t.tail[:0], buf...)
+	var buf [2 * sha256.Size]byte
+	k := copy(buf[:], d.tail[:d.nt])
+	k += copy(buf[k:], p)
+	if over := k - sha256.Size; over > 0 {
+		d.h.Write(buf[:over])
+		d.nt = copy(d.tail[:], buf[over:k])
+	} else {
+		d.nt = copy(d.tail[:], buf[:k])
+	}
 	return len(p), nil
+}
+
+// sums returns the hex sha256 of the whole stream and of all but its last 32 bytes. Call it once,
+// after the last Write.
+func (d *snapshotDigest) sums() (whole, body string) {
+	c, err := d.h.(hash.Cloner).Clone()
+	if err != nil { // sha256 always clones
+		panic(err)
+	}
+	body = hex.EncodeToString(c.Sum(nil))
+	d.h.Write(d.tail[:d.nt])
+	return hex.EncodeToString(d.h.Sum(nil)), body
 }
 
 // ErrTrailer is returned (wrapped) when a snapshot stream does not end with etcd's sha256 of it.
 var ErrTrailer = errors.New("etcd's sha256 at the end of the snapshot stream does not match the data")
 
-func (t *trailerCheck) check() error {
-	if t.n < sha256.Size || (t.n%512) != sha256.Size {
-		return fmt.Errorf("%w: the stream is %d bytes, not a DB of whole 512-byte sectors followed by a 32-byte sha256 (truncated?)", ErrTrailer, t.n)
+// checkTrailer returns an error wrapping ErrTrailer unless the stream is a DB of whole 512-byte
+// sectors followed by its sha256 (body, from sums).
+func (d *snapshotDigest) checkTrailer(body string) error {
+	if d.n < sha256.Size || (d.n%512) != sha256.Size {
+		return fmt.Errorf("%w: the stream is %d bytes, not a DB of whole 512-byte sectors followed by a 32-byte sha256 (truncated?)", ErrTrailer, d.n)
 	}
-	if got, want := hex.EncodeToString(t.h.Sum(nil)), hex.EncodeToString(t.tail); got != want {
-		return fmt.Errorf("%w: computed %s, etcd sent %s", ErrTrailer, got, want)
+	if want := hex.EncodeToString(d.tail[:d.nt]); body != want {
+		return fmt.Errorf("%w: computed %s, etcd sent %s", ErrTrailer, body, want)
 	}
 	return nil
 }

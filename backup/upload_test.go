@@ -1,6 +1,11 @@
 package backup
 
-import "testing"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"testing"
+)
 
 func TestPartSizeAndThreads(t *testing.T) {
 	const mib = 1 << 20
@@ -48,5 +53,37 @@ func TestZstdWindow(t *testing.T) {
 		if got := zstdWindow(tc.size); got != tc.want {
 			t.Errorf("zstdWindow(%d) = %d, want %d", tc.size, got, tc.want)
 		}
+	}
+}
+
+// TestSnapshotDigest: one pass gives the whole stream's sha256 and that of all but its last 32
+// bytes, whatever the write sizes (writes shorter than the held-back tail included).
+func TestSnapshotDigest(t *testing.T) {
+	data := make([]byte, 3*512+sha256.Size)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	wantWhole, wantBody := sha256.Sum256(data), sha256.Sum256(data[:len(data)-sha256.Size])
+	for _, sizes := range [][]int{{len(data)}, {1}, {31}, {32}, {33}, {5, 40, 1, 100}, {1000, 3, 3, 3}} {
+		d := newSnapshotDigest()
+		for off, i := 0, 0; off < len(data); i++ {
+			n := min(sizes[i%len(sizes)], len(data)-off)
+			d.Write(data[off : off+n])
+			off += n
+		}
+		whole, body := d.sums()
+		if whole != hex.EncodeToString(wantWhole[:]) || body != hex.EncodeToString(wantBody[:]) {
+			t.Errorf("writes of %v: whole %s body %s, want %x %x", sizes, whole, body, wantWhole, wantBody)
+		}
+		if err := d.checkTrailer(body); !errors.Is(err, ErrTrailer) {
+			t.Errorf("writes of %v: trailer check of data that does not end with its sha256: %v, want ErrTrailer", sizes, err)
+		}
+	}
+	snap := append(data[:len(data)-sha256.Size:len(data)-sha256.Size], wantBody[:]...)
+	d := newSnapshotDigest()
+	d.Write(snap[:700])
+	d.Write(snap[700:])
+	if _, body := d.sums(); d.checkTrailer(body) != nil {
+		t.Errorf("a DB followed by its sha256: %v", d.checkTrailer(body))
 	}
 }

@@ -148,9 +148,8 @@ func Verify(ctx context.Context, store Store, s *Snapshot, opts VerifyOptions) (
 		defer zr.Close()
 		src = zr
 	}
-	rawHash := sha256.New()
-	trailer := &trailerCheck{h: sha256.New()}
-	raw := &countingWriter{w: io.MultiWriter(tmp, rawHash, trailer)}
+	digest := newSnapshotDigest()
+	raw := &countingWriter{w: io.MultiWriter(tmp, digest)}
 	if _, err := io.Copy(raw, src); err != nil {
 		if merr := storedMismatch(); merr != nil {
 			return nil, merr
@@ -173,10 +172,11 @@ func Verify(ctx context.Context, store Store, s *Snapshot, opts VerifyOptions) (
 	if raw.n != m.RawSizeBytes {
 		return nil, &MismatchError{Key: m.Key, What: "raw size", Want: fmt.Sprint(m.RawSizeBytes), Got: fmt.Sprint(raw.n)}
 	}
-	if got := hex.EncodeToString(rawHash.Sum(nil)); got != m.RawSHA256 {
-		return nil, &MismatchError{Key: m.Key, What: "raw sha256", Want: m.RawSHA256, Got: got}
+	whole, body := digest.sums()
+	if whole != m.RawSHA256 {
+		return nil, &MismatchError{Key: m.Key, What: "raw sha256", Want: m.RawSHA256, Got: whole}
 	}
-	if err := trailer.check(); err != nil {
+	if err := digest.checkTrailer(body); err != nil {
 		return nil, &MismatchError{Key: m.Key, What: "etcd's sha256 trailer", Err: err}
 	}
 	if err := tmp.Close(); err != nil {
@@ -229,20 +229,20 @@ func CheckFile(path string) (*FileCheck, error) {
 		return nil, err
 	}
 	defer f.Close()
-	h := sha256.New()
-	trailer := &trailerCheck{h: sha256.New()}
-	n, err := io.Copy(io.MultiWriter(h, trailer), f)
+	digest := newSnapshotDigest()
+	n, err := io.Copy(digest, f)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	if err := trailer.check(); err != nil {
+	whole, body := digest.sums()
+	if err := digest.checkTrailer(body); err != nil {
 		return nil, &MismatchError{Key: path, What: "etcd's sha256 trailer (the file is truncated or changed)", Err: err}
 	}
 	st, err := snapshot.NewV3(zap.NewNop()).Status(path)
 	if err != nil {
 		return nil, &MismatchError{Key: path, What: "etcd integrity check (etcdutl snapshot status)", Err: err}
 	}
-	return &FileCheck{SHA256: hex.EncodeToString(h.Sum(nil)), SizeBytes: n, Revision: st.Revision, TotalKeys: st.TotalKey, Hash: st.Hash}, nil
+	return &FileCheck{SHA256: whole, SizeBytes: n, Revision: st.Revision, TotalKeys: st.TotalKey, Hash: st.Hash}, nil
 }
 
 type countingReader struct {

@@ -301,7 +301,7 @@ func expectedVIPMove(p *lb.Config, c Component) time.Duration {
 	if c == ComponentKeepalived {
 		return adv
 	}
-	detect := time.Duration(lb.ScriptInterval*lb.ScriptFall) * time.Second
+	detect := time.Duration(lb.ScriptInterval*p.ScriptFall) * time.Second
 	if p.Weight == 0 {
 		return detect + adv
 	}

@@ -400,7 +400,7 @@ func (r *runner) settings() Settings {
 		s.AdvertIntervalMs = ms(lbs.AdvertInterval.Duration)
 		s.CheckIntervalMs = ms(lbs.HealthCheck.Interval.Duration)
 		s.CheckFall, s.CheckRise = lbs.HealthCheck.Fall, lbs.HealthCheck.Rise
-		s.ScriptIntervalMs, s.ScriptFall = float64(lb.ScriptInterval*1000), lb.ScriptFall
+		s.ScriptIntervalMs, s.ScriptFall = float64(lb.ScriptInterval*1000), lbs.CheckFall
 	}
 	return s
 }
@@ -575,7 +575,7 @@ func (r *runner) plan(pre *preflightState) []string {
 				strings.Join(r.otherLB(pre.vipHolder), " or "), expectedVIPMove(r.lbPlan, o.Component)))
 		} else {
 			out = append(out, fmt.Sprintf("  expect: the VIP on %s within about %s (keepalived's check of HAProxy fails after %ds x%d, then the backup waits out the RFC 5798 master-down interval %s)",
-				strings.Join(r.otherLB(pre.vipHolder), " or "), expectedVIPMove(r.lbPlan, o.Component).Round(10*time.Millisecond), lb.ScriptInterval, lb.ScriptFall, masterDown(r.lbPlan).Round(10*time.Millisecond)))
+				strings.Join(r.otherLB(pre.vipHolder), " or "), expectedVIPMove(r.lbPlan, o.Component).Round(10*time.Millisecond), lb.ScriptInterval, r.lbPlan.ScriptFall, masterDown(r.lbPlan).Round(10*time.Millisecond)))
 		}
 		out = append(out, fmt.Sprintf("  after the hold, start %s again and wait for the VIP to settle on %s", o.Component.Unit(), r.expectedSettle(pre.vipHolder)))
 	}

@@ -166,7 +166,7 @@ var CheckCommand = fmt.Sprintf("/usr/bin/curl --silent --fail --output /dev/null
 // RenderKeepalived renders keepalived.conf for LB host host:
 //   - global_defs: router_id host; scripts run as root with enable_script_security (keepalived
 //     refuses scripts non-root users could change);
-//   - vrrp_script ScriptName: CheckCommand every ScriptInterval s (ScriptTimeout, ScriptFall,
+//   - vrrp_script ScriptName: CheckCommand every ScriptInterval s (ScriptTimeout, cfg.ScriptFall,
 //     ScriptRise) with cfg.Weight;
 //   - vrrp_instance InstanceName: state BACKUP, interface, virtual_router_id, priority, advert_int,
 //     nopreempt (if set), unicast_src_ip + unicast_peer (unicast mode), authentication PASS with
@@ -190,6 +190,8 @@ func RenderKeepalived(cfg *Config, host string, secret AuthSecret) ([]byte, erro
 		return nil, fmt.Errorf("render keepalived.conf for %s: a secret was given but spec.loadBalancer.auth is not set", host)
 	case cfg.Auth && cfg.VIP.Addr().Is6():
 		return nil, fmt.Errorf("render keepalived.conf for %s: an IPv6 VIP runs VRRPv3, which has no authentication", host)
+	case cfg.ScriptFall < 1:
+		return nil, fmt.Errorf("render keepalived.conf for %s: check fall %d: want at least 1 (spec.loadBalancer.checkFall)", host, cfg.ScriptFall)
 	case cfg.Mode == v1alpha1.LBModeUnicast && len(n.Peers) == 0:
 		return nil, fmt.Errorf("render keepalived.conf for %s: unicast mode without peers", host)
 	}
@@ -204,7 +206,7 @@ func RenderKeepalived(cfg *Config, host string, secret AuthSecret) ([]byte, erro
 	d := keepalivedData{
 		Host: host, Cluster: cfg.Cluster,
 		Script: ScriptName, CheckCommand: CheckCommand,
-		Interval: ScriptInterval, Timeout: ScriptTimeout, Fall: ScriptFall, Rise: ScriptRise,
+		Interval: ScriptInterval, Timeout: ScriptTimeout, Fall: cfg.ScriptFall, Rise: ScriptRise,
 		Weight:          cfg.Weight,
 		Instance:        InstanceName,
 		Interface:       n.Interface,

@@ -123,6 +123,7 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-lb-weight-cannot-fail-over.yaml", "spec.loadBalancer.checkWeight", 24},
 		{"invalid-lb-priorities-cannot-fail-over.yaml", "spec.loadBalancer.checkWeight", 24},
 		{"invalid-lb-check-weight-range.yaml", "spec.loadBalancer.checkWeight", 21},
+		{"invalid-lb-check-fall-range.yaml", "spec.loadBalancer.checkFall", 21},
 		{"invalid-lb-nopreempt-weighted.yaml", "spec.loadBalancer.nopreempt", 21},
 		{"invalid-lb-unicast-single-host.yaml", "spec.loadBalancer.mode", 18},
 		{"invalid-lb-multicast-single-host.yaml", "spec.loadBalancer.topology", 18},
@@ -142,6 +143,7 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-zero-virtual-router-id.yaml", "spec.loadBalancer.virtualRouterID", 21},
 		{"invalid-zero-host-port.yaml", "spec.hosts[2].port", 20},
 		{"invalid-zero-heartbeat.yaml", "spec.etcd.heartbeatInterval", 25},
+		{"invalid-zero-check-fall.yaml", "spec.loadBalancer.checkFall", 21},
 	}
 
 	// Every invalid file has a case, and there are enough of them.
@@ -260,7 +262,7 @@ func TestValidSpecs(t *testing.T) {
 		}},
 		{"valid-lb-dedicated.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
 			want := &v1alpha1.LoadBalancer{VIP: "172.28.0.100/24", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: v1alpha1.Duration{Duration: time.Second},
-				Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443, CheckWeight: new(int),
+				Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443, CheckWeight: new(int), CheckFall: 1,
 				HealthCheck: v1alpha1.LBHealthCheck{Interval: v1alpha1.Duration{Duration: 2 * time.Second}, Fall: 3, Rise: 2}}
 			if !reflect.DeepEqual(c.Spec.LoadBalancer, want) {
 				t.Errorf("loadBalancer %+v, want %+v", c.Spec.LoadBalancer, want)

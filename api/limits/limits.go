@@ -47,6 +47,9 @@ const (
 	OwnerVRRPPriority = 255
 	// MaxCheckWeight bounds the magnitude of a vrrp_script weight: keepalived takes -253..253.
 	MaxCheckWeight = 253
+	// MaxCheckFall bounds spec.loadBalancer.checkFall: with one check a second, 10 failed checks
+	// already leave the VIP on a dead HAProxy for 10 s, past any failover goal hactl states.
+	MaxCheckFall = 10
 	// MinVirtualRouterID and MaxVirtualRouterID bound virtual_router_id (an 8-bit field, 0 not valid).
 	MinVirtualRouterID = 1
 	MaxVirtualRouterID = 255

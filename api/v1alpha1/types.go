@@ -115,6 +115,10 @@ type LoadBalancer struct {
 	// takes over only when its master-down interval runs out (3 x advertInterval + skew), but a VIP
 	// stays up when every check fails.
 	CheckWeight *int `json:"checkWeight,omitempty"`
+	// CheckFall is how many failed checks of the local HAProxy in a row (one a second, each given
+	// 2 s) count as a failure (vrrp_script fall; default 1, DefaultCheckFall). 1 moves the VIP about
+	// 1 s after HAProxy stops; each more costs a second, and tolerates one more slow check.
+	CheckFall int `json:"checkFall,omitempty"`
 	// Topology is "dedicated" (default: hosts with role lb) or "colocated" (on the control-plane
 	// hosts; then FrontendPort must differ from APIServerPort).
 	Topology string `json:"topology,omitempty"`

@@ -244,6 +244,9 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 		v.add(field.Invalid(wp, *w, fmt.Sprintf("must be between %d and %d (keepalived's vrrp_script weight), or 0 to release the VIP on a failed check, or left out to have it computed", -limits.MaxCheckWeight, limits.MaxCheckWeight)))
 		provable = false
 	}
+	if lb.CheckFall < 0 || lb.CheckFall > limits.MaxCheckFall {
+		v.add(field.Invalid(p.Child("checkFall"), lb.CheckFall, fmt.Sprintf("must be between 1 and %d (failed checks of the local HAProxy, one a second, before the VIP leaves the host), e.g. 1; remove the field for the default (%d)", limits.MaxCheckFall, DefaultCheckFall)))
+	}
 	if lb.Nopreempt && (lb.CheckWeight == nil || *lb.CheckWeight != 0) {
 		what := "the computed check weight"
 		if lb.CheckWeight != nil {

@@ -15,7 +15,7 @@ func TestSetDefaultsLoadBalancer(t *testing.T) {
 	}}}
 	SetDefaults(c, Dirs{Base: "/specs", Home: "/home/u"})
 	want := LoadBalancer{VIP: "fd00:db8::100/64", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: Duration{time.Second},
-		Auth: &VRRPAuth{File: "/home/u/vrrp"}, Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443, CheckWeight: new(int),
+		Auth: &VRRPAuth{File: "/home/u/vrrp"}, Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443, CheckWeight: new(int), CheckFall: 1,
 		HealthCheck: LBHealthCheck{Interval: Duration{2 * time.Second}, Fall: 5, Rise: 2, CAFile: "/specs/pki/ca.crt"}}
 	if got := *c.Spec.LoadBalancer; !reflect.DeepEqual(got, want) {
 		t.Errorf("defaulted:\n got %+v %+v\nwant %+v %+v", got, *got.Auth, want, *want.Auth)
