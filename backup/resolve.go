@@ -68,6 +68,8 @@ type Resolved struct {
 	// SHA256 is the raw DB file's sha256 (hex); Revision its etcd revision.
 	SHA256   string
 	Revision int64
+	// Metadata is the backup's metadata (nil for a local file).
+	Metadata *Metadata
 	// dir is the temp dir of a downloaded snapshot ("" for a local file).
 	dir string
 }
@@ -153,7 +155,7 @@ func Resolve(ctx context.Context, c *v1alpha1.Cluster, src Source, o ResolveOpti
 	if err != nil {
 		return nil, err
 	}
-	r := &Resolved{Path: filepath.Join(dir, "snapshot.db"), SHA256: m.RawSHA256, dir: dir}
+	r := &Resolved{Path: filepath.Join(dir, "snapshot.db"), SHA256: m.RawSHA256, Metadata: m, dir: dir}
 	progress("downloading and verifying %s (revision %d, %d bytes stored, taken %s by %s)", m.Key, m.Revision, m.StoredSizeBytes, m.StartedAt.Format(time.RFC3339), m.MemberName)
 	res, err := Verify(ctx, st, sn, VerifyOptions{Identities: ids, KeepAs: r.Path})
 	var me *MismatchError

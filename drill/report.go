@@ -37,8 +37,10 @@ type Report struct {
 	// failure, no --max-rto: figures only). Failures say why a drill failed.
 	Verdict  string   `json:"verdict"`
 	Failures []string `json:"failures,omitempty"`
-	// MaxRTOMs is --max-rto (0: not given); it applies to every iteration's RTO.
+	// MaxRTOMs is --max-rto (0: not given); it applies to every iteration's RTO. MaxRPOMs is
+	// --max-rpo (restore drill).
 	MaxRTOMs float64 `json:"maxRTOMs,omitempty"`
+	MaxRPOMs float64 `json:"maxRPOMs,omitempty"`
 	// LostWrites is the number of acknowledged writes missing after all iterations (must be 0).
 	LostWrites int `json:"lostWrites"`
 	// Error is why the drill did not complete (verdict "error"): a runtime failure, a put-back
@@ -147,6 +149,9 @@ type Iteration struct {
 	SettledOn        string   `json:"settledOn,omitempty"`
 	SettleMs         *float64 `json:"settleMs,omitempty"`
 
+	// Restore is the restore drill's snapshot, RPO and read-back.
+	Restore *RestoreFigures `json:"restore,omitempty"`
+
 	// Observed is what happened, for a comparison with the prediction (az-outage).
 	Observed *Observed `json:"observed,omitempty"`
 	// Notes are what was seen and is worth knowing but fails nothing.
@@ -231,6 +236,9 @@ func (r *Report) decide() {
 		if r.MaxRTOMs > 0 && it.RTOMs != nil && *it.RTOMs > r.MaxRTOMs {
 			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: RTO %s over --max-rto %s", it.N, fmtMs(it.RTOMs), fmtMs(&r.MaxRTOMs)))
 		}
+		if x := it.Restore; x != nil && r.MaxRPOMs > 0 && x.Verification != nil && x.RPOMs > r.MaxRPOMs {
+			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: RPO %s over --max-rpo %s", it.N, fmtMs(&x.RPOMs), fmtMs(&r.MaxRPOMs)))
+		}
 		if r.MaxRTOMs > 0 && it.RTOMs == nil {
 			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: no recovery observed, --max-rto %s not met", it.N, fmtMs(&r.MaxRTOMs)))
 		}
@@ -283,14 +291,36 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w, "dry run: nothing was done")
 		return
 	}
-	if r.Drill == LBFailover {
+	switch {
+	case r.Drill == Restore:
+		rows := [][]string{}
+		for _, it := range r.Iterations {
+			x := it.Restore
+			if x == nil {
+				rows = append(rows, []string{fmt.Sprint(it.N), "-", "-", "-", "-", fmtMs(it.RTOMs), "-", "-", "-", verdictOf(it)})
+				continue
+			}
+			kept, lost, window := "-", "-", "-"
+			if v := x.Verification; v != nil {
+				kept = fmt.Sprintf("%d/%d", v.HeldBefore, v.AckedBefore)
+				lost = fmt.Sprint(v.LostBefore)
+				if x.LostFromMs != nil {
+					window = fmt.Sprintf("t0-%s..t0-%s", fmtMs(x.LostFromMs), fmtMs(x.LostToMs))
+				}
+			}
+			rows = append(rows, []string{fmt.Sprint(it.N), fmt.Sprintf("%s (rev %d)", x.Snapshot.Key, x.Snapshot.Revision), fmtMs(&x.SnapshotAgeMs),
+				fmtMs(&x.FetchMs), fmtMs(&x.RestoreMs), fmtMs(it.RTOMs), fmtMs(&x.RPOMs) + " (" + x.RPOFrom + ")", kept, lost + " " + window, verdictOf(it)})
+		}
+		ui.Table(w, []string{"#", "SNAPSHOT", "AGE AT t0", "FETCH", "RESTORE", "RTO", "RPO", "KEPT", "LOST (ACKED BEFORE t0)", "RESULT"}, rows)
+		fmt.Fprintf(w, "budgets: RTO %s, RPO %s\n", fmtMs(&r.MaxRTOMs), fmtMs(&r.MaxRPOMs))
+	case r.Drill == LBFailover:
 		rows := [][]string{}
 		for _, it := range r.Iterations {
 			rows = append(rows, []string{fmt.Sprint(it.N), it.VIPBefore, dash(it.VIPAfter), fmtMs(it.VIPMovedMs), fmtMs(it.RTOMs),
 				fmt.Sprint(it.ReadyzFailures), dash(it.SettledOn), fmtMs(it.SettleMs), fmtMs(it.FailbackOutageMs), verdictOf(it)})
 		}
 		ui.Table(w, []string{"#", "VIP HOLDER", "MOVED TO", "VIP MOVED", "READYZ BACK (RTO)", "FAILED REQS", "SETTLED ON", "SETTLE", "FAILBACK OUTAGE", "RESULT"}, rows)
-	} else {
+	default:
 		rows := [][]string{}
 		for _, it := range r.Iterations {
 			lost, acked := "-", "-"

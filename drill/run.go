@@ -64,6 +64,13 @@ type Options struct {
 	// Report, when set, is the file Run writes the JSON report to (atomically, Report.WriteFile)
 	// once the report exists, also when the drill fails.
 	Report string
+
+	// The restore drill's: MaxRPO (default DefaultRestoreMaxRPO; MaxRTO defaults to
+	// DefaultRestoreMaxRTO), how long the workload runs before the disaster (default
+	// DefaultRestoreWarmup), and the snapshots.
+	MaxRPO   time.Duration
+	Warmup   time.Duration
+	Restorer Restorer
 }
 
 // Validate checks the options against the spec without contacting any host and returns an
@@ -87,6 +94,13 @@ func (o *Options) Validate() error {
 	if o.MaxRTO < 0 {
 		return &InputError{Err: fmt.Errorf("--max-rto %s: must be a positive duration, e.g. 5s", o.MaxRTO)}
 	}
+	if o.Kind == Restore {
+		if err := o.validateRestore(); err != nil {
+			return err
+		}
+	} else if o.MaxRPO != 0 || o.Warmup != 0 {
+		return &InputError{Err: fmt.Errorf("--max-rpo and --warmup are for drill restore")}
+	}
 	if o.Rate == 0 {
 		o.Rate = DefaultRate
 	}
@@ -108,11 +122,11 @@ func (o *Options) Validate() error {
 	if o.Method != MethodHost && (o.Down != nil || o.Up != nil) {
 		return &InputError{Err: fmt.Errorf("--down-command and --up-command are for --method host (the method is %s)", o.Method)}
 	}
-	if len(c.EtcdHosts()) < 3 && o.Kind != LBFailover {
+	if len(c.EtcdHosts()) < 3 && o.Kind != LBFailover && o.Kind != Restore {
 		return &InputError{Err: fmt.Errorf("spec.hosts: %d etcd member(s): losing one loses quorum; drills need 3 or 5 members", len(c.EtcdHosts()))}
 	}
 	switch o.Kind {
-	case KillLeader:
+	case KillLeader, Restore:
 	case AZOutage:
 		if o.Zone == "" {
 			return &InputError{Err: fmt.Errorf("--zone is required: one of %s", strings.Join(Zones(c), ", "))}
@@ -163,7 +177,7 @@ func (o *Options) Validate() error {
 		need = expectedVIPMove(p, o.Component) + time.Second
 		what = "the expected VIP move + 1s"
 	}
-	if o.Hold < need {
+	if o.Hold < need && o.Kind != Restore {
 		return &InputError{Err: fmt.Errorf("--hold %s: shorter than %s = %s: the fault would be put back before it can be measured", o.Hold, what, need.Round(10*time.Millisecond))}
 	}
 	return nil
@@ -278,13 +292,24 @@ func run(ctx context.Context, o *Options) (*Report, error) {
 	if o.MaxRTO > 0 {
 		r.report.MaxRTOMs = ms(o.MaxRTO)
 	}
+	if o.MaxRPO > 0 {
+		r.report.MaxRPOMs = ms(o.MaxRPO)
+	}
 	defer func() { r.report.DurationMs = ms(time.Since(start)) }()
 
 	pre, err := r.preflight(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.report.Plan = r.plan(pre)
+	if o.Kind == Restore {
+		snap, err := r.restorePreflight(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.report.Plan = r.restorePlan(snap)
+	} else {
+		r.report.Plan = r.plan(pre)
+	}
 	r.p.Infof("drill/plan")
 	for _, l := range r.report.Plan {
 		r.p.Infof("  %s", l)
@@ -312,9 +337,12 @@ func run(ctx context.Context, o *Options) (*Report, error) {
 			}
 		}
 		var it *Iteration
-		if o.Kind == LBFailover {
+		switch o.Kind {
+		case LBFailover:
 			it, err = r.lbIteration(ctx, i, pre)
-		} else {
+		case Restore:
+			it, err = r.restoreIteration(ctx)
+		default:
 			it, err = r.etcdIteration(ctx, i, pre)
 		}
 		if it != nil {
@@ -364,6 +392,9 @@ func (it *Iteration) line() string {
 		parts = append(parts, fmt.Sprintf("VIP stayed on %s", it.VIPBefore))
 	}
 	parts = append(parts, "RTO "+fmtMs(it.RTOMs))
+	if x := it.Restore; x != nil && x.Verification != nil {
+		parts = append(parts, fmt.Sprintf("RPO %s (%s), %d acked before t0 lost", fmtMs(&x.RPOMs), x.RPOFrom, x.LostWrites))
+	}
 	if it.LongestGapMs != nil {
 		parts = append(parts, "longest gap "+fmtMs(it.LongestGapMs))
 	}

@@ -55,6 +55,7 @@ runtime failure (what is left broken is named).
   hactl drill kill-leader --method network         partition the leader (iptables on its peer and client ports)
   hactl drill az-outage --zone az-b --yes          take every member and LB host of az-b down
   hactl drill lb-failover --ca-file ca.crt --yes   stop HAProxy on the VIP holder, poll readyz through the VIP
+  hactl drill restore --yes                        stop every member, restore from the newest snapshot: RTO and RPO
   hactl drill cleanup --yes                        put back what an interrupted drill left`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -63,6 +64,7 @@ runtime failure (what is left broken is named).
 		newDrillKindCommand(s, g, drill.KillLeader),
 		newDrillKindCommand(s, g, drill.AZOutage),
 		newDrillKindCommand(s, g, drill.LBFailover),
+		newDrillRestoreCommand(s, g),
 		newDrillCleanupCommand(s, g),
 	)
 	return cmd

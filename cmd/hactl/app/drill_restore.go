@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/bootstrap/restore"
+	"github.com/hactl/hactl/drill"
+	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/ui"
+)
+
+type drillRestoreOptions struct {
+	maxRTO, maxRPO, warmup time.Duration
+	rate                   int
+	reqTimeout             time.Duration
+	identityFile, tempDir  string
+	report                 string
+	force, yes, dryRun     bool
+	output                 string
+}
+
+func newDrillRestoreCommand(s Streams, g *globalOptions) *cobra.Command {
+	o := &drillRestoreOptions{}
+	cmd := &cobra.Command{
+		Use:   "restore",
+		Short: "Disaster-recovery rehearsal: stop every member, restore from the newest snapshot; measured RTO and RPO",
+		Long: `The drill an auditor asks for. With the drills' workload writing (--rate puts per second, each with
+a --request-timeout deadline), it declares a disaster at t0 by stopping etcd on EVERY member, then
+restores the whole cluster from the newest complete snapshot in spec.backup's object store, as
+'hactl restore --from latest' does: downloaded and verified here, shipped to every member, each
+data dir moved aside (kept as <dataDir>.pre-restore-<time>), rebuilt with a new cluster token and
+revisions bumped, all members started together.
+
+  RTO  t0 → the first write acknowledged by the restored cluster (budget --max-rto, default 2m)
+  RPO  t0 → the newest acknowledged write the restored cluster holds (budget --max-rpo, default
+       5m); when the snapshot predates the workload, t0 → the snapshot's start
+
+Every acknowledged key is read back: writes acknowledged after the snapshot are lost by design (the
+report counts them and gives their window); a write missing from before the restored point, or one
+acknowledged by the restored cluster and missing, fails the drill. The drill is refused (exit 3,
+nothing touched) when the newest snapshot is older than --max-rpo, and like every drill on an
+unhealthy cluster (--force) or an earlier drill's leftovers.
+
+Exit codes: 0 within both budgets; 3 refused, over a budget or a write lost that the restore had to
+keep; 2 bad flags; 1 a runtime failure (if the restore failed before touching a data dir etcd is
+started again; after that, hactl restore puts every previous data dir back).
+
+  hactl drill restore --yes
+  hactl drill restore --max-rto 90s --max-rpo 1m --report dr.json --yes`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDrillRestore(cmd, s, g, o) },
+	}
+	f := cmd.Flags()
+	f.DurationVar(&o.maxRTO, "max-rto", drill.DefaultRestoreMaxRTO, "fail (exit 3) when the RTO exceeds this")
+	f.DurationVar(&o.maxRPO, "max-rpo", drill.DefaultRestoreMaxRPO, "fail (exit 3) when the RPO exceeds this; refuse when the newest snapshot is older")
+	f.DurationVar(&o.warmup, "warmup", drill.DefaultRestoreWarmup, "how long the workload writes before the disaster")
+	f.IntVar(&o.rate, "rate", drill.DefaultRate, "workload puts per second (the RTO's resolution is 1/rate)")
+	f.DurationVar(&o.reqTimeout, "request-timeout", drill.DefaultRequestTimeout, "deadline of each workload request")
+	f.StringVar(&o.identityFile, "identity-file", "", "age identity file for encrypted backups (default $"+identityEnv+")")
+	f.StringVar(&o.tempDir, "temp-dir", "", "where the snapshot is verified and kept during the restore (default the system's temp dir)")
+	f.StringVar(&o.report, "report", "", "also write the JSON report to this file")
+	f.BoolVar(&o.force, "force", false, "run although preflight found the cluster unhealthy (never with an earlier drill's leftovers)")
+	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "show the plan (after the read-only preflight) and stop")
+	f.StringVarP(&o.output, "output", "o", "table", "report format on stdout: table or json (progress goes to stderr)")
+	return cmd
+}
+
+func runDrillRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *drillRestoreOptions) error {
+	if err := outputFormat(o.output); err != nil {
+		return err
+	}
+	for name, d := range map[string]time.Duration{"max-rto": o.maxRTO, "max-rpo": o.maxRPO, "warmup": o.warmup, "request-timeout": o.reqTimeout} {
+		if d <= 0 {
+			return &UsageError{Err: fmt.Errorf("--%s %s: must be a positive duration", name, d)}
+		}
+	}
+	if o.rate <= 0 {
+		return &UsageError{Err: fmt.Errorf("--rate %d: must be between 1 and 1000 puts per second", o.rate)}
+	}
+	p, c, logPath, closeLog, err := hostRun(s, g)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	if c.Spec.Backup == nil {
+		return &UsageError{Err: fmt.Errorf("%s: spec.backup is not set: the restore drill restores from its object store; add spec.backup (see `hactl init`) and take a snapshot first", g.file)}
+	}
+	if _, err := backup.IdentitiesFrom(o.identityFile, os.Getenv); err != nil {
+		return err
+	}
+	do := &drill.Options{Cluster: c, Kind: drill.Restore, Count: 1, MaxRTO: o.maxRTO, MaxRPO: o.maxRPO, Warmup: o.warmup,
+		Rate: o.rate, RequestTimeout: o.reqTimeout, Force: o.force, DryRun: o.dryRun, Report: o.report, Printer: p,
+		Prompt:   terminalPrompter(s.In, s.Err),
+		Restorer: &drillRestorer{c: c, p: p, specFile: g.file, identityFile: o.identityFile, tempDir: o.tempDir, prompt: terminalPrompter(s.In, s.Err)}}
+	if err := do.Validate(); err != nil {
+		return err
+	}
+	if !o.dryRun {
+		if do.Confirm, err = confirmer(s, o.yes, ", or --dry-run to only see the plan"); err != nil {
+			return err
+		}
+	}
+	rep, runErr := drill.Run(cmd.Context(), do)
+	if rep != nil {
+		if err := writeReport(s.Out, o.output, rep, rep.Print); err != nil {
+			return err
+		}
+	}
+	if runErr != nil && logPath != "" {
+		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
+	}
+	return runErr
+}
+
+// drillRestorer is the restore drill's drill.Restorer: the newest snapshot of spec.backup's store,
+// restored as `hactl restore --from latest --force --yes` does.
+type drillRestorer struct {
+	c                     *v1alpha1.Cluster
+	p                     *ui.Printer
+	specFile              string
+	identityFile, tempDir string
+	prompt                provision.Prompter
+}
+
+func (d *drillRestorer) Newest(ctx context.Context) (*drill.SnapshotRef, error) {
+	st, err := backup.OpenStore(ctx, d.c, backup.StoreOptions{Source: d.specFile, Getenv: os.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	l, err := backup.ListCluster(ctx, st, d.c)
+	if err != nil {
+		return nil, err
+	}
+	sn := l.Latest()
+	if sn == nil {
+		return nil, nil
+	}
+	return &drill.SnapshotRef{Key: sn.Data.Key, Revision: sn.Metadata.Revision, TakenAt: sn.Metadata.StartedAt}, nil
+}
+
+func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) {
+	src, err := backup.ParseSource("--from", "latest")
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	snap, err := backup.Resolve(ctx, d.c, src, backup.ResolveOptions{Flag: "drill restore", SpecFile: d.specFile,
+		IdentityFile: d.identityFile, TempDir: d.tempDir, Getenv: os.Getenv, Progress: d.p.Infof})
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Cleanup()
+	fetched := time.Now()
+	res, err := restore.Run(ctx, restore.Config{Cluster: d.c, Printer: d.p, Prompt: d.prompt,
+		Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: true}})
+	if err != nil {
+		return nil, err
+	}
+	run := &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: res.RestoredRevision,
+		Snapshot: drill.SnapshotRef{Key: snap.Path, Revision: snap.Revision}}
+	if m := snap.Metadata; m != nil {
+		run.Snapshot.Key, run.Snapshot.TakenAt = m.Key, m.StartedAt
+	}
+	return run, nil
+}

@@ -1,0 +1,278 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/workload"
+	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/provision"
+)
+
+// Restore is the disaster-recovery drill: with the workload running, every member's etcd is stopped
+// (the disaster, t0), the whole cluster is restored from the newest snapshot, and the recovery time
+// (RTO) and recovery point (RPO) are measured.
+const Restore Kind = "restore"
+
+// The bank case's recovery objectives, the defaults of --max-rto and --max-rpo for a restore drill.
+const (
+	DefaultRestoreMaxRTO = 2 * time.Minute
+	DefaultRestoreMaxRPO = 5 * time.Minute
+	// DefaultRestoreWarmup is how long the workload runs before the disaster.
+	DefaultRestoreWarmup = 5 * time.Second
+	// restoreRecoveryTimeout bounds the wait, after the restore, for the workload's first
+	// acknowledged write.
+	restoreRecoveryTimeout = time.Minute
+)
+
+// SnapshotRef is the snapshot a restore drill restores from.
+type SnapshotRef struct {
+	// Key is its data object (or the local file).
+	Key string `json:"key"`
+	// Revision is its etcd revision; TakenAt when it was started (the metadata's startedAt): it holds
+	// every write acknowledged before then.
+	Revision int64     `json:"revision"`
+	TakenAt  time.Time `json:"takenAt"`
+}
+
+// RestoreRun is what a Restorer's restore did.
+type RestoreRun struct {
+	Snapshot SnapshotRef
+	// Fetch is the download, decryption, decompression and verification on this machine; Restore
+	// the restore itself (ship, stop, data, start, wait, verify).
+	Fetch, Restore time.Duration
+	// Revision is the restored cluster's revision.
+	Revision int64
+}
+
+// Restorer finds and restores snapshots for the restore drill (cmd/hactl wires the backup store
+// and `hactl restore`'s phases).
+type Restorer interface {
+	// Newest returns the newest complete snapshot a restore would use now; nil when there is none.
+	Newest(ctx context.Context) (*SnapshotRef, error)
+	// Restore restores every member from the newest snapshot (no confirmation: the drill's plan was
+	// confirmed), moving the data dirs aside. A restore that fails after touching a data dir puts the
+	// previous ones back and starts etcd (hactl restore's rollback).
+	Restore(ctx context.Context) (*RestoreRun, error)
+}
+
+// RestoreFigures are a restore drill's own figures (times in ms; offsets from t0).
+type RestoreFigures struct {
+	Snapshot SnapshotRef `json:"snapshot"`
+	// SnapshotAgeMs is t0 minus the snapshot's TakenAt.
+	SnapshotAgeMs float64 `json:"snapshotAgeMs"`
+	// FetchMs and RestoreMs are the Restorer's steps; RestoredRevision the cluster's revision after.
+	FetchMs          float64 `json:"fetchMs"`
+	RestoreMs        float64 `json:"restoreMs"`
+	RestoredRevision int64   `json:"restoredRevision"`
+	// RPOMs is t0 minus the acknowledgement of the newest write acknowledged before t0 that the
+	// restored cluster holds (RPOFrom "workload"); when it holds none of the workload's writes (the
+	// snapshot predates the workload), t0 minus the snapshot's TakenAt (RPOFrom "snapshot").
+	RPOMs   float64 `json:"rpoMs"`
+	RPOFrom string  `json:"rpoFrom"`
+	// LostWrites counts writes acknowledged before t0 that the restore gave up (expected: those after
+	// the snapshot); LostFromMs and LostToMs are how long before t0 the oldest and newest of them
+	// were acknowledged.
+	LostWrites int      `json:"lostWrites"`
+	LostFromMs *float64 `json:"lostFromMs,omitempty"`
+	LostToMs   *float64 `json:"lostToMs,omitempty"`
+	// Verification is the read-back.
+	Verification *workload.RestoreVerification `json:"verification,omitempty"`
+}
+
+// validateRestore is Validate for the restore drill.
+func (o *Options) validateRestore() error {
+	if o.Restorer == nil {
+		return &InputError{Err: fmt.Errorf("drill restore: no snapshot store: set spec.backup")}
+	}
+	if o.Count != 1 {
+		return &InputError{Err: fmt.Errorf("--count %d: a restore drill runs once (each run rolls the cluster back to a snapshot)", o.Count)}
+	}
+	if o.MaxRTO == 0 {
+		o.MaxRTO = DefaultRestoreMaxRTO
+	}
+	if o.MaxRPO == 0 {
+		o.MaxRPO = DefaultRestoreMaxRPO
+	}
+	if o.MaxRPO < 0 {
+		return &InputError{Err: fmt.Errorf("--max-rpo %s: must be a positive duration, e.g. 5m", o.MaxRPO)}
+	}
+	if o.Warmup == 0 {
+		o.Warmup = DefaultRestoreWarmup
+	}
+	if o.Warmup < time.Second {
+		return &InputError{Err: fmt.Errorf("--warmup %s: at least 1s, so that the workload has acknowledged writes before the disaster", o.Warmup)}
+	}
+	if len(o.Cluster.EtcdHosts()) == 0 {
+		return &InputError{Err: fmt.Errorf("spec.hosts: no host with role etcd: nothing to restore")}
+	}
+	return nil
+}
+
+// restorePreflight refuses before anything is touched when no snapshot is newer than --max-rpo:
+// the drill could only fail its RPO.
+func (r *runner) restorePreflight(ctx context.Context) (*SnapshotRef, error) {
+	snap, err := r.o.Restorer.Newest(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("drill/preflight: finding the newest snapshot: %w", err)
+	}
+	if snap == nil {
+		return nil, &RefusedError{Reasons: []string{"there is no complete snapshot of this cluster"},
+			Fix: "take one with `hactl backup now` (or install a schedule with `hactl backup schedule`), then run the drill again"}
+	}
+	if age := time.Since(snap.TakenAt); age > r.o.MaxRPO {
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the newest snapshot %s was taken %s ago, longer than --max-rpo %s: a restore now could only miss the RPO", snap.Key, age.Round(time.Second), r.o.MaxRPO)},
+			Fix: "take a snapshot (`hactl backup now`) or check the schedule (`hactl backup schedule --status`), then run the drill again"}
+	}
+	return snap, nil
+}
+
+// restorePlan are the restore drill's plan lines.
+func (r *runner) restorePlan(snap *SnapshotRef) []string {
+	var names []string
+	for _, h := range r.c.EtcdHosts() {
+		names = append(names, h.Name)
+	}
+	return []string{
+		fmt.Sprintf("run the workload for %s, then declare the disaster (t0): stop etcd on EVERY member (%s)", r.o.Warmup, strings.Join(names, ", ")),
+		fmt.Sprintf("restore the whole cluster from the newest snapshot at that moment (now %s, revision %d, taken %s ago): every data dir moved aside (kept), every write since the snapshot rolled back",
+			snap.Key, snap.Revision, time.Since(snap.TakenAt).Round(time.Second)),
+		fmt.Sprintf("measure RTO = t0 → the first write acknowledged by the restored cluster (budget --max-rto %s) and RPO = t0 → the newest acknowledged write the restored cluster holds (budget --max-rpo %s)", r.o.MaxRTO, r.o.MaxRPO),
+		fmt.Sprintf("if the restore fails before touching a data dir, etcd is started again on every member; after that, hactl restore rolls every member back to its previous data dir"),
+	}
+}
+
+// restoreIteration runs the restore drill: workload, disaster, restore, recovery, read-back.
+func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
+	it := &Iteration{N: 1, Fault: "etcd stopped on every member (systemctl stop etcd.service)"}
+	members := r.c.EtcdHosts()
+	for _, h := range members {
+		it.Targets = append(it.Targets, h.Name)
+	}
+	cli, err := etcd.NewClient(ctx, etcd.ClientURLs(mustMembers(r.c)), r.files, time.Second, r.o.EtcdDial)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	mctx := context.WithoutCancel(ctx)
+	prefix := workloadPrefix(r.report.ID, 1)
+	wl, err := workload.Start(mctx, workload.Config{Client: cli, Prefix: prefix, Rate: r.o.Rate, RequestTimeout: r.o.RequestTimeout})
+	if err != nil {
+		return nil, err
+	}
+	if !sleepCtx(ctx, r.o.Warmup) {
+		wl.Stop()
+		return nil, fmt.Errorf("drill interrupted before the disaster (nothing was changed): %w", ctx.Err())
+	}
+
+	// The disaster: every member stopped in parallel; t0 is when the last stop returned.
+	r.p.Infof("drill/disaster: stopping etcd on %s", strings.Join(it.Targets, ", "))
+	var mu sync.Mutex
+	var first, t0 time.Time
+	stopErr := provision.ForEach(mctx, members, 0, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
+		sent := time.Now()
+		_, err := r.hosts.run(ctx, h.Name, "drill/disaster", "systemctl stop etcd.service")
+		done := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if first.IsZero() || sent.Before(first) {
+			first = sent
+		}
+		if done.After(t0) {
+			t0 = done
+		}
+		return err
+	})
+	it.FaultAt, it.FaultUncertaintyMs = wallOf(t0), ms(t0.Sub(first))
+	if stopErr != nil {
+		wl.Stop()
+		return it, r.restartEtcd(fmt.Errorf("drill/disaster: %w", stopErr))
+	}
+
+	r.p.Infof("drill/restore: restoring every member from the newest snapshot")
+	run, rerr := r.o.Restorer.Restore(mctx)
+	restored := time.Now()
+	if rerr != nil {
+		wl.Stop()
+		return it, r.restartEtcd(fmt.Errorf("drill/restore: %w", rerr))
+	}
+	fig := &RestoreFigures{Snapshot: run.Snapshot, SnapshotAgeMs: ms(t0.Sub(run.Snapshot.TakenAt)), FetchMs: ms(run.Fetch), RestoreMs: ms(run.Restore), RestoredRevision: run.Revision}
+	it.Restore = fig
+	it.PutBackMs = ms(restored.Sub(t0))
+
+	r.p.Infof("drill/recovery: waiting (at most %s) for the workload's first write acknowledged by the restored cluster", restoreRecoveryTimeout)
+	if err := wait.PollUntilContextTimeout(mctx, PollInterval, restoreRecoveryTimeout, false, func(context.Context) (bool, error) {
+		return wl.Progress().LastAck.After(t0), nil
+	}); err != nil {
+		it.Notes = append(it.Notes, fmt.Sprintf("no write was acknowledged within %s of the restore's end", restoreRecoveryTimeout))
+	}
+	sleepCtx(context.Background(), settle)
+	rec := wl.Stop()
+	st := rec.Stats(t0)
+	it.Workload = &st
+	it.LongestGapMs, it.WriteP50Ms, it.WriteP99Ms = msp(st.LongestGap), msp(st.LatencyP50), msp(st.LatencyP99)
+	for _, w := range rec.Writes { // RTO: the first acknowledgement after t0
+		if w.Acked && w.Done.After(t0) && (it.RTOMs == nil || ms(w.Done.Sub(t0)) < *it.RTOMs) {
+			it.RTOMs = msp(w.Done.Sub(t0))
+		}
+	}
+	if it.RTOMs == nil {
+		it.Failures = append(it.Failures, "no write was acknowledged after the restore: the cluster did not recover while measured")
+	}
+
+	vctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ver, verr := workload.VerifyRestore(vctx, cli, rec, t0)
+	if verr != nil {
+		it.Failures = append(it.Failures, fmt.Sprintf("reading the acknowledged writes back: %v", verr))
+		return it, nil
+	}
+	fig.Verification = ver
+	fig.LostWrites = ver.LostBefore
+	if ver.LostBefore > 0 {
+		fig.LostFromMs, fig.LostToMs = msp(t0.Sub(ver.LostFrom)), msp(t0.Sub(ver.LostTo))
+	}
+	if !ver.NewestHeld.IsZero() {
+		fig.RPOMs, fig.RPOFrom = ms(t0.Sub(ver.NewestHeld)), "workload"
+	} else {
+		fig.RPOMs, fig.RPOFrom = ms(t0.Sub(run.Snapshot.TakenAt)), "snapshot"
+		it.Notes = append(it.Notes, fmt.Sprintf("the snapshot (taken %s before t0) predates the workload: the RPO is counted from the snapshot's start", fmtMs(&fig.SnapshotAgeMs)))
+	}
+	if !ver.OK() {
+		it.Failures = append(it.Failures, ver.Summary)
+	}
+	if _, err := workload.Cleanup(vctx, cli, prefix); err != nil {
+		r.p.Warnf("drill: deleting the workload's keys under %s: %v (`hactl drill cleanup` deletes them)", prefix, err)
+	}
+	return it, nil
+}
+
+// restartEtcd starts etcd on every member after the drill failed before the restore changed
+// anything (or after hactl restore's rollback, where it is already running: start is a no-op), and
+// returns cause, or a *NotRestoredError when some member could not be started.
+func (r *runner) restartEtcd(cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var left []string
+	err := provision.ForEach(ctx, r.c.EtcdHosts(), 0, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
+		_, err := r.hosts.run(ctx, h.Name, "drill/put-back", "systemctl start etcd.service")
+		if err != nil {
+			mu.Lock()
+			left = append(left, fmt.Sprintf("%s: etcd.service is not running: systemctl start etcd.service", h.Name))
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return &NotRestoredError{Left: left, Err: fmt.Errorf("%w; starting etcd again: %w", cause, err)}
+	}
+	r.p.Infof("drill/put-back: etcd started again on every member")
+	return cause
+}
