@@ -286,7 +286,10 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, ", VRRP advert %s, keepalived check %s x%d, HAProxy check %s fall %d rise %d",
 			fmtMs(&s.AdvertIntervalMs), fmtMs(&s.ScriptIntervalMs), s.ScriptFall, fmtMs(&s.CheckIntervalMs), s.CheckFall, s.CheckRise)
 	}
-	fmt.Fprintf(w, "; hold %s; resolution %s\n", fmtMs(&s.HoldMs), fmtMs(&s.ResolutionMs))
+	if s.HoldMs > 0 {
+		fmt.Fprintf(w, "; hold %s", fmtMs(&s.HoldMs))
+	}
+	fmt.Fprintf(w, "; resolution %s\n", fmtMs(&s.ResolutionMs))
 	if r.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was done")
 		return

@@ -106,6 +106,7 @@ func (o *Options) validateRestore() error {
 	if o.Warmup == 0 {
 		o.Warmup = DefaultRestoreWarmup
 	}
+	o.Hold = 0 // no fault is held: the restore ends it
 	if o.Warmup < time.Second {
 		return &InputError{Err: fmt.Errorf("--warmup %s: at least 1s, so that the workload has acknowledged writes before the disaster", o.Warmup)}
 	}
@@ -140,7 +141,7 @@ func (r *runner) restorePlan(snap *SnapshotRef) []string {
 		names = append(names, h.Name)
 	}
 	return []string{
-		fmt.Sprintf("run the workload for %s, then declare the disaster (t0): stop etcd on EVERY member (%s)", r.o.Warmup, strings.Join(names, ", ")),
+		fmt.Sprintf("run the workload for %s, then declare the disaster (t0): kill etcd on EVERY member at once (%s; SIGKILL, the unit then held stopped)", r.o.Warmup, strings.Join(names, ", ")),
 		fmt.Sprintf("restore the whole cluster from the newest snapshot at that moment (now %s, revision %d, taken %s ago): every data dir moved aside (kept), every write since the snapshot rolled back",
 			snap.Key, snap.Revision, time.Since(snap.TakenAt).Round(time.Second)),
 		fmt.Sprintf("measure RTO = t0 → the first write acknowledged by the restored cluster (budget --max-rto %s) and RPO = t0 → the newest acknowledged write the restored cluster holds (budget --max-rpo %s)", r.o.MaxRTO, r.o.MaxRPO),
@@ -150,7 +151,7 @@ func (r *runner) restorePlan(snap *SnapshotRef) []string {
 
 // restoreIteration runs the restore drill: workload, disaster, restore, recovery, read-back.
 func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
-	it := &Iteration{N: 1, Fault: "etcd stopped on every member (systemctl stop etcd.service)"}
+	it := &Iteration{N: 1, Fault: "etcd killed on every member at once (SIGKILL, then the unit stopped)"}
 	members := r.c.EtcdHosts()
 	for _, h := range members {
 		it.Targets = append(it.Targets, h.Name)
@@ -162,7 +163,9 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	defer cli.Close()
 	mctx := context.WithoutCancel(ctx)
 	prefix := workloadPrefix(r.report.ID, 1)
-	wl, err := workload.Start(mctx, workload.Config{Client: cli, Prefix: prefix, Rate: r.o.Rate, RequestTimeout: r.o.RequestTimeout})
+	// No reads: after a restore, a read of a write the restore gave up finds it missing by design;
+	// the read-back (VerifyRestore) is the proof.
+	wl, err := workload.Start(mctx, workload.Config{Client: cli, Prefix: prefix, Rate: r.o.Rate, ReadRate: -1, RequestTimeout: r.o.RequestTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -171,13 +174,15 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 		return nil, fmt.Errorf("drill interrupted before the disaster (nothing was changed): %w", ctx.Err())
 	}
 
-	// The disaster: every member stopped in parallel; t0 is when the last stop returned.
-	r.p.Infof("drill/disaster: stopping etcd on %s", strings.Join(it.Targets, ", "))
+	// The disaster: every member killed in parallel, as a crash would (a graceful stop first tries
+	// to hand leadership over, which takes seconds while the peers stop too); the unit is then held
+	// stopped. t0 is when the last kill returned.
+	r.p.Infof("drill/disaster: killing etcd on %s", strings.Join(it.Targets, ", "))
 	var mu sync.Mutex
 	var first, t0 time.Time
 	stopErr := provision.ForEach(mctx, members, 0, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
 		sent := time.Now()
-		_, err := r.hosts.run(ctx, h.Name, "drill/disaster", "systemctl stop etcd.service")
+		_, err := r.hosts.run(ctx, h.Name, "drill/disaster", "systemctl kill --signal=SIGKILL etcd.service; systemctl stop etcd.service")
 		done := time.Now()
 		mu.Lock()
 		defer mu.Unlock()

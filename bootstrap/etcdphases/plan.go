@@ -70,6 +70,18 @@ func (e *MemberDataLostError) Error() string {
 		"or restore the cluster from a snapshot", e.Host, e.Host, e.ID, e.DataDir)
 }
 
+// noneRunning reports whether the facts of every member say etcd.service is not running nor
+// starting (inactive or failed): then no member's client URL can answer.
+func (g *Group) noneRunning() bool {
+	for _, m := range g.members {
+		f := g.facts[m.Name]
+		if f == nil || (f.EtcdActive != "inactive" && f.EtcdActive != "failed") {
+			return false
+		}
+	}
+	return true
+}
+
 // Detect asks the members' client URLs whether a cluster is already running.
 type Detect struct{ g *Group }
 
@@ -91,6 +103,11 @@ func (ph *Detect) Run(ctx context.Context) error {
 	}
 	if !b.creds.Ready() || (!formedBefore && !anyData) {
 		b.run.Printer.Infof("  no running cluster: nothing has etcd data yet")
+		return nil
+	}
+	if b.noneRunning() {
+		// Nobody to ask: skip the wait for a quorum (seconds of a restore's downtime).
+		b.run.Printer.Infof("  no running cluster: etcd.service runs on no member")
 		return nil
 	}
 	endpoints := b.KnownClientURLs()

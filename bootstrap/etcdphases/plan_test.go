@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
@@ -693,5 +694,36 @@ func TestPlan(t *testing.T) {
 				tc.check(t, f, err)
 			}
 		})
+	}
+}
+
+// TestDetectNoneRunning: with etcd stopped on every member (a restore after a disaster) detect does
+// not wait for a quorum; with one member's etcd running or unknown it asks.
+func TestDetectNoneRunning(t *testing.T) {
+	f := newPlanFixture(t, 3, false)
+	f.installed("cp-a", "cp-b", "cp-c")
+	f.b.st.ClusterID = "c1a55"
+	f.b.facts["cp-a"].EtcdActive = "failed"
+	f.b.facts["cp-b"].EtcdActive = "inactive"
+	f.b.facts["cp-c"].EtcdActive = "inactive"
+	if !f.b.noneRunning() {
+		t.Fatal("every member inactive or failed: noneRunning false")
+	}
+	start := time.Now()
+	if err := (&Detect{f.b}).Run(context.Background()); err != nil || f.b.Live() != nil {
+		t.Fatalf("detect: %v, live %v", err, f.b.Live())
+	}
+	if d := time.Since(start); d > 2*time.Second || !strings.Contains(f.out.String(), "etcd.service runs on no member") {
+		t.Errorf("detect took %s and said %q; want no wait for a quorum", d, f.out.String())
+	}
+	for _, state := range []string{"active", "activating", ""} {
+		f.b.facts["cp-c"].EtcdActive = state
+		if f.b.noneRunning() {
+			t.Errorf("cp-c etcd %q: noneRunning true", state)
+		}
+	}
+	delete(f.b.facts, "cp-c")
+	if f.b.noneRunning() {
+		t.Error("cp-c without facts: noneRunning true")
 	}
 }

@@ -32,7 +32,8 @@ func newDrillRestoreCommand(s Streams, g *globalOptions) *cobra.Command {
 		Use:   "restore",
 		Short: "Disaster-recovery rehearsal: stop every member, restore from the newest snapshot; measured RTO and RPO",
 		Long: `The drill an auditor asks for. With the drills' workload writing (--rate puts per second, each with
-a --request-timeout deadline), it declares a disaster at t0 by stopping etcd on EVERY member, then
+a --request-timeout deadline), it declares a disaster at t0 by killing etcd on EVERY member at once
+(SIGKILL, as a crash would; the units then held stopped), then
 restores the whole cluster from the newest complete snapshot in spec.backup's object store, as
 'hactl restore --from latest' does: downloaded and verified here, shipped to every member, each
 data dir moved aside (kept as <dataDir>.pre-restore-<time>), rebuilt with a new cluster token and
