@@ -17,10 +17,10 @@ func TestPartSizeAndThreads(t *testing.T) {
 	}{
 		{0, 10000, minS3PartSize, 1},                  // an empty DB: S3's smallest part
 		{3 * mib, 10000, minS3PartSize, 1},            // 3.3 MiB: still 5 MiB
-		{5 * mib, 10000, 6 * mib, 1},                  // 5.5 MiB: one part as large as the stream, not 16 MiB
-		{14 * mib, 10000, MinPartSize, 1},             // 15.4 MiB: rounds up to 16 MiB, one part
-		{15 * mib, 10000, MinPartSize, 2},             // 16.5 MiB: two parts of 16 MiB
-		{40 * mib, 10000, MinPartSize, 3},             // 44 MiB: three
+		{5 * mib, 10000, 6 * mib, 1},                  // 5.5 MiB: one part as large as the stream, not 8 MiB
+		{7 * mib, 10000, MinPartSize, 1},              // 7.7 MiB: rounds up to 8 MiB, one part
+		{8 * mib, 10000, MinPartSize, 2},              // 8.8 MiB: two parts of 8 MiB
+		{20 * mib, 10000, MinPartSize, 3},             // 22 MiB: three
 		{8 << 30, 10000, MinPartSize, DefaultThreads}, // 8 GiB: many parts, DefaultThreads in flight
 		{8 << 30, 100, 181 * mib, DefaultThreads},     // a store with few parts: larger parts
 		{100 * mib, 4, 55 * mib, 2},                   // 110 MiB in at most 2 parts of 55 MiB

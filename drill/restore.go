@@ -182,7 +182,7 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	var first, t0 time.Time
 	stopErr := provision.ForEach(mctx, members, 0, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
 		sent := time.Now()
-		_, err := r.hosts.run(ctx, h.Name, "drill/disaster", "systemctl kill --signal=SIGKILL etcd.service; systemctl stop etcd.service")
+		_, err := r.hosts.run(ctx, h.Name, "drill/disaster", "systemctl kill --signal=SIGKILL etcd.service 2>/dev/null || true; systemctl stop etcd.service")
 		done := time.Now()
 		mu.Lock()
 		defer mu.Unlock()

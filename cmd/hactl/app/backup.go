@@ -87,7 +87,7 @@ func newBackupNowCommand(s Streams, g *globalOptions) *cobra.Command {
 		Use:   "now",
 		Short: "Stream a snapshot of one member (the leader by default) into the object store",
 		Long: `Streams Maintenance.Snapshot from one member straight into a multipart upload: no temp file, memory
-bounded by the part size (at least 16 MiB, chosen from the DB size) × 4 parts in flight whatever the
+bounded by the part size (at least 8 MiB, chosen from the DB size) × 4 parts in flight whatever the
 DB size. sha256 is computed on the fly before and after optional zstd compression and age encryption;
 the metadata object, written last, marks the snapshot complete.
 
@@ -124,11 +124,13 @@ on every member). Exit 0 ok, 1 runtime failure (names the member and step), 2 in
 }
 
 // backupMemoryLimit is the Go runtime's soft memory limit during `backup now` (unless GOMEMLIMIT is
-// set): the upload holds up to backup.MinPartSize × backup.DefaultThreads (64 MiB) of parts (one part
-// for a DB smaller than a part: backup.Threads) plus the compressor, and without a limit the heap
-// grows to twice that before a collection (measured in the lab with four parts: ~170 MiB peak RSS
-// uncompressed, ~210 MiB with zstd; with this limit ~115 and ~125 MiB, under the issue's 128 MiB goal).
-const backupMemoryLimit = 96 << 20
+// set): the upload holds up to backup.MinPartSize × backup.DefaultThreads (32 MiB) of parts (one part
+// for a DB smaller than a part: backup.Threads) plus the compressor and the etcd client's stream,
+// and without a limit the heap grows to twice that before a collection. Measured (stop 34, upload of
+// 300 MiB to MinIO alone, 4 parts in flight): 16 MiB parts with a 96 MiB limit peaked at 115 MiB RSS
+// (hactl backup now in the lab: 142 MiB, over the 128 MiB goal), 8 MiB parts with this limit at
+// 86-88 MiB, at the same throughput.
+const backupMemoryLimit = 64 << 20
 
 func runBackupNow(ctx context.Context, s Streams, g *globalOptions, o *backupNowOptions) error {
 	if os.Getenv("GOMEMLIMIT") == "" {

@@ -41,7 +41,8 @@ scripts), and:
 
   restore/ship    the snapshot is copied to every member (sha256 checked on each host) while the
                   cluster still runs
-  restore/stop    etcd stopped on ALL members
+  restore/stop    etcd killed (SIGKILL: a graceful stop of every member at once takes seconds) and
+                  held stopped on ALL members
   restore/data    each data dir moved aside as <dataDir>.pre-restore-<time> (kept), rebuilt with
                   etcdutl snapshot restore: the member's own name and peer URL, the full initial
                   cluster, a NEW cluster token, --bump-revision 1000000000 --mark-compacted (so
