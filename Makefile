@@ -159,6 +159,7 @@ bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image
 	$(GO) run ./bench/bootstrap -hactl $(CURDIR)/bin/hactl $(if $(BENCH_BEFORE),-before $(BENCH_BEFORE))
 	$(GO) run ./bench/lb -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl
+	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl -values k8s -sizes 256
 	$(GO) run ./bench/drill -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/etcd -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/scheduler -hactl $(CURDIR)/bin/hactl

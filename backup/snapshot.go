@@ -126,7 +126,7 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 	}
 	t0 := now()
 	res, err := Upload(ctx, store, m.Key, snap.Snapshot, UploadOptions{
-		PartSize: partSize, Threads: cmp.Or(o.Threads, Threads(st.DbSize, partSize)), Compression: m.Compression, SizeHint: st.DbSize, Recipients: recipients, EtcdTrailer: true,
+		PartSize: partSize, Threads: cmp.Or(o.Threads, Threads(st.DbSize, partSize)), Compression: m.Compression, Recipients: recipients, EtcdTrailer: true,
 		ProgressEvery: 5 * time.Second, maxParts: o.maxParts,
 		Progress: func(n int64) {
 			progress("  %s of ~%s read (%s)", human(n), human(m.DBSizeBytes), now().Sub(t0).Round(time.Second))

@@ -44,18 +44,6 @@ func TestPartSizeAndThreads(t *testing.T) {
 	}
 }
 
-func TestZstdWindow(t *testing.T) {
-	const mib = 1 << 20
-	for _, tc := range []struct {
-		size int64
-		want int
-	}{{0, 8 * mib}, {1, mib}, {900 << 10, mib}, {mib, 2 * mib}, {3 * mib, 4 * mib}, {7 * mib, 8 * mib}, {64 * mib, 8 * mib}} {
-		if got := zstdWindow(tc.size); got != tc.want {
-			t.Errorf("zstdWindow(%d) = %d, want %d", tc.size, got, tc.want)
-		}
-	}
-}
-
 // TestSnapshotDigest: one pass gives the whole stream's sha256 and that of all but its last 32
 // bytes, whatever the write sizes (writes shorter than the held-back tail included).
 func TestSnapshotDigest(t *testing.T) {

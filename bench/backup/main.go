@@ -1,6 +1,8 @@
 // Command backup is hactl's backup and restore benchmark (make bench; never run in CI). In the lab (3
 // etcd members bootstrapped by hactl, the lab's MinIO object store) it fills etcd to each DB size
-// (-sizes, MiB; 1 MiB random values, incompressible) and measures, side by side:
+// (-sizes, MiB; -values random: 1 MiB random values, incompressible; -values k8s: Pod-shaped JSON
+// objects of about 1 KiB under /registry/pods/, compressible as a Kubernetes etcd is) and measures,
+// side by side:
 //
 //   - hactl backup now (compression none, and zstd): wall time and the hactl process's peak RSS
 //     (getrusage of the child), against the two-step baseline: `etcdctl snapshot save` to a local
@@ -44,8 +46,13 @@ import (
 func main() {
 	hactl := flag.String("hactl", "bin/hactl", "hactl binary")
 	sizes := flag.String("sizes", "256,1024", "DB sizes to measure, MiB, ascending")
+	flag.StringVar(&valueKind, "values", "random", "what fills the DB: random (1 MiB random values) or k8s (Pod-shaped JSON objects)")
 	keep := flag.Bool("keep", false, "leave the lab running afterwards")
 	flag.Parse()
+	if valueKind != "random" && valueKind != "k8s" {
+		fmt.Fprintf(os.Stderr, "bench/backup: -values %q: want random or k8s\n", valueKind)
+		os.Exit(2)
+	}
 	var mibs []int
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -260,7 +267,26 @@ var keySeq struct {
 	n int
 }
 
-// putValues writes n keys of 1 MiB random bytes, 4 writers at a time.
+// valueKind is -values.
+var valueKind string
+
+// putPods writes about 1 MiB of Pod-shaped JSON objects (one txn of 128 puts of about 1 KiB each,
+// under /registry/pods/<namespace>/<name>) for work item k.
+func putPods(ctx context.Context, cli *clientv3.Client, rng *rand.Rand, k int) error {
+	var ops []clientv3.Op
+	for i := range 128 {
+		ns, name := fmt.Sprintf("ns-%d", rng.IntN(50)), fmt.Sprintf("web-%d-%d-%x", k, i, rng.Uint32())
+		v := fmt.Sprintf(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":%q,"namespace":%q,"uid":"%x-%x","resourceVersion":"%d","creationTimestamp":"2026-12-0%dT0%d:%02d:00Z","labels":{"app":"web-%d","pod-template-hash":"%x"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-%d-%x","uid":"%x","controller":true}]},"spec":{"containers":[{"name":"app","image":"registry.example.com/team/app:v1.%d.%d","ports":[{"containerPort":8080,"protocol":"TCP"}],"resources":{"requests":{"cpu":"%dm","memory":"%dMi"}},"env":[{"name":"CONFIG","value":"%x"}],"terminationMessagePath":"/dev/termination-log","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","dnsPolicy":"ClusterFirst","nodeName":"node-%d","schedulerName":"hactl-scheduler"},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}],"hostIP":"172.28.0.%d","podIP":"10.%d.%d.%d","qosClass":"Burstable"}}`,
+			name, ns, rng.Uint64(), rng.Uint64(), rng.IntN(1e9), rng.IntN(9)+1, rng.IntN(9), rng.IntN(60), rng.IntN(40), rng.Uint32(), rng.IntN(40), rng.Uint32(), rng.Uint64(),
+			rng.IntN(20), rng.IntN(100), 100*(1+rng.IntN(20)), 64*(1+rng.IntN(32)), rng.Uint64(), rng.IntN(100), rng.IntN(250), rng.IntN(255), rng.IntN(255), rng.IntN(255))
+		ops = append(ops, clientv3.OpPut("/registry/pods/"+ns+"/"+name, v))
+	}
+	_, err := cli.Txn(ctx).Then(ops...).Commit()
+	return err
+}
+
+// putValues writes n work items, 4 writers at a time: keys of 1 MiB random bytes, or (-values k8s)
+// about 1 MiB of Pod objects each.
 func putValues(ctx context.Context, cli *clientv3.Client, n int) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -270,8 +296,16 @@ func putValues(ctx context.Context, cli *clientv3.Client, n int) error {
 		go func() {
 			defer wg.Done()
 			rng := rand.NewChaCha8([32]byte{byte(w), byte(time.Now().UnixNano())})
+			pods := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 			val := make([]byte, mib)
 			for k := range work {
+				if valueKind == "k8s" {
+					if err := putPods(ctx, cli, pods, k); err != nil {
+						errs <- err
+						return
+					}
+					continue
+				}
 				_, _ = rng.Read(val)
 				if _, err := cli.Put(ctx, fmt.Sprintf("bench/fill/%08d", k), string(val)); err != nil {
 					errs <- err
@@ -429,7 +463,11 @@ func verdict(ok bool) string {
 // report prints every size's figures with the goals.
 func report(w io.Writer, rs []measured) {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "hactl backup / restore benchmark (3 etcd members in the lab, MinIO on objstore; 1 MiB random values)")
+	what := "1 MiB random values"
+	if valueKind == "k8s" {
+		what = "Pod-shaped JSON objects of about 1 KiB"
+	}
+	fmt.Fprintf(w, "hactl backup / restore benchmark (3 etcd members in the lab, MinIO on objstore; %s)\n", what)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "DB\tetcdctl save\t+ upload\t= two-step\thactl now (none)\tratio vs save\thactl now (zstd)\tpeak RSS none / zstd / etcdctl\trestore 3 (hactl)\tof which restore/data\tetcdutl 1 member\tratio whole / restore/data")
 	for _, r := range rs {
