@@ -1,0 +1,243 @@
+// Package replay brings a full snapshot forward with its delta snapshots: the full snapshot is
+// restored into a temporary etcd (embedded, on loopback), every delta's events are applied in
+// revision order, one transaction per original revision, with the revision checked after each, and
+// the result is snapshotted into a new raw DB file that `hactl restore` then restores as usual
+// (revisions bumped, marked compacted).
+//
+// Puts are replayed without their Lease (the Lease is not in the temporary etcd; keys written with
+// one between the full snapshot and the end of the chain come back without it). The backup agents'
+// election keys are deleted at the end, in one more revision.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/hactl/hactl/backup"
+)
+
+// Options say what to replay.
+type Options struct {
+	// Snapshot is the verified raw full snapshot (a file), Revision its revision (etcdutl's
+	// snapshot status: deltas are applied from Revision+1).
+	Snapshot string
+	Revision int64
+	// Deltas is the chain (backup.Chain from Revision), Store where they are, Identities decrypt
+	// them.
+	Deltas     []backup.Delta
+	Store      backup.Store
+	Identities []age.Identity
+	// SkipPrefix is the backup agents' election prefix: deleted at the end.
+	SkipPrefix string
+	// Out is the new raw snapshot file (created; must not exist).
+	Out string
+	// TempDir holds the temporary etcd's data dir ("": the system's).
+	TempDir string
+	// Progress, when set, gets a line per delta.
+	Progress func(format string, args ...any)
+}
+
+// Result is the replayed snapshot.
+type Result struct {
+	// Path is Options.Out; SHA256 its sha256 (hex), Revision the revision it holds: the last
+	// delta's ToRevision (plus one when election keys were deleted).
+	Path     string
+	SHA256   string
+	Revision int64
+	// Events counts the events applied (of revisions past Options.Revision).
+	Events int
+}
+
+// ErrRevision is wrapped when the temporary etcd's revision is not the one the delta says: the
+// chain does not carry the snapshot forward exactly (an event is missing or extra).
+var ErrRevision = errors.New("the replay did not reach the revision the delta records")
+
+// Run replays o.Deltas onto o.Snapshot into o.Out. Errors: the temporary etcd's, a delta's
+// (backup.ReadDelta: *backup.MismatchError, identity errors), ErrRevision (wrapped).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	dir, err := os.MkdirTemp(o.TempDir, "hactl-replay-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	peer, client, err := loopbackURLs()
+	if err != nil {
+		return nil, err
+	}
+	const name = "replay"
+	dataDir := filepath.Join(dir, "data")
+	lg := zap.NewNop()
+	if err := snapshot.NewV3(lg).Restore(snapshot.RestoreConfig{SnapshotPath: o.Snapshot, Name: name, OutputDataDir: dataDir,
+		PeerURLs: []string{peer.String()}, InitialCluster: name + "=" + peer.String(), InitialClusterToken: "hactl-replay"}); err != nil {
+		return nil, fmt.Errorf("replay: restoring the full snapshot into a temporary etcd: %w", err)
+	}
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = name, dataDir
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = name + "=" + peer.String()
+	cfg.ClusterState = embed.ClusterStateFlagExisting
+	cfg.MaxTxnOps = 1 << 20
+	cfg.MaxRequestBytes = 64 << 20
+	cfg.QuotaBackendBytes = 64 << 30
+	// Its own logs say nothing to a user (and at Close report the listeners closing as errors).
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("replay: starting the temporary etcd: %w", err)
+	}
+	defer e.Close()
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(time.Minute):
+		return nil, errors.New("replay: the temporary etcd was not ready within a minute")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client.String()}, DialTimeout: 10 * time.Second, Logger: lg, MaxCallSendMsgSize: 64 << 20, MaxCallRecvMsgSize: 64 << 20})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+
+	at := o.Revision
+	if resp, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly()); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	} else if resp.Header.Revision != at {
+		return nil, fmt.Errorf("replay: the full snapshot holds revision %d, not %d", resp.Header.Revision, at)
+	}
+	res := &Result{Path: o.Out}
+	var group []*mvccpb.Event
+	apply := func() error {
+		if len(group) == 0 {
+			return nil
+		}
+		rev := group[0].Kv.ModRevision
+		if rev != at+1 {
+			return fmt.Errorf("%w: the next events are of revision %d, the temporary etcd is at %d (revisions %d to %d have no events)", ErrRevision, rev, at, at+1, rev-1)
+		}
+		ops := make([]clientv3.Op, 0, len(group))
+		for _, ev := range group {
+			if ev.Type == mvccpb.DELETE {
+				ops = append(ops, clientv3.OpDelete(string(ev.Kv.Key)))
+			} else {
+				ops = append(ops, clientv3.OpPut(string(ev.Kv.Key), string(ev.Kv.Value)))
+			}
+		}
+		resp, err := cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("replay: revision %d: %w", rev, err)
+		}
+		if resp.Header.Revision != rev {
+			return fmt.Errorf("%w: applying revision %d's %d events left the temporary etcd at %d", ErrRevision, rev, len(group), resp.Header.Revision)
+		}
+		at = rev
+		res.Events += len(group)
+		group = group[:0]
+		return nil
+	}
+	for _, d := range o.Deltas {
+		err := backup.ReadDelta(ctx, o.Store, d, o.Identities, func(ev *mvccpb.Event) error {
+			if ev.Kv.ModRevision <= at {
+				return nil // in the full snapshot, or in the delta before (an overlap)
+			}
+			if len(group) > 0 && ev.Kv.ModRevision != group[0].Kv.ModRevision {
+				if err := apply(); err != nil {
+					return err
+				}
+			}
+			group = append(group, ev)
+			return nil
+		})
+		if err == nil {
+			err = apply()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delta %s: %w", d.Data.Key, err)
+		}
+		if at != d.Metadata.ToRevision {
+			return nil, fmt.Errorf("delta %s: %w: it ends at revision %d, the replay reached %d", d.Data.Key, ErrRevision, d.Metadata.ToRevision, at)
+		}
+		progress("delta %s applied: revisions %d-%d", d.Data.Key, d.Metadata.FromRevision+1, d.Metadata.ToRevision)
+	}
+	if o.SkipPrefix != "" && strings.HasSuffix(o.SkipPrefix, "/") {
+		if resp, err := cli.Delete(ctx, o.SkipPrefix, clientv3.WithPrefix()); err != nil {
+			return nil, fmt.Errorf("replay: deleting %s: %w", o.SkipPrefix, err)
+		} else if resp.Deleted > 0 {
+			at = resp.Header.Revision
+		}
+	}
+	res.Revision = at
+	if err := writeSnapshot(ctx, cli, o.Out); err != nil {
+		return nil, err
+	}
+	fc, err := backup.CheckFile(o.Out)
+	if err != nil {
+		os.Remove(o.Out)
+		return nil, fmt.Errorf("replay: the new snapshot: %w", err)
+	}
+	if fc.Revision != at {
+		os.Remove(o.Out)
+		return nil, fmt.Errorf("replay: %w: the new snapshot holds revision %d, want %d", ErrRevision, fc.Revision, at)
+	}
+	res.SHA256 = fc.SHA256
+	return res, nil
+}
+
+// writeSnapshot streams the temporary etcd's snapshot into out (0600, created; removed on error).
+func writeSnapshot(ctx context.Context, cli *clientv3.Client, out string) (err error) {
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(out)
+		}
+	}()
+	rc, err := cli.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("replay: snapshot of the temporary etcd: %w", err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(f, rc); err != nil {
+		return fmt.Errorf("replay: snapshot of the temporary etcd: %w", err)
+	}
+	return f.Sync()
+}
+
+// loopbackURLs returns a peer and a client URL on free loopback ports.
+func loopbackURLs() (peer, client url.URL, err error) {
+	var us []url.URL
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return url.URL{}, url.URL{}, err
+		}
+		us = append(us, url.URL{Scheme: "http", Host: l.Addr().String()})
+		l.Close()
+	}
+	return us[0], us[1], nil
+}
