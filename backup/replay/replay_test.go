@@ -124,7 +124,11 @@ func TestAgentAndReplay(t *testing.T) {
 			defer close(done)
 			_ = agent.Run(ctx, agent.Options{Cluster: "lab", Compression: "zstd", Store: store, Client: src.cli, Identity: id,
 				DeltaEvery: 300 * time.Millisecond, SessionTTL: 2, FullSnapshot: full,
-				Logf: func(f string, a ...any) { logMu.Lock(); logs = append(logs, id+": "+fmt.Sprintf(f, a...)); logMu.Unlock() }})
+				Logf: func(f string, a ...any) {
+					logMu.Lock()
+					logs = append(logs, id+": "+fmt.Sprintf(f, a...))
+					logMu.Unlock()
+				}})
 		}()
 		return done
 	}
