@@ -67,6 +67,9 @@ func (p *PrunePlan) Print(w io.Writer) {
 	for _, u := range p.Incomplete {
 		fmt.Fprintf(w, "abort incomplete upload %s (started %s)\n", u.Key, u.Initiated.UTC().Format(time.RFC3339))
 	}
+	if n := len(p.Deltas); n > 0 {
+		fmt.Fprintf(w, "delete %d delta(s) of revisions %d-%d (before every kept snapshot)\n", n, p.Deltas[0].Metadata.FromRevision+1, p.Deltas[n-1].Metadata.ToRevision)
+	}
 	fmt.Fprintf(w, "%d kept, %d to delete\n", len(p.Decisions)-len(p.Deletions()), len(p.Deletions()))
 }
 

@@ -52,14 +52,37 @@ type PrunePlan struct {
 	// multipart uploads older than it; Leftovers metadata or marker objects whose data is gone.
 	Orphans    []ObjectInfo       `json:"orphans,omitempty"`
 	Incomplete []IncompleteUpload `json:"incomplete,omitempty"`
+	// Deltas are the delta snapshots deleted with their full snapshots (AddDeltas).
+	Deltas []Delta `json:"deltas,omitempty"`
 
 	// prefix is the listing's Prefix (Print shows keys relative to it).
 	prefix string
 }
 
-// Empty reports whether the plan deletes nothing: no snapshot, no orphan, no incomplete upload.
+// Empty reports whether the plan deletes nothing: no snapshot, no orphan, no incomplete upload, no
+// delta.
 func (p *PrunePlan) Empty() bool {
-	return len(p.Deletions())+len(p.Orphans)+len(p.Incomplete) == 0
+	return len(p.Deletions())+len(p.Orphans)+len(p.Incomplete)+len(p.Deltas) == 0
+}
+
+// AddDeltas adds to the plan the deltas that only continue snapshots it deletes: those ending at
+// or before the revision of the oldest snapshot it keeps (a restore starts from a kept snapshot, and
+// uses only the deltas after it). With no snapshot kept it adds none.
+func (p *PrunePlan) AddDeltas(ds []Delta) {
+	var oldest int64 = -1
+	for _, d := range p.Decisions { // newest first: the last kept one is the oldest
+		if d.Keep {
+			oldest = d.Snapshot.Metadata.Revision
+		}
+	}
+	if oldest < 0 {
+		return
+	}
+	for _, d := range ds {
+		if d.Metadata.ToRevision <= oldest {
+			p.Deltas = append(p.Deltas, d)
+		}
+	}
 }
 
 // Deletions returns the snapshots the plan deletes, newest first.
@@ -118,7 +141,7 @@ func Plan(l *Listing, policy Policy, now time.Time, grace time.Duration) *PruneP
 
 // Apply carries out the plan: for each deleted snapshot it removes the metadata object FIRST (so
 // a half-deleted snapshot is never listed as complete), then the verify marker, then the data;
-// then it removes the orphans and aborts the incomplete uploads. It goes on after a failure and
+// then the deltas (metadata first), then it removes the orphans and aborts the incomplete uploads. It goes on after a failure and
 // returns every error (go-multierror). progress, when set, gets one line per deletion.
 func Apply(ctx context.Context, store Store, plan *PrunePlan, progress func(format string, args ...any)) error {
 	if progress == nil {
@@ -139,6 +162,19 @@ func Apply(ctx context.Context, store Store, plan *PrunePlan, progress func(form
 			continue
 		}
 		progress("deleted %s", m.Key)
+	}
+	for _, d := range plan.Deltas {
+		var err error
+		for _, k := range []string{d.Metadata.MetadataKey, d.Data.Key} { // metadata first: never a complete-looking half
+			if err = store.Remove(ctx, k); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			errs = multierror.Append(errs, fmt.Errorf("deleting delta %s: %w", d.Data.Key, err))
+			continue
+		}
+		progress("deleted delta %s (revisions %d-%d, before every kept snapshot)", d.Data.Key, d.Metadata.FromRevision+1, d.Metadata.ToRevision)
 	}
 	for _, o := range plan.Orphans {
 		if err := store.Remove(ctx, o.Key); err != nil {

@@ -124,3 +124,23 @@ func TestApplyOrder(t *testing.T) {
 		t.Errorf("removed\n%s\nwant\n%s", strings.Join(rs.removed, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestAddDeltas: deltas go with the snapshots they continue: those ending at or before the oldest
+// kept snapshot's revision are deleted, later ones kept.
+func TestAddDeltas(t *testing.T) {
+	snap := func(rev int64) Snapshot {
+		return Snapshot{Stem: fmt.Sprint(rev), Time: time.Unix(rev, 0), Metadata: &Metadata{Revision: rev, Key: fmt.Sprint(rev)}}
+	}
+	l := &Listing{Snapshots: []Snapshot{snap(10), snap(50), snap(90)}}
+	plan := Plan(l, Policy{KeepLast: 2}, time.Unix(100, 0), time.Hour)
+	d := func(from, to int64) Delta {
+		return Delta{Metadata: &DeltaMetadata{FromRevision: from, ToRevision: to}}
+	}
+	plan.AddDeltas([]Delta{d(10, 30), d(30, 50), d(50, 70), d(70, 95)})
+	if len(plan.Deltas) != 2 || plan.Deltas[1].Metadata.ToRevision != 50 {
+		t.Errorf("deltas to delete %+v, want the two ending at or before revision 50 (the oldest kept)", plan.Deltas)
+	}
+	if plan.Empty() {
+		t.Error("a plan deleting deltas is Empty")
+	}
+}

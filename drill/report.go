@@ -311,7 +311,11 @@ func (r *Report) Print(w io.Writer) {
 					window = fmt.Sprintf("t0-%s..t0-%s", fmtMs(x.LostFromMs), fmtMs(x.LostToMs))
 				}
 			}
-			rows = append(rows, []string{fmt.Sprint(it.N), fmt.Sprintf("%s (rev %d)", x.Snapshot.Key, x.Snapshot.Revision), fmtMs(&x.SnapshotAgeMs),
+			snap := fmt.Sprintf("%s (rev %d)", x.Snapshot.Key, x.Snapshot.Revision)
+			if x.Deltas > 0 {
+				snap += fmt.Sprintf(" + %d deltas to rev %d", x.Deltas, x.RestoredRevision-1_000_000_000)
+			}
+			rows = append(rows, []string{fmt.Sprint(it.N), snap, fmtMs(&x.SnapshotAgeMs),
 				fmtMs(&x.FetchMs), fmtMs(&x.RestoreMs), fmtMs(it.RTOMs), fmtMs(&x.RPOMs) + " (" + x.RPOFrom + ")", kept, lost + " " + window, verdictOf(it)})
 		}
 		ui.Table(w, []string{"#", "SNAPSHOT", "AGE AT t0", "FETCH", "RESTORE", "RTO", "RPO", "KEPT", "LOST (ACKED BEFORE t0)", "RESULT"}, rows)

@@ -47,8 +47,9 @@ type RestoreRun struct {
 	// Fetch is the download, decryption, decompression and verification on this machine; Restore
 	// the restore itself (ship, stop, data, start, wait, verify).
 	Fetch, Restore time.Duration
-	// Revision is the restored cluster's revision.
+	// Revision is the restored cluster's revision; Deltas the delta snapshots applied.
 	Revision int64
+	Deltas   int
 }
 
 // Restorer finds and restores snapshots for the restore drill (cmd/hactl wires the backup store
@@ -67,7 +68,9 @@ type RestoreFigures struct {
 	Snapshot SnapshotRef `json:"snapshot"`
 	// SnapshotAgeMs is t0 minus the snapshot's TakenAt.
 	SnapshotAgeMs float64 `json:"snapshotAgeMs"`
-	// FetchMs and RestoreMs are the Restorer's steps; RestoredRevision the cluster's revision after.
+	// FetchMs and RestoreMs are the Restorer's steps (fetch includes applying Deltas delta
+	// snapshots); RestoredRevision the cluster's revision after.
+	Deltas           int     `json:"deltas"`
 	FetchMs          float64 `json:"fetchMs"`
 	RestoreMs        float64 `json:"restoreMs"`
 	RestoredRevision int64   `json:"restoredRevision"`
@@ -207,7 +210,7 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 		wl.Stop()
 		return it, r.restartEtcd(fmt.Errorf("drill/restore: %w", rerr))
 	}
-	fig := &RestoreFigures{Snapshot: run.Snapshot, SnapshotAgeMs: ms(t0.Sub(run.Snapshot.TakenAt)), FetchMs: ms(run.Fetch), RestoreMs: ms(run.Restore), RestoredRevision: run.Revision}
+	fig := &RestoreFigures{Snapshot: run.Snapshot, SnapshotAgeMs: ms(t0.Sub(run.Snapshot.TakenAt)), Deltas: run.Deltas, FetchMs: ms(run.Fetch), RestoreMs: ms(run.Restore), RestoredRevision: run.Revision}
 	it.Restore = fig
 	it.PutBackMs = ms(restored.Sub(t0))
 

@@ -56,6 +56,7 @@ type Inputs struct {
 //	/etc/hactl/backup/pki/hactl-etcd-client.{crt 0644, key 0600}
 //	/etc/hactl/backup/schedule.json          0644  Config
 //	/etc/systemd/system/hactl-backup.{service,timer} 0644
+//	/etc/systemd/system/hactl-backup-agent.service  0644  with Config.Deltas
 //
 // Local files (CA and client certificate in the state dir, the object store's CA) are read here;
 // errors name them.
@@ -109,6 +110,9 @@ func Files(c *v1alpha1.Cluster, in Inputs) ([]File, error) {
 		data(ConfigPath, 0o644, in.Config.Marshal(), false),
 		data(ServicePath, 0o644, units.Service, false),
 		data(TimerPath, 0o644, units.Timer, false))
+	if units.Agent != nil {
+		files = append(files, data(AgentServicePath, 0o644, units.Agent, false))
+	}
 	return files, nil
 }
 
@@ -117,7 +121,7 @@ func Files(c *v1alpha1.Cluster, in Inputs) ([]File, error) {
 func ManagedPaths() []string {
 	return []string{BinaryPath, SpecPath, CredentialsPath, ObjectStoreCAPath,
 		pki.CertPath(PKIDir, pki.CABase), pki.CertPath(PKIDir, pki.HactlClient), pki.KeyPath(PKIDir, pki.HactlClient),
-		ConfigPath, ServicePath, TimerPath}
+		ConfigPath, ServicePath, TimerPath, AgentServicePath}
 }
 
 func data(p string, mode fs.FileMode, b []byte, secret bool) File {

@@ -104,6 +104,9 @@ type InstallOptions struct {
 	TextfileDir string
 	// DryRun only probes the members and says what would change.
 	DryRun bool
+	// Deltas installs `hactl backup agent` on every member too (delta snapshots every
+	// spec.backup.deltaEvery, which must be shorter than Every).
+	Deltas bool
 }
 
 // Validate checks the options alone (no spec, no host) and returns the timers' calendar
@@ -144,6 +147,9 @@ func (m Members) Prepare(o InstallOptions) (*Installation, error) {
 	if err := backup.CheckSpec(c, m.Source, "schedule backups", m.getenv()); err != nil {
 		return nil, err
 	}
+	if de := c.Spec.Backup.DeltaEvery.Duration; o.Deltas && de >= o.Every {
+		return nil, &exitcode.UsageError{Err: fmt.Errorf("--deltas: spec.backup.deltaEvery %s is not shorter than --every %s: a delta holds the changes since the last one, so it must come more often than the full snapshots; lower deltaEvery or raise --every", de, o.Every)}
+	}
 	if err := m.checkEnvironment(); err != nil {
 		return nil, err
 	}
@@ -176,6 +182,9 @@ func (m Members) Prepare(o InstallOptions) (*Installation, error) {
 	for _, h := range c.EtcdHosts() {
 		cfg := Config{Cluster: c.Metadata.Name, Member: h.Name, Every: o.Every.String(), OnCalendar: onCal,
 			Policy: o.Policy, Textfile: TextfilePath(o.TextfileDir)}
+		if o.Deltas {
+			cfg.Deltas, cfg.DeltaEvery = true, c.Spec.Backup.DeltaEvery.Duration.String()
+		}
 		fs, err := Files(c, Inputs{Config: cfg, Binary: binFile, Credentials: creds, Recipients: recipients})
 		if err != nil {
 			return nil, &exitcode.UsageError{Err: err}
@@ -253,6 +262,12 @@ func describeChange(ch Change, dryRun bool) string {
 	}
 	if ch.StartTimer {
 		parts = append(parts, map[bool]string{false: "(re)started " + TimerName, true: "would (re)start " + TimerName}[dryRun])
+	}
+	if ch.RestartAgent {
+		parts = append(parts, map[bool]string{false: "(re)started " + AgentServiceName, true: "would (re)start " + AgentServiceName}[dryRun])
+	}
+	if ch.StopAgent {
+		parts = append(parts, map[bool]string{false: "stopped " + AgentServiceName, true: "would stop " + AgentServiceName}[dryRun])
 	}
 	return strings.Join(parts, "; ")
 }

@@ -31,21 +31,22 @@ type Facts struct {
 	// Files maps each managed path present to "<sha256> <mode> <owner> <group>".
 	Files map[string]string
 	// TimerEnabled and TimerActive are the timer's UnitFileState ("absent" without a unit file) and
-	// ActiveState ("unknown" when systemd did not say).
+	// ActiveState ("unknown" when systemd did not say); AgentEnabled and AgentActive the agent's.
 	TimerEnabled, TimerActive string
+	AgentEnabled, AgentActive string
 	// Systemd reports whether systemd runs as init.
 	Systemd bool
 }
 
 // probeRequest is what Probe gathers: the managed files and the timer.
 func probeRequest() provision.FactsRequest {
-	return provision.FactsRequest{Files: ManagedPaths(), SumCache: provision.DefaultSumCache, Units: []string{TimerName}}
+	return provision.FactsRequest{Files: ManagedPaths(), SumCache: provision.DefaultSumCache, Units: []string{TimerName, AgentServiceName}}
 }
 
 // factsFrom reads the schedule's view of a member from the gathered facts.
 func factsFrom(pf *provision.Facts) Facts {
 	f := Facts{Arch: pf.Host.Arch, Kernel: pf.Host.Kernel, Systemd: pf.Host.Systemd, Files: map[string]string{},
-		TimerEnabled: "absent", TimerActive: "unknown"}
+		TimerEnabled: "absent", TimerActive: "unknown", AgentEnabled: "absent", AgentActive: "unknown"}
 	for p, sum := range pf.Sums {
 		m := pf.Modes[p]
 		f.Files[p] = fmt.Sprintf("%s %o %s %s", sum, m.Perm, m.Owner, m.Group)
@@ -56,6 +57,14 @@ func factsFrom(pf *provision.Facts) Facts {
 		}
 		if u.Active != "" {
 			f.TimerActive = u.Active
+		}
+	}
+	if u, ok := pf.Units[AgentServiceName]; ok {
+		if u.Enabled != "" {
+			f.AgentEnabled = u.Enabled
+		}
+		if u.Active != "" {
+			f.AgentActive = u.Active
 		}
 	}
 	return f
@@ -76,14 +85,18 @@ type Change struct {
 	// Write lists the files written (changed or missing), Removed the stale ones removed.
 	Write   []string `json:"write,omitempty"`
 	Removed []string `json:"removed,omitempty"`
-	// Reload: the units changed (daemon-reload); StartTimer: the timer was (re)started and enabled.
-	Reload     bool `json:"reload,omitempty"`
-	StartTimer bool `json:"startTimer,omitempty"`
+	// Reload: the units changed (daemon-reload); StartTimer: the timer was (re)started and enabled;
+	// RestartAgent: the delta agent was (re)started and enabled (its unit, binary or configuration
+	// changed, or it was not running); StopAgent: it was stopped and disabled (no --deltas).
+	Reload       bool `json:"reload,omitempty"`
+	StartTimer   bool `json:"startTimer,omitempty"`
+	RestartAgent bool `json:"restartAgent,omitempty"`
+	StopAgent    bool `json:"stopAgent,omitempty"`
 }
 
 // Empty reports whether nothing changes.
 func (c Change) Empty() bool {
-	return len(c.Write) == 0 && len(c.Removed) == 0 && !c.Reload && !c.StartTimer
+	return len(c.Write) == 0 && len(c.Removed) == 0 && !c.Reload && !c.StartTimer && !c.RestartAgent && !c.StopAgent
 }
 
 // Plan compares the desired files with the facts: a file is written when it is missing or its
@@ -94,11 +107,13 @@ func (c Change) Empty() bool {
 func Plan(files []File, f Facts) Change {
 	var c Change
 	want := map[string]bool{}
+	changed := false
 	for _, d := range files {
 		want[d.Path] = true
 		if f.Files[d.Path] != fmt.Sprintf("%s %o root root", d.Sum, d.Mode.Perm()) {
 			c.Write = append(c.Write, d.Path)
-			if d.Path == ServicePath || d.Path == TimerPath {
+			changed = true
+			if d.Path == ServicePath || d.Path == TimerPath || d.Path == AgentServicePath {
 				c.Reload = true
 			}
 			if d.Path == TimerPath {
@@ -109,10 +124,18 @@ func Plan(files []File, f Facts) Change {
 	for _, p := range ManagedPaths() {
 		if _, ok := f.Files[p]; ok && !want[p] {
 			c.Removed = append(c.Removed, p)
+			if p == AgentServicePath {
+				c.StopAgent, c.Reload = true, true
+			}
 		}
 	}
 	if f.TimerEnabled != "enabled" || f.TimerActive != "active" {
 		c.StartTimer = true
+	}
+	// The agent reads the binary, the spec copy, the credentials and the certificates only when it
+	// starts: any change restarts it.
+	if want[AgentServicePath] && (changed || f.AgentEnabled != "enabled" || f.AgentActive != "active") {
+		c.RestartAgent = true
 	}
 	return c
 }
@@ -182,6 +205,9 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 	}
 	var script strings.Builder
 	script.WriteString("set -e\n")
+	if c.StopAgent {
+		fmt.Fprintf(&script, "systemctl disable --now %s >/dev/null 2>&1 || true\n", AgentServiceName)
+	}
 	for _, p := range c.Removed {
 		fmt.Fprintf(&script, "rm -f %s\n", shell.Quote(p))
 	}
@@ -190,6 +216,9 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 	}
 	if c.StartTimer {
 		fmt.Fprintf(&script, "systemctl enable %[1]s >/dev/null 2>&1\nsystemctl restart %[1]s\n", TimerName)
+	}
+	if c.RestartAgent {
+		fmt.Fprintf(&script, "systemctl enable %[1]s >/dev/null 2>&1\nsystemctl restart %[1]s\n", AgentServiceName)
 	}
 	if _, err := h.Run(ctx, "schedule/start", script.String()); err != nil {
 		return c, err
@@ -209,13 +238,13 @@ func Disable(ctx context.Context, h Host) ([]string, error) {
 		b.WriteString(" " + shell.Quote(p))
 	}
 	fmt.Fprintf(&b, ` $tf; do if [ -e "$f" ]; then echo "$f"; fi; done
-if command -v systemctl >/dev/null 2>&1; then systemctl disable --now %[1]s >/dev/null 2>&1 || true; fi
-rm -f %[2]s %[3]s %[4]s
+if command -v systemctl >/dev/null 2>&1; then systemctl disable --now %[1]s %[7]s >/dev/null 2>&1 || true; fi
+rm -f %[2]s %[3]s %[4]s %[8]s
 if [ -n "$tf" ]; then rm -f "$tf"; fi
 rm -rf %[5]s
 if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload; systemctl reset-failed %[1]s %[6]s >/dev/null 2>&1 || true; fi
 `, TimerName, shell.Quote(TimerPath), shell.Quote(ServicePath), shell.Quote(BinaryPath),
-		shell.Quote(ConfigDir), ServiceName)
+		shell.Quote(ConfigDir), ServiceName, AgentServiceName, shell.Quote(AgentServicePath))
 	r, err := h.Run(ctx, "schedule/disable", b.String())
 	if err != nil {
 		return nil, err
@@ -245,6 +274,8 @@ type HostStatus struct {
 	// ActiveState ("inactive" between runs, "activating" during one).
 	ServiceResult string `json:"serviceResult,omitempty"`
 	ServiceState  string `json:"serviceState,omitempty"`
+	// AgentState is the delta agent's ActiveState ("" without --deltas).
+	AgentState string `json:"agentState,omitempty"`
 	// LastRun is what the member's textfile says (nil before the first run).
 	LastRun *Metrics `json:"lastRun,omitempty"`
 	// Error is why the member could not be read ("" when it was).
@@ -255,7 +286,7 @@ type HostStatus struct {
 // timer's and the service's states, the schedule, and the textfile the schedule names.
 func statusRequest() provision.FactsRequest {
 	return provision.FactsRequest{
-		Units:          []string{TimerName, ServiceName},
+		Units:          []string{TimerName, ServiceName, AgentServiceName},
 		UnitProperties: []string{"NextElapseUSecRealtime", "LastTriggerUSec", "Result"},
 		Read:           []string{ConfigPath},
 		Probes: []provision.Probe{{Name: "schedule", Script: fmt.Sprintf(`tf=$(sed -n 's/.*"textfile": *"\([^"]*\)".*/\1/p' %s 2>/dev/null || true)
@@ -280,6 +311,9 @@ func statusFrom(name string, pf *provision.Facts) HostStatus {
 	st.NextElapse, st.LastTrigger = parseTimestamp(t["NextElapseUSecRealtime"]), parseTimestamp(t["LastTriggerUSec"])
 	s := pf.Units[ServiceName].Properties
 	st.ServiceState, st.ServiceResult = s["ActiveState"], s["Result"]
+	if a, ok := pf.Units[AgentServiceName]; ok && a.Load == "loaded" {
+		st.AgentState = a.Active
+	}
 	if js := strings.TrimSpace(string(pf.Files[ConfigPath])); js != "" {
 		var c Config
 		if err := json.Unmarshal([]byte(js), &c); err != nil {

@@ -50,6 +50,8 @@ func (rep *StatusReport) evaluate(l *backup.Listing, now time.Time) {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: no schedule installed", h.Host))
 		case h.TimerActive != "active":
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s is %s", h.Host, TimerName, dash(h.TimerActive)))
+		case h.Config != nil && h.Config.Deltas && h.AgentState != "active":
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s is %s (journalctl -u %s)", h.Host, AgentServiceName, dash(h.AgentState), AgentServiceName))
 		}
 		if h.Config != nil && every == 0 {
 			if d, err := h.Config.Interval(); err == nil {
@@ -93,7 +95,7 @@ func (rep *StatusReport) Print(w io.Writer) {
 	var rows [][]string
 	for _, h := range rep.Hosts {
 		if h.Error != "" {
-			rows = append(rows, []string{h.Host, "unreachable", "-", "-", "-", "-"})
+			rows = append(rows, []string{h.Host, "unreachable", "-", "-", "-", "-", "-"})
 			continue
 		}
 		timer := dash(h.TimerActive) + "/" + dash(h.TimerEnabled)
@@ -104,10 +106,14 @@ func (rep *StatusReport) Print(w io.Writer) {
 				success = fmt.Sprintf("%s rev %d, %d bytes", when(sc.Time), sc.Revision, sc.SizeBytes)
 			}
 		}
-		rows = append(rows, []string{h.Host, timer, when(h.NextElapse), when(h.LastTrigger), last, success})
+		agent := "-"
+		if h.Config != nil && h.Config.Deltas {
+			agent = dash(h.AgentState) + " (every " + h.Config.DeltaEvery + ")"
+		}
+		rows = append(rows, []string{h.Host, timer, when(h.NextElapse), when(h.LastTrigger), last, success, agent})
 	}
 	fmt.Fprintf(w, "cluster %s, every %s\n", rep.Cluster, dash(rep.Every))
-	ui.Table(w, []string{"HOST", "TIMER", "NEXT", "LAST TRIGGER", "LAST RUN", "LAST SUCCESS"}, rows)
+	ui.Table(w, []string{"HOST", "TIMER", "NEXT", "LAST TRIGGER", "LAST RUN", "LAST SUCCESS", "DELTA AGENT"}, rows)
 	if n := rep.Newest; n != nil {
 		fmt.Fprintf(w, "newest snapshot: %s (member %s, %s old)\n", n.Key, dash(n.Member), time.Duration(n.AgeSeconds*float64(time.Second)).Round(time.Second))
 	}

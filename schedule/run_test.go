@@ -115,7 +115,7 @@ func TestStatusReport(t *testing.T) {
 	rep.Print(&b)
 	for _, s := range []string{
 		"cluster lab, every 5m\n",
-		"cp-a  active/enabled    03:10:00 (in 3m0s)  -             success 03:01:00 (6m0s ago)  03:01:00 (6m0s ago) rev 30, 611 bytes\n",
+		"cp-a  active/enabled    03:10:00 (in 3m0s)  -             success 03:01:00 (6m0s ago)  03:01:00 (6m0s ago) rev 30, 611 bytes  -\n",
 		"cp-c  unreachable       -",
 		"newest snapshot: hactl/lab/snapshots/20261201T030000Z-rev000000000000030-cp-a.db (member cp-a, 6m0s old)\n",
 		"problem: cp-b: hactl-backup.timer is inactive\n",
@@ -123,6 +123,22 @@ func TestStatusReport(t *testing.T) {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("status lacks %q:\n%s", s, b.String())
 		}
+	}
+
+	// With --deltas, a member whose agent is not running is a problem.
+	dcfg := &Config{Every: "5m", Deltas: true, DeltaEvery: "30s"}
+	withAgent := &StatusReport{Cluster: "lab", Hosts: []HostStatus{
+		{Host: "cp-a", Installed: true, Config: dcfg, TimerActive: "active", TimerEnabled: "enabled", AgentState: "active"},
+		{Host: "cp-b", Installed: true, Config: dcfg, TimerActive: "active", TimerEnabled: "enabled", AgentState: "failed"},
+	}}
+	withAgent.evaluate(l, now)
+	if withAgent.Healthy || len(withAgent.Problems) != 1 || !strings.Contains(withAgent.Problems[0], "cp-b: hactl-backup-agent.service is failed") {
+		t.Errorf("a failed agent: problems %q", withAgent.Problems)
+	}
+	b.Reset()
+	withAgent.Print(&b)
+	if !strings.Contains(b.String(), "active (every 30s)") {
+		t.Errorf("status does not show the agent:\n%s", b.String())
 	}
 
 	old := &StatusReport{Hosts: rep.Hosts[:1]}

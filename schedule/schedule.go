@@ -39,6 +39,9 @@ const (
 	TimerName   = "hactl-backup.timer"
 	ServicePath = "/etc/systemd/system/" + ServiceName
 	TimerPath   = "/etc/systemd/system/" + TimerName
+	// AgentServiceName is `hactl backup agent`'s unit (with --deltas), AgentServicePath its file.
+	AgentServiceName = "hactl-backup-agent.service"
+	AgentServicePath = "/etc/systemd/system/" + AgentServiceName
 	// DefaultTextfileDir is node_exporter's conventional textfile collector directory.
 	DefaultTextfileDir = "/var/lib/node_exporter/textfile_collector"
 	// TextfileName is the metrics file a run writes in the textfile directory.
@@ -60,6 +63,10 @@ type Config struct {
 	Policy backup.Policy `json:"policy"`
 	// Textfile is the Prometheus textfile each run writes.
 	Textfile string `json:"textfile"`
+	// Deltas: the member runs `hactl backup agent` (AgentServiceName); DeltaEvery is
+	// spec.backup.deltaEvery as installed.
+	Deltas     bool   `json:"deltas,omitempty"`
+	DeltaEvery string `json:"deltaEvery,omitempty"`
 }
 
 // Interval parses c.Every.

@@ -303,6 +303,32 @@ func TestPlan(t *testing.T) {
 	if c := Plan(files, f); len(c.Removed) != 1 || c.Removed[0] != ObjectStoreCAPath {
 		t.Errorf("stale CA: plan %+v, want it removed", c)
 	}
+
+	// With --deltas: the agent runs, and restarts when anything it reads changes.
+	withAgent := append(append([]File{}, files...), data(AgentServicePath, 0o644, []byte("agent"), false))
+	conv := cloneFacts(converged)
+	conv.Files[AgentServicePath] = fmt.Sprintf("%s 644 root root", withAgent[3].Sum)
+	conv.AgentEnabled, conv.AgentActive = "enabled", "active"
+	if c := Plan(withAgent, conv); !c.Empty() {
+		t.Errorf("converged member with its agent: plan %+v, want nothing", c)
+	}
+	f = cloneFacts(conv)
+	f.Files[SpecPath] = "0000 600 root root"
+	if c := Plan(withAgent, f); !c.RestartAgent || c.Reload {
+		t.Errorf("spec changed: plan %+v, want the agent restarted (no reload)", c)
+	}
+	f = cloneFacts(conv)
+	f.AgentActive = "failed"
+	if c := Plan(withAgent, f); !c.RestartAgent || len(c.Write) != 0 {
+		t.Errorf("agent failed: plan %+v, want only a restart", c)
+	}
+	delete(f.Files, AgentServicePath)
+	if c := Plan(withAgent, f); !c.RestartAgent || !c.Reload {
+		t.Errorf("--deltas added: plan %+v, want the unit written, a reload and a start", c)
+	}
+	if c := Plan(files, conv); !c.StopAgent || !c.Reload || len(c.Removed) != 1 || c.Removed[0] != AgentServicePath || c.RestartAgent {
+		t.Errorf("--deltas dropped: plan %+v, want the agent stopped and its unit removed", c)
+	}
 }
 
 func cloneFacts(f Facts) Facts {
@@ -364,7 +390,7 @@ func TestFactsFrom(t *testing.T) {
 		f.Arch != "aarch64" || f.Kernel != "Linux" || !f.Systemd {
 		t.Errorf("facts %+v", f)
 	}
-	if r := probeRequest(); len(r.Files) != len(ManagedPaths()) || len(r.Units) != 1 {
+	if r := probeRequest(); len(r.Files) != len(ManagedPaths()) || len(r.Units) != 2 {
 		t.Errorf("request %+v", r)
 	}
 }

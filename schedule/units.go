@@ -9,9 +9,9 @@ import (
 	"github.com/hactl/hactl/templates"
 )
 
-// Units are the rendered unit files of one member.
+// Units are the rendered unit files of one member; Agent is nil without Config.Deltas.
 type Units struct {
-	Service, Timer []byte
+	Service, Timer, Agent []byte
 }
 
 // unitData is what the unit templates (templates/backup-service.tmpl, backup-timer.tmpl) read.
@@ -25,6 +25,7 @@ type unitData struct {
 	Textfile        string
 	TextfileDir     string
 	TimeoutSec      int
+	DeltaEvery      string
 }
 
 // RunTimeout bounds one run (TimeoutStartSec): twice the interval, at least 15 minutes (a large DB
@@ -46,6 +47,7 @@ func Render(cfg Config, binary string) (Units, error) {
 		Binary: binary, Spec: SpecPath, Service: ServiceName, Policy: cfg.Policy,
 		Textfile: cfg.Textfile, TextfileDir: path.Dir(cfg.Textfile),
 		TimeoutSec: int(RunTimeout(every) / time.Second),
+		DeltaEvery: cfg.DeltaEvery,
 	}
 	svc, err := templates.Render("backup-service.tmpl", d)
 	if err != nil {
@@ -55,5 +57,11 @@ func Render(cfg Config, binary string) (Units, error) {
 	if err != nil {
 		return Units{}, err
 	}
-	return Units{Service: svc, Timer: timer}, nil
+	u := Units{Service: svc, Timer: timer}
+	if cfg.Deltas {
+		if u.Agent, err = templates.Render("backup-agent-service.tmpl", d); err != nil {
+			return Units{}, err
+		}
+	}
+	return u, nil
 }

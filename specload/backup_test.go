@@ -32,6 +32,7 @@ func TestBackupSpecs(t *testing.T) {
 		{"invalid-compression.yaml", "spec.backup.compression", 24, ""},
 		{"invalid-identity-as-recipient.yaml", "spec.backup.encryption.recipients[0]", 25, "GFPYYSJZ"},
 		{"invalid-prefix.yaml", "spec.backup.objectStore.prefix", 21, ""},
+		{"invalid-delta-every.yaml", "spec.backup.deltaEvery", 24, ""},
 	}
 	files, _ := filepath.Glob("testdata/backup/invalid-*.yaml")
 	if len(files) != len(tests) {

@@ -107,3 +107,10 @@ const (
 	KubeProxyMetricsPort = 10249
 	KubeProxyHealthzPort = 10256
 )
+
+// Backups.
+const (
+	// MinDeltaEvery bounds spec.backup.deltaEvery from below: every delta is an object-store write
+	// and a metadata object, and the agent's watch batches changes for that long.
+	MinDeltaEvery = 5 * time.Second
+)

@@ -47,6 +47,9 @@ const (
 	// VIP moved after a median 1.11 s with fall 1 against 2.01 s with fall 2. The price: one check
 	// that times out (2 s) on a loaded host moves the VIP, which costs clients one reconnect.
 	DefaultCheckFall = 1
+	// DefaultDeltaEvery is spec.backup.deltaEvery when unset (etcd-backup-restore's delta interval
+	// is of the same order).
+	DefaultDeltaEvery = 30 * time.Second
 )
 
 // VRRP modes (spec.loadBalancer.mode).

@@ -12,6 +12,11 @@ type Backup struct {
 	// snapshots hold every Kubernetes Secret); nil stores snapshots unencrypted. Decryption
 	// identities are never in the spec: `hactl backup verify --identity-file` names them.
 	Encryption *BackupEncryption `json:"encryption,omitempty"`
+	// DeltaEvery is how often `hactl backup agent` (installed on every member by `hactl backup
+	// schedule --deltas`) stores the changes since the last delta, so a restore reaches a revision at
+	// most about this old: the RPO with deltas (default 30s, DefaultDeltaEvery; at least 5s, and
+	// shorter than the full snapshots' interval).
+	DeltaEvery Duration `json:"deltaEvery,omitzero"`
 }
 
 // ObjectStore is an S3-compatible endpoint and bucket (AWS S3, MinIO, Ceph RGW, ...).

@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"filippo.io/age"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hactl/hactl/api/limits"
 )
 
 func compressionModes() []string { return []string{CompressionZstd, CompressionNone} }
@@ -31,6 +34,9 @@ var (
 func (b *Backup) setDefaults() []*string {
 	if b.Compression == "" {
 		b.Compression = DefaultBackupCompression
+	}
+	if b.DeltaEvery.Duration == 0 {
+		b.DeltaEvery.Duration = DefaultDeltaEvery
 	}
 	o := &b.ObjectStore
 	if o.Region == "" {
@@ -67,6 +73,9 @@ func (v *validator) backup(b *Backup, p *field.Path) {
 		v.add(field.NotSupported(p.Child("compression"), b.Compression, modes))
 	}
 	v.objectStore(&b.ObjectStore, p.Child("objectStore"))
+	if d := b.DeltaEvery.Duration; d < limits.MinDeltaEvery || d%time.Second != 0 {
+		v.add(field.Invalid(p.Child("deltaEvery"), b.DeltaEvery.String(), fmt.Sprintf("must be whole seconds, at least %s (each delta is an object-store write), e.g. 30s", limits.MinDeltaEvery)))
+	}
 	if e := b.Encryption; e != nil {
 		ep := p.Child("encryption")
 		if len(e.Recipients) == 0 && e.RecipientsFile == "" {

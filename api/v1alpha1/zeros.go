@@ -44,6 +44,8 @@ func zeroDefault(path string) (accepts string, def any, ok bool) {
 	case "spec.loadBalancer.advertInterval":
 		return fmt.Sprintf("whole seconds from %ds (up to %ds for an IPv4 VIP, %ds for IPv6)",
 			limits.MinAdvertInterval/time.Second, limits.MaxAdvertIntervalV4/time.Second, limits.MaxAdvertIntervalV6/time.Second), DefaultAdvertInterval, true
+	case "spec.backup.deltaEvery":
+		return fmt.Sprintf("whole seconds, at least %s", limits.MinDeltaEvery), DefaultDeltaEvery, true
 	case "spec.loadBalancer.checkFall":
 		return fmt.Sprintf("between 1 and %d", limits.MaxCheckFall), DefaultCheckFall, true
 	case "spec.loadBalancer.frontendPort":

@@ -28,7 +28,9 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/internal/exitcode"
 )
 
 // Options say what to replay.
@@ -240,4 +242,71 @@ func loopbackURLs() (peer, client url.URL, err error) {
 		l.Close()
 	}
 	return us[0], us[1], nil
+}
+
+// ForwardOptions say how Forward finds and decrypts a backup's deltas.
+type ForwardOptions struct {
+	// Flag names the flag the source came from in errors; SpecFile the spec file.
+	Flag, SpecFile string
+	// IdentityFile decrypts encrypted deltas ("": $HACTL_AGE_IDENTITY_FILE).
+	IdentityFile string
+	// Getenv reads the environment (nil: os.Getenv).
+	Getenv func(string) string
+	// SkipPrefix is the backup agents' election prefix (deleted after the replay).
+	SkipPrefix string
+	// Progress, when set, gets progress lines.
+	Progress func(format string, args ...any)
+}
+
+// Forward brings a resolved backup (backup.Resolve of s3:// or latest; a local file is left as it
+// is) forward with the deltas that continue it: listed under the cluster's deltas prefix, chained
+// from the verified revision (backup.Chain), replayed (Run) into a new file next to the
+// snapshot, which then replaces snap's Path, SHA256 and Revision. It returns the deltas applied (0:
+// none continue it). Errors: a chain with a gap → *exitcode.VerdictError wrapping *backup.GapError
+// (nothing touched; the message says how to restore the full snapshot alone); a delta that fails
+// its checks → *exitcode.VerdictError wrapping the *backup.MismatchError; Run's others.
+func Forward(ctx context.Context, c *v1alpha1.Cluster, snap *backup.Resolved, o ForwardOptions) (int, error) {
+	if snap.Metadata == nil {
+		return 0, nil
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	store, err := backup.OpenStore(ctx, c, backup.StoreOptions{Source: o.SpecFile, Getenv: o.Getenv})
+	if err != nil {
+		return 0, err
+	}
+	ds, err := backup.ListDeltas(ctx, store, c.Spec.Backup.ObjectStore.Prefix, c.Metadata.Name)
+	if err != nil {
+		return 0, err
+	}
+	chain, err := backup.Chain(ds, snap.Revision)
+	var ge *backup.GapError
+	if errors.As(err, &ge) {
+		return 0, &exitcode.VerdictError{Err: fmt.Errorf("%s: refused before any member was touched: the deltas after %s: %w; add --no-deltas to restore the full snapshot alone (revision %d)",
+			o.Flag, snap.Metadata.Key, err, snap.Revision)}
+	}
+	if err != nil || len(chain) == 0 {
+		return 0, err
+	}
+	ids, err := backup.IdentitiesFrom(o.IdentityFile, o.Getenv)
+	if err != nil {
+		return 0, err
+	}
+	last := chain[len(chain)-1].Metadata
+	progress("applying %d delta(s) after %s: revisions %d-%d (the newest stored %s)", len(chain), snap.Metadata.Key, snap.Revision+1, last.ToRevision, last.CompletedAt.Format(time.RFC3339))
+	res, err := Run(ctx, Options{Snapshot: snap.Path, Revision: snap.Revision, Deltas: chain, Store: store, Identities: ids,
+		SkipPrefix: o.SkipPrefix, Out: filepath.Join(filepath.Dir(snap.Path), "replayed.db"), TempDir: filepath.Dir(snap.Path), Progress: progress})
+	var me *backup.MismatchError
+	switch {
+	case errors.As(err, &me), errors.Is(err, ErrRevision), errors.Is(err, backup.ErrBadEvents):
+		return 0, &exitcode.VerdictError{Err: fmt.Errorf("%s: refused before any member was touched: %w; add --no-deltas to restore the full snapshot alone", o.Flag, err)}
+	case err != nil:
+		return 0, err
+	}
+	os.Remove(snap.Path)
+	snap.Path, snap.SHA256, snap.Revision = res.Path, res.SHA256, res.Revision
+	progress("snapshot brought forward to revision %d (%d events), sha256 %s", res.Revision, res.Events, res.SHA256)
+	return len(chain), nil
 }

@@ -164,6 +164,11 @@ func prune(ctx context.Context, o Options) error {
 		return err
 	}
 	plan := backup.Plan(l, o.Prune, time.Now(), time.Hour)
+	ds, err := backup.ListDeltas(ctx, o.Store, o.Cluster.Spec.Backup.ObjectStore.Prefix, o.Cluster.Metadata.Name)
+	if err != nil {
+		return err
+	}
+	plan.AddDeltas(ds)
 	if plan.Empty() {
 		return nil
 	}

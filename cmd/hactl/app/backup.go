@@ -32,7 +32,7 @@ names; never from the spec, the command line or logs.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBackupNowCommand(s, g), newBackupListCommand(s, g), newBackupVerifyCommand(s, g), newBackupPruneCommand(s, g), newBackupScheduleCommand(s, g))
+	cmd.AddCommand(newBackupNowCommand(s, g), newBackupListCommand(s, g), newBackupVerifyCommand(s, g), newBackupPruneCommand(s, g), newBackupScheduleCommand(s, g), newBackupAgentCommand(s, g))
 	return cmd
 }
 
@@ -288,6 +288,11 @@ nothing is refused (exit 2).`,
 				return err
 			}
 			plan := backup.Plan(l, o.policy, time.Now(), o.grace)
+			ds, err := backup.ListDeltas(ctx, env.store, env.c.Spec.Backup.ObjectStore.Prefix, env.c.Metadata.Name)
+			if err != nil {
+				return err
+			}
+			plan.AddDeltas(ds)
 			if err := writeReport(s.Out, o.output, plan, plan.Print); err != nil {
 				return err
 			}
@@ -295,7 +300,7 @@ nothing is refused (exit 2).`,
 				return nil
 			}
 			if confirm != nil {
-				ok, err := confirm(fmt.Sprintf("delete %d snapshot(s), %d orphan object(s) and %d incomplete upload(s) from %s?", len(plan.Deletions()), len(plan.Orphans), len(plan.Incomplete), env.store))
+				ok, err := confirm(fmt.Sprintf("delete %d snapshot(s), %d delta(s), %d orphan object(s) and %d incomplete upload(s) from %s?", len(plan.Deletions()), len(plan.Deltas), len(plan.Orphans), len(plan.Incomplete), env.store))
 				if err != nil {
 					return err
 				}

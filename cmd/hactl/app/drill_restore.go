@@ -10,6 +10,8 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/backup/agent"
+	"github.com/hactl/hactl/backup/replay"
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/provision"
@@ -94,6 +96,9 @@ func runDrillRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *drillRe
 	if c.Spec.Backup == nil {
 		return &UsageError{Err: fmt.Errorf("%s: spec.backup is not set: the restore drill restores from its object store; add spec.backup (see `hactl init`) and take a snapshot first", g.file)}
 	}
+	if de := c.Spec.Backup.DeltaEvery.Duration; o.maxRPO < de {
+		return &UsageError{Err: fmt.Errorf("--max-rpo %s is shorter than spec.backup.deltaEvery %s: the newest stored change can be that old, so the drill could only fail; raise --max-rpo or lower deltaEvery", o.maxRPO, de)}
+	}
 	if _, err := backup.IdentitiesFrom(o.identityFile, os.Getenv); err != nil {
 		return err
 	}
@@ -159,13 +164,18 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 		return nil, err
 	}
 	defer snap.Cleanup()
+	deltas, err := replay.Forward(ctx, d.c, snap, replay.ForwardOptions{Flag: "drill restore", SpecFile: d.specFile, IdentityFile: d.identityFile,
+		Getenv: os.Getenv, SkipPrefix: agent.ElectionPrefix(d.c.Metadata.Name), Progress: d.p.Infof})
+	if err != nil {
+		return nil, err
+	}
 	fetched := time.Now()
 	res, err := restore.Run(ctx, restore.Config{Cluster: d.c, Printer: d.p, Prompt: d.prompt,
 		Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: true}})
 	if err != nil {
 		return nil, err
 	}
-	run := &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: res.RestoredRevision,
+	run := &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: res.RestoredRevision, Deltas: deltas,
 		Snapshot: drill.SnapshotRef{Key: snap.Path, Revision: snap.Revision}}
 	if m := snap.Metadata; m != nil {
 		run.Snapshot.Key, run.Snapshot.TakenAt = m.Key, m.StartedAt

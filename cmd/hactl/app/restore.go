@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/backup/agent"
+	"github.com/hactl/hactl/backup/replay"
 	"github.com/hactl/hactl/bootstrap/restore"
 )
 
@@ -18,6 +20,7 @@ type restoreOptions struct {
 	output       string
 	identityFile string
 	tempDir      string
+	noDeltas     bool
 }
 
 func newRestoreCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -32,6 +35,11 @@ func newRestoreCommand(s Streams, g *globalOptions) *cobra.Command {
   s3://BUCKET/KEY             a complete hactl backup (KEY: its data or metadata object, or the
                               name hactl backup list shows) in spec.backup's object store
   latest                      the newest complete snapshot under this cluster's prefix
+
+A backup (s3:// or latest) is brought forward with the delta snapshots that continue it ('hactl
+backup agent'): replayed here, revision by revision, into a temporary etcd whose snapshot is what is
+restored; a chain with a gap is refused naming the missing revisions (--no-deltas restores the full
+snapshot alone).
 
 Before any member is touched the snapshot is downloaded, decrypted (--identity-file), decompressed
 and verified here: its sha256 against the metadata, etcd's sha256 trailer and etcd's integrity check
@@ -62,6 +70,7 @@ A healthy cluster is not restored without --force: a restore rolls every write s
 	f.StringVar(&o.from, "from", "", "the snapshot: a local file (./snap.db), s3://BUCKET/KEY or latest")
 	f.StringVar(&o.identityFile, "identity-file", "", "age identity file for encrypted backups (default $"+identityEnv+")")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where a downloaded snapshot is verified and kept during the restore (default the system's temp dir)")
+	f.BoolVar(&o.noDeltas, "no-deltas", false, "restore the full snapshot alone, without the delta snapshots after it")
 	f.BoolVar(&o.force, "force", false, "restore even though every member is healthy (rolls back every write since the snapshot)")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")
 	f.StringVarP(&o.output, "output", "o", "table", "summary format: table or json (progress goes to stderr)")
@@ -91,6 +100,12 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 		return err
 	}
 	defer snap.Cleanup()
+	if !o.noDeltas {
+		if _, err := replay.Forward(cmd.Context(), c, snap, replay.ForwardOptions{Flag: "--from", SpecFile: g.file, IdentityFile: o.identityFile,
+			Getenv: os.Getenv, SkipPrefix: agent.ElectionPrefix(c.Metadata.Name), Progress: p.Infof}); err != nil {
+			return err
+		}
+	}
 	res, runErr := restore.Run(cmd.Context(), restore.Config{
 		Prompt:  terminalPrompter(s.In, s.Err),
 		Cluster: c,

@@ -37,6 +37,8 @@ func newBackupScheduleCommand(s Streams, g *globalOptions) *cobra.Command {
   ` + schedule.ServicePath + `   oneshot: hactl backup now --only-if-leader --member <host>
                                           --slot-every <interval>, then prune with the retention policy
   ` + schedule.TimerPath + `     OnCalendar on UTC wall-clock slots, AccuracySec=1s, Persistent=false
+  ` + schedule.AgentServicePath + `  with --deltas: hactl backup agent --member <host>
+                                          (Restart=always): delta snapshots every spec.backup.deltaEvery
 
 Every member's timer fires on the same slots; only the member that is the etcd leader at that moment
 takes the snapshot, and the object is named after the slot, so each slot holds one snapshot even
@@ -45,12 +47,18 @@ host loss (a slot in which the leader dies may be missed). The runs need only et
 store (not the Kubernetes API). Each run writes a Prometheus textfile (--textfile-dir/` + schedule.TextfileName + `):
 last run time and status, last success time, duration, stored size and revision.
 
+With --deltas every member also runs 'hactl backup agent': the agents elect one writer through etcd,
+which stores the changes since the last full snapshot or delta every spec.backup.deltaEvery (default
+30s; it must be shorter than --every), so a restore ('hactl restore --from latest') reaches a revision
+about that old. A schedule re-run without --deltas stops and removes the agents.
+
 --every must fall on wall-clock slots: whole minutes dividing an hour (1m 2m 3m 4m 5m 6m 10m 12m 15m
 20m 30m), whole hours dividing a day, or 24h; under 1m only with --allow-short-interval (whole seconds
 dividing a minute; for tests). Re-running changes only what differs (files compared by sha256;
 units reloaded only when they change).
 
   hactl backup schedule -f cluster.yaml --every 5m --keep-last 288 --keep-daily 14 --yes
+  hactl backup schedule -f cluster.yaml --every 15m --deltas --keep-last 96 --yes
   hactl backup schedule -f cluster.yaml --status [-o json]   timers per member, last runs, age of the
                                                              newest snapshot: exit 3 when it is older
                                                              than 2 × the interval (or a timer is not active)
@@ -80,6 +88,7 @@ Exit 0 ok, 1 a member failed (named), 2 invalid input (found before any host is 
 	f.IntVar(&o.install.Policy.KeepLast, "keep-last", 0, "after each snapshot, prune keeping the newest N")
 	f.IntVar(&o.install.Policy.KeepHourly, "keep-hourly", 0, "after each snapshot, prune keeping the newest of each of the last H hours (UTC)")
 	f.IntVar(&o.install.Policy.KeepDaily, "keep-daily", 0, "after each snapshot, prune keeping the newest of each of the last D days (UTC)")
+	f.BoolVar(&o.install.Deltas, "deltas", false, "also run the delta agent on every member (delta snapshots every spec.backup.deltaEvery)")
 	f.BoolVar(&o.install.AllowShort, "allow-short-interval", false, "allow --every under 1m (whole seconds dividing a minute; for tests)")
 	f.StringVar(&o.install.Binary, "hactl-binary", "", "the Linux hactl binary to install (default: this one)")
 	f.StringVar(&o.install.TextfileDir, "textfile-dir", schedule.DefaultTextfileDir, "node_exporter textfile collector directory on the members")
