@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/bootstrap/etcdphases"
 	"github.com/hactl/hactl/etcd"
@@ -44,6 +45,10 @@ type Options struct {
 	Force bool
 	// Confirm is asked, after the plan is printed, whether to go on; nil means yes (--yes).
 	Confirm func(question string) (bool, error)
+	// ForgetPrefixes are key prefixes deleted once the restored cluster runs: elections whose
+	// holders' keys the snapshot brought back (hactl backup agent's), so that their Leases need not
+	// run out before a new holder is elected.
+	ForgetPrefixes []string
 }
 
 // DefaultBumpRevision is how far a restore moves revisions forward: far beyond what any client can
@@ -332,6 +337,16 @@ func (r *Group) verify(ctx context.Context) error {
 			resp.Header.Revision, want, r.opt.Revision, r.opt.BumpRevision)
 	}
 	r.revision = resp.Header.Revision
+	for _, p := range r.opt.ForgetPrefixes {
+		if !strings.HasSuffix(p, "/") || strings.Trim(p, "/") == "" {
+			continue
+		}
+		if d, err := cli.Delete(vctx, p, clientv3.WithPrefix()); err != nil {
+			r.eg.Run().Printer.Warnf("restore/verify: deleting the restored election keys under %s: %v (their Leases run out on their own)", p, err)
+		} else if d.Deleted > 0 {
+			r.eg.Run().Printer.Infof("  deleted %d restored election key(s) under %s (a new holder is elected at once)", d.Deleted, p)
+		}
+	}
 	r.eg.Run().Printer.Infof("  restored: cluster ID %s, revision %d (snapshot %d + %d), every member healthy", r.eg.State().ClusterID, resp.Header.Revision, r.opt.Revision, r.opt.BumpRevision)
 	r.eg.Run().Printer.Infof("  previous data dirs kept as %s.pre-restore-%s on every member", r.eg.Run().Spec.Spec.Etcd.DataDir, r.stamp)
 	if cps := r.eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 {

@@ -171,7 +171,8 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 	}
 	fetched := time.Now()
 	res, err := restore.Run(ctx, restore.Config{Cluster: d.c, Printer: d.p, Prompt: d.prompt,
-		Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: true}})
+		Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: true,
+			ForgetPrefixes: []string{agent.ElectionPrefix(d.c.Metadata.Name)}}})
 	if err != nil {
 		return nil, err
 	}

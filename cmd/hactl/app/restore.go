@@ -110,7 +110,8 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 		Prompt:  terminalPrompter(s.In, s.Err),
 		Cluster: c,
 		Printer: p,
-		Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: o.force, Confirm: confirm},
+		Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: o.force, Confirm: confirm,
+			ForgetPrefixes: []string{agent.ElectionPrefix(c.Metadata.Name)}},
 	})
 	if res == nil {
 		return runErr
