@@ -20,7 +20,11 @@ import (
 // up to the snapshot are kept, those after it are counted as lost, and the restored cluster takes
 // writes again. A budget it misses is exit 3 with the report saying why.
 func TestDrillRestore(t *testing.T) {
-	spec := cluster(t, "drill-restore")
+	objectStore(t)
+	c := labSpec(t, "drill-restore")
+	c.Spec.Backup.DeltaEvery.Duration = 5 * time.Second // --max-rpo may not be shorter
+	spec := harness.WriteSpec(t, c, "cluster.yaml")
+	suite.MustHactl(t, "bootstrap", "-f", spec)
 	cli := client(t)
 	idBefore := clusterID(t, cli)
 
@@ -28,8 +32,8 @@ func TestDrillRestore(t *testing.T) {
 	wantExit(t, 2, []string{"--warmup 100ms: at least 1s"}, "drill", "restore", "-f", spec, "--warmup", "100ms", "--yes")
 	wantExit(t, 3, []string{"no complete snapshot", "hactl backup now"}, "drill", "restore", "-f", spec, "--yes")
 	backupNow(t, spec)
-	time.Sleep(3 * time.Second)
-	wantExit(t, 3, []string{"longer than --max-rpo 2s", "could only miss the RPO"}, "drill", "restore", "-f", spec, "--max-rpo", "2s", "--yes")
+	time.Sleep(6 * time.Second)
+	wantExit(t, 3, []string{"longer than --max-rpo 5s", "could only miss the RPO"}, "drill", "restore", "-f", spec, "--max-rpo", "5s", "--yes")
 	if id := clusterID(t, cli); id != idBefore {
 		t.Fatalf("a refused drill changed the cluster ID %x → %x", idBefore, id)
 	}
@@ -64,8 +68,8 @@ func TestDrillRestore(t *testing.T) {
 	if !v.OK() || v.HeldBefore == 0 || v.LostBefore == 0 || x.LostWrites != v.LostBefore || v.HeldAfter == 0 {
 		t.Errorf("read-back: %s; want writes kept and lost before t0, and kept after", v.Summary)
 	}
-	if *it.RTOMs < x.RestoreMs || *it.RTOMs > 120_000 {
-		t.Errorf("RTO %.0f ms: want at least the restore (%.0f ms) and within the 2 min budget", *it.RTOMs, x.RestoreMs)
+	if *it.RTOMs <= 0 || *it.RTOMs > 120_000 { // writes resume once quorum is back, before the restore's last checks return
+		t.Errorf("RTO %.0f ms: want within the 2 min budget", *it.RTOMs)
 	}
 	cli2 := client(t)
 	if id := clusterID(t, cli2); id == idBefore {
