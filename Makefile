@@ -155,12 +155,13 @@ lab-down: ## remove every lab container, network and volume (hactl-lab*)
 # BENCH_BEFORE=path/to/hactl runs the bootstrap benchmark with a second binary too (e.g. a build of the
 # previous release) and prints both side by side.
 .PHONY: bench
-bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image kind-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills, etcd member replace and defrag, scheduler throughput and Lease takeover, the operator's idle cost, takeover and snapshot slots, its heal of a lost member, kind (cold image, warm cluster, Lease takeovers in kind vs the lab's kubeadm cluster); prints figures
+bench: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image kind-image ## benchmarks in the lab (not part of CI): bootstrap, VIP failover, backend ejection, backup/restore, failover drills, drill restore (RTO/RPO with deltas, readyz through the VIP), etcd member replace and defrag, scheduler throughput and Lease takeover, the operator's idle cost, takeover and snapshot slots, its heal of a lost member, kind (cold image, warm cluster, Lease takeovers in kind vs the lab's kubeadm cluster); prints figures
 	$(GO) run ./bench/bootstrap -hactl $(CURDIR)/bin/hactl $(if $(BENCH_BEFORE),-before $(BENCH_BEFORE))
 	$(GO) run ./bench/lb -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/backup -hactl $(CURDIR)/bin/hactl -values k8s -sizes 256
 	$(GO) run ./bench/drill -hactl $(CURDIR)/bin/hactl
+	$(GO) run ./bench/restore -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/etcd -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/scheduler -hactl $(CURDIR)/bin/hactl
 	$(GO) run ./bench/operator -hactl $(CURDIR)/bin/hactl

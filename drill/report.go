@@ -236,6 +236,9 @@ func (r *Report) decide() {
 		if r.MaxRTOMs > 0 && it.RTOMs != nil && *it.RTOMs > r.MaxRTOMs {
 			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: RTO %s over --max-rto %s", it.N, fmtMs(it.RTOMs), fmtMs(&r.MaxRTOMs)))
 		}
+		if x := it.Restore; x != nil && r.MaxRTOMs > 0 && x.ReadyzRTOMs != nil && *x.ReadyzRTOMs > r.MaxRTOMs {
+			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: readyz through the VIP back after %s, over --max-rto %s", it.N, fmtMs(x.ReadyzRTOMs), fmtMs(&r.MaxRTOMs)))
+		}
 		if x := it.Restore; x != nil && r.MaxRPOMs > 0 && x.Verification != nil && x.RPOMs > r.MaxRPOMs {
 			r.Failures = append(r.Failures, fmt.Sprintf("iteration %d: RPO %s over --max-rpo %s", it.N, fmtMs(&x.RPOMs), fmtMs(&r.MaxRPOMs)))
 		}
@@ -300,7 +303,7 @@ func (r *Report) Print(w io.Writer) {
 		for _, it := range r.Iterations {
 			x := it.Restore
 			if x == nil {
-				rows = append(rows, []string{fmt.Sprint(it.N), "-", "-", "-", "-", fmtMs(it.RTOMs), "-", "-", "-", verdictOf(it)})
+				rows = append(rows, []string{fmt.Sprint(it.N), "-", "-", "-", "-", fmtMs(it.RTOMs), "-", "-", "-", "-", verdictOf(it)})
 				continue
 			}
 			kept, lost, window := "-", "-", "-"
@@ -316,9 +319,9 @@ func (r *Report) Print(w io.Writer) {
 				snap += fmt.Sprintf(" + %d deltas to rev %d", x.Deltas, x.RestoredRevision-1_000_000_000)
 			}
 			rows = append(rows, []string{fmt.Sprint(it.N), snap, fmtMs(&x.SnapshotAgeMs),
-				fmtMs(&x.FetchMs), fmtMs(&x.RestoreMs), fmtMs(it.RTOMs), fmtMs(&x.RPOMs) + " (" + x.RPOFrom + ")", kept, lost + " " + window, verdictOf(it)})
+				fmtMs(&x.FetchMs), fmtMs(&x.RestoreMs), fmtMs(it.RTOMs), fmtMs(x.ReadyzRTOMs), fmtMs(&x.RPOMs) + " (" + x.RPOFrom + ")", kept, lost + " " + window, verdictOf(it)})
 		}
-		ui.Table(w, []string{"#", "SNAPSHOT", "AGE AT t0", "FETCH", "RESTORE", "RTO", "RPO", "KEPT", "LOST (ACKED BEFORE t0)", "RESULT"}, rows)
+		ui.Table(w, []string{"#", "SNAPSHOT", "AGE AT t0", "FETCH", "RESTORE", "RTO (etcd)", "RTO (READYZ)", "RPO", "KEPT", "LOST (ACKED BEFORE t0)", "RESULT"}, rows)
 		fmt.Fprintf(w, "budgets: RTO %s, RPO %s\n", fmtMs(&r.MaxRTOMs), fmtMs(&r.MaxRPOMs))
 	case r.Drill == LBFailover:
 		rows := [][]string{}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/provision"
@@ -85,6 +86,12 @@ type RestoreFigures struct {
 	LostWrites int      `json:"lostWrites"`
 	LostFromMs *float64 `json:"lostFromMs,omitempty"`
 	LostToMs   *float64 `json:"lostToMs,omitempty"`
+	// ReadyzRTOMs is t0 → the first GET /readyz through the VIP answered 200 after the restore
+	// (Kubernetes on the cluster, with the kube-apiserver CA: --ca-file or
+	// spec.loadBalancer.healthCheck.caFile); nil when not measured or not recovered (Readyz says
+	// which, and what the probe saw).
+	ReadyzRTOMs *float64           `json:"readyzRTOMs,omitempty"`
+	Readyz      *probe.OutageStats `json:"readyz,omitempty"`
 	// Verification is the read-back.
 	Verification *workload.RestoreVerification `json:"verification,omitempty"`
 }
@@ -148,8 +155,20 @@ func (r *runner) restorePlan(snap *SnapshotRef) []string {
 		fmt.Sprintf("restore the whole cluster from the newest snapshot at that moment (now %s, revision %d, taken %s ago): every data dir moved aside (kept), every write since the snapshot rolled back",
 			snap.Key, snap.Revision, time.Since(snap.TakenAt).Round(time.Second)),
 		fmt.Sprintf("measure RTO = t0 → the first write acknowledged by the restored cluster (budget --max-rto %s) and RPO = t0 → the newest acknowledged write the restored cluster holds (budget --max-rpo %s)", r.o.MaxRTO, r.o.MaxRPO),
+		r.readyzPlan(),
 		fmt.Sprintf("if the restore fails before touching a data dir, etcd is started again on every member; after that, hactl restore rolls every member back to its previous data dir"),
 	}
+}
+
+// readyzPlan says whether readyz through the VIP is measured.
+func (r *runner) readyzPlan() string {
+	switch {
+	case r.c.Spec.Kubernetes == nil || r.lbPlan == nil:
+		return "no Kubernetes behind a VIP in the spec: only etcd's recovery is measured"
+	case r.o.caFile() == "":
+		return "Kubernetes runs behind the VIP, but without --ca-file (or spec.loadBalancer.healthCheck.caFile) readyz through it is not measured"
+	}
+	return fmt.Sprintf("also measure t0 → GET %s answering 200 (every %s, fresh connections; within --max-rto too); the kube-apiservers are not restarted", r.readyzURL(), PollInterval)
 }
 
 // restoreIteration runs the restore drill: workload, disaster, restore, recovery, read-back.
@@ -165,6 +184,18 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	}
 	defer cli.Close()
 	mctx := context.WithoutCancel(ctx)
+	// With Kubernetes behind the VIP, readyz through it is the recovery a user sees.
+	var rz *probe.ReadyzRun
+	if r.c.Spec.Kubernetes != nil && r.lbPlan != nil && r.o.caFile() != "" {
+		cfg, err := r.readyzTLS()
+		if err != nil {
+			return nil, err
+		}
+		if rz, err = probe.StartReadyz(mctx, probe.ReadyzConfig{URL: r.readyzURL(), TLS: cfg, Interval: PollInterval, Timeout: readyzTimeout}); err != nil {
+			return nil, err
+		}
+		defer rz.Stop()
+	}
 	prefix := workloadPrefix(r.report.ID, 1)
 	// No reads: after a restore, a read of a write the restore gave up finds it missing by design;
 	// the read-back (VerifyRestore) is the proof.
@@ -220,8 +251,25 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	}); err != nil {
 		it.Notes = append(it.Notes, fmt.Sprintf("no write was acknowledged within %s of the restore's end", restoreRecoveryTimeout))
 	}
+	if rz != nil {
+		r.p.Infof("drill/recovery: waiting (at most %s) for readyz through the VIP", restoreRecoveryTimeout)
+		if err := wait.PollUntilContextTimeout(mctx, PollInterval, restoreRecoveryTimeout, false, func(context.Context) (bool, error) {
+			return probe.Outage(rz.Samples(), t0).Recovered, nil
+		}); err != nil {
+			it.Notes = append(it.Notes, fmt.Sprintf("readyz through the VIP did not answer 200 within %s of the restore's end", restoreRecoveryTimeout))
+		}
+	}
 	sleepCtx(context.Background(), settle)
 	rec := wl.Stop()
+	if rz != nil {
+		out := probe.Outage(rz.Stop(), t0)
+		fig.Readyz = &out
+		if out.Recovered {
+			fig.ReadyzRTOMs = msp(out.RecoveredAfter)
+		} else {
+			it.Failures = append(it.Failures, "readyz through the VIP did not answer 200 again: Kubernetes did not recover while measured")
+		}
+	}
 	st := rec.Stats(t0)
 	it.Workload = &st
 	it.LongestGapMs, it.WriteP50Ms, it.WriteP99Ms = msp(st.LongestGap), msp(st.LatencyP50), msp(st.LatencyP99)

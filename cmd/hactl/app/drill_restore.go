@@ -23,6 +23,7 @@ type drillRestoreOptions struct {
 	rate                   int
 	reqTimeout             time.Duration
 	identityFile, tempDir  string
+	caFile                 string
 	report                 string
 	force, yes, dryRun     bool
 	output                 string
@@ -44,6 +45,11 @@ revisions bumped, all members started together.
   RTO  t0 → the first write acknowledged by the restored cluster (budget --max-rto, default 2m)
   RPO  t0 → the newest acknowledged write the restored cluster holds (budget --max-rpo, default
        5m); when the snapshot predates the workload, t0 → the snapshot's start
+
+With Kubernetes behind the VIP (spec.kubernetes, spec.loadBalancer) and the kube-apiserver CA
+(--ca-file or spec.loadBalancer.healthCheck.caFile), GET https://VIP/readyz is polled every 20 ms on
+fresh connections and t0 → its first 200 after the restore is reported too, within --max-rto as well
+(the kube-apiservers are not restarted: they reconnect to the restored etcd and relist).
 
 Every acknowledged key is read back: writes acknowledged after the snapshot are lost by design (the
 report counts them and gives their window); a write missing from before the restored point, or one
@@ -68,6 +74,7 @@ started again; after that, hactl restore puts every previous data dir back).
 	f.DurationVar(&o.reqTimeout, "request-timeout", drill.DefaultRequestTimeout, "deadline of each workload request")
 	f.StringVar(&o.identityFile, "identity-file", "", "age identity file for encrypted backups (default $"+identityEnv+")")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where the snapshot is verified and kept during the restore (default the system's temp dir)")
+	f.StringVar(&o.caFile, "ca-file", "", "kube-apiserver CA: also measure readyz through the VIP (default spec.loadBalancer.healthCheck.caFile)")
 	f.StringVar(&o.report, "report", "", "also write the JSON report to this file")
 	f.BoolVar(&o.force, "force", false, "run although preflight found the cluster unhealthy (never with an earlier drill's leftovers)")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")
@@ -103,7 +110,7 @@ func runDrillRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *drillRe
 		return err
 	}
 	do := &drill.Options{Cluster: c, Kind: drill.Restore, Count: 1, MaxRTO: o.maxRTO, MaxRPO: o.maxRPO, Warmup: o.warmup,
-		Rate: o.rate, RequestTimeout: o.reqTimeout, Force: o.force, DryRun: o.dryRun, Report: o.report, Printer: p,
+		Rate: o.rate, RequestTimeout: o.reqTimeout, CAFile: o.caFile, Force: o.force, DryRun: o.dryRun, Report: o.report, Printer: p,
 		Prompt:   terminalPrompter(s.In, s.Err),
 		Restorer: &drillRestorer{c: c, p: p, specFile: g.file, identityFile: o.identityFile, tempDir: o.tempDir, prompt: terminalPrompter(s.In, s.Err)}}
 	if err := do.Validate(); err != nil {
