@@ -86,10 +86,11 @@ type RestoreFigures struct {
 	LostWrites int      `json:"lostWrites"`
 	LostFromMs *float64 `json:"lostFromMs,omitempty"`
 	LostToMs   *float64 `json:"lostToMs,omitempty"`
-	// ReadyzRTOMs is t0 → the first GET /readyz through the VIP answered 200 after the restore
-	// (Kubernetes on the cluster, with the kube-apiserver CA: --ca-file or
-	// spec.loadBalancer.healthCheck.caFile); nil when not measured or not recovered (Readyz says
-	// which, and what the probe saw).
+	// ReadyzRTOMs is t0 → the GET /readyz through the VIP that answered 200 after the last failed
+	// one (Kubernetes on the cluster, with the kube-apiserver CA: --ca-file or
+	// spec.loadBalancer.healthCheck.caFile): readyz for good, not its first 200 (measured: the
+	// kube-apiserver answers 200 again for a moment while etcd is still down); nil when not measured
+	// or not settled (Readyz says which, and what the probe saw).
 	ReadyzRTOMs *float64           `json:"readyzRTOMs,omitempty"`
 	Readyz      *probe.OutageStats `json:"readyz,omitempty"`
 	// Verification is the read-back.
@@ -254,7 +255,7 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	if rz != nil {
 		r.p.Infof("drill/recovery: waiting (at most %s) for readyz through the VIP", restoreRecoveryTimeout)
 		if err := wait.PollUntilContextTimeout(mctx, PollInterval, restoreRecoveryTimeout, false, func(context.Context) (bool, error) {
-			return probe.Outage(rz.Samples(), t0).Recovered, nil
+			return probe.Outage(rz.Samples(), t0).Settled, nil
 		}); err != nil {
 			it.Notes = append(it.Notes, fmt.Sprintf("readyz through the VIP did not answer 200 within %s of the restore's end", restoreRecoveryTimeout))
 		}
@@ -264,8 +265,8 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	if rz != nil {
 		out := probe.Outage(rz.Stop(), t0)
 		fig.Readyz = &out
-		if out.Recovered {
-			fig.ReadyzRTOMs = msp(out.RecoveredAfter)
+		if out.Settled {
+			fig.ReadyzRTOMs = msp(out.SettledAfter)
 		} else {
 			it.Failures = append(it.Failures, "readyz through the VIP did not answer 200 again: Kubernetes did not recover while measured")
 		}
