@@ -378,3 +378,35 @@ func TestSplitReadyz(t *testing.T) {
 		t.Errorf("no recovery: %+v", rs)
 	}
 }
+
+// TestDecideRestore: a restore drill fails on an RPO over --max-rpo, on readyz through the VIP back
+// after --max-rto, and passes within both; the writes it lost by design fail nothing.
+func TestDecideRestore(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	rep := func(rto, readyz, rpo float64) *Report {
+		x := &RestoreFigures{RPOMs: rpo, RPOFrom: "workload", LostWrites: 40, Verification: &workload.RestoreVerification{LostBefore: 40}}
+		if readyz > 0 {
+			x.ReadyzRTOMs = f(readyz)
+		}
+		return &Report{Drill: Restore, MaxRTOMs: 120000, MaxRPOMs: 35000, Iterations: []Iteration{{N: 1, RTOMs: f(rto), Restore: x}}}
+	}
+	for _, tc := range []struct {
+		name             string
+		rto, readyz, rpo float64
+		want             string
+	}{
+		{"within both", 15000, 17000, 12000, ""},
+		{"RPO over", 15000, 17000, 40000, "RPO 40.00s over --max-rpo 35.00s"},
+		{"readyz over", 15000, 130000, 12000, "readyz through the VIP back after 130.00s, over --max-rto"},
+		{"etcd over", 125000, 0, 12000, "RTO 125.00s over --max-rto"},
+	} {
+		r := rep(tc.rto, tc.readyz, tc.rpo)
+		r.decide()
+		switch {
+		case tc.want == "" && (r.Verdict != "pass" || len(r.Failures) != 0):
+			t.Errorf("%s: verdict %s %v, want pass", tc.name, r.Verdict, r.Failures)
+		case tc.want != "" && (r.Verdict != "fail" || len(r.Failures) != 1 || !strings.Contains(r.Failures[0], tc.want)):
+			t.Errorf("%s: verdict %s %v, want fail with %q", tc.name, r.Verdict, r.Failures, tc.want)
+		}
+	}
+}

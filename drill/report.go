@@ -41,7 +41,9 @@ type Report struct {
 	// --max-rpo (restore drill).
 	MaxRTOMs float64 `json:"maxRTOMs,omitempty"`
 	MaxRPOMs float64 `json:"maxRPOMs,omitempty"`
-	// LostWrites is the number of acknowledged writes missing after all iterations (must be 0).
+	// LostWrites is the number of acknowledged writes missing after all iterations (must be 0). A
+	// restore drill loses the writes after its snapshot by design: they are counted in
+	// iterations[].restore.lostWrites, not here.
 	LostWrites int `json:"lostWrites"`
 	// Error is why the drill did not complete (verdict "error"): a runtime failure, a put-back
 	// that failed, an interruption.
