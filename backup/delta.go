@@ -285,44 +285,44 @@ func Chain(deltas []Delta, base int64) ([]Delta, error) {
 	return out, nil
 }
 
-// ListDeltas returns the complete deltas (those whose metadata exists and names the events object)
-// under the cluster's deltas prefix, in revision order. Objects it cannot place (an events object
-// without metadata: a delta still being written, or its writer died) are left out. Errors: the
-// store's, or an unreadable metadata object (wrapped).
+// ListDeltas returns the complete deltas (those whose metadata exists and names an events object
+// that exists) under the cluster's deltas prefix, in revision order. An events object without
+// metadata (a delta being written, or whose writer died), metadata whose events object is gone
+// (half-pruned), and metadata deleted while listing are left out. Errors: the store's, or a metadata
+// object that does not decode or names another delta's revisions (wrapped).
 func ListDeltas(ctx context.Context, store Store, prefix, cluster string) ([]Delta, error) {
 	dir := DeltasPrefix(prefix, cluster)
 	objs, err := store.List(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	data := map[string]ObjectInfo{}
+	byKey := map[string]ObjectInfo{}
 	var metas []ObjectInfo
 	for _, o := range objs {
-		base := strings.TrimPrefix(o.Key, dir)
-		if stem, ok := strings.CutSuffix(base, metaExt); ok {
+		byKey[o.Key] = o
+		if stem, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, dir), metaExt); ok {
 			if _, _, ok := parseDeltaStem(stem); ok {
 				metas = append(metas, o)
 			}
-			continue
-		}
-		if i := strings.Index(base, deltaExt); i > 0 {
-			data[base[:i]] = o
 		}
 	}
 	var out []Delta
 	for _, mo := range metas {
 		stem := strings.TrimSuffix(strings.TrimPrefix(mo.Key, dir), metaExt)
-		d, ok := data[stem]
-		if !ok {
-			continue // metadata whose events object is gone: half-pruned
-		}
 		var m DeltaMetadata
 		if err := getJSON(ctx, store, mo.Key, &m); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue // pruned meanwhile
+			}
 			return nil, fmt.Errorf("delta %s: %w", mo.Key, err)
 		}
 		from, to, _ := parseDeltaStem(stem)
-		if m.Key != d.Key || m.FromRevision != from || m.ToRevision != to {
-			return nil, fmt.Errorf("delta %s: its metadata names %s, revisions (%d, %d]; the object is %s", mo.Key, m.Key, m.FromRevision, m.ToRevision, d.Key)
+		if m.FromRevision != from || m.ToRevision != to || !strings.HasPrefix(m.Key, dir+stem+deltaExt) {
+			return nil, fmt.Errorf("delta %s: its metadata names %s, revisions (%d, %d]", mo.Key, m.Key, m.FromRevision, m.ToRevision)
+		}
+		d, ok := byKey[m.Key]
+		if !ok {
+			continue // its events object is gone: half-pruned
 		}
 		out = append(out, Delta{Stem: stem, Data: d, Metadata: &m})
 	}
@@ -353,6 +353,9 @@ func PutDelta(ctx context.Context, store Store, from, to int64, raw []byte, coun
 	recipients, err := ParseRecipients(o.Recipients)
 	if err != nil {
 		return nil, err
+	}
+	if len(raw) > MaxDeltaBytes {
+		return nil, fmt.Errorf("delta (%d, %d]: %d bytes of events, more than a delta may hold (%d): cut deltas smaller", from, to, len(raw), MaxDeltaBytes)
 	}
 	comp := o.Compression
 	if comp == "" {

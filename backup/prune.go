@@ -66,12 +66,12 @@ func (p *PrunePlan) Empty() bool {
 }
 
 // AddDeltas adds to the plan the deltas that only continue snapshots it deletes: those ending at
-// or before the revision of the oldest snapshot it keeps (a restore starts from a kept snapshot, and
+// or before the lowest revision of the snapshots it keeps (a restore starts from a kept snapshot, and
 // uses only the deltas after it). With no snapshot kept it adds none.
 func (p *PrunePlan) AddDeltas(ds []Delta) {
 	var oldest int64 = -1
-	for _, d := range p.Decisions { // newest first: the last kept one is the oldest
-		if d.Keep {
+	for _, d := range p.Decisions { // the lowest revision kept (times and revisions need not agree)
+		if d.Keep && (oldest < 0 || d.Snapshot.Metadata.Revision < oldest) {
 			oldest = d.Snapshot.Metadata.Revision
 		}
 	}

@@ -23,6 +23,9 @@ type Source struct {
 	latest bool
 }
 
+// Latest reports whether the source is "latest" (the newest complete snapshot).
+func (s Source) Latest() bool { return s.latest }
+
 // ParseSource parses the value of flag (--from, --restore-from): "latest", s3://BUCKET/KEY, or a
 // local path (with or without file://). An empty value, another scheme or an s3:// URL without
 // bucket or key is an *exitcode.UsageError naming flag.

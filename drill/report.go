@@ -318,7 +318,7 @@ func (r *Report) Print(w io.Writer) {
 			}
 			snap := fmt.Sprintf("%s (rev %d)", x.Snapshot.Key, x.Snapshot.Revision)
 			if x.Deltas > 0 {
-				snap += fmt.Sprintf(" + %d deltas to rev %d", x.Deltas, x.RestoredRevision-1_000_000_000)
+				snap += fmt.Sprintf(" + %d deltas to rev %d", x.Deltas, x.Snapshot.DeltasTo)
 			}
 			rows = append(rows, []string{fmt.Sprint(it.N), snap, fmtMs(&x.SnapshotAgeMs),
 				fmtMs(&x.FetchMs), fmtMs(&x.RestoreMs), fmtMs(it.RTOMs), fmtMs(x.ReadyzRTOMs), fmtMs(&x.RPOMs) + " (" + x.RPOFrom + ")", kept, lost + " " + window, verdictOf(it)})

@@ -40,6 +40,19 @@ type SnapshotRef struct {
 	// every write acknowledged before then.
 	Revision int64     `json:"revision"`
 	TakenAt  time.Time `json:"takenAt"`
+	// DeltasTo and DeltasAt are the revision the delta snapshots continuing it reach and when the
+	// newest of them was stored (zero: no delta).
+	DeltasTo int64     `json:"deltasTo,omitempty"`
+	DeltasAt time.Time `json:"deltasAt,omitzero"`
+}
+
+// Point is the newest moment the snapshot and its deltas hold: the newest delta's completion, else
+// the snapshot's start.
+func (s SnapshotRef) Point() time.Time {
+	if s.DeltasAt.After(s.TakenAt) {
+		return s.DeltasAt
+	}
+	return s.TakenAt
 }
 
 // RestoreRun is what a Restorer's restore did.
@@ -67,7 +80,8 @@ type Restorer interface {
 // RestoreFigures are a restore drill's own figures (times in ms; offsets from t0).
 type RestoreFigures struct {
 	Snapshot SnapshotRef `json:"snapshot"`
-	// SnapshotAgeMs is t0 minus the snapshot's TakenAt.
+	// SnapshotAgeMs is t0 minus the restored point (SnapshotRef.Point: the newest delta's completion,
+	// else the snapshot's start).
 	SnapshotAgeMs float64 `json:"snapshotAgeMs"`
 	// FetchMs and RestoreMs are the Restorer's steps (fetch includes applying Deltas delta
 	// snapshots); RestoredRevision the cluster's revision after.
@@ -77,7 +91,7 @@ type RestoreFigures struct {
 	RestoredRevision int64   `json:"restoredRevision"`
 	// RPOMs is t0 minus the acknowledgement of the newest write acknowledged before t0 that the
 	// restored cluster holds (RPOFrom "workload"); when it holds none of the workload's writes (the
-	// snapshot predates the workload), t0 minus the snapshot's TakenAt (RPOFrom "snapshot").
+	// restored point predates the workload), t0 minus SnapshotRef.Point (RPOFrom "snapshot").
 	RPOMs   float64 `json:"rpoMs"`
 	RPOFrom string  `json:"rpoFrom"`
 	// LostWrites counts writes acknowledged before t0 that the restore gave up (expected: those after
@@ -138,11 +152,18 @@ func (r *runner) restorePreflight(ctx context.Context) (*SnapshotRef, error) {
 		return nil, &RefusedError{Reasons: []string{"there is no complete snapshot of this cluster"},
 			Fix: "take one with `hactl backup now` (or install a schedule with `hactl backup schedule`), then run the drill again"}
 	}
-	if age := time.Since(snap.TakenAt); age > r.o.MaxRPO {
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the newest snapshot %s was taken %s ago, longer than --max-rpo %s: a restore now could only miss the RPO", snap.Key, age.Round(time.Second), r.o.MaxRPO)},
+	if age := time.Since(snap.Point()); age > r.o.MaxRPO {
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the newest snapshot %s (with its deltas) holds changes up to %s ago, longer than --max-rpo %s: a restore now could only miss the RPO", snap.Key, age.Round(time.Second), r.o.MaxRPO)},
 			Fix: "take a snapshot (`hactl backup now`) or check the schedule (`hactl backup schedule --status`), then run the drill again"}
 	}
 	return snap, nil
+}
+
+func deltaText(s *SnapshotRef) string {
+	if s.DeltasTo == 0 {
+		return "; no deltas"
+	}
+	return fmt.Sprintf("; deltas to revision %d, the newest stored %s ago", s.DeltasTo, time.Since(s.DeltasAt).Round(time.Second))
 }
 
 // restorePlan are the restore drill's plan lines.
@@ -153,8 +174,8 @@ func (r *runner) restorePlan(snap *SnapshotRef) []string {
 	}
 	return []string{
 		fmt.Sprintf("run the workload for %s, then declare the disaster (t0): kill etcd on EVERY member at once (%s; SIGKILL, the unit then held stopped)", r.o.Warmup, strings.Join(names, ", ")),
-		fmt.Sprintf("restore the whole cluster from the newest snapshot at that moment (now %s, revision %d, taken %s ago): every data dir moved aside (kept), every write since the snapshot rolled back",
-			snap.Key, snap.Revision, time.Since(snap.TakenAt).Round(time.Second)),
+		fmt.Sprintf("restore the whole cluster from the newest snapshot at that moment and its deltas (now %s, revision %d, taken %s ago%s): every data dir moved aside (kept), every write since rolled back",
+			snap.Key, snap.Revision, time.Since(snap.TakenAt).Round(time.Second), deltaText(snap)),
 		fmt.Sprintf("measure RTO = t0 → the first write acknowledged by the restored cluster (budget --max-rto %s) and RPO = t0 → the newest acknowledged write the restored cluster holds (budget --max-rpo %s)", r.o.MaxRTO, r.o.MaxRPO),
 		r.readyzPlan(),
 		fmt.Sprintf("if the restore fails before touching a data dir, etcd is started again on every member; after that, hactl restore rolls every member back to its previous data dir"),
@@ -242,7 +263,7 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 		wl.Stop()
 		return it, r.restartEtcd(fmt.Errorf("drill/restore: %w", rerr))
 	}
-	fig := &RestoreFigures{Snapshot: run.Snapshot, SnapshotAgeMs: ms(t0.Sub(run.Snapshot.TakenAt)), Deltas: run.Deltas, FetchMs: ms(run.Fetch), RestoreMs: ms(run.Restore), RestoredRevision: run.Revision}
+	fig := &RestoreFigures{Snapshot: run.Snapshot, SnapshotAgeMs: ms(t0.Sub(run.Snapshot.Point())), Deltas: run.Deltas, FetchMs: ms(run.Fetch), RestoreMs: ms(run.Restore), RestoredRevision: run.Revision}
 	it.Restore = fig
 	it.PutBackMs = ms(restored.Sub(t0))
 
@@ -298,8 +319,8 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	if !ver.NewestHeld.IsZero() {
 		fig.RPOMs, fig.RPOFrom = ms(t0.Sub(ver.NewestHeld)), "workload"
 	} else {
-		fig.RPOMs, fig.RPOFrom = ms(t0.Sub(run.Snapshot.TakenAt)), "snapshot"
-		it.Notes = append(it.Notes, fmt.Sprintf("the snapshot (taken %s before t0) predates the workload: the RPO is counted from the snapshot's start", fmtMs(&fig.SnapshotAgeMs)))
+		fig.RPOMs, fig.RPOFrom = ms(t0.Sub(run.Snapshot.Point())), "snapshot"
+		it.Notes = append(it.Notes, fmt.Sprintf("the restored point (%s before t0: the snapshot's start, or its newest delta's completion) predates the workload: the RPO is counted from it", fmtMs(&fig.SnapshotAgeMs)))
 	}
 	if !ver.OK() {
 		it.Failures = append(it.Failures, ver.Summary)

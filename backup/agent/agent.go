@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -116,14 +117,30 @@ func term(ctx context.Context, o Options) error {
 	o.Logf("elected: %s writes the deltas (election key %s)", o.Identity, el.Key())
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var lost atomic.Bool // the session ended or the election key is gone: another agent may write
 	go func() {
 		select {
 		case <-sess.Done():
+			lost.Store(true)
 			cancel()
 		case <-lctx.Done():
 		}
 	}()
-	err = (&writer{o: o}).run(lctx)
+	// The election does not notice its own key deleted (a restore forgetting the restored election,
+	// an operator by hand): then another agent is elected too, so this one stops writing at once.
+	go func() {
+		defer cancel()
+		for resp := range o.Client.Watch(lctx, el.Key(), clientv3.WithRev(el.Rev()+1)) {
+			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					lost.Store(true)
+					o.Logf("election key %s deleted: no longer the writer", el.Key())
+					return
+				}
+			}
+		}
+	}()
+	err = (&writer{o: o, leader: func() bool { return !lost.Load() }}).run(lctx)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
 	_ = el.Resign(rctx)
@@ -140,8 +157,11 @@ func term(ctx context.Context, o Options) error {
 
 // writer is one term's delta writer.
 type writer struct {
-	o    Options
-	base int64 // the chain ends here: the next delta holds base+1..
+	o Options
+	// leader reports whether this agent is still the elected writer (false once its session ended
+	// or its key was deleted): only then are pending changes stored on the way out.
+	leader func() bool
+	base   int64 // the chain ends here: the next delta holds base+1..
 	// pending events since base.
 	buf     bytes.Buffer
 	enc     *backup.EventWriter
@@ -184,6 +204,21 @@ func (w *writer) start(ctx context.Context) error {
 	default:
 		w.base = last
 	}
+	// A chain that ends past the cluster's revision belongs to another history (the cluster was
+	// bootstrapped again, or restored without a revision bump): watching from there would wait
+	// for revisions that never carry these changes. Start a new chain from a full snapshot.
+	resp, err := w.o.Client.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("reading the cluster's revision: %w", err)
+	}
+	if cur := resp.Header.Revision; w.base > cur {
+		w.o.Logf("the stored chain ends at revision %d, past the cluster's %d (another history): taking a full snapshot to start from", w.base, cur)
+		rev, err := w.o.FullSnapshot(ctx)
+		if err != nil {
+			return fmt.Errorf("full snapshot: %w", err)
+		}
+		w.base = rev
+	}
 	return nil
 }
 
@@ -205,6 +240,7 @@ func (w *writer) run(ctx context.Context) error {
 		err := w.watch(ctx, tick.C)
 		var ce *compactedError
 		if !errors.As(err, &ce) {
+			w.flushOnExit(ctx)
 			return err
 		}
 		w.o.Logf("the watch from revision %d hit the compaction at %d (those events are gone): taking a full snapshot instead of leaving a gap", w.base+1, ce.rev)
@@ -246,7 +282,7 @@ func (w *writer) watch(ctx context.Context, tick <-chan time.Time) error {
 				return fmt.Errorf("watch: %w", err)
 			}
 			w.clusterID = fmt.Sprintf("%x", resp.Header.ClusterId)
-			for _, ev := range resp.Events {
+			for i, ev := range resp.Events {
 				if w.firstAt.IsZero() {
 					w.firstAt = time.Now()
 				}
@@ -254,13 +290,30 @@ func (w *writer) watch(ctx context.Context, tick <-chan time.Time) error {
 				if err := w.enc.Write((*mvccpb.Event)(ev)); err != nil {
 					return err
 				}
-			}
-			if w.buf.Len() >= w.o.SizeBound {
-				if err := w.flush(ctx); err != nil {
-					return err
+				// Cut at the size bound, but never inside a revision (a response may hold many).
+				last := i == len(resp.Events)-1 || resp.Events[i+1].Kv.ModRevision != ev.Kv.ModRevision
+				if last && w.buf.Len() >= w.o.SizeBound {
+					if err := w.flush(ctx); err != nil {
+						return err
+					}
 				}
 			}
 		}
+	}
+}
+
+// flushOnExit stores the changes already received when the term ends while this agent is still the
+// writer (stopped, or the watch failed: an etcd leader change, the cluster down), so they are not
+// left to the next writer's watch, which may no longer reach them (a disaster). It is bounded by
+// 10 s and only logs a failure.
+func (w *writer) flushOnExit(ctx context.Context) {
+	if w.to <= w.base || !w.leader() {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := w.flush(fctx); err != nil {
+		w.o.Logf("storing the last changes on the way out: %v", err)
 	}
 }
 

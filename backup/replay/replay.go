@@ -4,9 +4,12 @@
 // the result is snapshotted into a new raw DB file that `hactl restore` then restores as usual
 // (revisions bumped, marked compacted).
 //
-// Puts are replayed without their Lease (the Lease is not in the temporary etcd; keys written with
-// one between the full snapshot and the end of the chain come back without it). The backup agents'
-// election keys are deleted at the end, in one more revision.
+// Leases: the full snapshot's Leases are kept alive in the temporary etcd for the whole replay (a
+// Lease that ran out there would delete its keys and add revisions the chain does not have). A put
+// keeps its Lease: one of the full snapshot's, or one granted after it, which the replay grants with
+// the same ID and ReplayLeaseTTL (the original TTL is not in the events; Kubernetes' Events, the
+// usual holders, live an hour). The backup agents' election keys are deleted at the end, in one more
+// revision.
 package replay
 
 import (
@@ -22,6 +25,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
@@ -64,6 +68,10 @@ type Result struct {
 	// Events counts the events applied (of revisions past Options.Revision).
 	Events int
 }
+
+// ReplayLeaseTTL is the TTL, in seconds, of a Lease granted after the full snapshot that a replayed
+// put names.
+const ReplayLeaseTTL = 3600
 
 // ErrRevision is wrapped when the temporary etcd's revision is not the one the delta says: the
 // chain does not carry the snapshot forward exactly (an event is missing or extra).
@@ -127,6 +135,32 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else if resp.Header.Revision != at {
 		return nil, fmt.Errorf("replay: the full snapshot holds revision %d, not %d", resp.Header.Revision, at)
 	}
+	// Keep the snapshot's Leases alive (keep-alives add no revision).
+	leases, err := cli.Leases(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("replay: listing the snapshot's leases: %w", err)
+	}
+	kctx, kcancel := context.WithCancel(ctx)
+	defer kcancel()
+	known := map[int64]bool{}
+	keepAlive := func(id clientv3.LeaseID) error {
+		ch, err := cli.KeepAlive(kctx, id)
+		if err != nil {
+			return fmt.Errorf("replay: keeping lease %x alive: %w", int64(id), err)
+		}
+		go func() {
+			for range ch { // drain: the client sends a keep-alive every TTL/3
+			}
+		}()
+		known[int64(id)] = true
+		return nil
+	}
+	for _, l := range leases.Leases {
+		if err := keepAlive(l.ID); err != nil {
+			return nil, err
+		}
+	}
+	leaseClient := pb.NewLeaseClient(cli.ActiveConnection())
 	res := &Result{Path: o.Out}
 	var group []*mvccpb.Event
 	apply := func() error {
@@ -141,9 +175,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		for _, ev := range group {
 			if ev.Type == mvccpb.DELETE {
 				ops = append(ops, clientv3.OpDelete(string(ev.Kv.Key)))
-			} else {
-				ops = append(ops, clientv3.OpPut(string(ev.Kv.Key), string(ev.Kv.Value)))
+				continue
 			}
+			var opts []clientv3.OpOption
+			if id := ev.Kv.Lease; id != 0 {
+				if !known[id] {
+					if _, err := leaseClient.LeaseGrant(ctx, &pb.LeaseGrantRequest{ID: id, TTL: ReplayLeaseTTL}); err != nil {
+						return fmt.Errorf("replay: granting lease %x (named by %s at revision %d): %w", id, ev.Kv.Key, rev, err)
+					}
+					if err := keepAlive(clientv3.LeaseID(id)); err != nil {
+						return err
+					}
+				}
+				opts = append(opts, clientv3.WithLease(clientv3.LeaseID(id)))
+			}
+			ops = append(ops, clientv3.OpPut(string(ev.Kv.Key), string(ev.Kv.Value), opts...))
 		}
 		resp, err := cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
@@ -261,13 +307,13 @@ type ForwardOptions struct {
 // Forward brings a resolved backup (backup.Resolve of s3:// or latest; a local file is left as it
 // is) forward with the deltas that continue it: listed under the cluster's deltas prefix, chained
 // from the verified revision (backup.Chain), replayed (Run) into a new file next to the
-// snapshot, which then replaces snap's Path, SHA256 and Revision. It returns the deltas applied (0:
-// none continue it). Errors: a chain with a gap → *exitcode.VerdictError wrapping *backup.GapError
+// snapshot, which then replaces snap's Path, SHA256 and Revision. It returns the deltas applied and
+// the newest one's metadata (0 and nil: none continue it). Errors: a chain with a gap → *exitcode.VerdictError wrapping *backup.GapError
 // (nothing touched; the message says how to restore the full snapshot alone); a delta that fails
 // its checks → *exitcode.VerdictError wrapping the *backup.MismatchError; Run's others.
-func Forward(ctx context.Context, c *v1alpha1.Cluster, snap *backup.Resolved, o ForwardOptions) (int, error) {
+func Forward(ctx context.Context, c *v1alpha1.Cluster, snap *backup.Resolved, o ForwardOptions) (int, *backup.DeltaMetadata, error) {
 	if snap.Metadata == nil {
-		return 0, nil
+		return 0, nil, nil
 	}
 	progress := o.Progress
 	if progress == nil {
@@ -275,24 +321,24 @@ func Forward(ctx context.Context, c *v1alpha1.Cluster, snap *backup.Resolved, o 
 	}
 	store, err := backup.OpenStore(ctx, c, backup.StoreOptions{Source: o.SpecFile, Getenv: o.Getenv})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	ds, err := backup.ListDeltas(ctx, store, c.Spec.Backup.ObjectStore.Prefix, c.Metadata.Name)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	chain, err := backup.Chain(ds, snap.Revision)
 	var ge *backup.GapError
 	if errors.As(err, &ge) {
-		return 0, &exitcode.VerdictError{Err: fmt.Errorf("%s: refused before any member was touched: the deltas after %s: %w; add --no-deltas to restore the full snapshot alone (revision %d)",
+		return 0, nil, &exitcode.VerdictError{Err: fmt.Errorf("%s: refused before any member was touched: the deltas after %s: %w; add --no-deltas to restore the full snapshot alone (revision %d)",
 			o.Flag, snap.Metadata.Key, err, snap.Revision)}
 	}
 	if err != nil || len(chain) == 0 {
-		return 0, err
+		return 0, nil, err
 	}
 	ids, err := backup.IdentitiesFrom(o.IdentityFile, o.Getenv)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	last := chain[len(chain)-1].Metadata
 	progress("applying %d delta(s) after %s: revisions %d-%d (the newest stored %s)", len(chain), snap.Metadata.Key, snap.Revision+1, last.ToRevision, last.CompletedAt.Format(time.RFC3339))
@@ -301,12 +347,12 @@ func Forward(ctx context.Context, c *v1alpha1.Cluster, snap *backup.Resolved, o 
 	var me *backup.MismatchError
 	switch {
 	case errors.As(err, &me), errors.Is(err, ErrRevision), errors.Is(err, backup.ErrBadEvents):
-		return 0, &exitcode.VerdictError{Err: fmt.Errorf("%s: refused before any member was touched: %w; add --no-deltas to restore the full snapshot alone", o.Flag, err)}
+		return 0, nil, &exitcode.VerdictError{Err: fmt.Errorf("%s: refused before any member was touched: %w; add --no-deltas to restore the full snapshot alone", o.Flag, err)}
 	case err != nil:
-		return 0, err
+		return 0, nil, err
 	}
 	os.Remove(snap.Path)
 	snap.Path, snap.SHA256, snap.Revision = res.Path, res.SHA256, res.Revision
 	progress("snapshot brought forward to revision %d (%d events), sha256 %s", res.Revision, res.Events, res.SHA256)
-	return len(chain), nil
+	return len(chain), last, nil
 }

@@ -109,6 +109,23 @@ func TestAgentAndReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A key with a short Lease (kept alive here) in the full snapshot: the replay must keep it alive
+	// too, or its expiry would add revisions the chain does not have.
+	short, err := src.cli.Grant(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka, err := src.cli.KeepAlive(ctx, short.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range ka {
+		}
+	}()
+	if _, err := src.cli.Put(ctx, "/registry/leased/a", "short", clientv3.WithLease(short.ID)); err != nil {
+		t.Fatal(err)
+	}
 	full := func(ctx context.Context) (int64, error) {
 		m, err := backup.Take(ctx, src.cli, src.url, store, backup.TakeOptions{Cluster: "lab", Member: "m0", Compression: "zstd"})
 		if err != nil {
@@ -157,6 +174,14 @@ func TestAgentAndReplay(t *testing.T) {
 		}
 	}
 	write(1)
+	// A Lease granted after the full snapshot: the replay grants it with its ID.
+	later, err := src.cli.Grant(ctx, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.cli.Put(ctx, "/registry/leased/b", "later", clientv3.WithLease(later.ID)); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(time.Second)
 	stopA() // agent-a was elected first: agent-b takes over
 	<-doneA
@@ -206,8 +231,15 @@ func TestAgentAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := chain[len(chain)-1].Metadata.ToRevision
+	slept := false
 	res, err := replay.Run(ctx, replay.Options{Snapshot: fullPath, Revision: vr.Revision, Deltas: chain, Store: store,
-		SkipPrefix: agent.ElectionPrefix("lab"), Out: filepath.Join(dir, "replayed.db")})
+		SkipPrefix: agent.ElectionPrefix("lab"), Out: filepath.Join(dir, "replayed.db"),
+		Progress: func(string, ...any) {
+			if !slept { // outlive the 1 s Lease (plus the TTL extension a new leader gives) in the temporary etcd
+				slept = true
+				time.Sleep(6 * time.Second)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +253,14 @@ func TestAgentAndReplay(t *testing.T) {
 		PeerURLs: []string{peer.String()}, InitialCluster: "m0=" + peer.String(), InitialClusterToken: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	got := dump(t, start(t, out, peer).cli, 0)
+	restored := start(t, out, peer)
+	got := dump(t, restored.cli, 0)
+	for _, k := range []string{"/registry/leased/a", "/registry/leased/b"} {
+		r, err := restored.cli.Get(ctx, k)
+		if err != nil || len(r.Kvs) != 1 || r.Kvs[0].Lease == 0 {
+			t.Errorf("%s after the replay: %v %v; want it with its Lease", k, r, err)
+		}
+	}
 	want := dump(t, src.cli, last)
 	for k := range want {
 		if strings.HasPrefix(k, agent.ElectionPrefix("lab")) {
@@ -279,4 +318,65 @@ func TestAgentAndReplay(t *testing.T) {
 		t.Errorf("the agent did not say why it took a full snapshot; logs:\n%s", strings.Join(logs, "\n"))
 	}
 	_ = os.Remove(res.Path)
+}
+
+// TestAgentsOneWriterAfterKeysDeleted: when the election's keys are deleted under the agents (a
+// restore forgetting the restored election), the elected writer notices its key is gone and stops:
+// after a moment a single agent writes the deltas again.
+func TestAgentsOneWriterAfterKeysDeleted(t *testing.T) {
+	srv := s3test.Start(t)
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint, Bucket: s3test.Bucket, Region: s3test.Region, Lookup: v1alpha1.BucketLookupPath,
+		PlainHTTP: true, Credentials: specload.BackupCredentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := start(t, filepath.Join(t.TempDir(), "src"), freeURL(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	full := func(ctx context.Context) (int64, error) {
+		m, err := backup.Take(ctx, src.cli, src.url, store, backup.TakeOptions{Cluster: "lab", Member: "m0"})
+		if err != nil {
+			return 0, err
+		}
+		return m.Revision, nil
+	}
+	actx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, id := range []string{"a", "b", "c"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = agent.Run(actx, agent.Options{Cluster: "lab", Store: store, Client: src.cli, Identity: id,
+				DeltaEvery: 200 * time.Millisecond, SessionTTL: 2, FullSnapshot: full})
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	put := func(n int) {
+		for i := range n {
+			if _, err := src.cli.Put(ctx, fmt.Sprintf("/k/%d", i), "v"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	put(50)
+	if _, err := src.cli.Delete(ctx, agent.ElectionPrefix("lab"), clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the old writer stops, the waiting agents elect one among themselves
+	head, _ := src.cli.Get(ctx, "x")
+	put(100)
+	ds, err := backup.ListDeltas(ctx, store, "", "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writers := map[string]int{}
+	for _, d := range ds {
+		if d.Metadata.FromRevision > head.Header.Revision {
+			writers[d.Metadata.Writer]++
+		}
+	}
+	if len(writers) != 1 {
+		t.Errorf("deltas after the election's keys were deleted written by %v, want exactly one writer", writers)
+	}
 }

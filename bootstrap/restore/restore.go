@@ -338,13 +338,10 @@ func (r *Group) verify(ctx context.Context) error {
 	}
 	r.revision = resp.Header.Revision
 	for _, p := range r.opt.ForgetPrefixes {
-		if !strings.HasSuffix(p, "/") || strings.Trim(p, "/") == "" {
-			continue
-		}
-		if d, err := cli.Delete(vctx, p, clientv3.WithPrefix()); err != nil {
+		if n, err := forget(vctx, cli, p, r.opt.Revision); err != nil { // the snapshot's keys only
 			r.eg.Run().Printer.Warnf("restore/verify: deleting the restored election keys under %s: %v (their Leases run out on their own)", p, err)
-		} else if d.Deleted > 0 {
-			r.eg.Run().Printer.Infof("  deleted %d restored election key(s) under %s (a new holder is elected at once)", d.Deleted, p)
+		} else if n > 0 {
+			r.eg.Run().Printer.Infof("  deleted %d restored election key(s) under %s (a new holder is elected at once)", n, p)
 		}
 	}
 	r.eg.Run().Printer.Infof("  restored: cluster ID %s, revision %d (snapshot %d + %d), every member healthy", r.eg.State().ClusterID, resp.Header.Revision, r.opt.Revision, r.opt.BumpRevision)
@@ -357,6 +354,35 @@ func (r *Group) verify(ctx context.Context) error {
 		r.eg.Run().Printer.Infof("  next: restart kube-apiserver on %s (its watch cache predates the restore), then the controllers and kubelets", strings.Join(names, ", "))
 	}
 	return nil
+}
+
+// forget deletes the keys under prefix that came with the snapshot (created at or before rev, the
+// snapshot's revision): each only if it is still that key (its create revision
+// compared in a transaction), so a key an election holder created after the restore is never
+// deleted. It returns how many were deleted.
+func forget(ctx context.Context, cli *clientv3.Client, prefix string, rev int64) (int, error) {
+	if !strings.HasSuffix(prefix, "/") || strings.Trim(prefix, "/") == "" {
+		return 0, fmt.Errorf("prefix %q: want a non-root prefix ending in /", prefix)
+	}
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, kv := range resp.Kvs {
+		if kv.CreateRevision > rev {
+			continue
+		}
+		k := string(kv.Key)
+		t, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", kv.CreateRevision)).Then(clientv3.OpDelete(k)).Commit()
+		if err != nil {
+			return n, err
+		}
+		if t.Succeeded {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // SeedRefusedError: bootstrap --restore-from found a host that is not new.

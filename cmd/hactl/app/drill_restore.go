@@ -156,7 +156,17 @@ func (d *drillRestorer) Newest(ctx context.Context) (*drill.SnapshotRef, error) 
 	if sn == nil {
 		return nil, nil
 	}
-	return &drill.SnapshotRef{Key: sn.Data.Key, Revision: sn.Metadata.Revision, TakenAt: sn.Metadata.StartedAt}, nil
+	ref := &drill.SnapshotRef{Key: sn.Data.Key, Revision: sn.Metadata.Revision, TakenAt: sn.Metadata.StartedAt}
+	// The deltas that continue it bring the restorable point forward.
+	ds, err := backup.ListDeltas(ctx, st, d.c.Spec.Backup.ObjectStore.Prefix, d.c.Metadata.Name)
+	if err != nil {
+		return nil, err
+	}
+	if chain, err := backup.Chain(ds, sn.Metadata.Revision); err == nil && len(chain) > 0 {
+		last := chain[len(chain)-1].Metadata
+		ref.DeltasTo, ref.DeltasAt = last.ToRevision, last.CompletedAt
+	}
+	return ref, nil
 }
 
 func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) {
@@ -171,7 +181,7 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 		return nil, err
 	}
 	defer snap.Cleanup()
-	deltas, err := replay.Forward(ctx, d.c, snap, replay.ForwardOptions{Flag: "drill restore", SpecFile: d.specFile, IdentityFile: d.identityFile,
+	deltas, last, err := replay.Forward(ctx, d.c, snap, replay.ForwardOptions{Flag: "drill restore", SpecFile: d.specFile, IdentityFile: d.identityFile,
 		Getenv: os.Getenv, SkipPrefix: agent.ElectionPrefix(d.c.Metadata.Name), Progress: d.p.Infof})
 	if err != nil {
 		return nil, err
@@ -186,7 +196,10 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 	run := &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: res.RestoredRevision, Deltas: deltas,
 		Snapshot: drill.SnapshotRef{Key: snap.Path, Revision: snap.Revision}}
 	if m := snap.Metadata; m != nil {
-		run.Snapshot.Key, run.Snapshot.TakenAt = m.Key, m.StartedAt
+		run.Snapshot.Key, run.Snapshot.Revision, run.Snapshot.TakenAt = m.Key, m.Revision, m.StartedAt
+	}
+	if last != nil {
+		run.Snapshot.DeltasTo, run.Snapshot.DeltasAt = last.ToRevision, last.CompletedAt
 	}
 	return run, nil
 }

@@ -36,10 +36,11 @@ func newRestoreCommand(s Streams, g *globalOptions) *cobra.Command {
                               name hactl backup list shows) in spec.backup's object store
   latest                      the newest complete snapshot under this cluster's prefix
 
-A backup (s3:// or latest) is brought forward with the delta snapshots that continue it ('hactl
-backup agent'): replayed here, revision by revision, into a temporary etcd whose snapshot is what is
-restored; a chain with a gap is refused naming the missing revisions (--no-deltas restores the full
-snapshot alone).
+With latest, the newest full snapshot is brought forward with the delta snapshots that continue it
+('hactl backup agent'): replayed here, revision by revision, into a temporary etcd whose snapshot is
+what is restored; a chain with a gap is refused naming the missing revisions (--no-deltas restores
+the full snapshot alone). A snapshot named explicitly (s3://) is restored as it is: it is usually
+chosen to go back to before a change.
 
 Before any member is touched the snapshot is downloaded, decrypted (--identity-file), decompressed
 and verified here: its sha256 against the metadata, etcd's sha256 trailer and etcd's integrity check
@@ -100,8 +101,10 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 		return err
 	}
 	defer snap.Cleanup()
-	if !o.noDeltas {
-		if _, err := replay.Forward(cmd.Context(), c, snap, replay.ForwardOptions{Flag: "--from", SpecFile: g.file, IdentityFile: o.identityFile,
+	if !src.Latest() {
+		p.Infof("restoring %s as it is: deltas are applied only with --from latest (a snapshot named explicitly is usually chosen to go back before a change)", o.from)
+	} else if !o.noDeltas {
+		if _, _, err := replay.Forward(cmd.Context(), c, snap, replay.ForwardOptions{Flag: "--from", SpecFile: g.file, IdentityFile: o.identityFile,
 			Getenv: os.Getenv, SkipPrefix: agent.ElectionPrefix(c.Metadata.Name), Progress: p.Infof}); err != nil {
 			return err
 		}
