@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -408,5 +410,91 @@ func TestDecideRestore(t *testing.T) {
 		case tc.want != "" && (r.Verdict != "fail" || len(r.Failures) != 1 || !strings.Contains(r.Failures[0], tc.want)):
 			t.Errorf("%s: verdict %s %v, want fail with %q", tc.name, r.Verdict, r.Failures, tc.want)
 		}
+	}
+}
+
+// fakeRestorer is a Restorer that only has to exist for Validate.
+type fakeRestorer struct{}
+
+func (fakeRestorer) Newest(context.Context) (*SnapshotRef, error)  { return nil, nil }
+func (fakeRestorer) Preflight(context.Context, *SnapshotRef) error { return nil }
+func (fakeRestorer) Restore(context.Context) (*RestoreRun, error)  { return nil, errors.New("not here") }
+
+// TestValidateOnto: --onto must name other hosts (by name and by address), its own state dir, etcd
+// members and no Kubernetes; --keep-fenced needs --onto; the drill-restore flags are refused elsewhere.
+func TestValidateOnto(t *testing.T) {
+	old := spec(t, three, nil)
+	onto := func(mod func(*v1alpha1.Cluster)) *v1alpha1.Cluster {
+		c := spec(t, [][2]string{{"d", "az-a"}, {"e", "az-b"}, {"f", "az-c"}}, nil)
+		for i := range c.Spec.Hosts {
+			c.Spec.Hosts[i].Address = "10.0.2." + string(rune('1'+i))
+		}
+		if mod != nil {
+			mod(c)
+		}
+		return c
+	}
+	cases := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"same host name", Options{Onto: onto(func(c *v1alpha1.Cluster) { c.Spec.Hosts[1].Name = "b" })}, "spec.hosts[1] (b, 10.0.2.2) is also host b"},
+		{"same address", Options{Onto: onto(func(c *v1alpha1.Cluster) { c.Spec.Hosts[2].Address = "10.0.0.1" })}, "spec.hosts[2] (f, 10.0.0.1) is also host a (10.0.0.1)"},
+		{"same state dir", Options{Onto: onto(func(c *v1alpha1.Cluster) { c.Spec.StateDir = old.Spec.StateDir })}, "is the drilled cluster's own"},
+		{"kubernetes", Options{Onto: onto(func(c *v1alpha1.Cluster) { c.Spec.Kubernetes = &v1alpha1.Kubernetes{} })}, "remove spec.kubernetes"},
+		{"no etcd host", Options{Onto: onto(func(c *v1alpha1.Cluster) {
+			for i := range c.Spec.Hosts {
+				c.Spec.Hosts[i].Roles = []v1alpha1.Role{v1alpha1.RoleLB}
+			}
+		})}, "no host with role etcd"},
+		{"keep-fenced alone", Options{KeepFenced: true}, "--keep-fenced"},
+	}
+	for _, tc := range cases {
+		o := tc.o
+		o.Cluster, o.Kind, o.Count, o.Restorer, o.OntoFile = old, Restore, 1, fakeRestorer{}, "dr.yaml"
+		err := o.Validate()
+		if !IsInput(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an InputError with %q", tc.name, err, tc.want)
+		}
+	}
+	good := Options{Cluster: old, Kind: Restore, Count: 1, Restorer: fakeRestorer{}, Onto: onto(nil), OntoFile: "dr.yaml", KeepFenced: true}
+	if err := good.Validate(); err != nil {
+		t.Errorf("a valid --onto: %v", err)
+	}
+	other := Options{Cluster: old, Kind: KillLeader, Method: MethodProcess, Count: 1, Onto: onto(nil)}
+	if err := other.Validate(); !IsInput(err) || !strings.Contains(err.Error(), "are for drill restore") {
+		t.Errorf("--onto on kill-leader: %v", err)
+	}
+}
+
+// TestFenceCommand: the fence is valid shell, written atomically, and its drop-in asserts a path
+// that never exists (every start of etcd fails) and says how to unfence.
+func TestFenceCommand(t *testing.T) {
+	cmd := fenceCommand("20261206-031500-abcd", "dr")
+	if out, err := exec.Command("sh", "-n", "-c", cmd).CombinedOutput(); err != nil {
+		t.Fatalf("sh -n: %v\n%s\n%s", err, out, cmd)
+	}
+	// Run it with the drop-in's directory in a temp dir and without systemd, and read the drop-in.
+	dir := t.TempDir()
+	local := strings.ReplaceAll(cmd, path.Dir(FenceDropIn), dir)
+	local = strings.ReplaceAll(local, "systemctl daemon-reload", "true")
+	if out, err := exec.Command("sh", "-c", local).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, local)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, path.Base(FenceDropIn)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, path.Base(FenceDropIn)+".tmp")); !os.IsNotExist(err) {
+		t.Errorf("temp file left: %v", err)
+	}
+	for _, want := range []string{"[Unit]\nAssertPathExists=/nonexistent/hactl-fenced-by-drill-20261206-031500-abcd\n", "restored onto cluster dr", "To unfence: rm " + filepath.Join(dir, path.Base(FenceDropIn))} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("drop-in lacks %q:\n%s", want, raw)
+		}
+	}
+	if !strings.Contains(cmd, "mv ") || !strings.HasSuffix(cmd, "systemctl daemon-reload") {
+		t.Errorf("not temp + rename, then daemon-reload:\n%s", cmd)
 	}
 }

@@ -2,17 +2,21 @@ package drill
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 )
 
@@ -71,9 +75,14 @@ type RestoreRun struct {
 type Restorer interface {
 	// Newest returns the newest complete snapshot a restore would use now; nil when there is none.
 	Newest(ctx context.Context) (*SnapshotRef, error)
+	// Preflight checks, before anything is touched, what the restore will need besides the
+	// snapshot: with --onto, the new hosts (reachable, fit, empty: bootstrap --restore-from's
+	// checks, dry run).
+	Preflight(ctx context.Context, snap *SnapshotRef) error
 	// Restore restores every member from the newest snapshot (no confirmation: the drill's plan was
 	// confirmed), moving the data dirs aside. A restore that fails after touching a data dir puts the
-	// previous ones back and starts etcd (hactl restore's rollback).
+	// previous ones back and starts etcd (hactl restore's rollback). With --onto, it bootstraps the
+	// new cluster from the snapshot instead (the drilled cluster's data dirs are not touched).
 	Restore(ctx context.Context) (*RestoreRun, error)
 }
 
@@ -109,6 +118,10 @@ type RestoreFigures struct {
 	Readyz      *probe.OutageStats `json:"readyz,omitempty"`
 	// Verification is the read-back.
 	Verification *workload.RestoreVerification `json:"verification,omitempty"`
+	// Onto is the cluster restored onto other hosts (--onto; empty: in place); Fenced the drilled
+	// cluster's members left fenced after the drill (--keep-fenced).
+	Onto   string   `json:"onto,omitempty"`
+	Fenced []string `json:"fenced,omitempty"`
 }
 
 // validateRestore is Validate for the restore drill.
@@ -138,8 +151,67 @@ func (o *Options) validateRestore() error {
 	if len(o.Cluster.EtcdHosts()) == 0 {
 		return &InputError{Err: fmt.Errorf("spec.hosts: no host with role etcd: nothing to restore")}
 	}
+	if o.Onto == nil {
+		if o.KeepFenced {
+			return &InputError{Err: errors.New("--keep-fenced: only a drill --onto other hosts fences the members; drop the flag or add --onto")}
+		}
+		return nil
+	}
+	return validateOnto(o.Cluster, o.Onto, o.OntoFile)
+}
+
+// validateOnto checks the --onto spec against the drilled cluster's: other hosts (no name or
+// address in common: the old members are fenced while the new ones are built), its own state dir
+// (its own CA and member records), etcd members, and no Kubernetes (the drill rebuilds etcd and its
+// load balancer; kubeadm on the new hosts is not part of it). Errors: *InputError naming the field.
+func validateOnto(old, onto *v1alpha1.Cluster, file string) error {
+	if len(onto.EtcdHosts()) == 0 {
+		return &InputError{Err: fmt.Errorf("--onto %s: spec.hosts has no host with role etcd: nothing to restore onto", file)}
+	}
+	for i, h := range onto.Spec.Hosts {
+		for _, oh := range old.Spec.Hosts {
+			if h.Name == oh.Name || h.Address == oh.Address {
+				return &InputError{Err: fmt.Errorf("--onto %s: spec.hosts[%d] (%s, %s) is also host %s (%s) of cluster %s: --onto rebuilds the cluster on OTHER hosts while the old ones are fenced; list only hosts outside the drilled cluster",
+					file, i, h.Name, h.Address, oh.Name, oh.Address, old.Metadata.Name)}
+			}
+		}
+	}
+	if onto.Spec.StateDir == old.Spec.StateDir {
+		return &InputError{Err: fmt.Errorf("--onto %s: spec.stateDir %s is the drilled cluster's own: the new cluster needs its own (its own CA, tokens and member records); set another spec.stateDir there", file, onto.Spec.StateDir)}
+	}
+	if onto.Spec.Kubernetes != nil {
+		return &InputError{Err: fmt.Errorf("--onto %s: spec.kubernetes is set: a restore drill onto other hosts rebuilds etcd (and its load balancer), not Kubernetes; remove spec.kubernetes from that spec", file)}
+	}
 	return nil
 }
+
+// FenceDropIn is the systemd drop-in that fences an etcd member during (and, with --keep-fenced,
+// after) a restore drill --onto other hosts: its AssertPathExists on a path that never exists makes
+// every start of etcd.service fail ("Assertion failed") until the file is removed, after a reboot
+// too, so the old cluster cannot come back next to the one restored from its data.
+const FenceDropIn = "/etc/systemd/system/etcd.service.d/50-hactl-fenced.conf"
+
+// fenceCommand installs FenceDropIn (temp + rename) naming the drill and the cluster the data is
+// restored onto. A running etcd is not touched: assertions are checked at start only.
+func fenceCommand(drillID, onto string) string {
+	body := fmt.Sprintf("# Written by hactl drill restore %s: this member's cluster was restored onto cluster %s on other hosts.\n"+
+		"# etcd must not start here again. To unfence: %s\n"+
+		"[Unit]\nAssertPathExists=/nonexistent/hactl-fenced-by-drill-%s\n", drillID, onto, unfenceText, drillID)
+	q := shell.Quote
+	return strings.Join([]string{
+		"set -eu",
+		"mkdir -p " + q(path.Dir(FenceDropIn)),
+		fmt.Sprintf("printf '%%s' %s > %s", q(body), q(FenceDropIn+".tmp")),
+		fmt.Sprintf("mv %s %s", q(FenceDropIn+".tmp"), q(FenceDropIn)),
+		"systemctl daemon-reload",
+	}, "\n")
+}
+
+// unfenceCommand removes FenceDropIn and starts etcd again.
+const unfenceCommand = "rm -f " + FenceDropIn + " && systemctl daemon-reload && systemctl start etcd.service"
+
+// unfenceText is how a user unfences a member by hand.
+const unfenceText = "rm " + FenceDropIn + "; systemctl daemon-reload; systemctl start etcd.service"
 
 // restorePreflight refuses before anything is touched when no snapshot is newer than --max-rpo:
 // the drill could only fail its RPO.
@@ -155,6 +227,12 @@ func (r *runner) restorePreflight(ctx context.Context) (*SnapshotRef, error) {
 	if age := time.Since(snap.Point()); age > r.o.MaxRPO {
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the newest snapshot %s (with its deltas) holds changes up to %s ago, longer than --max-rpo %s: a restore now could only miss the RPO", snap.Key, age.Round(time.Second), r.o.MaxRPO)},
 			Fix: "take a snapshot (`hactl backup now`) or check the schedule (`hactl backup schedule --status`), then run the drill again"}
+	}
+	if r.o.Onto != nil {
+		r.p.Infof("drill/preflight: the new hosts of %s (a dry run of bootstrap --restore-from)", r.o.OntoFile)
+	}
+	if err := r.o.Restorer.Preflight(ctx, snap); err != nil {
+		return nil, fmt.Errorf("drill/preflight: %w", err)
 	}
 	return snap, nil
 }
@@ -172,10 +250,28 @@ func (r *runner) restorePlan(snap *SnapshotRef) []string {
 	for _, h := range r.c.EtcdHosts() {
 		names = append(names, h.Name)
 	}
+	from := fmt.Sprintf("the newest snapshot at that moment and its deltas (now %s, revision %d, taken %s ago%s)", snap.Key, snap.Revision, time.Since(snap.TakenAt).Round(time.Second), deltaText(snap))
+	if o := r.o.Onto; o != nil {
+		var onto []string
+		for _, h := range o.EtcdHosts() {
+			onto = append(onto, h.Name)
+		}
+		after := "then unfence them and start etcd there again (the rehearsal ends with both clusters running; `hactl reset -f " + r.o.OntoFile + "` removes the new one)"
+		if r.o.KeepFenced {
+			after = "and leave them fenced (--keep-fenced): the new cluster takes over; unfence by hand with: " + unfenceText
+		}
+		return []string{
+			fmt.Sprintf("fence the members of %s (%s): a systemd drop-in %s makes every start of etcd fail, reboots included", r.c.Metadata.Name, strings.Join(names, ", "), FenceDropIn),
+			fmt.Sprintf("run the workload for %s, then declare the disaster (t0): kill etcd on EVERY member at once (SIGKILL; their data dirs are not touched)", r.o.Warmup),
+			fmt.Sprintf("build cluster %s on %s (%s) from %s, as bootstrap --restore-from does; the workload then writes there", o.Metadata.Name, strings.Join(onto, ", "), r.o.OntoFile, from),
+			fmt.Sprintf("measure RTO = t0 → the first write acknowledged by the new cluster (budget --max-rto %s) and RPO = t0 → the newest acknowledged write it holds (budget --max-rpo %s); readyz through a VIP is not measured onto other hosts", r.o.MaxRTO, r.o.MaxRPO),
+			fmt.Sprintf("after the read-back, %s", after),
+			"if the new cluster cannot be built, the old members are unfenced and etcd started again there",
+		}
+	}
 	return []string{
 		fmt.Sprintf("run the workload for %s, then declare the disaster (t0): kill etcd on EVERY member at once (%s; SIGKILL, the unit then held stopped)", r.o.Warmup, strings.Join(names, ", ")),
-		fmt.Sprintf("restore the whole cluster from the newest snapshot at that moment and its deltas (now %s, revision %d, taken %s ago%s): every data dir moved aside (kept), every write since rolled back",
-			snap.Key, snap.Revision, time.Since(snap.TakenAt).Round(time.Second), deltaText(snap)),
+		fmt.Sprintf("restore the whole cluster from %s: every data dir moved aside (kept), every write since rolled back", from),
 		fmt.Sprintf("measure RTO = t0 → the first write acknowledged by the restored cluster (budget --max-rto %s) and RPO = t0 → the newest acknowledged write the restored cluster holds (budget --max-rpo %s)", r.o.MaxRTO, r.o.MaxRPO),
 		r.readyzPlan(),
 		fmt.Sprintf("if the restore fails before touching a data dir, etcd is started again on every member; after that, hactl restore rolls every member back to its previous data dir"),
@@ -196,6 +292,9 @@ func (r *runner) readyzPlan() string {
 // restoreIteration runs the restore drill: workload, disaster, restore, recovery, read-back.
 func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	it := &Iteration{N: 1, Fault: "etcd killed on every member at once (SIGKILL, then the unit stopped)"}
+	if r.o.Onto != nil {
+		it.Fault = "every member fenced, then etcd killed on all of them at once; restored onto cluster " + r.o.Onto.Metadata.Name
+	}
 	members := r.c.EtcdHosts()
 	for _, h := range members {
 		it.Targets = append(it.Targets, h.Name)
@@ -208,7 +307,7 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	mctx := context.WithoutCancel(ctx)
 	// With Kubernetes behind the VIP, readyz through it is the recovery a user sees.
 	var rz *probe.ReadyzRun
-	if r.c.Spec.Kubernetes != nil && r.lbPlan != nil && r.o.caFile() != "" {
+	if r.o.Onto == nil && r.c.Spec.Kubernetes != nil && r.lbPlan != nil && r.o.caFile() != "" {
 		cfg, err := r.readyzTLS()
 		if err != nil {
 			return nil, err
@@ -218,16 +317,25 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 		}
 		defer rz.Stop()
 	}
+	if r.o.Onto != nil {
+		r.p.Infof("drill/fence: %s on %s", FenceDropIn, strings.Join(it.Targets, ", "))
+		if err := provision.ForEach(mctx, members, 0, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
+			_, err := r.hosts.run(ctx, h.Name, "drill/fence", fenceCommand(r.report.ID, r.o.Onto.Metadata.Name))
+			return err
+		}); err != nil {
+			return it, r.restartEtcd(fmt.Errorf("drill/fence: %w", err))
+		}
+	}
 	prefix := workloadPrefix(r.report.ID, 1)
 	// No reads: after a restore, a read of a write the restore gave up finds it missing by design;
 	// the read-back (VerifyRestore) is the proof.
 	wl, err := workload.Start(mctx, workload.Config{Client: cli, Prefix: prefix, Rate: r.o.Rate, ReadRate: -1, RequestTimeout: r.o.RequestTimeout})
 	if err != nil {
-		return nil, err
+		return it, r.restartEtcd(err)
 	}
 	if !sleepCtx(ctx, r.o.Warmup) {
 		wl.Stop()
-		return nil, fmt.Errorf("drill interrupted before the disaster (nothing was changed): %w", ctx.Err())
+		return it, r.restartEtcd(fmt.Errorf("drill interrupted before the disaster (etcd was not stopped): %w", ctx.Err()))
 	}
 
 	// The disaster: every member killed in parallel, as a crash would (a graceful stop first tries
@@ -266,6 +374,19 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	fig := &RestoreFigures{Snapshot: run.Snapshot, SnapshotAgeMs: ms(t0.Sub(run.Snapshot.Point())), Deltas: run.Deltas, FetchMs: ms(run.Fetch), RestoreMs: ms(run.Restore), RestoredRevision: run.Revision}
 	it.Restore = fig
 	it.PutBackMs = ms(restored.Sub(t0))
+	vcli := cli // the restored cluster
+	if o := r.o.Onto; o != nil {
+		fig.Onto = o.Metadata.Name
+		ncli, err := etcd.NewClient(mctx, etcd.ClientURLs(mustMembers(o)), etcd.HactlClientTLS(o), time.Second, nil)
+		if err != nil {
+			wl.Stop()
+			return it, r.restartEtcd(fmt.Errorf("drill/recovery: a client of the new cluster %s: %w", o.Metadata.Name, err))
+		}
+		defer ncli.Close()
+		wl.Retarget(ncli)
+		vcli = ncli
+		it.Notes = append(it.Notes, fmt.Sprintf("cluster %s was built from the snapshot on %s and keeps running: `hactl reset -f %s` removes it", o.Metadata.Name, strings.Join(hostNames(o.EtcdHosts()), ", "), r.o.OntoFile))
+	}
 
 	r.p.Infof("drill/recovery: waiting (at most %s) for the workload's first write acknowledged by the restored cluster", restoreRecoveryTimeout)
 	if err := wait.PollUntilContextTimeout(mctx, PollInterval, restoreRecoveryTimeout, false, func(context.Context) (bool, error) {
@@ -306,10 +427,10 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 
 	vctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ver, verr := workload.VerifyRestore(vctx, cli, rec, t0)
+	ver, verr := workload.VerifyRestore(vctx, vcli, rec, t0)
 	if verr != nil {
 		it.Failures = append(it.Failures, fmt.Sprintf("reading the acknowledged writes back: %v", verr))
-		return it, nil
+		return it, r.afterOnto(vctx, it, cli, prefix)
 	}
 	fig.Verification = ver
 	fig.LostWrites = ver.LostBefore
@@ -325,32 +446,78 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	if !ver.OK() {
 		it.Failures = append(it.Failures, ver.Summary)
 	}
-	if _, err := workload.Cleanup(vctx, cli, prefix); err != nil {
+	if _, err := workload.Cleanup(vctx, vcli, prefix); err != nil {
 		r.p.Warnf("drill: deleting the workload's keys under %s: %v (`hactl drill cleanup` deletes them)", prefix, err)
 	}
-	return it, nil
+	return it, r.afterOnto(vctx, it, cli, prefix)
+}
+
+// afterOnto ends a drill --onto other hosts: unless --keep-fenced, the drilled cluster's members are
+// unfenced and etcd started again there, and the workload's keys written before t0 deleted from it
+// (retried until ctx ends: the old cluster elects a leader first); with --keep-fenced they are listed
+// as fenced. Errors: a member that could not be unfenced (*NotRestoredError).
+func (r *runner) afterOnto(ctx context.Context, it *Iteration, cli *clientv3.Client, prefix string) error {
+	if r.o.Onto == nil {
+		return nil
+	}
+	names := hostNames(r.c.EtcdHosts())
+	if r.o.KeepFenced {
+		it.Restore.Fenced = names
+		it.Notes = append(it.Notes, fmt.Sprintf("%s left fenced (--keep-fenced); to unfence a member: %s", strings.Join(names, ", "), unfenceText))
+		return nil
+	}
+	if err := r.restartEtcd(nil); err != nil {
+		return err
+	}
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := workload.Cleanup(cctx, cli, prefix)
+		return err == nil, nil
+	})
+	if err != nil {
+		r.p.Warnf("drill: deleting the workload's keys under %s from cluster %s: %v (`hactl drill cleanup` deletes them)", prefix, r.c.Metadata.Name, err)
+	}
+	it.Notes = append(it.Notes, fmt.Sprintf("%s unfenced and etcd started again there: cluster %s runs as before the drill", strings.Join(names, ", "), r.c.Metadata.Name))
+	return nil
+}
+
+func hostNames(hs []v1alpha1.Host) []string {
+	var names []string
+	for _, h := range hs {
+		names = append(names, h.Name)
+	}
+	return names
 }
 
 // restartEtcd starts etcd on every member after the drill failed before the restore changed
 // anything (or after hactl restore's rollback, where it is already running: start is a no-op), and
-// returns cause, or a *NotRestoredError when some member could not be started.
+// returns cause, or a *NotRestoredError when some member could not be started. With --onto, the
+// members are unfenced first (afterOnto calls it with a nil cause once the drill has measured).
 func (r *runner) restartEtcd(cause error) error {
+	cmd, what := "systemctl start etcd.service", "etcd started again on every member"
+	if r.o.Onto != nil {
+		cmd, what = unfenceCommand, "every member unfenced and etcd started again"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var mu sync.Mutex
 	var left []string
 	err := provision.ForEach(ctx, r.c.EtcdHosts(), 0, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
-		_, err := r.hosts.run(ctx, h.Name, "drill/put-back", "systemctl start etcd.service")
+		_, err := r.hosts.run(ctx, h.Name, "drill/put-back", cmd)
 		if err != nil {
 			mu.Lock()
-			left = append(left, fmt.Sprintf("%s: etcd.service is not running: systemctl start etcd.service", h.Name))
+			left = append(left, fmt.Sprintf("%s: etcd.service is not running: %s", h.Name, cmd))
 			mu.Unlock()
 		}
 		return err
 	})
 	if err != nil {
+		if cause == nil {
+			return &NotRestoredError{Left: left, Err: fmt.Errorf("starting etcd again: %w", err)}
+		}
 		return &NotRestoredError{Left: left, Err: fmt.Errorf("%w; starting etcd again: %w", cause, err)}
 	}
-	r.p.Infof("drill/put-back: etcd started again on every member")
+	r.p.Infof("drill/put-back: %s", what)
 	return cause
 }

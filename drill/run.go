@@ -71,6 +71,13 @@ type Options struct {
 	MaxRPO   time.Duration
 	Warmup   time.Duration
 	Restorer Restorer
+	// Onto (--onto) is the spec of the cluster to rebuild on other hosts while the drilled
+	// cluster's members are fenced (nil: restore in place); OntoFile its path, for messages.
+	// KeepFenced leaves the drilled cluster's members fenced after the drill (a real failover);
+	// by default they are unfenced and started again once the drill has measured.
+	Onto       *v1alpha1.Cluster
+	OntoFile   string
+	KeepFenced bool
 }
 
 // Validate checks the options against the spec without contacting any host and returns an
@@ -98,8 +105,8 @@ func (o *Options) Validate() error {
 		if err := o.validateRestore(); err != nil {
 			return err
 		}
-	} else if o.MaxRPO != 0 || o.Warmup != 0 {
-		return &InputError{Err: fmt.Errorf("--max-rpo and --warmup are for drill restore")}
+	} else if o.MaxRPO != 0 || o.Warmup != 0 || o.Onto != nil || o.KeepFenced {
+		return &InputError{Err: fmt.Errorf("--max-rpo, --warmup, --onto and --keep-fenced are for drill restore")}
 	}
 	if o.Rate == 0 {
 		o.Rate = DefaultRate

@@ -59,17 +59,6 @@ func waitHealthy(t *testing.T, spec string, within time.Duration) statusReport {
 	return rep
 }
 
-// unitStarts returns each host's etcd MainPID and start timestamp: unchanged values prove etcd was
-// not restarted.
-func unitStarts(t *testing.T, hosts []string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, h := range hosts {
-		out[h] = strings.TrimSpace(suite.ExecOn(t, h, "systemctl", "show", "-p", "MainPID", "-p", "ExecMainStartTimestampMonotonic", "etcd.service"))
-	}
-	return out
-}
-
 // ensureThree brings the lab's 3-member cluster to a converged state (bootstrap is idempotent, so
 // every test can start with it).
 func ensureThree(t *testing.T) string {
@@ -245,7 +234,7 @@ func TestBootstrapThreeMembers(t *testing.T) {
 
 func TestRerunIsNoop(t *testing.T) {
 	spec := ensureThree(t)
-	before := unitStarts(t, threeHosts)
+	before := suite.UnitStarts(t, threeHosts)
 	cli := harness.EtcdClient(t, filepath.Join(suite.Lab.Dir(), "state-3"), suite.Endpoint(t, "cp-a"))
 	rev := func() int64 {
 		resp, err := cli.Get(context.Background(), "hactl/none")
@@ -263,7 +252,7 @@ func TestRerunIsNoop(t *testing.T) {
 			t.Errorf("%s: action %s changes %v, want unchanged", m.Name, m.Action, m.Changes)
 		}
 	}
-	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := suite.UnitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("etcd restarted by a no-op re-run:\nbefore %v\nafter  %v", before, after)
 	}
 	if r := rev(); r != revBefore {
@@ -276,7 +265,7 @@ func TestRerunIsNoop(t *testing.T) {
 // status and pki check work again with the recovered state.
 func TestStateDirRecoveredFromMembers(t *testing.T) {
 	ensureThree(t)
-	before := unitStarts(t, threeHosts)
+	before := suite.UnitStarts(t, threeHosts)
 	origCA, err := os.ReadFile(filepath.Join(suite.Lab.Dir(), "state-3", "pki", "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +286,7 @@ func TestStateDirRecoveredFromMembers(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(c.Spec.StateDir, "pki", "ca.key")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("recovered ca.key: %v %v", st, err)
 	}
-	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := suite.UnitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("recovery restarted etcd:\nbefore %v\nafter  %v", before, after)
 	}
 	waitHealthy(t, spec, 30*time.Second)
@@ -311,14 +300,14 @@ func TestStateDirRecoveredFromMembers(t *testing.T) {
 // found again through the client URLs recorded in the state dir.
 func TestPortChanges(t *testing.T) {
 	spec := ensureThree(t)
-	before := unitStarts(t, threeHosts)
+	before := suite.UnitStarts(t, threeHosts)
 	c := labSpec(t, 3)
 	c.Spec.Etcd.PeerPort = 2390
 	r := suite.Hactl(t, "bootstrap", "-f", harness.WriteSpec(t, c, "cluster.yaml"))
 	if r.Code != 1 || !strings.Contains(r.Stderr, "peer URL changed") || !strings.Contains(r.Stderr, "member update") {
 		t.Fatalf("peer port change: want exit 1 explaining member update")
 	}
-	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := suite.UnitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("a refused peer port change restarted etcd")
 	}
 
@@ -533,7 +522,7 @@ func TestScaleOutThreeToFive(t *testing.T) {
 	if err := suite.Lab.Recreate(ctx, "etcd-d", "etcd-e"); err != nil {
 		t.Fatal(err)
 	}
-	before := unitStarts(t, threeHosts)
+	before := suite.UnitStarts(t, threeHosts)
 	c := labSpec(t, 5)
 	three := labSpec(t, 3)
 	c.Metadata.Name, c.Spec.StateDir = three.Metadata.Name, three.Spec.StateDir
@@ -553,7 +542,7 @@ func TestScaleOutThreeToFive(t *testing.T) {
 			t.Errorf("%s: %s, want join", h, actions[h])
 		}
 	}
-	if after := unitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := suite.UnitStarts(t, threeHosts); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("founding members restarted by a scale-out:\nbefore %v\nafter  %v", before, after)
 	}
 	rep := waitHealthy(t, spec, 30*time.Second)

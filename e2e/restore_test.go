@@ -180,11 +180,11 @@ func TestBootstrapRestoreFromOnNewHosts(t *testing.T) {
 	cpA, _ := suite.Lab.Host("cp-a")
 	bad.Spec.Hosts[2] = v1alpha1.Host{Name: "cp-a", Address: cpA.Address, Zone: cpA.Zone, Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}}
 	bad.Spec.StateDir = filepath.Join(t.TempDir(), "state")
-	before := unitStarts(t, []string{"cp-a"})
+	before := suite.UnitStarts(t, []string{"cp-a"})
 	if r := suite.Hactl(t, "bootstrap", "-f", harness.WriteSpec(t, &bad, "dr-bad.yaml"), "--restore-from", snap); r.Code != 1 || !strings.Contains(r.Stderr, "cp-a") {
 		t.Errorf("restore-from onto a host with another cluster's data: exit %d; want 1 naming cp-a\n%s", r.Code, r.Stderr)
 	}
-	if after := unitStarts(t, []string{"cp-a"}); after["cp-a"] != before["cp-a"] {
+	if after := suite.UnitStarts(t, []string{"cp-a"}); after["cp-a"] != before["cp-a"] {
 		t.Errorf("cp-a's etcd was restarted by a refused --restore-from: %v → %v", before, after)
 	}
 	if out := suite.ExecOn(t, "etcd-d", "sh", "-c", "ls -A /var/lib/etcd 2>/dev/null | wc -l"); strings.TrimSpace(out) != "0" {

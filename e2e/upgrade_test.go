@@ -62,13 +62,13 @@ func TestRollingUpgrade(t *testing.T) {
 	// cp-c hangs (SIGSTOP: its unit still active): restarting any other member would leave one of
 	// three voters serving, so the roll is refused before anything is touched.
 	suite.ExecOn(t, "cp-c", "systemctl", "kill", "--signal=SIGSTOP", "etcd.service")
-	before := unitStarts(t, hosts)
+	before := suite.UnitStarts(t, hosts)
 	r := suite.Hactl(t, "bootstrap", "-f", spec36)
 	suite.ExecOn(t, "cp-c", "systemctl", "kill", "--signal=SIGCONT", "etcd.service")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "could not commit") || !strings.Contains(r.Stderr, "cp-c") {
 		t.Errorf("a roll while cp-c hangs: exit %d, want 1 refusing for want of a quorum, naming cp-c", r.Code)
 	}
-	if after := unitStarts(t, hosts); !maps.Equal(before, after) {
+	if after := suite.UnitStarts(t, hosts); !maps.Equal(before, after) {
 		t.Errorf("the refused roll restarted etcd: %v → %v", before, after)
 	}
 	waitHealthy(t, spec35, time.Minute)
@@ -78,11 +78,11 @@ func TestRollingUpgrade(t *testing.T) {
 	moveLeaderOff(t, c35.Spec.StateDir, "cp-b", "cp-a")
 	dropIn := "/etc/systemd/system/etcd.service.d/e2e-fail.conf"
 	suite.ExecOn(t, "cp-b", "sh", "-c", "mkdir -p "+filepath.Dir(dropIn)+" && printf '[Service]\\nExecStartPre=/bin/false\\n' > "+dropIn)
-	before = unitStarts(t, hosts)
+	before = suite.UnitStarts(t, hosts)
 	if r := suite.Hactl(t, "bootstrap", "-f", spec36); r.Code != 1 || !strings.Contains(r.Stderr, "cp-b") {
 		t.Errorf("the roll failing at cp-b: exit %d, want 1 naming cp-b", r.Code)
 	}
-	after := unitStarts(t, hosts)
+	after := suite.UnitStarts(t, hosts)
 	untouched := 0
 	for _, h := range []string{"cp-a", "cp-c"} {
 		v := memberVersions(t, c35.Spec.StateDir, h)
@@ -128,11 +128,11 @@ func TestRollingUpgrade(t *testing.T) {
 	checkVersions(t, c35.Spec.StateDir, hosts, to, etcd.MinorOf(to))
 
 	// Back to v3.5 is a downgrade: refused before anything is restarted.
-	before = unitStarts(t, hosts)
+	before = suite.UnitStarts(t, hosts)
 	if r := suite.Hactl(t, "bootstrap", "-f", spec35); r.Code != 2 || !strings.Contains(r.Stderr, "downgrade") {
 		t.Errorf("spec back at v%s: exit %d, want 2 refusing a downgrade", from, r.Code)
 	}
-	if after := unitStarts(t, hosts); !maps.Equal(before, after) {
+	if after := suite.UnitStarts(t, hosts); !maps.Equal(before, after) {
 		t.Errorf("the refused downgrade restarted etcd: %v → %v", before, after)
 	}
 	w.Verify("during the rolling upgrade, its failure at cp-b and the resumed roll")

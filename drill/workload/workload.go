@@ -209,6 +209,8 @@ type Run struct {
 	skippedR []time.Time
 	last     *Write // the acknowledged write with the latest Done
 
+	client *clientv3.Client // the cluster written to (cfg.Client until Retarget)
+
 	stopOnce sync.Once
 	record   *Record
 }
@@ -236,7 +238,7 @@ func Start(ctx context.Context, cfg Config) (*Run, error) {
 		return nil, fmt.Errorf("%w: %d keys under %s", ErrPrefixNotEmpty, resp.Count, cfg.Prefix)
 	}
 
-	r := &Run{cfg: cfg, started: time.Now()}
+	r := &Run{cfg: cfg, started: time.Now(), client: cfg.Client}
 	r.runID = fmt.Sprint(r.started.UnixNano())
 	loopCtx, stop := context.WithCancel(ctx)
 	r.cancel = stop
@@ -293,7 +295,7 @@ func (r *Run) put(ctx context.Context, seq int64) {
 	w.Value = fmt.Sprintf("hactl-drill run=%s seq=%d", r.runID, seq)
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	w.Sent = time.Now()
-	resp, err := r.cfg.Client.Put(cctx, w.Key, w.Value)
+	resp, err := r.target().Put(cctx, w.Key, w.Value)
 	w.Done = time.Now()
 	cancel()
 	if err != nil {
@@ -313,6 +315,21 @@ func (r *Run) put(ctx context.Context, seq int64) {
 	}
 }
 
+// Retarget sends every request issued from now on to cli instead (the cluster the workload's data
+// was restored onto: hactl drill restore --onto); requests in flight finish on the old client. The
+// caller owns cli and closes it after Stop.
+func (r *Run) Retarget(cli *clientv3.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.client = cli
+}
+
+func (r *Run) target() *clientv3.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.client
+}
+
 // read issues a linearizable Get of the latest acknowledged write and records it; nothing before
 // the first acknowledgement.
 func (r *Run) read(ctx context.Context, _ int64) {
@@ -325,7 +342,7 @@ func (r *Run) read(ctx context.Context, _ int64) {
 	rd := Read{Key: last.Key, WantRevision: last.Revision}
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	rd.Sent = time.Now() // after the ack was recorded, hence after last.Done
-	resp, err := r.cfg.Client.Get(cctx, last.Key)
+	resp, err := r.target().Get(cctx, last.Key)
 	rd.Done = time.Now()
 	cancel()
 	if err != nil {

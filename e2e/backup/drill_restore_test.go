@@ -4,12 +4,15 @@ package backupe2e
 
 import (
 	"context"
+	"maps"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/e2e/harness"
 )
@@ -46,16 +49,7 @@ func TestDrillRestore(t *testing.T) {
 	}()
 	time.Sleep(5 * time.Second)
 	m := backupNow(t, spec)
-	r := <-done
-	if r.Code != 0 {
-		t.Fatalf("drill restore: exit %d, want 0", r.Code)
-	}
-	var rep drill.Report
-	harness.DecodeJSON(t, r, &rep)
-	if rep.Verdict != "pass" || len(rep.Iterations) != 1 || rep.Iterations[0].Restore == nil || rep.Iterations[0].RTOMs == nil {
-		t.Fatalf("report: verdict %s, %d iterations; want pass, 1 with restore figures and an RTO", rep.Verdict, len(rep.Iterations))
-	}
-	it := rep.Iterations[0]
+	rep, it := passedRestore(t, <-done)
 	x := it.Restore
 	v := x.Verification
 	t.Logf("RTO %.0f ms (fetch %.0f, restore %.0f), RPO %.0f ms (%s), snapshot age %.0f ms, %s", *it.RTOMs, x.FetchMs, x.RestoreMs, x.RPOMs, x.RPOFrom, x.SnapshotAgeMs, v.Summary)
@@ -88,9 +82,112 @@ func TestDrillRestore(t *testing.T) {
 	}
 
 	// A budget the restore cannot meet: exit 3, the report says so.
-	r = wantExit(t, 3, []string{"over --max-rto"}, "drill", "restore", "-f", spec, "--warmup", "2s", "--max-rto", "100ms", "--yes", "-o", "json")
+	r := wantExit(t, 3, []string{"over --max-rto"}, "drill", "restore", "-f", spec, "--warmup", "2s", "--max-rto", "100ms", "--yes", "-o", "json")
 	harness.DecodeJSON(t, r, &rep)
 	if rep.Verdict != "fail" || len(rep.Failures) == 0 || !strings.Contains(rep.Failures[0], "over --max-rto") {
 		t.Errorf("over budget: verdict %s, failures %v", rep.Verdict, rep.Failures)
 	}
+}
+
+// TestDrillRestoreOnto: `hactl drill restore --onto dr.yaml` fences the members, kills them, builds a
+// new cluster from the newest snapshot on three other hosts (lb-a, lb-b, spare-c; its own state dir)
+// and measures RTO/RPO there; afterwards the old members are unfenced and the old cluster runs as
+// before (its data dirs untouched). Bad --onto specs are exit 2 before any host is contacted, and
+// hosts that are no longer new are refused by the preflight before anything is touched.
+func TestDrillRestoreOnto(t *testing.T) {
+	ctx := context.Background()
+	objectStore(t)
+	c := labSpec(t, "drill-onto")
+	c.Spec.Backup.DeltaEvery.Duration = 5 * time.Second
+	spec := harness.WriteSpec(t, c, "cluster.yaml")
+	suite.MustHactl(t, "bootstrap", "-f", spec)
+	cli := client(t)
+	idBefore := clusterID(t, cli)
+	if _, err := cli.Put(ctx, "e2e/onto/sentinel", "from the old cluster"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The new site: lb-a (az-a), lb-b (az-b), spare-c (az-c) as etcd members, their own state dir.
+	dr := labSpec(t, "drill-onto")
+	dr.Metadata.Name = "dr"
+	dr.Spec.StateDir = filepath.Join(t.TempDir(), "state-dr")
+	dr.Spec.Backup = nil
+	dr.Spec.Hosts = nil
+	for _, name := range []string{"lb-a", "lb-b", "spare-c"} {
+		h, err := suite.Lab.Host(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dr.Spec.Hosts = append(dr.Spec.Hosts, v1alpha1.Host{Name: h.Name, Address: h.Address, Zone: h.Zone, Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}})
+	}
+	drFile := harness.WriteSpec(t, dr, "dr.yaml")
+
+	// Bad input: exit 2, nothing contacted.
+	overlap := *dr
+	overlap.Spec.Hosts = append([]v1alpha1.Host{}, dr.Spec.Hosts...)
+	cpA, _ := suite.Lab.Host("cp-a")
+	overlap.Spec.Hosts[0] = v1alpha1.Host{Name: "cp-a", Address: cpA.Address, Zone: cpA.Zone, Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}}
+	wantExit(t, 2, []string{"spec.hosts[0] (cp-a", "OTHER hosts"}, "drill", "restore", "-f", spec, "--onto", harness.WriteSpec(t, &overlap, "overlap.yaml"), "--yes")
+	wantExit(t, 2, []string{"--keep-fenced"}, "drill", "restore", "-f", spec, "--keep-fenced", "--yes")
+
+	backupNow(t, spec)
+	_, it := passedRestore(t, suite.Hactl(t, "drill", "restore", "-f", spec, "--onto", drFile, "--warmup", "3s", "--yes", "-o", "json"))
+	x := it.Restore
+	t.Logf("onto %s: RTO %.0f ms (fetch %.0f, restore %.0f), RPO %.0f ms (%s), %s; notes %v", x.Onto, *it.RTOMs, x.FetchMs, x.RestoreMs, x.RPOMs, x.RPOFrom, x.Verification.Summary, it.Notes)
+	if x.Onto != "dr" || len(x.Fenced) != 0 {
+		t.Errorf("restored onto %q, fenced %v; want dr and none left fenced", x.Onto, x.Fenced)
+	}
+	if !x.Verification.OK() || x.Verification.HeldAfter == 0 {
+		t.Errorf("read-back: %s; want the new cluster to hold what it acknowledged", x.Verification.Summary)
+	}
+	if *it.RTOMs <= 0 || *it.RTOMs > 120_000 {
+		t.Errorf("RTO %.0f ms: want within the 2 min budget", *it.RTOMs)
+	}
+
+	// The new cluster: three members on the new hosts, the old cluster's data.
+	var eps []string
+	for _, h := range dr.Spec.Hosts {
+		eps = append(eps, "https://"+h.Address+":2379")
+	}
+	drc := harness.EtcdClient(t, dr.Spec.StateDir, eps...)
+	if g, err := drc.Get(ctx, "e2e/onto/sentinel"); err != nil || g.Count != 1 || string(g.Kvs[0].Value) != "from the old cluster" {
+		t.Errorf("the new cluster lacks the snapshot's data: %v %v", g, err)
+	}
+	if ml, err := drc.MemberList(ctx); err != nil || len(ml.Members) != 3 || ml.Header.ClusterId == idBefore {
+		t.Errorf("new cluster's member list: %v %v; want 3 members, another cluster ID than %x", ml, err, idBefore)
+	}
+	// The old one: unfenced, running, the same cluster, its data dirs never moved.
+	for _, h := range members {
+		if out := suite.ExecOn(t, h, "sh", "-c", "systemctl is-active etcd; ls "+drill.FenceDropIn+" 2>&1; ls -d /var/lib/etcd.pre-restore-* 2>/dev/null | wc -l"); !strings.HasPrefix(out, "active\n") || !strings.Contains(out, "No such file") {
+			t.Errorf("%s after the drill: %q; want etcd active and no fence", h, out)
+		}
+	}
+	if id := clusterID(t, client(t)); id != idBefore {
+		t.Errorf("the old cluster's ID changed %x → %x: --onto must not touch it", idBefore, id)
+	}
+
+	// Run again: the new hosts now hold a cluster, the preflight refuses before anything is touched.
+	before := suite.UnitStarts(t, members)
+	r := suite.Hactl(t, "drill", "restore", "-f", spec, "--onto", drFile, "--yes")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "--onto") {
+		t.Errorf("drill restore --onto hosts that are not new: exit %d, want 1 from the preflight\n%s", r.Code, r.Stderr)
+	}
+	if after := suite.UnitStarts(t, members); !maps.Equal(before, after) {
+		t.Errorf("a refused drill restarted etcd: %v → %v", before, after)
+	}
+}
+
+// passedRestore decodes a drill restore's JSON report and fails the test unless it exited 0 with a
+// passing verdict, one iteration, restore figures and an RTO.
+func passedRestore(t *testing.T, r harness.Result) (drill.Report, drill.Iteration) {
+	t.Helper()
+	if r.Code != 0 {
+		t.Fatalf("drill restore: exit %d, want 0", r.Code)
+	}
+	var rep drill.Report
+	harness.DecodeJSON(t, r, &rep)
+	if rep.Verdict != "pass" || len(rep.Iterations) != 1 || rep.Iterations[0].Restore == nil || rep.Iterations[0].RTOMs == nil {
+		t.Fatalf("report: verdict %s, %d iterations; want pass, 1 with restore figures and an RTO", rep.Verdict, len(rep.Iterations))
+	}
+	return rep, rep.Iterations[0]
 }

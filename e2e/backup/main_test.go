@@ -7,6 +7,8 @@
 // for the package, never on a command line or in the test log). One lab for the package, always
 // torn down; run with `make e2e` (or go test -tags e2e -p 1 -timeout 40m ./e2e/backup/).
 //
+// lb-a, lb-b and spare-c (no etcd there) are the other machines `drill restore --onto` rebuilds on.
+//
 // Each test stores its snapshots under its own spec.backup.objectStore.prefix, so tests don't see
 // each other's snapshots.
 package backupe2e
@@ -31,7 +33,7 @@ import (
 var suite harness.Suite
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, "e2e/backup", lab.Options{Members: 3, Dir: ".lab-e2e-backup", ObjectStore: true}, &suite))
+	os.Exit(harness.Main(m, "e2e/backup", lab.Options{Members: 3, Dir: ".lab-e2e-backup", ObjectStore: true, Spares: true}, &suite))
 }
 
 // members are the etcd hosts of the suite's cluster.

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +14,17 @@ func (s *Suite) ExecOn(t *testing.T, host string, args ...string) string {
 	out, err := s.Lab.Exec(context.Background(), host, args...)
 	if err != nil {
 		t.Fatalf("on %s: %v\n%s", host, err, out)
+	}
+	return out
+}
+
+// UnitStarts returns each host's etcd.service MainPID and start time (systemctl show): unchanged
+// values prove etcd was not restarted in between.
+func (s *Suite) UnitStarts(t *testing.T, hosts []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, h := range hosts {
+		out[h] = strings.TrimSpace(s.ExecOn(t, h, "systemctl", "show", "-p", "MainPID", "-p", "ExecMainStartTimestampMonotonic", "etcd.service"))
 	}
 	return out
 }

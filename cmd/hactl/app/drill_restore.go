@@ -12,8 +12,10 @@ import (
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/backup/agent"
 	"github.com/hactl/hactl/backup/replay"
+	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/drill"
+	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
@@ -25,6 +27,8 @@ type drillRestoreOptions struct {
 	identityFile, tempDir  string
 	caFile                 string
 	report                 string
+	onto                   string
+	keepFenced             bool
 	force, yes, dryRun     bool
 	output                 string
 }
@@ -57,12 +61,23 @@ acknowledged by the restored cluster and missing, fails the drill. The drill is 
 nothing touched) when the newest snapshot is older than --max-rpo, and like every drill on an
 unhealthy cluster (--force) or an earlier drill's leftovers.
 
+With --onto new-hosts.yaml the disaster is the loss of the machines: the members are fenced first (a
+systemd drop-in, /etc/systemd/system/etcd.service.d/50-hactl-fenced.conf, makes every start of etcd
+fail, reboots included), then killed, and a NEW cluster is built from the snapshot on the hosts of
+new-hosts.yaml (its own state dir and CA; etcd and its load balancer, no Kubernetes), as
+'hactl bootstrap -f new-hosts.yaml --restore-from latest' does; the workload then writes there. Those
+hosts are checked (bootstrap's preflight, dry run) before anything is touched. After the read-back
+the old members are unfenced and etcd started there again, so the rehearsal ends with both clusters
+running ('hactl reset -f new-hosts.yaml' removes the new one); --keep-fenced leaves them fenced (a
+real failover). Their data dirs are never touched.
+
 Exit codes: 0 within both budgets; 3 refused, over a budget or a write lost that the restore had to
 keep; 2 bad flags; 1 a runtime failure (if the restore failed before touching a data dir etcd is
 started again; after that, hactl restore puts every previous data dir back).
 
   hactl drill restore --yes
-  hactl drill restore --max-rto 90s --max-rpo 1m --report dr.json --yes`,
+  hactl drill restore --max-rto 90s --max-rpo 1m --report dr.json --yes
+  hactl drill restore --onto dr-site.yaml --report dr.json --yes`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDrillRestore(cmd, s, g, o) },
 	}
@@ -76,6 +91,8 @@ started again; after that, hactl restore puts every previous data dir back).
 	f.StringVar(&o.tempDir, "temp-dir", "", "where the snapshot is verified and kept during the restore (default the system's temp dir)")
 	f.StringVar(&o.caFile, "ca-file", "", "kube-apiserver CA: also measure readyz through the VIP (default spec.loadBalancer.healthCheck.caFile)")
 	f.StringVar(&o.report, "report", "", "also write the JSON report to this file")
+	f.StringVar(&o.onto, "onto", "", "rebuild the cluster from the snapshot on the hosts of this spec while the members are fenced (disaster recovery onto other machines)")
+	f.BoolVar(&o.keepFenced, "keep-fenced", false, "with --onto: leave the old members fenced after the drill (a real failover)")
 	f.BoolVar(&o.force, "force", false, "run although preflight found the cluster unhealthy (never with an earlier drill's leftovers)")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "show the plan (after the read-only preflight) and stop")
@@ -109,10 +126,18 @@ func runDrillRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *drillRe
 	if _, err := backup.IdentitiesFrom(o.identityFile, os.Getenv); err != nil {
 		return err
 	}
+	var onto *v1alpha1.Cluster
+	if o.onto != "" {
+		if onto, err = loadForHosts(&globalOptions{file: o.onto, verbose: g.verbose}, p); err != nil {
+			return err
+		}
+	}
 	do := &drill.Options{Cluster: c, Kind: drill.Restore, Count: 1, MaxRTO: o.maxRTO, MaxRPO: o.maxRPO, Warmup: o.warmup,
 		Rate: o.rate, RequestTimeout: o.reqTimeout, CAFile: o.caFile, Force: o.force, DryRun: o.dryRun, Report: o.report, Printer: p,
-		Prompt:   terminalPrompter(s.In, s.Err),
-		Restorer: &drillRestorer{c: c, p: p, specFile: g.file, identityFile: o.identityFile, tempDir: o.tempDir, prompt: terminalPrompter(s.In, s.Err)}}
+		Onto: onto, OntoFile: o.onto, KeepFenced: o.keepFenced,
+		Prompt: terminalPrompter(s.In, s.Err),
+		Restorer: &drillRestorer{c: c, p: p, specFile: g.file, identityFile: o.identityFile, tempDir: o.tempDir, prompt: terminalPrompter(s.In, s.Err),
+			onto: onto, ontoFile: o.onto}}
 	if err := do.Validate(); err != nil {
 		return err
 	}
@@ -141,6 +166,26 @@ type drillRestorer struct {
 	specFile              string
 	identityFile, tempDir string
 	prompt                provision.Prompter
+	// onto is the --onto spec (nil: restore in place).
+	onto     *v1alpha1.Cluster
+	ontoFile string
+}
+
+// Preflight checks the --onto hosts with a dry run of bootstrap --restore-from (SSH, host facts,
+// ports, empty data dirs, no cluster recorded in its state dir); nothing to check in place.
+func (d *drillRestorer) Preflight(ctx context.Context, snap *drill.SnapshotRef) error {
+	if d.onto == nil {
+		return nil
+	}
+	b, err := bootstrap.New(bootstrap.Options{Cluster: d.onto, DryRun: true, Printer: d.p, Prompt: d.prompt, SumCache: sumcache.Default(),
+		RestoreFrom: &restore.Options{Snapshot: snap.Key, SHA256: "(checked when fetched)", Revision: snap.Revision}})
+	if err != nil {
+		return err
+	}
+	if _, err := b.Run(ctx); err != nil {
+		return fmt.Errorf("--onto %s: %w", d.ontoFile, err)
+	}
+	return nil
 }
 
 func (d *drillRestorer) Newest(ctx context.Context) (*drill.SnapshotRef, error) {
@@ -187,13 +232,28 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 		return nil, err
 	}
 	fetched := time.Now()
-	res, err := restore.Run(ctx, restore.Config{Cluster: d.c, Printer: d.p, Prompt: d.prompt,
-		Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: true,
-			ForgetPrefixes: []string{agent.ElectionPrefix(d.c.Metadata.Name)}}})
-	if err != nil {
-		return nil, err
+	var revision int64
+	if d.onto != nil {
+		b, err := bootstrap.New(bootstrap.Options{Cluster: d.onto, Printer: d.p, Prompt: d.prompt, SumCache: sumcache.Default(), WaitTimeout: 2 * time.Minute,
+			RestoreFrom: &restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, ForgetPrefixes: []string{agent.ElectionPrefix(d.c.Metadata.Name)}}})
+		if err != nil {
+			return nil, err
+		}
+		res, err := b.Run(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("building %s from the snapshot: %w", d.ontoFile, err)
+		}
+		revision = res.RestoredRevision
+	} else {
+		res, err := restore.Run(ctx, restore.Config{Cluster: d.c, Printer: d.p, Prompt: d.prompt,
+			Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: true,
+				ForgetPrefixes: []string{agent.ElectionPrefix(d.c.Metadata.Name)}}})
+		if err != nil {
+			return nil, err
+		}
+		revision = res.RestoredRevision
 	}
-	run := &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: res.RestoredRevision, Deltas: deltas,
+	run := &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: revision, Deltas: deltas,
 		Snapshot: drill.SnapshotRef{Key: snap.Path, Revision: snap.Revision}}
 	if m := snap.Metadata; m != nil {
 		run.Snapshot.Key, run.Snapshot.Revision, run.Snapshot.TakenAt = m.Key, m.Revision, m.StartedAt
