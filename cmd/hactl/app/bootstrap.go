@@ -20,6 +20,7 @@ import (
 	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/phase"
+	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
@@ -296,4 +297,20 @@ func self() string {
 		return os.Args[0]
 	}
 	return "hactl"
+}
+
+// bootstrapSeeded runs bootstrap on c as `hactl bootstrap -f c --restore-from` does, with seed's
+// verified snapshot (drill restore --onto), or only its checks with dryRun, and returns the new
+// cluster's revision. Errors are bootstrap's (a host that is not new: *restore.SeedRefusedError).
+func bootstrapSeeded(ctx context.Context, c *v1alpha1.Cluster, p *ui.Printer, prompt provision.Prompter, seed *restore.Options, dryRun bool) (int64, error) {
+	b, err := bootstrap.New(bootstrap.Options{Cluster: c, DryRun: dryRun, Printer: p, Prompt: prompt, SumCache: sumcache.Default(),
+		WaitTimeout: 2 * time.Minute, RestoreFrom: seed})
+	if err != nil {
+		return 0, err
+	}
+	res, err := b.Run(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return res.RestoredRevision, nil
 }

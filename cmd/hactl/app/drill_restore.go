@@ -12,10 +12,8 @@ import (
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/backup/agent"
 	"github.com/hactl/hactl/backup/replay"
-	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/drill"
-	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
@@ -177,12 +175,8 @@ func (d *drillRestorer) Preflight(ctx context.Context, snap *drill.SnapshotRef) 
 	if d.onto == nil {
 		return nil
 	}
-	b, err := bootstrap.New(bootstrap.Options{Cluster: d.onto, DryRun: true, Printer: d.p, Prompt: d.prompt, SumCache: sumcache.Default(),
-		RestoreFrom: &restore.Options{Snapshot: snap.Key, SHA256: "(checked when fetched)", Revision: snap.Revision}})
-	if err != nil {
-		return err
-	}
-	if _, err := b.Run(ctx); err != nil {
+	seed := &restore.Options{Snapshot: snap.Key, SHA256: "(checked when fetched)", Revision: snap.Revision}
+	if _, err := bootstrapSeeded(ctx, d.onto, d.p, d.prompt, seed, true); err != nil {
 		return fmt.Errorf("--onto %s: %w", d.ontoFile, err)
 	}
 	return nil
@@ -234,16 +228,10 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 	fetched := time.Now()
 	var revision int64
 	if d.onto != nil {
-		b, err := bootstrap.New(bootstrap.Options{Cluster: d.onto, Printer: d.p, Prompt: d.prompt, SumCache: sumcache.Default(), WaitTimeout: 2 * time.Minute,
-			RestoreFrom: &restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, ForgetPrefixes: []string{agent.ElectionPrefix(d.c.Metadata.Name)}}})
-		if err != nil {
-			return nil, err
-		}
-		res, err := b.Run(ctx)
-		if err != nil {
+		seed := &restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, ForgetPrefixes: []string{agent.ElectionPrefix(d.c.Metadata.Name)}}
+		if revision, err = bootstrapSeeded(ctx, d.onto, d.p, d.prompt, seed, false); err != nil {
 			return nil, fmt.Errorf("building %s from the snapshot: %w", d.ontoFile, err)
 		}
-		revision = res.RestoredRevision
 	} else {
 		res, err := restore.Run(ctx, restore.Config{Cluster: d.c, Printer: d.p, Prompt: d.prompt,
 			Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: true,
