@@ -8,11 +8,13 @@
 //     (getrusage of the child), against the two-step baseline: `etcdctl snapshot save` to a local
 //     file, then the upload of that file (minio-go FPutObject, 4 parallel parts);
 //   - hactl restore of the 3-member cluster from that file (--force --yes: verify here, ship to
-//     every member, stop, etcdutl restore on each, start, wait) against one member's `etcdutl
-//     snapshot restore` of the same file on its host (same flags as hactl's).
+//     every member, stop, etcdutl restore on each, start, wait) against one transfer of the file to
+//     one member (ssh with the lab's key, `cat >` on the host) plus that member's `etcdutl snapshot
+//     restore` of it on its host (same flags as hactl's).
 //
-// Goals (issue 5): backup ≤ 1.1 × etcdctl snapshot save alone, peak RSS ≤ 128 MiB whatever the DB
-// size, 3-member restore ≤ 1.5 × one member's etcdutl restore. Figures are printed, not asserted.
+// Goals (issues 5 and 18): backup ≤ 1.1 × etcdctl snapshot save alone (≤ 1.3 × with zstd), peak
+// RSS ≤ 128 MiB whatever the DB size, 3-member restore ≤ 1.5 × (one transfer + one etcdutl
+// restore). Figures are printed, not asserted.
 package main
 
 import (
@@ -84,6 +86,7 @@ type measured struct {
 	rssNone, rssZstd, rssSave int64         // peak RSS, bytes
 	storedNone, storedZstd    int64
 	restore3, restore1        time.Duration // hactl restore (3 members); etcdutl restore on one host
+	transfer                  time.Duration // the file copied to one host over SSH
 	restorePhases             string        // hactl restore's progress lines with their times
 	restoreData               time.Duration // hactl's restore/data phase: etcdutl restore on the 3 members in parallel
 }
@@ -407,8 +410,20 @@ func (b *bench) measure(ctx context.Context, target int64) (measured, error) {
 	if err != nil {
 		return m, err
 	}
-	if out, err := exec.Command("docker", "cp", file, h.Container+":/root/bench.db").CombinedOutput(); err != nil {
-		return m, fmt.Errorf("docker cp: %v: %s", err, out)
+	// One transfer of the file to it over SSH, as a user would copy it.
+	f, err := os.Open(file)
+	if err != nil {
+		return m, err
+	}
+	cp := exec.Command("ssh", "-i", b.l.IdentityFile(), "-o", "UserKnownHostsFile="+b.l.KnownHostsFile(), "-o", "BatchMode=yes",
+		"root@"+h.Address, "cat > /root/bench.db")
+	cp.Stdin = f
+	t0 = time.Now()
+	cpOut, err := cp.CombinedOutput()
+	m.transfer = time.Since(t0)
+	f.Close()
+	if err != nil {
+		return m, fmt.Errorf("ssh cat > /root/bench.db on cp-a: %v: %s", err, cpOut)
 	}
 	restore1 := "rm -rf /root/bench-restore && /usr/local/bin/etcdutl snapshot restore /root/bench.db --name cp-a --data-dir /root/bench-restore" +
 		" --initial-cluster cp-a=https://" + h.Address + ":2380 --initial-cluster-token bench --initial-advertise-peer-urls https://" + h.Address + ":2380" +
@@ -469,17 +484,18 @@ func report(w io.Writer, rs []measured) {
 	}
 	fmt.Fprintf(w, "hactl backup / restore benchmark (3 etcd members in the lab, MinIO on objstore; %s)\n", what)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "DB\tetcdctl save\t+ upload\t= two-step\thactl now (none)\tratio vs save\thactl now (zstd)\tpeak RSS none / zstd / etcdctl\trestore 3 (hactl)\tof which restore/data\tetcdutl 1 member\tratio whole / restore/data")
+	fmt.Fprintln(tw, "DB\tetcdctl save\t+ upload\t= two-step\thactl now (none)\tratio vs save\thactl now (zstd)\tpeak RSS none / zstd / etcdctl\trestore 3 (hactl)\tof which restore/data\t1 transfer + etcdutl 1 member\tratio whole / restore/data vs etcdutl")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d MiB\t%s\t%s\t%s\t%s\t%.2f× (%s)\t%s\t%d / %d / %d MiB (%s)\t%s\t%s\t%s\t%.2f× (%s) / %.2f× (%s)\n",
+		one := r.transfer + r.restore1
+		fmt.Fprintf(tw, "%d MiB\t%s\t%s\t%s\t%s\t%.2f× (%s)\t%s\t%d / %d / %d MiB (%s)\t%s\t%s\t%s + %s = %s\t%.2f× (%s) / %.2f× (%s)\n",
 			r.dbSize/mib, secs(r.save), secs(r.upload), secs(r.save+r.upload), secs(r.backupNone),
 			r.backupNone.Seconds()/r.save.Seconds(), verdict(r.backupNone.Seconds() <= goalBackupRatio*r.save.Seconds()),
 			secs(r.backupZstd), r.rssNone/mib, r.rssZstd/mib, r.rssSave/mib, verdict(max(r.rssNone, r.rssZstd) <= goalPeakRSS),
-			secs(r.restore3), secs(r.restoreData), secs(r.restore1), r.restore3.Seconds()/r.restore1.Seconds(), verdict(r.restore3.Seconds() <= goalRestoreRatio*r.restore1.Seconds()),
+			secs(r.restore3), secs(r.restoreData), secs(r.transfer), secs(r.restore1), secs(one), r.restore3.Seconds()/one.Seconds(), verdict(r.restore3.Seconds() <= goalRestoreRatio*one.Seconds()),
 			r.restoreData.Seconds()/r.restore1.Seconds(), verdict(r.restoreData.Seconds() <= goalRestoreRatio*r.restore1.Seconds()))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "goals: backup ≤ %.1f× etcdctl snapshot save alone; peak RSS ≤ %d MiB; 3-member restore ≤ %.1f× one member's etcdutl restore\n"+
+	fmt.Fprintf(w, "goals: backup ≤ %.1f× etcdctl snapshot save alone; peak RSS ≤ %d MiB; 3-member restore ≤ %.1f× (one transfer of the file + one member's etcdutl restore)\n"+
 		"(the whole restore also verifies the snapshot here, ships it to 3 hosts over SSH, stops etcd and waits for quorum; restore/data is the etcdutl restores themselves)\n",
 		goalBackupRatio, goalPeakRSS/mib, goalRestoreRatio)
 	for _, r := range rs {
