@@ -318,9 +318,12 @@ func (m Members) Status(ctx context.Context) (*StatusReport, error) {
 	var l *backup.Listing
 	var lerr error
 	done := make(chan struct{})
+	var deltas []backup.Delta
 	go func() {
 		defer close(done)
-		l, lerr = backup.ListCluster(ctx, st, c)
+		if l, lerr = backup.ListCluster(ctx, st, c); lerr == nil {
+			deltas, lerr = backup.ListDeltas(ctx, st, c.Spec.Backup.ObjectStore.Prefix, c.Metadata.Name)
+		}
 	}()
 	ferr := m.forEach(ctx, func(ctx context.Context, h v1alpha1.Host, cl *provision.Client) error {
 		statuses[index[h.Name]] = Status(ctx, cl, h.Name)
@@ -343,6 +346,6 @@ func (m Members) Status(ctx context.Context) (*StatusReport, error) {
 		}
 	}
 	rep := &StatusReport{Cluster: c.Metadata.Name, Hosts: statuses}
-	rep.evaluate(l, time.Now())
+	rep.evaluate(l, deltas, time.Now())
 	return rep, nil
 }

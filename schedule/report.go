@@ -19,6 +19,9 @@ type StatusReport struct {
 	Hosts []HostStatus `json:"hosts"`
 	// Newest is the newest complete snapshot (nil when there is none).
 	Newest *NewestSnapshot `json:"newest,omitempty"`
+	// NewestDelta is the newest delta snapshot continuing Newest (nil when there is none). Its age is
+	// not judged: the agent stores a delta only when something changed.
+	NewestDelta *NewestDelta `json:"newestDelta,omitempty"`
 	// Problems make the verdict fail (exit 3).
 	Problems []string `json:"problems,omitempty"`
 	Healthy  bool     `json:"healthy"`
@@ -36,10 +39,19 @@ type NewestSnapshot struct {
 	AgeSeconds  float64   `json:"ageSeconds"`
 }
 
+// NewestDelta is the newest delta snapshot of the chain continuing the newest full snapshot: the
+// revision a restore from latest reaches, and when it was stored.
+type NewestDelta struct {
+	Key         string    `json:"key"`
+	ToRevision  int64     `json:"toRevision"`
+	CompletedAt time.Time `json:"completedAt"`
+	AgeSeconds  float64   `json:"ageSeconds"`
+}
+
 // evaluate fills the interval, the newest snapshot and the problems at now: a member unreachable,
 // without the schedule or whose timer is not active; no snapshot, or the newest older than twice
 // the interval.
-func (rep *StatusReport) evaluate(l *backup.Listing, now time.Time) {
+func (rep *StatusReport) evaluate(l *backup.Listing, deltas []backup.Delta, now time.Time) {
 	rep.at = now
 	var every time.Duration
 	for _, h := range rep.Hosts {
@@ -65,6 +77,12 @@ func (rep *StatusReport) evaluate(l *backup.Listing, now time.Time) {
 			done = sn.Time
 		}
 		rep.Newest = &NewestSnapshot{Key: sn.Data.Key, Member: sn.Metadata.MemberName, Slot: sn.Slot, CompletedAt: done, AgeSeconds: now.Sub(done).Seconds()}
+		if chain, err := backup.Chain(deltas, sn.Metadata.Revision); err == nil && len(chain) > 0 {
+			d := chain[len(chain)-1]
+			rep.NewestDelta = &NewestDelta{Key: d.Data.Key, ToRevision: d.Metadata.ToRevision, CompletedAt: d.Metadata.CompletedAt, AgeSeconds: now.Sub(d.Metadata.CompletedAt).Seconds()}
+		} else if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("the deltas continuing %s: %v (a restore from latest would be refused)", sn.Data.Key, err))
+		}
 	}
 	switch {
 	case every == 0:
@@ -116,6 +134,9 @@ func (rep *StatusReport) Print(w io.Writer) {
 	ui.Table(w, []string{"HOST", "TIMER", "NEXT", "LAST TRIGGER", "LAST RUN", "LAST SUCCESS", "DELTA AGENT"}, rows)
 	if n := rep.Newest; n != nil {
 		fmt.Fprintf(w, "newest snapshot: %s (member %s, %s old)\n", n.Key, dash(n.Member), time.Duration(n.AgeSeconds*float64(time.Second)).Round(time.Second))
+	}
+	if d := rep.NewestDelta; d != nil {
+		fmt.Fprintf(w, "newest delta: %s (to revision %d, %s old)\n", d.Key, d.ToRevision, time.Duration(d.AgeSeconds*float64(time.Second)).Round(time.Second))
 	}
 	for _, pr := range rep.Problems {
 		fmt.Fprintf(w, "problem: %s\n", pr)

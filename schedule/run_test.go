@@ -3,6 +3,7 @@ package schedule
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,7 +98,7 @@ func TestStatusReport(t *testing.T) {
 	l := &backup.Listing{Prefix: "hactl/lab/snapshots/", Snapshots: []backup.Snapshot{{
 		Stem: "20261201T030000Z-rev000000000000030-cp-a", Time: now.Add(-7 * time.Minute), Slot: "20261201T030000Z",
 		Data:     backup.ObjectInfo{Key: "hactl/lab/snapshots/20261201T030000Z-rev000000000000030-cp-a.db"},
-		Metadata: &backup.Metadata{MemberName: "cp-a", CompletedAt: now.Add(-6 * time.Minute)},
+		Metadata: &backup.Metadata{MemberName: "cp-a", Revision: 30, CompletedAt: now.Add(-6 * time.Minute)},
 	}}}
 	cfg := &Config{Every: "5m"}
 	rep := &StatusReport{Cluster: "lab", Hosts: []HostStatus{
@@ -106,7 +107,7 @@ func TestStatusReport(t *testing.T) {
 		{Host: "cp-b", Installed: true, Config: cfg, TimerActive: "inactive", TimerEnabled: "enabled"},
 		{Host: "cp-c", Error: "host cp-c: connect: connection refused"},
 	}}
-	rep.evaluate(l, now)
+	rep.evaluate(l, nil, now)
 	want := []string{"cp-b: hactl-backup.timer is inactive", "cp-c: host cp-c: connect: connection refused"}
 	if rep.Healthy || rep.Every != "5m" || rep.Newest == nil || rep.Newest.AgeSeconds != 360 || strings.Join(rep.Problems, "|") != strings.Join(want, "|") {
 		t.Errorf("report %+v, problems %q; want %q", rep, rep.Problems, want)
@@ -131,23 +132,37 @@ func TestStatusReport(t *testing.T) {
 		{Host: "cp-a", Installed: true, Config: dcfg, TimerActive: "active", TimerEnabled: "enabled", AgentState: "active"},
 		{Host: "cp-b", Installed: true, Config: dcfg, TimerActive: "active", TimerEnabled: "enabled", AgentState: "failed"},
 	}}
-	withAgent.evaluate(l, now)
+	delta := func(from, to int64, ago time.Duration) backup.Delta {
+		return backup.Delta{Data: backup.ObjectInfo{Key: fmt.Sprintf("d/rev%d-rev%d.events", from, to)},
+			Metadata: &backup.DeltaMetadata{FromRevision: from, ToRevision: to, CompletedAt: now.Add(-ago)}}
+	}
+	withAgent.evaluate(l, []backup.Delta{delta(42, 50, 20*time.Second), delta(30, 42, 50*time.Second), delta(10, 20, time.Hour)}, now)
 	if withAgent.Healthy || len(withAgent.Problems) != 1 || !strings.Contains(withAgent.Problems[0], "cp-b: hactl-backup-agent.service is failed") {
 		t.Errorf("a failed agent: problems %q", withAgent.Problems)
 	}
+	if d := withAgent.NewestDelta; d == nil || d.ToRevision != 50 || d.AgeSeconds != 20 {
+		t.Errorf("newest delta %+v, want to revision 50, 20 s old", d)
+	}
 	b.Reset()
 	withAgent.Print(&b)
-	if !strings.Contains(b.String(), "active (every 30s)") {
-		t.Errorf("status does not show the agent:\n%s", b.String())
+	for _, s := range []string{"active (every 30s)", "newest delta: d/rev42-rev50.events (to revision 50, 20s old)"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("status lacks %q:\n%s", s, b.String())
+		}
+	}
+	gap := &StatusReport{Hosts: withAgent.Hosts[:1]}
+	gap.evaluate(l, []backup.Delta{delta(42, 50, 20*time.Second)}, now)
+	if gap.Healthy || gap.NewestDelta != nil || len(gap.Problems) != 1 || !strings.Contains(gap.Problems[0], "no delta holds revisions 31 to 42") {
+		t.Errorf("a gap after the newest snapshot: newest delta %+v, problems %q", gap.NewestDelta, gap.Problems)
 	}
 
 	old := &StatusReport{Hosts: rep.Hosts[:1]}
-	old.evaluate(l, now.Add(time.Hour))
+	old.evaluate(l, nil, now.Add(time.Hour))
 	if old.Healthy || len(old.Problems) != 1 || !strings.Contains(old.Problems[0], "is 1h6m0s old, more than 2 × the interval 5m0s") {
 		t.Errorf("stale snapshot: %q", old.Problems)
 	}
 	none := &StatusReport{Hosts: []HostStatus{{Host: "cp-a"}}}
-	none.evaluate(&backup.Listing{Prefix: "p/"}, now)
+	none.evaluate(&backup.Listing{Prefix: "p/"}, nil, now)
 	if strings.Join(none.Problems, "|") != "cp-a: no schedule installed|no member has a backup schedule (install one with --every)" {
 		t.Errorf("nothing installed: %q", none.Problems)
 	}

@@ -60,8 +60,9 @@ units reloaded only when they change).
   hactl backup schedule -f cluster.yaml --every 5m --keep-last 288 --keep-daily 14 --yes
   hactl backup schedule -f cluster.yaml --every 15m --deltas --keep-last 96 --yes
   hactl backup schedule -f cluster.yaml --status [-o json]   timers per member, last runs, age of the
-                                                             newest snapshot: exit 3 when it is older
-                                                             than 2 × the interval (or a timer is not active)
+                                                             newest snapshot and delta: exit 3 when the
+                                                             snapshot is older than 2 × the interval (or a
+                                                             timer or agent is not active, or a delta is missing)
   hactl backup schedule -f cluster.yaml --disable            stop and remove it all from every member
                                                              (units, ` + schedule.ConfigDir + `, the binary,
                                                              the textfile); the snapshots stay
