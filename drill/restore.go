@@ -331,11 +331,11 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	// the read-back (VerifyRestore) is the proof.
 	wl, err := workload.Start(mctx, workload.Config{Client: cli, Prefix: prefix, Rate: r.o.Rate, ReadRate: -1, RequestTimeout: r.o.RequestTimeout})
 	if err != nil {
-		return it, r.restartEtcd(err)
+		return it, r.unfence(err)
 	}
 	if !sleepCtx(ctx, r.o.Warmup) {
 		wl.Stop()
-		return it, r.restartEtcd(fmt.Errorf("drill interrupted before the disaster (etcd was not stopped): %w", ctx.Err()))
+		return it, r.unfence(fmt.Errorf("drill interrupted before the disaster (etcd was not stopped): %w", ctx.Err()))
 	}
 
 	// The disaster: every member killed in parallel, as a crash would (a graceful stop first tries
@@ -488,6 +488,15 @@ func hostNames(hs []v1alpha1.Host) []string {
 		names = append(names, h.Name)
 	}
 	return names
+}
+
+// unfence returns cause once the members are unfenced (--onto; etcd still runs there: start is a
+// no-op), and cause as is in place (nothing was changed).
+func (r *runner) unfence(cause error) error {
+	if r.o.Onto == nil {
+		return cause
+	}
+	return r.restartEtcd(cause)
 }
 
 // restartEtcd starts etcd on every member after the drill failed before the restore changed

@@ -175,7 +175,7 @@ func (d *drillRestorer) Preflight(ctx context.Context, snap *drill.SnapshotRef) 
 	if d.onto == nil {
 		return nil
 	}
-	seed := &restore.Options{Snapshot: snap.Key, SHA256: "(checked when fetched)", Revision: snap.Revision}
+	seed := &restore.Options{Snapshot: snap.Key, SHA256: "pending", Revision: snap.Revision}
 	if _, err := bootstrapSeeded(ctx, d.onto, d.p, d.prompt, seed, true); err != nil {
 		return fmt.Errorf("--onto %s: %w", d.ontoFile, err)
 	}
