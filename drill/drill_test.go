@@ -424,6 +424,7 @@ func (fakeRestorer) Restore(context.Context) (*RestoreRun, error)  { return nil,
 // members and no Kubernetes; --keep-fenced needs --onto; the drill-restore flags are refused elsewhere.
 func TestValidateOnto(t *testing.T) {
 	old := spec(t, three, nil)
+	old.Spec.LoadBalancer = &v1alpha1.LoadBalancer{VIP: "10.0.0.100/24"}
 	onto := func(mod func(*v1alpha1.Cluster)) *v1alpha1.Cluster {
 		c := spec(t, [][2]string{{"d", "az-a"}, {"e", "az-b"}, {"f", "az-c"}}, nil)
 		for i := range c.Spec.Hosts {
@@ -449,6 +450,12 @@ func TestValidateOnto(t *testing.T) {
 			}
 		})}, "no host with role etcd"},
 		{"keep-fenced alone", Options{KeepFenced: true}, "--keep-fenced"},
+		{"same VIP", Options{Onto: onto(func(c *v1alpha1.Cluster) {
+			c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{VIP: "10.0.0.100/24", VirtualRouterID: 52}
+		})}, "is cluster t's VIP too"},
+		{"same VRID on the subnet", Options{Onto: onto(func(c *v1alpha1.Cluster) {
+			c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{VIP: "10.0.0.101/24"}
+		})}, "virtualRouterID 0 is cluster t's too, on the same subnet 10.0.0.0/24"},
 	}
 	for _, tc := range cases {
 		o := tc.o
@@ -458,7 +465,9 @@ func TestValidateOnto(t *testing.T) {
 			t.Errorf("%s: %v, want an InputError with %q", tc.name, err, tc.want)
 		}
 	}
-	good := Options{Cluster: old, Kind: Restore, Count: 1, Restorer: fakeRestorer{}, Onto: onto(nil), OntoFile: "dr.yaml", KeepFenced: true}
+	good := Options{Cluster: old, Kind: Restore, Count: 1, Restorer: fakeRestorer{}, Onto: onto(func(c *v1alpha1.Cluster) {
+		c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{VIP: "10.0.2.100/24"} // same router ID, another segment
+	}), OntoFile: "dr.yaml", KeepFenced: true}
 	if err := good.Validate(); err != nil {
 		t.Errorf("a valid --onto: %v", err)
 	}

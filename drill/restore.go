@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path"
 	"strings"
 	"sync"
@@ -179,6 +180,17 @@ func validateOnto(old, onto *v1alpha1.Cluster, file string) error {
 	if onto.Spec.StateDir == old.Spec.StateDir {
 		return &InputError{Err: fmt.Errorf("--onto %s: spec.stateDir %s is the drilled cluster's own: the new cluster needs its own (its own CA, tokens and member records); set another spec.stateDir there", file, onto.Spec.StateDir)}
 	}
+	if ol, nl := old.Spec.LoadBalancer, onto.Spec.LoadBalancer; ol != nil && nl != nil {
+		op, oerr := netip.ParsePrefix(ol.VIP)
+		np, nerr := netip.ParsePrefix(nl.VIP)
+		switch {
+		case oerr != nil || nerr != nil:
+		case op.Addr() == np.Addr():
+			return &InputError{Err: fmt.Errorf("--onto %s: spec.loadBalancer.vip %s is cluster %s's VIP too: its load balancers are not fenced and both clusters run after the rehearsal, so keepalived on both sides would claim it; give the new site its own VIP", file, nl.VIP, old.Metadata.Name)}
+		case ol.VirtualRouterID == nl.VirtualRouterID && op.Masked() == np.Masked():
+			return &InputError{Err: fmt.Errorf("--onto %s: spec.loadBalancer.virtualRouterID %d is cluster %s's too, on the same subnet %s: VRRP routers with one ID on one segment fight over it; set another virtualRouterID there", file, nl.VirtualRouterID, old.Metadata.Name, np.Masked())}
+		}
+	}
 	if onto.Spec.Kubernetes != nil {
 		return &InputError{Err: fmt.Errorf("--onto %s: spec.kubernetes is set: a restore drill onto other hosts rebuilds etcd (and its load balancer), not Kubernetes; remove spec.kubernetes from that spec", file)}
 	}
@@ -323,7 +335,7 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 			_, err := r.hosts.run(ctx, h.Name, "drill/fence", fenceCommand(r.report.ID, r.o.Onto.Metadata.Name))
 			return err
 		}); err != nil {
-			return it, r.restartEtcd(fmt.Errorf("drill/fence: %w", err))
+			return nil, r.restartEtcd(fmt.Errorf("drill/fence: %w", err))
 		}
 	}
 	prefix := workloadPrefix(r.report.ID, 1)
@@ -331,11 +343,11 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	// the read-back (VerifyRestore) is the proof.
 	wl, err := workload.Start(mctx, workload.Config{Client: cli, Prefix: prefix, Rate: r.o.Rate, ReadRate: -1, RequestTimeout: r.o.RequestTimeout})
 	if err != nil {
-		return it, r.unfence(err)
+		return nil, r.unfence(err)
 	}
 	if !sleepCtx(ctx, r.o.Warmup) {
 		wl.Stop()
-		return it, r.unfence(fmt.Errorf("drill interrupted before the disaster (etcd was not stopped): %w", ctx.Err()))
+		return nil, r.unfence(fmt.Errorf("drill interrupted before the disaster (etcd was not stopped): %w", ctx.Err()))
 	}
 
 	// The disaster: every member killed in parallel, as a crash would (a graceful stop first tries
@@ -369,7 +381,7 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	restored := time.Now()
 	if rerr != nil {
 		wl.Stop()
-		return it, r.restartEtcd(fmt.Errorf("drill/restore: %w", rerr))
+		return it, r.restoreFailed(mctx, it, fmt.Errorf("drill/restore: %w", rerr))
 	}
 	fig := &RestoreFigures{Snapshot: run.Snapshot, SnapshotAgeMs: ms(t0.Sub(run.Snapshot.Point())), Deltas: run.Deltas, FetchMs: ms(run.Fetch), RestoreMs: ms(run.Restore), RestoredRevision: run.Revision}
 	it.Restore = fig
@@ -377,10 +389,10 @@ func (r *runner) restoreIteration(ctx context.Context) (*Iteration, error) {
 	vcli := cli // the restored cluster
 	if o := r.o.Onto; o != nil {
 		fig.Onto = o.Metadata.Name
-		ncli, err := etcd.NewClient(mctx, etcd.ClientURLs(mustMembers(o)), etcd.HactlClientTLS(o), time.Second, nil)
+		ncli, err := etcd.NewClient(mctx, etcd.ClientURLs(mustMembers(o)), etcd.HactlClientTLS(o), time.Second, r.ontoDial)
 		if err != nil {
 			wl.Stop()
-			return it, r.restartEtcd(fmt.Errorf("drill/recovery: a client of the new cluster %s: %w", o.Metadata.Name, err))
+			return it, r.restoreFailed(mctx, it, fmt.Errorf("drill/recovery: a client of the new cluster %s: %w", o.Metadata.Name, err))
 		}
 		defer ncli.Close()
 		wl.Retarget(ncli)
@@ -488,6 +500,31 @@ func hostNames(hs []v1alpha1.Host) []string {
 		names = append(names, h.Name)
 	}
 	return names
+}
+
+// restoreFailed ends a restore drill whose restore failed after the disaster. In place: etcd is
+// started again (after hactl restore's rollback it already runs). Onto other hosts: the note says
+// how to remove what was built there; with --keep-fenced, the old members stay fenced when a member
+// of the new cluster answers (two clusters from one data set is what the fence prevents), and are
+// unfenced otherwise (nothing else would serve); without it they are unfenced, as after a
+// rehearsal that succeeded.
+func (r *runner) restoreFailed(ctx context.Context, it *Iteration, cause error) error {
+	o := r.o.Onto
+	if o == nil {
+		return r.restartEtcd(cause)
+	}
+	it.Notes = append(it.Notes, fmt.Sprintf("what was built of cluster %s on %s: `hactl reset -f %s` removes it", o.Metadata.Name, strings.Join(hostNames(o.EtcdHosts()), ", "), r.o.OntoFile))
+	if r.o.KeepFenced {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st, err := etcd.StatusWithTimeout(sctx, etcd.ClientURLs(mustMembers(o)), etcd.HactlClientTLS(o), 3*time.Second, 3*time.Second, r.ontoDial)
+		cancel()
+		if err == nil && st.ClusterID != "" {
+			names := hostNames(r.c.EtcdHosts())
+			it.Notes = append(it.Notes, fmt.Sprintf("cluster %s (%s) answers: %s left fenced (--keep-fenced); to unfence a member: %s", o.Metadata.Name, st.ClusterID, strings.Join(names, ", "), unfenceText))
+			return fmt.Errorf("%w; %s left fenced (--keep-fenced) while cluster %s answers; to unfence a member: %s", cause, strings.Join(names, ", "), o.Metadata.Name, unfenceText)
+		}
+	}
+	return r.restartEtcd(cause)
 }
 
 // unfence returns cause once the members are unfenced (--onto; etcd still runs there: start is a

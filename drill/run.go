@@ -211,6 +211,8 @@ type runner struct {
 	urls   map[string]string // member name → client URL
 	report *Report
 	lbPlan *lb.Config
+	// ontoDial routes etcd connections to the --onto cluster (through its bastion), nil for direct.
+	ontoDial etcd.Option
 }
 
 // newID returns a drill ID: UTC time and 4 random hex digits, e.g. 20261201-051144-a3f9.
@@ -275,6 +277,14 @@ func run(ctx context.Context, o *Options) (*Report, error) {
 	defer unlock()
 	r := &runner{o: o, p: o.Printer, c: o.Cluster, hosts: newHosts(o.Cluster, o.Dialer)}
 	defer r.hosts.close()
+	if o.Onto != nil {
+		_, dial, closeOnto, err := dialers(o.Onto, nil, nil, o.Prompt)
+		if err != nil {
+			return nil, fmt.Errorf("--onto %s: %w", o.OntoFile, err)
+		}
+		defer closeOnto()
+		r.ontoDial = dial
+	}
 	r.files = etcd.HactlClientTLS(r.c)
 	members, err := etcd.MembersFromSpec(r.c)
 	if err != nil {

@@ -319,10 +319,11 @@ func (m Members) Status(ctx context.Context) (*StatusReport, error) {
 	var lerr error
 	done := make(chan struct{})
 	var deltas []backup.Delta
+	var derr error // listing the deltas: a problem in the report, not the command's failure
 	go func() {
 		defer close(done)
 		if l, lerr = backup.ListCluster(ctx, st, c); lerr == nil {
-			deltas, lerr = backup.ListDeltas(ctx, st, c.Spec.Backup.ObjectStore.Prefix, c.Metadata.Name)
+			deltas, derr = backup.ListDeltas(ctx, st, c.Spec.Backup.ObjectStore.Prefix, c.Metadata.Name)
 		}
 	}()
 	ferr := m.forEach(ctx, func(ctx context.Context, h v1alpha1.Host, cl *provision.Client) error {
@@ -347,5 +348,9 @@ func (m Members) Status(ctx context.Context) (*StatusReport, error) {
 	}
 	rep := &StatusReport{Cluster: c.Metadata.Name, Hosts: statuses}
 	rep.evaluate(l, deltas, time.Now())
+	if derr != nil {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("listing the delta snapshots: %v", derr))
+		rep.Healthy = false
+	}
 	return rep, nil
 }

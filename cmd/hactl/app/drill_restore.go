@@ -201,7 +201,11 @@ func (d *drillRestorer) Newest(ctx context.Context) (*drill.SnapshotRef, error) 
 	if err != nil {
 		return nil, err
 	}
-	if chain, err := backup.Chain(ds, sn.Metadata.Revision); err == nil && len(chain) > 0 {
+	chain, err := backup.Chain(ds, sn.Metadata.Revision)
+	if err != nil { // the restore would refuse it after the disaster: refuse it now
+		return nil, fmt.Errorf("the deltas continuing %s: %w", sn.Data.Key, err)
+	}
+	if len(chain) > 0 {
 		last := chain[len(chain)-1].Metadata
 		ref.DeltasTo, ref.DeltasAt = last.ToRevision, last.CompletedAt
 	}
