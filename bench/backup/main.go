@@ -41,6 +41,7 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/etcd"
 )
@@ -111,16 +112,15 @@ func run(hactl string, sizes []int, keep bool) error {
 	if hactl, err = filepath.Abs(hactl); err != nil {
 		return err
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	dir := filepath.Join(root, ".lab-bench-backup")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Dir: dir, ObjectStore: true, Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Dir: dir, ObjectStore: true, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
 	if !keep {
 		defer func() {
 			if err := l.Down(context.WithoutCancel(ctx)); err != nil {
-				logf("lab down: %v", err)
+				kit.Logf("lab down: %v", err)
 			}
 		}()
 	}
@@ -466,15 +466,6 @@ func maxInt(a, b int64) int64 {
 	return b
 }
 
-func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
-
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
-}
-
 // report prints every size's figures with the goals.
 func report(w io.Writer, rs []measured) {
 	fmt.Fprintln(w)
@@ -488,11 +479,11 @@ func report(w io.Writer, rs []measured) {
 	for _, r := range rs {
 		one := r.transfer + r.restore1
 		fmt.Fprintf(tw, "%d MiB\t%s\t%s\t%s\t%s\t%.2f× (%s)\t%s\t%d / %d / %d MiB (%s)\t%s\t%s\t%s + %s = %s\t%.2f× (%s) / %.2f× (%s)\n",
-			r.dbSize/mib, secs(r.save), secs(r.upload), secs(r.save+r.upload), secs(r.backupNone),
-			r.backupNone.Seconds()/r.save.Seconds(), verdict(r.backupNone.Seconds() <= goalBackupRatio*r.save.Seconds()),
-			secs(r.backupZstd), r.rssNone/mib, r.rssZstd/mib, r.rssSave/mib, verdict(max(r.rssNone, r.rssZstd) <= goalPeakRSS),
-			secs(r.restore3), secs(r.restoreData), secs(r.transfer), secs(r.restore1), secs(one), r.restore3.Seconds()/one.Seconds(), verdict(r.restore3.Seconds() <= goalRestoreRatio*one.Seconds()),
-			r.restoreData.Seconds()/r.restore1.Seconds(), verdict(r.restoreData.Seconds() <= goalRestoreRatio*r.restore1.Seconds()))
+			r.dbSize/mib, kit.Secs(r.save), kit.Secs(r.upload), kit.Secs(r.save+r.upload), kit.Secs(r.backupNone),
+			r.backupNone.Seconds()/r.save.Seconds(), kit.Verdict(r.backupNone.Seconds() <= goalBackupRatio*r.save.Seconds()),
+			kit.Secs(r.backupZstd), r.rssNone/mib, r.rssZstd/mib, r.rssSave/mib, kit.Verdict(max(r.rssNone, r.rssZstd) <= goalPeakRSS),
+			kit.Secs(r.restore3), kit.Secs(r.restoreData), kit.Secs(r.transfer), kit.Secs(r.restore1), kit.Secs(one), r.restore3.Seconds()/one.Seconds(), kit.Verdict(r.restore3.Seconds() <= goalRestoreRatio*one.Seconds()),
+			r.restoreData.Seconds()/r.restore1.Seconds(), kit.Verdict(r.restoreData.Seconds() <= goalRestoreRatio*r.restore1.Seconds()))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "goals: backup ≤ %.1f× etcdctl snapshot save alone; peak RSS ≤ %d MiB; 3-member restore ≤ %.1f× (one transfer of the file + one member's etcdutl restore)\n"+

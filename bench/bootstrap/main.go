@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/report"
 )
@@ -119,7 +120,7 @@ func run(hactl, before string, runs int, keep bool) error {
 		return err
 	}
 	dir := filepath.Join(root, ".lab-bench")
-	l, err := lab.Up(ctx, lab.Options{Members: 5, RepoRoot: root, Dir: dir, Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }})
+	l, err := lab.Up(ctx, lab.Options{Members: 5, RepoRoot: root, Dir: dir, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func runKube(hactl string, runs int, keep bool) error {
 		return err
 	}
 	dir := filepath.Join(root, ".lab-bench")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, RepoRoot: root, Dir: dir, Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}

@@ -19,13 +19,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"time"
 
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/e2e/lab"
 )
@@ -42,20 +40,11 @@ func main() {
 	}
 }
 
-func logf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-
-// hactlRun runs hactl with its output on stderr (progress for the reader).
-func hactlRun(hactl string, args ...string) error {
-	cmd := exec.Command(hactl, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	return cmd.Run()
-}
-
 // drillReport runs one `hactl drill ... --report` and reads the report back. A drill that exits 3
 // (a failed verdict) still returns its report, with the error.
 func drillReport(hactl, dir, name string, args ...string) (*drill.Report, error) {
 	rp := filepath.Join(dir, name+".json")
-	runErr := hactlRun(hactl, append(append([]string{"drill"}, args...), "--yes", "--report", rp)...)
+	runErr := kit.Hactl(hactl, append(append([]string{"drill"}, args...), "--yes", "--report", rp)...)
 	raw, err := os.ReadFile(rp)
 	if err != nil {
 		return nil, fmt.Errorf("%s: no report (%v): %w", name, runErr, err)
@@ -65,21 +54,6 @@ func drillReport(hactl, dir, name string, args ...string) (*drill.Report, error)
 		return nil, err
 	}
 	return rep, runErr
-}
-
-// pct returns the p-th percentile (nearest rank) of xs.
-func pct(xs []float64, p float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
 }
 
 // figures collects one figure of every iteration.
@@ -98,7 +72,7 @@ func printDist(name string, xs []float64) {
 		fmt.Printf("  %-28s (none measured)\n", name)
 		return
 	}
-	fmt.Printf("  %-28s n=%-3d min %7.0f  p50 %7.0f  p90 %7.0f  max %7.0f ms\n", name, len(xs), pct(xs, 0), pct(xs, 50), pct(xs, 90), pct(xs, 100))
+	fmt.Printf("  %-28s n=%-3d min %7.0f  p50 %7.0f  p90 %7.0f  max %7.0f ms\n", name, len(xs), kit.Pct(xs, 0), kit.Pct(xs, 50), kit.Pct(xs, 90), kit.Pct(xs, 100))
 }
 
 // killLeader runs the kill-leader drills and prints the figures against the floor and goals.
@@ -127,12 +101,12 @@ func killLeader(hactl, spec, dir, label string, runs int, election time.Duration
 	}
 	fmt.Printf("  physical floor: a follower campaigns after 1x-2x the election timeout = %.0f-%.0f ms (expected about %.0f ms)\n", et, 2*et, 1.5*et)
 	if len(rto) > 0 {
-		p50 := pct(rto, 50)
-		fmt.Printf("  goal RTO p50 <= 2 x election timeout (%.0f ms): p50 %.0f ms = %.2f x the election timeout: %s\n", 2*et, p50, p50/et, verdict(p50 <= 2*et))
+		p50 := kit.Pct(rto, 50)
+		fmt.Printf("  goal RTO p50 <= 2 x election timeout (%.0f ms): p50 %.0f ms = %.2f x the election timeout: %s\n", 2*et, p50, p50/et, kit.Verdict(p50 <= 2*et))
 	}
-	fmt.Printf("  goal resolution <= 20 ms: %.0f ms (members and workload every 20 ms): %s\n", rep.Settings.ResolutionMs, verdict(rep.Settings.ResolutionMs <= 20))
+	fmt.Printf("  goal resolution <= 20 ms: %.0f ms (members and workload every 20 ms): %s\n", rep.Settings.ResolutionMs, kit.Verdict(rep.Settings.ResolutionMs <= 20))
 	fmt.Printf("  goal 0 acknowledged writes lost in all %d: %d lost of %d acknowledged (verdict %s): %s\n",
-		len(rep.Iterations), rep.LostWrites, acked, rep.Verdict, verdict(rep.LostWrites == 0 && len(rep.Iterations) == runs))
+		len(rep.Iterations), rep.LostWrites, acked, rep.Verdict, kit.Verdict(rep.LostWrites == 0 && len(rep.Iterations) == runs))
 	return err
 }
 
@@ -144,7 +118,7 @@ func run(hactl string, runs, vipRuns int, keep bool) error {
 		return err
 	}
 	dir := filepath.Join(root, ".lab-bench")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, RepoRoot: root, Dir: dir, Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
@@ -152,7 +126,7 @@ func run(hactl string, runs, vipRuns int, keep bool) error {
 		defer l.Down(ctx)
 	}
 	spec := l.SpecPath(3)
-	if err := hactlRun(hactl, "bootstrap", "-f", spec); err != nil {
+	if err := kit.Hactl(hactl, "bootstrap", "-f", spec); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	// The bootstrap built the kubeadm control plane too (the lab's specs have spec.kubernetes).
@@ -180,7 +154,7 @@ func run(hactl string, runs, vipRuns int, keep bool) error {
 		printDist("settle after the put-back", figures(rep, func(it drill.Iteration) *float64 { return it.SettleMs }))
 		printDist("failback outage", figures(rep, func(it drill.Iteration) *float64 { return it.FailbackOutageMs }))
 		if len(rto) > 0 {
-			fmt.Printf("  goal VIP failover p50 <= 4 s: %.0f ms: %s\n", pct(rto, 50), verdict(pct(rto, 50) <= 4000))
+			fmt.Printf("  goal VIP failover p50 <= 4 s: %.0f ms: %s\n", kit.Pct(rto, 50), kit.Verdict(kit.Pct(rto, 50) <= 4000))
 		}
 	}
 
@@ -201,7 +175,7 @@ func run(hactl string, runs, vipRuns int, keep bool) error {
 	if err := os.WriteFile(slow, out, 0o644); err != nil {
 		return err
 	}
-	if err := hactlRun(hactl, "bootstrap", "-f", slow); err != nil {
+	if err := kit.Hactl(hactl, "bootstrap", "-f", slow); err != nil {
 		return fmt.Errorf("bootstrap with 250/2500: %w", err)
 	}
 	errSlow := killLeader(hactl, slow, reports, "250-2500", runs, 2500*time.Millisecond)

@@ -39,6 +39,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/etcd"
@@ -58,8 +59,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-func logf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 
 // hactlJSON runs hactl with -o json appended, progress on stderr, and decodes stdout into v.
 func hactlJSON(hactl string, v any, args ...string) error {
@@ -104,7 +103,7 @@ func run(hactl string, runs, defragMiB, upgrades int, keep bool) error {
 	}
 	dir := filepath.Join(root, ".lab-bench-etcd")
 	binDir := filepath.Join(root, "bin")
-	l, err := lab.Up(ctx, lab.Options{Members: 5, RepoRoot: root, Dir: dir, Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 5, RepoRoot: root, Dir: dir, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
@@ -175,8 +174,8 @@ func run(hactl string, runs, defragMiB, upgrades int, keep bool) error {
 	if len(walls) > 0 {
 		maxGap := slices.Max(gaps)
 		fmt.Printf("  wall time: min %.1f s, max %.1f s; longest write gap over all %.0f ms = %.2f x the election timeout (1000 ms): goal < 1x %s\n",
-			slices.Min(walls).Seconds(), slices.Max(walls).Seconds(), float64(maxGap)/1e6, float64(maxGap)/1e9, verdict(maxGap < time.Second))
-		fmt.Printf("  acknowledged writes lost: %d (goal 0: %s); writes that failed (not acknowledged): %d\n", lost, verdict(lost == 0), failed)
+			slices.Min(walls).Seconds(), slices.Max(walls).Seconds(), float64(maxGap)/1e6, float64(maxGap)/1e9, kit.Verdict(maxGap < time.Second))
+		fmt.Printf("  acknowledged writes lost: %d (goal 0: %s); writes that failed (not acknowledged): %d\n", lost, kit.Verdict(lost == 0), failed)
 	}
 	if defragMiB > 0 {
 		if err := defrag(ctx, hactl, last, cli, tls, members, defragMiB); err != nil {
@@ -259,8 +258,8 @@ func upgrade(ctx context.Context, hactl string, l *lab.Lab, dir, binDir string, 
 	}
 	maxGap := slices.Max(gaps)
 	fmt.Printf("  wall time: min %.1f s, max %.1f s; longest write gap over all %.0f ms = %.2f x 2x the election timeout (2000 ms): goal < 1x %s\n",
-		slices.Min(walls).Seconds(), slices.Max(walls).Seconds(), float64(maxGap)/1e6, float64(maxGap)/2e9, verdict(maxGap < 2*time.Second))
-	fmt.Printf("  acknowledged writes lost: %d (goal 0: %s); writes that failed (not acknowledged): %d\n", lost, verdict(lost == 0), failed)
+		slices.Min(walls).Seconds(), slices.Max(walls).Seconds(), float64(maxGap)/1e6, float64(maxGap)/2e9, kit.Verdict(maxGap < 2*time.Second))
+	fmt.Printf("  acknowledged writes lost: %d (goal 0: %s); writes that failed (not acknowledged): %d\n", lost, kit.Verdict(lost == 0), failed)
 	return nil
 }
 
@@ -287,13 +286,6 @@ func writeSpec(c *v1alpha1.Cluster, path string) (string, error) {
 		return "", err
 	}
 	return path, os.WriteFile(path, out, 0o644)
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
 }
 
 // defrag fills the database with mib MiB of 1 MiB values, deletes every other key and compacts (about
@@ -361,7 +353,7 @@ func defrag(ctx context.Context, hactl, specPath string, cli *clientv3.Client, t
 	}
 	fmt.Printf("  hactl etcd defrag wall time %.2f s, the members' defragmentations %.2f s of it (%.2f x)\n", wall.Seconds(), sum/1e3, wall.Seconds()/(sum/1e3))
 	fmt.Printf("  writer at 50 writes/s during hactl etcd defrag: longest write gap %.0f ms (a member blocks while it defragments; the client moves to another), %d failed, %d lost of %d acked (goal 0 lost: %s)\n",
-		float64(ws.LongestGap)/1e6, ws.Failed, lost, ws.Acked, verdict(lost == 0))
+		float64(ws.LongestGap)/1e6, ws.Failed, lost, ws.Acked, kit.Verdict(lost == 0))
 	return nil
 }
 

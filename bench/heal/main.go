@@ -29,6 +29,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/etcd"
@@ -44,7 +45,7 @@ func main() {
 	flag.Parse()
 	root, err := lab.FindRepoRoot(".")
 	if err != nil {
-		fail(err)
+		kit.Fail("heal", err)
 	}
 	h, _ := filepath.Abs(*hactl)
 	var full, heal, gaps []float64
@@ -52,7 +53,7 @@ func main() {
 	for i := range *rounds {
 		r, err := round(root, h, *grace, *follower, *keep && i == *rounds-1)
 		if err != nil {
-			fail(fmt.Errorf("round %d: %w", i+1, err))
+			kit.Fail("heal", fmt.Errorf("round %d: %w", i+1, err))
 		}
 		role := "a follower"
 		if r.led {
@@ -65,7 +66,7 @@ func main() {
 	}
 	goal := grace.Seconds() + 60
 	fmt.Printf("\nheal of a lost member (grace %s), %d rounds: full strength p50 %.1f s, max %.1f s (goal <= grace + 60 s = %.0f s: max %.2f×); the heal itself p50 %.1f s; longest write gap p50 %.0f ms, max %.0f ms; %d writes failed, %d acknowledged lost (goal 0)\n",
-		grace, len(full), pct(full, 50), pct(full, 100), goal, pct(full, 100)/goal, pct(heal, 50), pct(gaps, 50), pct(gaps, 100), failed, lost)
+		grace, len(full), kit.Pct(full, 50), kit.Pct(full, 100), goal, kit.Pct(full, 100)/goal, kit.Pct(heal, 50), kit.Pct(gaps, 50), kit.Pct(gaps, 100), failed, lost)
 }
 
 type result struct {
@@ -248,21 +249,6 @@ func fullStrength(ctx context.Context, cli *clientv3.Client, spare string) bool 
 		names = append(names, m.Name)
 	}
 	return slices.Contains(names, spare) && !slices.Contains(names, "cp-c")
-}
-
-func pct(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(p/100*float64(len(s)-1) + 0.5)
-	return s[i]
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench/heal:", err)
-	os.Exit(1)
 }
 
 func logf(f string, a ...any) {

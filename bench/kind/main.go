@@ -17,13 +17,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"time"
 
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/drill/lease"
 	"github.com/hactl/hactl/e2e/lab"
 )
@@ -35,34 +34,20 @@ func main() {
 	flag.Parse()
 	root, err := lab.FindRepoRoot(".")
 	if err != nil {
-		fail(err)
+		kit.Fail("kind", err)
 	}
 	h, _ := filepath.Abs(*hactl)
 	if err := run(root, h, *runs, *cold); err != nil {
-		fail(err)
+		kit.Fail("kind", err)
 	}
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench/kind:", err)
-	os.Exit(1)
-}
-
-func logf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-
-func hactlRun(hactl string, args ...string) (string, error) {
-	cmd := exec.Command(hactl, args...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	return string(out), err
 }
 
 // takeovers runs the Lease drill n times on target through kubeconfig and returns the takeover
 // times in ms.
 func takeovers(hactl, kubeconfig, target string, n int) ([]float64, error) {
-	out, err := hactlRun(hactl, "drill", "kill-leader", "--kubeconfig", kubeconfig, "--target", target, "--count", fmt.Sprint(n), "--yes", "-o", "json")
+	out, err := kit.HactlOutput(hactl, "drill", "kill-leader", "--kubeconfig", kubeconfig, "--target", target, "--count", fmt.Sprint(n), "--yes", "-o", "json")
 	var rep lease.Report
-	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil {
+	if jerr := json.Unmarshal(out, &rep); jerr != nil {
 		return nil, fmt.Errorf("drill %s: %v (%w)", target, jerr, err)
 	}
 	var ms []float64
@@ -79,7 +64,7 @@ func takeovers(hactl, kubeconfig, target string, n int) ([]float64, error) {
 
 func run(root, hactl string, runs int, cold bool) error {
 	ctx := context.Background()
-	opts := lab.Options{Logf: logf}
+	opts := lab.Options{Logf: kit.Logf}
 	in, err := lab.KindInputsFor(ctx, root)
 	if err != nil {
 		return err
@@ -101,7 +86,7 @@ func run(root, hactl string, runs int, cold bool) error {
 	}
 
 	dir := filepath.Join(root, ".lab-bench-kind")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
@@ -115,7 +100,7 @@ func run(root, hactl string, runs int, cold bool) error {
 	}
 	spec := l.SpecPath(3)
 	for _, args := range [][]string{{"bootstrap", "-f", spec}, {"kubeconfig", "-f", spec, "--out", l.Kubeconfig()}} {
-		if _, err := hactlRun(hactl, args...); err != nil {
+		if _, err := kit.HactlOutput(hactl, args...); err != nil {
 			return fmt.Errorf("hactl %s: %w", args[0], err)
 		}
 	}
@@ -146,7 +131,7 @@ func run(root, hactl string, runs int, cold bool) error {
 			{"scheduler", "deploy", "--kubeconfig", kubeconfig, "--image-archive", sched, "--replicas", "3", "--preferred-zone", "az-a=100"},
 			{"operator", "deploy", "-f", spec, "--kubeconfig", kubeconfig, "--image-archive", oper, "--no-backups"},
 		} {
-			if _, err := hactlRun(hactl, args...); err != nil {
+			if _, err := kit.HactlOutput(hactl, args...); err != nil {
 				return r, fmt.Errorf("hactl %s %s: %w", args[0], args[1], err)
 			}
 		}
@@ -161,7 +146,7 @@ func run(root, hactl string, runs int, cold bool) error {
 			{"operator", "remove", "-f", spec, "--kubeconfig", kubeconfig, "--yes"},
 			{"scheduler", "remove", "--kubeconfig", kubeconfig, "--yes"},
 		} {
-			if _, err := hactlRun(hactl, args...); err != nil {
+			if _, err := kit.HactlOutput(hactl, args...); err != nil {
 				return r, fmt.Errorf("hactl %s remove: %w", args[0], err)
 			}
 		}
@@ -203,11 +188,11 @@ func run(root, hactl string, runs int, cold bool) error {
 	if cold {
 		fmt.Printf("cold make kind-image (debootstrap, kind's base steps, %d images preloaded, docker import): %.1f s\n", len(in.Images)+1, imageBuild.Seconds())
 	}
-	fmt.Printf("warm make kind-up (cached image; 1 control plane + 3 workers, all Ready), %d runs: p50 %.1f s, max %.1f s\n", len(ups), pct(ups, 50), pct(ups, 100))
+	fmt.Printf("warm make kind-up (cached image; 1 control plane + 3 workers, all Ready), %d runs: p50 %.1f s, max %.1f s\n", len(ups), kit.Pct(ups, 50), kit.Pct(ups, 100))
 	fmt.Printf("\nLease takeover after the holder's pod is deleted (%d runs each)\n", runs)
 	fmt.Printf("%-34s %16s %16s %8s\n", "", "kind", "kubeadm (lab)", "ratio")
 	row := func(name string, k, b []float64, p float64) {
-		fmt.Printf("%-34s %13.0f ms %13.0f ms %7.2f×\n", fmt.Sprintf("%s p%.0f", name, p), pct(k, p), pct(b, p), pct(k, p)/pct(b, p))
+		fmt.Printf("%-34s %13.0f ms %13.0f ms %7.2f×\n", fmt.Sprintf("%s p%.0f", name, p), kit.Pct(k, p), kit.Pct(b, p), kit.Pct(k, p)/kit.Pct(b, p))
 	}
 	for _, p := range []float64{50, 100} {
 		row("hactl-scheduler", inKind.scheduler, inLab.scheduler, p)
@@ -216,12 +201,4 @@ func run(root, hactl string, runs int, cold bool) error {
 		row("hactl-operator", inKind.operator, inLab.operator, p)
 	}
 	return nil
-}
-
-// pct is the p-th percentile (nearest rank) of xs.
-func pct(xs []float64, p float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
 }

@@ -29,6 +29,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/lb/vrrp"
@@ -126,8 +127,7 @@ func run(hactl string, runs int, keep bool) error {
 	if err != nil {
 		return err
 	}
-	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, RepoRoot: root, Dir: filepath.Join(root, ".lab-bench"), Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, RepoRoot: root, Dir: filepath.Join(root, ".lab-bench"), Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func run(hactl string, runs int, keep bool) error {
 		if err != nil {
 			return fmt.Errorf("hactl bootstrap: %w\n%s", err, out)
 		}
-		logf("bench/lb: hactl bootstrap (etcd + load balancer + control plane) took %s", time.Since(start).Round(100*time.Millisecond))
+		kit.Logf("bench/lb: hactl bootstrap (etcd + load balancer + control plane) took %s", time.Since(start).Round(100*time.Millisecond))
 		return nil
 	}
 	if err := boot(); err != nil {
@@ -198,7 +198,7 @@ func run(hactl string, runs int, keep bool) error {
 			}
 			moved := holdsVIP(conns["lb-b"])
 			out = append(out, took)
-			logf("bench/lb: VIP failover (%s) run %d: %s (VIP on lb-b: %v)", label, i+1, took.Round(10*time.Millisecond), moved)
+			kit.Logf("bench/lb: VIP failover (%s) run %d: %s (VIP on lb-b: %v)", label, i+1, took.Round(10*time.Millisecond), moved)
 			if o, err := sshRun(conns["lb-a"], "systemctl start haproxy"); err != nil {
 				return nil, fmt.Errorf("start haproxy on lb-a: %w %s", err, o)
 			}
@@ -275,7 +275,7 @@ func run(hactl string, runs int, keep bool) error {
 			time.Sleep(max(0, 50*time.Millisecond-time.Since(t)))
 		}
 		ejections = append(ejections, took)
-		logf("bench/lb: ejection run %d: %s", i+1, took.Round(10*time.Millisecond))
+		kit.Logf("bench/lb: ejection run %d: %s", i+1, took.Round(10*time.Millisecond))
 		if out, err := sshRun(conns["cp-c"], "pkill -CONT -x kube-apiserver"); err != nil {
 			return fmt.Errorf("SIGCONT kube-apiserver on cp-c: %w %s", err, out)
 		}
@@ -297,25 +297,18 @@ func run(hactl string, runs int, keep bool) error {
 	} {
 		med, lo, hi := stats(f.ds)
 		fmt.Printf("VIP failover, %s (HAProxy stopped on holder → first /readyz 200 via VIP): median %s (min %s, max %s); goal ≤ %s: %s (median/goal %.2f)\n",
-			f.label, med.Round(10*time.Millisecond), lo.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), goal, verdict(med <= goal), float64(med)/float64(goal))
+			f.label, med.Round(10*time.Millisecond), lo.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), goal, kit.Verdict(med <= goal), float64(med)/float64(goal))
 	}
 	fmt.Printf("  floor: detection (vrrp_script interval x fall, %ds with the default) + with a weight, the backup's master-down interval (3 x advert_int + skew, RFC 5798 §6.4.2: %.2fs) since it discards lower-priority adverts; with weight 0, only the skew time (%.2fs) after the priority-0 advert\n",
 		lb.ScriptInterval*cfg.ScriptFall, 3*float64(cfg.AdvertInterval)+float64(256-cfg.Nodes[1].Priority)/256, float64(256-cfg.Nodes[1].Priority)/256)
 	med, lo, hi := stats(ejections)
 	goal = hc.Interval*time.Duration(hc.Fall) + time.Second
 	fmt.Printf("backend ejection (apiserver SIGSTOP → DOWN in HAProxy): median %s (min %s, max %s); goal <= inter x fall + 1s = %s: %s (median/goal %.2f); hactl's bound %s\n",
-		med.Round(10*time.Millisecond), lo.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), goal, verdict(med <= goal), float64(med)/float64(goal), hc.EjectionBound())
+		med.Round(10*time.Millisecond), lo.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), goal, kit.Verdict(med <= goal), float64(med)/float64(goal), hc.EjectionBound())
 	return nil
 }
 
 func runHactl(hactl string, args ...string) (string, error) {
 	out, err := exec.Command(hactl, args...).CombinedOutput()
 	return string(out), err
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
 }

@@ -23,9 +23,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,6 +30,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/drill/lease"
 	"github.com/hactl/hactl/e2e/lab"
 )
@@ -46,26 +44,12 @@ func main() {
 	flag.Parse()
 	root, err := lab.FindRepoRoot(".")
 	if err != nil {
-		fail(err)
+		kit.Fail("operator", err)
 	}
 	h, _ := filepath.Abs(*hactl)
 	if err := run(root, h, *duration, *idle, *runs, *keep); err != nil {
-		fail(err)
+		kit.Fail("operator", err)
 	}
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench/operator:", err)
-	os.Exit(1)
-}
-
-func logf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-
-func hactlRun(hactl string, args ...string) (string, error) {
-	cmd := exec.Command(hactl, args...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	return string(out), err
 }
 
 const ns, name = "hactl-system", "hactl-operator"
@@ -73,7 +57,7 @@ const ns, name = "hactl-system", "hactl-operator"
 func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) error {
 	ctx := context.Background()
 	dir := filepath.Join(root, ".lab-bench-operator")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
@@ -93,7 +77,7 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 		{"kubeconfig", "-f", spec, "--out", l.Kubeconfig()},
 		{"operator", "deploy", "-f", spec, "--image-archive", filepath.Join(root, "bin", "hactl-operator-image.tar"), "--backup-every", "1m", "--keep-last", "200"},
 	} {
-		if _, err := hactlRun(hactl, args...); err != nil {
+		if _, err := kit.HactlOutput(hactl, args...); err != nil {
 			return fmt.Errorf("hactl %s: %w", args[0], err)
 		}
 	}
@@ -121,7 +105,7 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 	collect := func() {
 		out, err := kubectl("get", "events.events.k8s.io", "-n", ns, "-o", `jsonpath={range .items[?(@.reason=="SnapshotTaken")]}{.metadata.uid}{"\t"}{.series.count}{"\t"}{.note}{"\n"}{end}`)
 		if err != nil {
-			logf("listing Events: %v", err)
+			kit.Logf("listing Events: %v", err)
 			return
 		}
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -194,7 +178,7 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 	milli := (cpu1 - cpu0) / time.Since(t0).Seconds() * 1000
 	mib := func(v float64) float64 { return v / (1 << 20) }
 	fmt.Printf("\nidle (%s, holder %s, one scheduled snapshot a minute): CPU %.1f m (goal < 50 m: %.2f×); resident memory max %.1f MiB, p50 %.1f MiB (goal < 64 MiB: max %.2f×, p50 %.2f×); Go heap in use max %.1f MiB, p50 %.1f MiB (%d samples, every 5 s)\n",
-		idle, pod, milli, milli/50, mib(pct(rss, 100)), mib(pct(rss, 50)), mib(pct(rss, 100))/64, mib(pct(rss, 50))/64, mib(pct(heap, 100)), mib(pct(heap, 50)), len(rss))
+		idle, pod, milli, milli/50, mib(kit.Pct(rss, 100)), mib(kit.Pct(rss, 50)), mib(kit.Pct(rss, 100))/64, mib(kit.Pct(rss, 50))/64, mib(kit.Pct(heap, 100)), mib(kit.Pct(heap, 50)), len(rss))
 
 	// Takeovers.
 	var faults []time.Time
@@ -239,7 +223,7 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 		for range runs {
 			v, err := takeover(m.method)
 			if err != nil {
-				logf("takeover %s: %v", m.method, err)
+				kit.Logf("takeover %s: %v", m.method, err)
 				continue
 			}
 			ms = append(ms, v)
@@ -254,21 +238,21 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 		}
 		if len(ms) > 0 {
 			fmt.Printf("takeover, %s: n=%d p50 %.0f ms, max %.0f ms (goal %s: p50 %.2f×, max %.2f×)\n",
-				m.method, len(ms), pct(ms, 50), pct(ms, 100), m.goal, pct(ms, 50)/m.goalMs, pct(ms, 100)/m.goalMs)
+				m.method, len(ms), kit.Pct(ms, 50), kit.Pct(ms, 100), m.goal, kit.Pct(ms, 50)/m.goalMs, kit.Pct(ms, 100)/m.goalMs)
 		}
 	}
 
 	// Slot accuracy over the rest of the run.
 	if rest := duration - time.Since(started); rest > 0 {
-		logf("snapshots every minute for another %s", rest.Round(time.Second))
+		kit.Logf("snapshots every minute for another %s", rest.Round(time.Second))
 		time.Sleep(rest)
 	}
-	out, err := hactlRun(hactl, "backup", "list", "-f", spec, "-o", "json")
+	out, err := kit.HactlOutput(hactl, "backup", "list", "-f", spec, "-o", "json")
 	if err != nil {
 		return err
 	}
 	var ls backup.Listing
-	if err := json.Unmarshal([]byte(out), &ls); err != nil {
+	if err := json.Unmarshal(out, &ls); err != nil {
 		return err
 	}
 	have := map[string]bool{}
@@ -321,14 +305,7 @@ func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) 
 	fmt.Printf("slots (every 1m) %s → %s: %d slots, %d in the bucket, missed %d outside a leader change (goal 0) and %d within a minute of one; SnapshotTaken actions %d, slots acted on more than once %d (goal 0)\n",
 		first.Format(time.RFC3339), last.Format(time.RFC3339), slots, len(have), missedOther, missedLeader, taken, doubled)
 	if len(delays) > 0 {
-		fmt.Printf("snapshot start after its slot: p50 %.1f s, p90 %.1f s, max %.1f s\n", pct(delays, 50), pct(delays, 90), pct(delays, 100))
+		fmt.Printf("snapshot start after its slot: p50 %.1f s, p90 %.1f s, max %.1f s\n", kit.Pct(delays, 50), kit.Pct(delays, 90), kit.Pct(delays, 100))
 	}
 	return nil
-}
-
-func pct(xs []float64, p float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
 }

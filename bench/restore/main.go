@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/etcd"
@@ -54,15 +54,6 @@ func main() {
 	}
 }
 
-func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-
-func hactlRun(hactl string, args ...string) ([]byte, error) {
-	logf("$ hactl %s", strings.Join(args, " "))
-	cmd := exec.Command(hactl, args...)
-	cmd.Stderr = os.Stderr
-	return cmd.Output()
-}
-
 func run(hactl string, mibs []int, warmup time.Duration, keep bool) error {
 	ctx := context.Background()
 	hactl, _ = filepath.Abs(hactl)
@@ -71,7 +62,7 @@ func run(hactl string, mibs []int, warmup time.Duration, keep bool) error {
 		return err
 	}
 	dir := filepath.Join(root, ".lab-bench-restore")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
@@ -86,7 +77,7 @@ func run(hactl string, mibs []int, warmup time.Duration, keep bool) error {
 		return err
 	}
 	spec := l.SpecPath(3)
-	if _, err := hactlRun(hactl, "bootstrap", "-f", spec); err != nil {
+	if _, err := kit.HactlOutput(hactl, "bootstrap", "-f", spec); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	kubeCA := filepath.Join(dir, "kubernetes-ca.crt")
@@ -97,7 +88,7 @@ func run(hactl string, mibs []int, warmup time.Duration, keep bool) error {
 	if err := os.WriteFile(kubeCA, []byte(ca), 0o644); err != nil {
 		return err
 	}
-	if _, err := hactlRun(hactl, "backup", "schedule", "-f", spec, "--every", "30m", "--deltas", "--keep-last", "10", "--yes"); err != nil {
+	if _, err := kit.HactlOutput(hactl, "backup", "schedule", "-f", spec, "--every", "30m", "--deltas", "--keep-last", "10", "--yes"); err != nil {
 		return fmt.Errorf("backup schedule --deltas: %w", err)
 	}
 	c, _, err := specload.Load(spec)
@@ -114,11 +105,11 @@ func run(hactl string, mibs []int, warmup time.Duration, keep bool) error {
 		if err != nil {
 			return err
 		}
-		if _, err := hactlRun(hactl, "backup", "now", "-f", spec); err != nil {
+		if _, err := kit.HactlOutput(hactl, "backup", "now", "-f", spec); err != nil {
 			return fmt.Errorf("backup now: %w", err)
 		}
 		report := filepath.Join(dir, fmt.Sprintf("drill-restore-%d.json", m))
-		_, err = hactlRun(hactl, "drill", "restore", "-f", spec, "--ca-file", kubeCA, "--warmup", warmup.String(), "--report", report, "--yes")
+		_, err = kit.HactlOutput(hactl, "drill", "restore", "-f", spec, "--ca-file", kubeCA, "--warmup", warmup.String(), "--report", report, "--yes")
 		var rep drill.Report
 		raw, rerr := os.ReadFile(report)
 		if rerr != nil {
@@ -146,7 +137,7 @@ func run(hactl string, mibs []int, warmup time.Duration, keep bool) error {
 		worst := max(rto, rz)
 		fmt.Printf("%-9s %-8s %-7d %-9s %-9s %-11s %-13s %-9s %-8d %-10s RTO %s (%.2f of the goal), RPO %s (%.2f of the goal)\n",
 			fmt.Sprintf("%d MiB", r.size/mib), r.rep.Verdict, x.Deltas, fmtMs(x.FetchMs), fmtMs(x.RestoreMs), fmtMs(rto), fmtMs(rz), fmtMs(x.RPOMs)+" ("+x.RPOFrom+")",
-			x.LostWrites, fmtMs(x.SnapshotAgeMs), verdict(worst <= 120000 && worst > 0), worst/120000, verdict(x.RPOMs <= goalRPO), x.RPOMs/goalRPO)
+			x.LostWrites, fmtMs(x.SnapshotAgeMs), kit.Verdict(worst <= 120000 && worst > 0), worst/120000, kit.Verdict(x.RPOMs <= goalRPO), x.RPOMs/goalRPO)
 	}
 	return nil
 }
@@ -163,13 +154,6 @@ func fmtMs(v float64) string {
 		return fmt.Sprintf("%.1fs", v/1000)
 	}
 	return fmt.Sprintf("%.0fms", v)
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
 }
 
 // fill writes Pod-shaped JSON objects under /bench/fill/ (transactions of 128 puts, 4 writers)
@@ -196,7 +180,7 @@ func fill(ctx context.Context, c *v1alpha1.Cluster, target int64) (int64, error)
 			size = max(size, st.DbSize)
 		}
 		if size >= target {
-			logf("DB at %d MiB (filled in %s)", size/mib, time.Since(start).Round(time.Second))
+			kit.Logf("DB at %d MiB (filled in %s)", size/mib, time.Since(start).Round(time.Second))
 			return size, nil
 		}
 		errs := make(chan error, 4)

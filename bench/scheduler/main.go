@@ -29,7 +29,6 @@ import (
 	"encoding/pem"
 	"flag"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -49,6 +48,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/drill/lease"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/kubesched"
@@ -68,7 +68,7 @@ func main() {
 	flag.Parse()
 	root, err := lab.FindRepoRoot(".")
 	if err != nil {
-		fail(err)
+		kit.Fail("scheduler", err)
 	}
 	var errs []error
 	if !*skipThroughput {
@@ -90,17 +90,10 @@ func main() {
 	}
 }
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench/scheduler:", err)
-	os.Exit(1)
-}
-
-func logf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-
 func freePort() int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		fail(err)
+		kit.Fail("scheduler", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
@@ -351,7 +344,7 @@ func throughput(root string, nodes, pods, rounds int, breakdown bool) error {
 	if err := createNodes(ctx, cs, nodes); err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
-	logf("bench/scheduler: %d nodes created in %s", nodes, time.Since(t0).Round(time.Millisecond))
+	kit.Logf("bench/scheduler: %d nodes created in %s", nodes, time.Since(t0).Round(time.Millisecond))
 	stock, err := withClient([]byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"), kc)
 	if err != nil {
 		return err
@@ -421,15 +414,15 @@ func throughput(root string, nodes, pods, rounds int, breakdown bool) error {
 			}
 			rates[i] = append(rates[i], float64(res.pods)/res.duration.Seconds())
 			used[i] = res.nodesUsed
-			logf("bench/scheduler: round %d: %s: %.1f pods/s, %d nodes", r+1, strings.TrimSpace(v.name), rates[i][len(rates[i])-1], res.nodesUsed)
+			kit.Logf("bench/scheduler: round %d: %s: %.1f pods/s, %d nodes", r+1, strings.TrimSpace(v.name), rates[i][len(rates[i])-1], res.nodesUsed)
 		}
 	}
 	fmt.Printf("\nthroughput: %d pods (cpu %v m, cycled) onto %d Node objects, one kube-apiserver + etcd, no kubelets, client QPS 5000; median of %d rounds (first to last binding)\n", pods, podSizes, nodes, rounds)
 	for i, v := range variants {
-		fmt.Printf("  %-90s %7.1f pods/s  (runs %s)  nodes used %d\n", v.name, pct(rates[i], 50), fmtRates(rates[i]), used[i])
+		fmt.Printf("  %-90s %7.1f pods/s  (runs %s)  nodes used %d\n", v.name, kit.Pct(rates[i], 50), fmtRates(rates[i]), used[i])
 	}
-	ratio := pct(rates[1], 50) / pct(rates[0], 50)
-	fmt.Printf("  goal hactl-scheduler >= 0.9 x stock pods/s: %.2f x: %s\n", ratio, verdict(ratio >= 0.9))
+	ratio := kit.Pct(rates[1], 50) / kit.Pct(rates[0], 50)
+	fmt.Printf("  goal hactl-scheduler >= 0.9 x stock pods/s: %.2f x: %s\n", ratio, kit.Verdict(ratio >= 0.9))
 	fmt.Printf("  bin-packing: hactl-scheduler used %d nodes, stock spreading %d (%.2f x)\n", used[1], used[0], float64(used[1])/float64(used[0]))
 	return nil
 }
@@ -442,23 +435,10 @@ func fmtRates(xs []float64) string {
 	return strings.Join(parts, ", ")
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "MISSED"
-}
-
-func hactlRun(hactl string, args ...string) error {
-	cmd := exec.Command(hactl, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	return cmd.Run()
-}
-
 // drill runs one `hactl drill kill-leader --target ... --count runs --report` and reads it back.
 func drill(hactl, dir, name, spec, target, method string, runs int) (*lease.Report, error) {
 	rp := filepath.Join(dir, name+".json")
-	runErr := hactlRun(hactl, "drill", "kill-leader", "-f", spec, "--target", target, "--method", method, "--count", strconv.Itoa(runs), "--yes", "--report", rp)
+	runErr := kit.Hactl(hactl, "drill", "kill-leader", "-f", spec, "--target", target, "--method", method, "--count", strconv.Itoa(runs), "--yes", "--report", rp)
 	raw, err := os.ReadFile(rp)
 	if err != nil {
 		return nil, fmt.Errorf("%s: no report (%v): %w", name, runErr, err)
@@ -472,13 +452,6 @@ func errorsJoin(a, b error) error {
 		return a
 	}
 	return b
-}
-
-func pct(xs []float64, p float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
 }
 
 func report(label string, rep *lease.Report, goalMs float64, goal string) {
@@ -505,10 +478,10 @@ func report(label string, rep *lease.Report, goalMs float64, goal string) {
 			fmt.Printf("  %-28s (none)\n", d.name)
 			continue
 		}
-		fmt.Printf("  %-28s n=%-3d min %7.0f  p50 %7.0f  p90 %7.0f  max %7.0f ms\n", d.name, len(d.xs), pct(d.xs, 0), pct(d.xs, 50), pct(d.xs, 90), pct(d.xs, 100))
+		fmt.Printf("  %-28s n=%-3d min %7.0f  p50 %7.0f  p90 %7.0f  max %7.0f ms\n", d.name, len(d.xs), kit.Pct(d.xs, 0), kit.Pct(d.xs, 50), kit.Pct(d.xs, 90), kit.Pct(d.xs, 100))
 	}
 	if len(take) > 0 && goalMs > 0 {
-		fmt.Printf("  goal %s: max %.0f ms (p50 %.0f ms): %s\n", goal, pct(take, 100), pct(take, 50), verdict(pct(take, 100) <= goalMs))
+		fmt.Printf("  goal %s: max %.0f ms (p50 %.0f ms): %s\n", goal, kit.Pct(take, 100), kit.Pct(take, 50), kit.Verdict(kit.Pct(take, 100) <= goalMs))
 	}
 	fmt.Printf("  two leaders at once: %d overlapping binding windows\n", overlaps)
 }
@@ -521,7 +494,7 @@ func leaseTakeover(root, hactl string, runs int, keep bool, series []string) err
 	}
 	ctx := context.Background()
 	dir := filepath.Join(root, ".lab-bench-scheduler")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, RepoRoot: root, Dir: dir, Logf: logf})
+	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
 	if err != nil {
 		return err
 	}
@@ -529,7 +502,7 @@ func leaseTakeover(root, hactl string, runs int, keep bool, series []string) err
 		defer l.Down(ctx)
 	}
 	spec := l.SpecPath(3)
-	if err := hactlRun(hactl, "bootstrap", "-f", spec); err != nil {
+	if err := kit.Hactl(hactl, "bootstrap", "-f", spec); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	reports := filepath.Join(dir, "drill-reports")
@@ -550,7 +523,7 @@ func leaseTakeover(root, hactl string, runs int, keep bool, series []string) err
 		if err := os.WriteFile(p, out, 0o644); err != nil {
 			return "", err
 		}
-		return p, hactlRun(hactl, "scheduler", "deploy", "-f", p)
+		return p, kit.Hactl(hactl, "scheduler", "deploy", "-f", p)
 	}
 	d := func(s int) v1alpha1.Duration { return v1alpha1.Duration{Duration: time.Duration(s) * time.Second} }
 	var errs []string
