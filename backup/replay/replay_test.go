@@ -89,18 +89,25 @@ func dump(t *testing.T, cli *clientv3.Client, rev int64) map[string]string {
 	return out
 }
 
-// TestAgentAndReplay: the agent (elected through the real election API) writes deltas while
-// puts, deletes and multi-key transactions run; a second agent takes over when the first stops; a
-// compaction past the chain's end makes the writer take a full snapshot. Replaying the chain onto
-// the full snapshot gives exactly the source's keys at the last delta's revision, and a missing
-// delta is refused naming the revisions.
-func TestAgentAndReplay(t *testing.T) {
+// newStore starts a real MinIO (s3test) and returns the store on its bucket.
+func newStore(t *testing.T) *backup.S3 {
+	t.Helper()
 	srv := s3test.Start(t)
 	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint, Bucket: s3test.Bucket, Region: s3test.Region, Lookup: v1alpha1.BucketLookupPath,
 		PlainHTTP: true, Credentials: specload.BackupCredentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return store
+}
+
+// TestAgentAndReplay: the agent (elected through the real election API) writes deltas while
+// puts, deletes and multi-key transactions run; a second agent takes over when the first stops; a
+// compaction past the chain's end makes the writer take a full snapshot. Replaying the chain onto
+// the full snapshot gives exactly the source's keys at the last delta's revision, and a missing
+// delta is refused naming the revisions.
+func TestAgentAndReplay(t *testing.T) {
+	store := newStore(t)
 	src := start(t, filepath.Join(t.TempDir(), "src"), freeURL(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -324,12 +331,7 @@ func TestAgentAndReplay(t *testing.T) {
 // restore forgetting the restored election), the elected writer notices its key is gone and stops:
 // after a moment a single agent writes the deltas again.
 func TestAgentsOneWriterAfterKeysDeleted(t *testing.T) {
-	srv := s3test.Start(t)
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint, Bucket: s3test.Bucket, Region: s3test.Region, Lookup: v1alpha1.BucketLookupPath,
-		PlainHTTP: true, Credentials: specload.BackupCredentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := newStore(t)
 	src := start(t, filepath.Join(t.TempDir(), "src"), freeURL(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -26,11 +26,7 @@ import (
 // snapshot alone; `drill restore` with the agents running restores full + deltas.
 func TestDeltas(t *testing.T) {
 	ctx := context.Background()
-	objectStore(t)
-	c := labSpec(t, "deltas")
-	c.Spec.Backup.DeltaEvery.Duration = 5 * time.Second
-	spec := harness.WriteSpec(t, c, "cluster.yaml")
-	suite.MustHactl(t, "bootstrap", "-f", spec)
+	c, spec := deltaCluster(t, "deltas")
 	cli := client(t)
 	store, err := backup.OpenStore(ctx, c, backup.StoreOptions{Getenv: os.Getenv})
 	if err != nil {

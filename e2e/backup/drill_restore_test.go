@@ -23,11 +23,7 @@ import (
 // up to the snapshot are kept, those after it are counted as lost, and the restored cluster takes
 // writes again. A budget it misses is exit 3 with the report saying why.
 func TestDrillRestore(t *testing.T) {
-	objectStore(t)
-	c := labSpec(t, "drill-restore")
-	c.Spec.Backup.DeltaEvery.Duration = 5 * time.Second // --max-rpo may not be shorter
-	spec := harness.WriteSpec(t, c, "cluster.yaml")
-	suite.MustHactl(t, "bootstrap", "-f", spec)
+	_, spec := deltaCluster(t, "drill-restore")
 	cli := client(t)
 	idBefore := clusterID(t, cli)
 
@@ -96,11 +92,7 @@ func TestDrillRestore(t *testing.T) {
 // hosts that are no longer new are refused by the preflight before anything is touched.
 func TestDrillRestoreOnto(t *testing.T) {
 	ctx := context.Background()
-	objectStore(t)
-	c := labSpec(t, "drill-onto")
-	c.Spec.Backup.DeltaEvery.Duration = 5 * time.Second
-	spec := harness.WriteSpec(t, c, "cluster.yaml")
-	suite.MustHactl(t, "bootstrap", "-f", spec)
+	_, spec := deltaCluster(t, "drill-onto")
 	cli := client(t)
 	idBefore := clusterID(t, cli)
 	if _, err := cli.Put(ctx, "e2e/onto/sentinel", "from the old cluster"); err != nil {

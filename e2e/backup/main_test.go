@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -79,10 +80,28 @@ func labSpec(t *testing.T, prefix string) *v1alpha1.Cluster {
 // prefix.
 func cluster(t *testing.T, prefix string) string {
 	t.Helper()
-	objectStore(t)
-	spec := harness.WriteSpec(t, labSpec(t, prefix), "cluster.yaml")
-	suite.MustHactl(t, "bootstrap", "-f", spec)
+	_, spec := clusterWith(t, prefix, nil)
 	return spec
+}
+
+// deltaCluster is cluster with spec.backup.deltaEvery at 5 s (the shortest allowed: the agents'
+// deltas come quickly, and a drill's --max-rpo may be as short as that), returning the spec too.
+func deltaCluster(t *testing.T, prefix string) (*v1alpha1.Cluster, string) {
+	t.Helper()
+	return clusterWith(t, prefix, func(c *v1alpha1.Cluster) { c.Spec.Backup.DeltaEvery.Duration = 5 * time.Second })
+}
+
+// clusterWith is cluster with edit (when not nil) applied to the spec before it is written.
+func clusterWith(t *testing.T, prefix string, edit func(*v1alpha1.Cluster)) (*v1alpha1.Cluster, string) {
+	t.Helper()
+	objectStore(t)
+	c := labSpec(t, prefix)
+	if edit != nil {
+		edit(c)
+	}
+	spec := harness.WriteSpec(t, c, "cluster.yaml")
+	suite.MustHactl(t, "bootstrap", "-f", spec)
+	return c, spec
 }
 
 // wantExit runs hactl and fails the test unless it exits code with every one of wants in its
