@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -64,17 +65,57 @@ func (s Source) String() string {
 	return s.local
 }
 
-// Resolved is a verified raw etcd snapshot file, ready to be shipped to the members.
+// Resolved is a verified raw etcd snapshot, ready to be shipped to the members: a file here
+// (Path), or, for an unencrypted backup with ResolveOptions.HostFetch, an object the members
+// fetch from the store themselves (Remote), downloaded here only when Local is called.
 type Resolved struct {
-	// Path is the snapshot file: the local file given, or the downloaded one in a temp dir.
+	// Path is the snapshot file: the local file given, or the downloaded one in a temp dir; "" while
+	// a Remote snapshot has not been downloaded (Local).
 	Path string
 	// SHA256 is the raw DB file's sha256 (hex); Revision its etcd revision.
 	SHA256   string
 	Revision int64
 	// Metadata is the backup's metadata (nil for a local file).
 	Metadata *Metadata
+	// Remote, when not nil, is how a host fetches the stored object itself; hactl has checked the
+	// listing and the metadata only (the hosts check the sha256 of what they fetch).
+	Remote *Remote
 	// dir is the temp dir of a downloaded snapshot ("" for a local file).
 	dir string
+	// mu guards the download of a Remote snapshot (Local).
+	mu       sync.Mutex
+	download func(ctx context.Context) error
+}
+
+// Remote is a stored, unencrypted backup a host can fetch with a presigned GET and decompress
+// itself: the restore then reads the object once per member straight from the store instead of
+// through hactl (issue 18: "fetched by the hosts from the object store when they can reach it and
+// the snapshot is not encrypted").
+type Remote struct {
+	// Key is the data object's key; Endpoint the store's URL as hactl reaches it (for messages).
+	Key, Endpoint string
+	// Compression is the stored object's ("zstd" or "none"); StoredSizeBytes its size.
+	Compression     string
+	StoredSizeBytes int64
+	// CAPEM is the endpoint's CA bundle for the hosts (nil: their own trust store, or plain HTTP).
+	CAPEM []byte
+	// Presign returns a URL reading the object until expiry (S3.PresignGet): a bearer secret.
+	Presign func(ctx context.Context, expiry time.Duration) (string, error)
+}
+
+// Local returns the path of the verified snapshot on this machine, downloading and verifying a
+// Remote one first (once; later calls return the same file). Errors: Resolve's for the download.
+func (r *Resolved) Local(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Path != "" || r.download == nil {
+		return r.Path, nil
+	}
+	if err := r.download(ctx); err != nil {
+		return "", err
+	}
+	r.download = nil
+	return r.Path, nil
 }
 
 // Cleanup removes a downloaded snapshot and its temp dir; a local file is left alone.
@@ -100,6 +141,10 @@ type ResolveOptions struct {
 	Getenv func(string) string
 	// Progress, when set, gets progress lines (no trailing newline).
 	Progress func(format string, args ...any)
+	// HostFetch leaves an unencrypted backup in the store for the hosts to fetch (Resolved.Remote)
+	// instead of downloading it here; an encrypted one is always downloaded and decrypted here (the
+	// identity never leaves this machine).
+	HostFetch bool
 }
 
 // Resolve verifies src on this machine, before any host is contacted. A local file: etcd's sha256
@@ -158,23 +203,43 @@ func Resolve(ctx context.Context, c *v1alpha1.Cluster, src Source, o ResolveOpti
 	if err != nil {
 		return nil, err
 	}
-	r := &Resolved{Path: filepath.Join(dir, "snapshot.db"), SHA256: m.RawSHA256, Metadata: m, dir: dir}
-	progress("downloading and verifying %s (revision %d, %d bytes stored, taken %s by %s)", m.Key, m.Revision, m.StoredSizeBytes, m.StartedAt.Format(time.RFC3339), m.MemberName)
-	res, err := Verify(ctx, st, sn, VerifyOptions{Identities: ids, KeepAs: r.Path})
-	var me *MismatchError
-	switch {
-	case errors.As(err, &me):
-		r.Cleanup()
-		return nil, &exitcode.VerdictError{Err: fmt.Errorf("%s %s: refused before any member was touched: %w", flag, src, err)}
-	case isIdentityError(err):
-		r.Cleanup()
-		return nil, &exitcode.UsageError{Err: err}
-	case err != nil:
+	r := &Resolved{SHA256: m.RawSHA256, Revision: m.Revision, Metadata: m, dir: dir}
+	r.download = func(ctx context.Context) error {
+		path := filepath.Join(dir, "snapshot.db")
+		progress("downloading and verifying %s (revision %d, %d bytes stored, taken %s by %s)", m.Key, m.Revision, m.StoredSizeBytes, m.StartedAt.Format(time.RFC3339), m.MemberName)
+		res, err := Verify(ctx, st, sn, VerifyOptions{Identities: ids, KeepAs: path})
+		var me *MismatchError
+		switch {
+		case errors.As(err, &me):
+			return &exitcode.VerdictError{Err: fmt.Errorf("%s %s: refused before any member was touched: %w", flag, src, err)}
+		case isIdentityError(err):
+			return &exitcode.UsageError{Err: err}
+		case err != nil:
+			return err
+		}
+		r.Path, r.Revision = path, res.Revision
+		progress("snapshot %s verified here: revision %d, %d keys, sha256 %s", m.Key, res.Revision, res.TotalKeys, m.RawSHA256)
+		return nil
+	}
+	if o.HostFetch && !m.Encrypted() && m.RawSHA256 != "" {
+		ca, err := st.CABundle()
+		if err != nil {
+			r.Cleanup()
+			return nil, err
+		}
+		key := sn.Data.Key
+		r.Remote = &Remote{Key: key, Endpoint: st.Endpoint(), Compression: m.Compression, StoredSizeBytes: m.StoredSizeBytes, CAPEM: ca,
+			Presign: func(ctx context.Context, expiry time.Duration) (string, error) {
+				return st.PresignGet(ctx, key, expiry)
+			}}
+		progress("snapshot %s (revision %d, %d bytes stored, taken %s by %s): listed and its metadata read here; the members fetch it from %s themselves",
+			m.Key, m.Revision, m.StoredSizeBytes, m.StartedAt.Format(time.RFC3339), m.MemberName, r.Remote.Endpoint)
+		return r, nil
+	}
+	if _, err := r.Local(ctx); err != nil {
 		r.Cleanup()
 		return nil, err
 	}
-	r.Revision = res.Revision
-	progress("snapshot %s verified here: revision %d, %d keys, sha256 %s", m.Key, res.Revision, res.TotalKeys, m.RawSHA256)
 	return r, nil
 }
 

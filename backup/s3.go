@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -224,6 +225,44 @@ func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 }
 
 // Remove implements Store.
+// PresignGet returns a URL that reads key with a plain GET until expiry (S3 query-string
+// authentication, SigV4; at most 7 days): what lets a host fetch one object without the access
+// key. The URL is a bearer credential for that object until it expires: pass it on stdin, never on
+// a command line or in a log. It contacts nothing. Errors: minio-go's (an expiry out of range).
+func (s *S3) PresignGet(ctx context.Context, key string, expiry time.Duration) (string, error) {
+	u, err := s.client.PresignedGetObject(ctx, s.cfg.Bucket, key, expiry, nil)
+	if err != nil {
+		return "", fmt.Errorf("object store %s: presigning %s: %w", s, key, err)
+	}
+	return u.String(), nil
+}
+
+// Endpoint is the URL of the store's endpoint as hactl reaches it: "http://host:port" or
+// "https://host:port".
+func (s *S3) Endpoint() string {
+	if s.cfg.PlainHTTP {
+		return "http://" + s.cfg.Endpoint
+	}
+	return "https://" + s.cfg.Endpoint
+}
+
+// CABundle returns the PEM bundle the endpoint's certificate is verified against: the CA file's
+// contents or CAPEM; nil when the system's roots are used or the store talks plain HTTP. Errors:
+// an unreadable CA file.
+func (s *S3) CABundle() ([]byte, error) {
+	if s.cfg.PlainHTTP {
+		return nil, nil
+	}
+	if s.cfg.CAFile != "" {
+		b, err := os.ReadFile(s.cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("object store %s: CA file: %w", s.cfg.Endpoint, err)
+		}
+		return b, nil
+	}
+	return s.cfg.CAPEM, nil
+}
+
 func (s *S3) Remove(ctx context.Context, key string) error {
 	if err := s.client.RemoveObject(ctx, s.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil && !isNotFound(err) {
 		return fmt.Errorf("object store %s: remove %s: %w", s.cfg.Endpoint, key, err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hactl/hactl/ui"
 )
 
 // TakeOptions say what Take stores and how.
@@ -114,7 +116,7 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 	if m.Compression == "" {
 		m.Compression = "none"
 	}
-	progress("snapshot of %s (%s): revision %d, DB %s, part size %s → %s", o.Member, endpoint, m.Revision, human(m.DBSizeBytes), human(partSize), m.Key)
+	progress("snapshot of %s (%s): revision %d, DB %s, part size %s → %s", o.Member, endpoint, m.Revision, ui.Size(m.DBSizeBytes), ui.Size(partSize), m.Key)
 
 	snap, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
@@ -129,7 +131,7 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 		PartSize: partSize, Threads: cmp.Or(o.Threads, Threads(st.DbSize, partSize)), Compression: m.Compression, Recipients: recipients, EtcdTrailer: true,
 		ProgressEvery: 5 * time.Second, maxParts: o.maxParts,
 		Progress: func(n int64) {
-			progress("  %s of ~%s read (%s)", human(n), human(m.DBSizeBytes), now().Sub(t0).Round(time.Second))
+			progress("  %s of ~%s read (%s)", ui.Size(n), ui.Size(m.DBSizeBytes), now().Sub(t0).Round(time.Second))
 		},
 	})
 	if err != nil {
@@ -145,7 +147,7 @@ func Take(ctx context.Context, cli *clientv3.Client, endpoint string, store Stor
 		// The data object without metadata is an orphan prune removes after its grace period.
 		return nil, fmt.Errorf("writing the metadata %s (the snapshot is incomplete without it): %w", m.MetadataKey, err)
 	}
-	progress("stored %s (%s, sha256 %s) in %s", m.Key, human(m.StoredSizeBytes), m.StoredSHA256[:12], m.CompletedAt.Sub(m.StartedAt).Round(time.Millisecond))
+	progress("stored %s (%s, sha256 %s) in %s", m.Key, ui.Size(m.StoredSizeBytes), m.StoredSHA256[:12], m.CompletedAt.Sub(m.StartedAt).Round(time.Millisecond))
 	return m, nil
 }
 
@@ -160,18 +162,4 @@ func Threads(dbSize, partSize int64) uint {
 	}
 	need := (dbSize/growthDen*growthNum + partSize - 1) / partSize
 	return uint(min(max(need, 1), DefaultThreads))
-}
-
-// human renders a byte count with a binary unit ("1.5 MiB").
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for v := n / unit; v >= unit; v /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

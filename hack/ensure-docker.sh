@@ -30,6 +30,8 @@ command -v dpkg-scanpackages >/dev/null 2>&1 || missing+=(dpkg-dev)
 command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 command -v keepalived >/dev/null 2>&1 || missing+=(keepalived)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# bootstrap/restore's tests run a member's side of a host fetch here (curl | zstd -d | sha256sum).
+command -v zstd >/dev/null 2>&1 || missing+=(zstd)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 if ((${#missing[@]} > 0)); then
 	command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and apt-get is not available to install them"
@@ -38,7 +40,7 @@ if ((${#missing[@]} > 0)); then
 	apt-get update -q || die "apt-get update failed (is Debian's archive reachable?)"
 	apt-get install -y -q "${missing[@]}" || die "apt-get install ${missing[*]} failed"
 else
-	log "docker, debootstrap, dpkg-dev, haproxy, keepalived and curl already installed; skipping apt-get"
+	log "docker, debootstrap, dpkg-dev, haproxy, keepalived, curl and zstd already installed; skipping apt-get"
 fi
 for c in docker dockerd debootstrap dpkg-scanpackages tar; do
 	command -v "$c" >/dev/null 2>&1 || die "'$c' is still not on PATH after installing packages"

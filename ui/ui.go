@@ -165,3 +165,17 @@ func Table(w io.Writer, header []string, rows [][]string) {
 	}
 	_, _ = io.WriteString(w, out.String())
 }
+
+// Size renders a byte count with a binary unit: "512 B", "1.5 MiB", "2.0 GiB".
+func Size(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for v := n / unit; v >= unit; v /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -73,3 +73,11 @@ func TestPrinterLog(t *testing.T) {
 		t.Fatalf("log %q", log.String())
 	}
 }
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 320 << 20: "320.0 MiB", 1 << 30: "1.0 GiB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -307,7 +307,8 @@ type ForwardOptions struct {
 // Forward brings a resolved backup (backup.Resolve of s3:// or latest; a local file is left as it
 // is) forward with the deltas that continue it: listed under the cluster's deltas prefix, chained
 // from the verified revision (backup.Chain), replayed (Run) into a new file next to the
-// snapshot, which then replaces snap's Path, SHA256 and Revision. It returns the deltas applied and
+// snapshot (a Remote snapshot is downloaded here first), which then replaces snap's Path, SHA256
+// and Revision and drops its Remote. It returns the deltas applied and
 // the newest one's metadata (0 and nil: none continue it). Errors: a chain with a gap → *exitcode.VerdictError wrapping *backup.GapError
 // (nothing touched; the message says how to restore the full snapshot alone); a delta that fails
 // its checks → *exitcode.VerdictError wrapping the *backup.MismatchError; Run's others.
@@ -340,6 +341,9 @@ func Forward(ctx context.Context, c *v1alpha1.Cluster, snap *backup.Resolved, o 
 	if err != nil {
 		return 0, nil, err
 	}
+	if _, err := snap.Local(ctx); err != nil { // the replay starts from the full snapshot here
+		return 0, nil, err
+	}
 	last := chain[len(chain)-1].Metadata
 	progress("applying %d delta(s) after %s: revisions %d-%d (the newest stored %s)", len(chain), snap.Metadata.Key, snap.Revision+1, last.ToRevision, last.CompletedAt.Format(time.RFC3339))
 	res, err := Run(ctx, Options{Snapshot: snap.Path, Revision: snap.Revision, Deltas: chain, Store: store, Identities: ids,
@@ -353,6 +357,7 @@ func Forward(ctx context.Context, c *v1alpha1.Cluster, snap *backup.Resolved, o 
 	}
 	os.Remove(snap.Path)
 	snap.Path, snap.SHA256, snap.Revision = res.Path, res.SHA256, res.Revision
+	snap.Remote = nil // the members get the replayed file, not the stored object
 	progress("snapshot brought forward to revision %d (%d events), sha256 %s", res.Revision, res.Events, res.SHA256)
 	return len(chain), last, nil
 }

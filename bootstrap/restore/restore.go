@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -34,8 +35,13 @@ import (
 type Options struct {
 	// Snapshot is the local path of the verified raw etcd snapshot (decrypted, decompressed) and
 	// SHA256 its hex sha256: the copy shipped to every member is checked against it on the host.
+	// Snapshot may be "" when Fetch is set (the members fetch it; Fetch.Local is the fallback).
 	Snapshot string
 	SHA256   string
+	// Fetch, when set, has every member fetch the snapshot from the object store itself, in
+	// parallel, while the cluster still runs; a member that cannot (no curl or zstd, the store
+	// unreachable from it, a copy whose sha256 is not SHA256) is sent the copy verified here instead.
+	Fetch *HostFetch
 	// Revision is the snapshot's revision (etcdutl snapshot status); after the restore the cluster's
 	// revision must be at least Revision + BumpRevision.
 	Revision int64
@@ -50,6 +56,31 @@ type Options struct {
 	// run out before a new holder is elected.
 	ForgetPrefixes []string
 }
+
+// HostFetch is a stored snapshot the members fetch themselves: a presigned GET with curl, the
+// object decompressed on the host, the result's sha256 compared with Options.SHA256 before it is
+// put where restore/data reads it.
+type HostFetch struct {
+	// Name is the object's key and Endpoint the store's URL, for messages.
+	Name, Endpoint string
+	// Compression is the stored object's: "zstd" (decompressed with zstd on the host) or "none".
+	Compression string
+	// StoredSize is the object's size in bytes (for the figures).
+	StoredSize int64
+	// CAPEM is the store's CA bundle, written next to the snapshot for curl --cacert (nil: the
+	// host's own trust store).
+	CAPEM []byte
+	// Presign returns a URL that reads the object until expiry: a bearer secret, sent to the host
+	// on stdin only.
+	Presign func(ctx context.Context, expiry time.Duration) (string, error)
+	// Local returns the snapshot downloaded and verified on this machine, for the members that
+	// could not fetch it (called at most once per ship, only when one could not).
+	Local func(ctx context.Context) (string, error)
+}
+
+// presignExpiry is how long a member's fetch URL works: presigned just before the fetch, it need
+// only outlive the download (S3 allows up to 7 days; shorter leaks less).
+const presignExpiry = 30 * time.Minute
 
 // DefaultBumpRevision is how far a restore moves revisions forward: far beyond what any client can
 // have seen since the snapshot (etcd's disaster recovery docs and kubeadm use 1e9), so revisions keep
@@ -92,8 +123,11 @@ const (
 // NewGroup prepares a restore (newCluster false) or a seed (true) on the etcd group eg. Errors:
 // opt names no verified snapshot.
 func NewGroup(eg *etcdphases.Group, opt Options, newCluster bool) (*Group, error) {
-	if opt.Snapshot == "" || opt.SHA256 == "" {
+	if (opt.Snapshot == "" && opt.Fetch == nil) || opt.SHA256 == "" {
 		return nil, errors.New("restore: no verified snapshot")
+	}
+	if f := opt.Fetch; f != nil && (f.Presign == nil || f.Local == nil) {
+		return nil, errors.New("restore: a host fetch needs Presign and Local")
 	}
 	if opt.BumpRevision == 0 {
 		opt.BumpRevision = DefaultBumpRevision
@@ -179,7 +213,7 @@ func (r *Group) plan(ctx context.Context) error {
 	for _, line := range strings.Split(strings.TrimRight(sb.String(), "\n"), "\n") {
 		r.eg.Run().Printer.Infof("  %s", line)
 	}
-	r.eg.Run().Printer.Infof("  snapshot %s (sha256 %s, revision %d) → every member; etcd stopped on ALL members; restored with a new cluster token,", r.opt.Snapshot, etcdphases.ShortSum(r.opt.SHA256), r.opt.Revision)
+	r.eg.Run().Printer.Infof("  snapshot %s (sha256 %s, revision %d) → every member; etcd stopped on ALL members; restored with a new cluster token,", r.source(), etcdphases.ShortSum(r.opt.SHA256), r.opt.Revision)
 	r.eg.Run().Printer.Infof("  revisions bumped by %d and marked compacted; then started together. Every write since the snapshot is rolled back.", r.opt.BumpRevision)
 	if r.opt.Confirm != nil {
 		ok, err := r.opt.Confirm(fmt.Sprintf("Restore cluster %s on %d members from this snapshot?", r.eg.Run().Spec.Metadata.Name, len(r.eg.Members())))
@@ -193,15 +227,55 @@ func (r *Group) plan(ctx context.Context) error {
 	return nil
 }
 
-// ship copies the snapshot to every member (sha256 checked on the host) while the cluster
-// still runs, so the outage starts only when everything is in place.
+// source names the snapshot in messages: the local file or the object the members fetch.
+func (r *Group) source() string {
+	if r.opt.Snapshot == "" && r.opt.Fetch != nil {
+		return r.opt.Fetch.Name + " (fetched by every member from " + r.opt.Fetch.Endpoint + ")"
+	}
+	return r.opt.Snapshot
+}
+
+// ship puts the snapshot on every member (sha256 checked on the host) while the cluster still
+// runs, so the outage starts only when everything is in place: with Fetch, every member fetches it
+// from the object store itself, in parallel; the members that cannot, and every member without
+// Fetch, are sent the copy verified here, all at once.
 func (r *Group) ship(ctx context.Context) error {
-	st, err := os.Stat(r.opt.Snapshot)
+	send := map[string]bool{}
+	if r.opt.Fetch == nil {
+		for _, m := range r.eg.Members() {
+			send[m.Name] = true
+		}
+	} else {
+		var mu sync.Mutex
+		_ = r.eg.ForEach(ctx, func(ctx context.Context, m etcdphases.Member) error {
+			if err := r.fetch(ctx, m); err != nil {
+				r.eg.Run().Printer.Warnf("%s: could not fetch the snapshot from the object store itself: %v; sending it from here instead", m.Name, err)
+				mu.Lock()
+				send[m.Name] = true
+				mu.Unlock()
+			}
+			return nil
+		})
+		if len(send) == 0 {
+			return nil
+		}
+	}
+	path := r.opt.Snapshot
+	if path == "" {
+		var err error
+		if path, err = r.opt.Fetch.Local(ctx); err != nil {
+			return fmt.Errorf("restore/ship: %w", err)
+		}
+	}
+	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("restore/ship: %w", err)
 	}
 	return r.eg.ForEach(ctx, func(ctx context.Context, m etcdphases.Member) error {
-		f, err := os.Open(r.opt.Snapshot)
+		if !send[m.Name] {
+			return nil
+		}
+		f, err := os.Open(path)
 		if err != nil {
 			return fmt.Errorf("restore/ship: %w", err)
 		}
@@ -210,9 +284,88 @@ func (r *Group) ship(ctx context.Context) error {
 		if err := r.eg.Run().Upload(ctx, m.Name, PhaseShip, []provision.File{{Path: r.remote, Mode: 0o600, Reader: f, Size: st.Size(), SHA256: r.opt.SHA256}}); err != nil {
 			return err
 		}
-		r.eg.Run().Printer.Hostf(m.Name, "snapshot copied (%.1f MiB in %s, sha256 checked)", float64(st.Size())/(1<<20), time.Since(start).Round(time.Millisecond))
+		r.eg.Run().Printer.Hostf(m.Name, "snapshot copied from here (%s in %s, sha256 checked)", ui.Size(st.Size()), time.Since(start).Round(time.Millisecond))
 		return nil
 	})
+}
+
+// fetch has member m fetch the snapshot from the object store itself (fetchScript): the URL,
+// presigned for this fetch, goes on stdin as curl's config, never on a command line.
+func (r *Group) fetch(ctx context.Context, m etcdphases.Member) error {
+	f := r.opt.Fetch
+	url, err := f.Presign(ctx, presignExpiry)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, presignExpiry)
+	defer cancel()
+	start := time.Now()
+	if _, err := r.eg.Run().Exec(sctx, m.Name, PhaseShip, fetchScript(r.remote, r.opt.SHA256, f.Compression, f.CAPEM),
+		provision.WithStdin(strings.NewReader(curlConfig(url)))); err != nil {
+		var ce *provision.CommandError
+		if errors.As(err, &ce) && ce.ExitCode > 0 && ce.Stderr != "" {
+			return &FetchError{Host: m.Name, Cmd: ce}
+		}
+		return err
+	}
+	r.eg.Run().Printer.Hostf(m.Name, "snapshot fetched from the object store by the host (%s stored, in %s, sha256 checked)", ui.Size(f.StoredSize), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// FetchError is a member's failed fetch of the snapshot from the object store: its message is the
+// script's own reason (curl's error and status, a missing tool, another sha256), not the script.
+type FetchError struct {
+	Host string
+	Cmd  *provision.CommandError
+}
+
+func (e *FetchError) Error() string { return strings.ReplaceAll(e.Cmd.Stderr, "\n", "; ") }
+
+// Unwrap returns the *provision.CommandError.
+func (e *FetchError) Unwrap() error { return e.Cmd }
+
+// curlConfig is curl's config (read with --config -) naming url: the only way the presigned URL
+// reaches the host. Backslashes and double quotes are escaped as curl's config syntax wants.
+func curlConfig(url string) string {
+	return "url = \"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(url) + "\"\n"
+}
+
+// fetchScript is the member's side of a host fetch: curl reads the presigned URL from its config on
+// stdin and the object is decompressed (zstd) into remote.part; its sha256 must be sha before it is
+// renamed to remote, where restore/data reads it. A missing curl or zstd, curl's failure (its exit
+// status and message) or another sha256 exits non-zero with the reason on stderr, leaving nothing.
+func fetchScript(remote, sha, compression string, ca []byte) string {
+	q := shell.Quote
+	part := remote + ".part"
+	curl := "curl -fsS --connect-timeout 5 --retry 2 --config -"
+	lines := []string{
+		"set -eu",
+		"umask 077",
+		"mkdir -p " + q(filepath.Dir(remote)),
+		"rm -f " + q(part) + " " + q(part+".curl"),
+		`command -v curl >/dev/null 2>&1 || { echo "curl is not installed" >&2; exit 10; }`,
+	}
+	if len(ca) > 0 {
+		lines = append(lines, fmt.Sprintf("printf '%%s' %s > %s", q(string(ca)), q(remote+".ca.pem")))
+		curl += " --cacert " + q(remote+".ca.pem")
+	}
+	switch compression {
+	case "zstd":
+		lines = append(lines,
+			`command -v zstd >/dev/null 2>&1 || { echo "zstd is not installed (the snapshot is stored zstd-compressed)" >&2; exit 10; }`,
+			// No pipefail in POSIX sh: curl's status is kept in a file; the sha256 check catches the rest.
+			fmt.Sprintf("{ %s || echo $? > %s; } | zstd -dcq > %s || true", curl, q(part+".curl"), q(part)))
+	default:
+		lines = append(lines, fmt.Sprintf("%s -o %s || echo $? > %s", curl, q(part), q(part+".curl")))
+	}
+	lines = append(lines,
+		"rm -f "+q(remote+".ca.pem"),
+		fmt.Sprintf(`if [ -s %s ]; then echo "curl exited $(cat %s)" >&2; rm -f %s %s; exit 11; fi`, q(part+".curl"), q(part+".curl"), q(part), q(part+".curl")),
+		fmt.Sprintf(`got=$(sha256sum %s | cut -d' ' -f1)`, q(part)),
+		fmt.Sprintf(`if [ "$got" != %s ]; then echo "the fetched copy's sha256 is $got, want %s" >&2; rm -f %s; exit 12; fi`, q(sha), sha, q(part)),
+		fmt.Sprintf("mv %s %s", q(part), q(remote)),
+	)
+	return strings.Join(lines, "\n")
 }
 
 // stopCommand stops etcd on a member for a restore: SIGKILL first, then the unit stopped (held
@@ -409,7 +562,7 @@ func (r *Group) seedCheck(ctx context.Context) error {
 	r.stamp = time.Now().UTC().Format("20060102T150405Z")
 	r.token = r.eg.State().Token
 	r.remote = fmt.Sprintf("/var/lib/hactl/restore-%s.db", r.stamp)
-	r.eg.Run().Printer.Infof("  new cluster %s seeded from %s (revision %d, sha256 %s), revisions bumped by %d", r.eg.Run().Spec.Metadata.Name, r.opt.Snapshot, r.opt.Revision, etcdphases.ShortSum(r.opt.SHA256), r.opt.BumpRevision)
+	r.eg.Run().Printer.Infof("  new cluster %s seeded from %s (revision %d, sha256 %s), revisions bumped by %d", r.eg.Run().Spec.Metadata.Name, r.source(), r.opt.Revision, etcdphases.ShortSum(r.opt.SHA256), r.opt.BumpRevision)
 	return nil
 }
 

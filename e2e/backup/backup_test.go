@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,51 @@ func TestBackupEncrypted(t *testing.T) {
 	if clusterID(t, cli) != id || count(t, cli, "e2e/backup/age/secret") != 1 {
 		t.Error("a refused restore changed the cluster")
 	}
+
+	// With the identity: decrypted here and streamed to every member (never fetched by a host: the
+	// identity stays on this machine); the key written after the snapshot is rolled back.
+	put(t, cli, "e2e/backup/age/after", "rolled back")
+	r := suite.MustHactl(t, "restore", "-f", spec, "--from", "latest", "--identity-file", idFile, "--force", "--yes")
+	for _, h := range members {
+		if !hostSaid(r.Stderr, h, "snapshot copied from here") || hostSaid(r.Stderr, h, "fetched") {
+			t.Errorf("%s was not sent the decrypted snapshot from hactl:\n%s", h, r.Stderr)
+		}
+		if out, _ := suite.Lab.Exec(context.Background(), h, "sh", "-c", "grep -rl AGE-SECRET-KEY /var/lib/hactl /etc /tmp /root 2>/dev/null | head -1"); strings.TrimSpace(out) != "" {
+			t.Errorf("%s: an age identity is on the host: %s", h, out)
+		}
+	}
+	cli2 := client(t)
+	if clusterID(t, cli2) == id || count(t, cli2, "e2e/backup/age/secret") != 1 || count(t, cli2, "e2e/backup/age/after") != 0 {
+		t.Errorf("encrypted restore: cluster ID %x (was %x), secret %d, after %d; want a new ID, 1 and 0",
+			clusterID(t, cli2), id, count(t, cli2, "e2e/backup/age/secret"), count(t, cli2, "e2e/backup/age/after"))
+	}
+}
+
+// hostSaid reports whether hactl's progress has a line of host's saying what.
+func hostSaid(stderr, host, what string) bool {
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, host) && strings.Contains(line, what) {
+			return true
+		}
+	}
+	return false
+}
+
+// blockStore makes host's connections to the object store at endpoint ("ip:port") fail (refused by
+// iptables) until the test ends.
+func blockStore(t *testing.T, host, endpoint string) {
+	t.Helper()
+	ip, port, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := "OUTPUT -p tcp -d " + ip + " --dport " + port + " -j REJECT --reject-with tcp-reset"
+	suite.ExecOn(t, host, "sh", "-c", "iptables -I "+rule)
+	t.Cleanup(func() {
+		if out, err := suite.Lab.Exec(context.Background(), host, "sh", "-c", "iptables -D "+rule); err != nil {
+			t.Errorf("%s: removing the rule that blocks the object store: %v: %s", host, err, out)
+		}
+	})
 }
 
 // tamper replaces the stored object key with what change makes of its bytes (as a broken disk or
@@ -247,11 +293,26 @@ func TestRestoreLatest(t *testing.T) {
 	}
 	wantExit(t, 2, []string{"no complete snapshot"}, "restore", "-f", spec, "--from", "s3://"+o.Bucket+"/"+fake, "--force", "--yes")
 
+	// cp-c cannot reach the object store (its connections to MinIO are refused): it is sent the copy
+	// verified here, while cp-a and cp-b fetch the snapshot themselves.
+	blockStore(t, "cp-c", o.Endpoint)
 	r := suite.MustHactl(t, "restore", "-f", spec, "--from", "latest", "--force", "--yes", "-o", "json")
 	var res report.Cluster
 	harness.DecodeJSON(t, r, &res)
 	if !strings.Contains(r.Stderr, m.Key) {
 		t.Errorf("restore --from latest does not name the snapshot it chose (%s)", m.Key)
+	}
+	for _, h := range []string{"cp-a", "cp-b"} {
+		if !hostSaid(r.Stderr, h, "snapshot fetched from the object store by the host") {
+			t.Errorf("%s did not fetch the snapshot itself:\n%s", h, r.Stderr)
+		}
+	}
+	if !strings.Contains(r.Stderr, "cp-c: could not fetch the snapshot from the object store itself") || !hostSaid(r.Stderr, "cp-c", "snapshot copied from here") ||
+		strings.Count(r.Stderr, "downloading and verifying") != 1 {
+		t.Errorf("cp-c, cut off from the store, was not sent the copy verified here (downloaded once):\n%s", r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "X-Amz-Signature") {
+		t.Errorf("a presigned URL is in hactl's output:\n%s", r.Stderr)
 	}
 	if res.RestoredRevision < m.Revision+1_000_000_000 {
 		t.Errorf("restored revision %d, want >= %d + 1e9", res.RestoredRevision, m.Revision)

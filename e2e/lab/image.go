@@ -51,14 +51,16 @@ const (
 
 // HostPackages returns the Debian packages installed into the host image (debootstrap --include),
 // as verified in LAB.md: the base host, plus socat (e2e/lb's port squatter and bench/lb's stats
-// read use it on the load balancers). What hactl installs on a Kubernetes node (containerd, runc,
+// read use it on the load balancers) and zstd (a restore's members fetch a zstd-compressed
+// snapshot from the object store and decompress it themselves, as on a real Debian or Ubuntu host
+// that has zstd). What hactl installs on a Kubernetes node (containerd, runc,
 // the CNI plugins, conntrack, ethtool, kmod: AptPackages) is not in the image: the lab's Kubernetes
 // nodes install it from the mirror's apt repository (EnsureAptRepo, AptSourcesScript), the way a
 // real machine does. A fresh slice on every call.
 func HostPackages() []string {
 	return []string{
 		"systemd", "systemd-sysv", "openssh-server", "iproute2", "procps", "ca-certificates",
-		"curl", "iptables", "haproxy", "keepalived", "sudo", "busybox", "socat",
+		"curl", "iptables", "haproxy", "keepalived", "sudo", "busybox", "socat", "zstd",
 	}
 }
 

@@ -523,7 +523,7 @@ func TestTarballURLs(t *testing.T) {
 
 func TestImageRecipe(t *testing.T) {
 	pk := strings.Join(HostPackages(), " ")
-	for _, p := range []string{"sudo", "busybox", "openssh-server", "systemd", "socat", "iptables"} {
+	for _, p := range []string{"sudo", "busybox", "openssh-server", "systemd", "socat", "iptables", "zstd", "curl"} {
 		if !strings.Contains(" "+pk+" ", " "+p+" ") {
 			t.Errorf("host packages lack %s: %s", p, pk)
 		}

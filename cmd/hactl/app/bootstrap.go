@@ -35,6 +35,7 @@ type bootstrapOptions struct {
 	output            string
 	restoreFrom       string
 	identityFile      string
+	noHostFetch       bool
 	replaceLost       []string
 	kube              kubeFlags
 }
@@ -53,6 +54,7 @@ func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
 	cmd.Flags().StringVar(&o.restoreFrom, "restore-from", "", "build a NEW cluster whose data comes from this snapshot: ./file.db, s3://BUCKET/KEY or latest (disaster recovery onto new hosts; see hactl restore --help)")
 	cmd.Flags().StringSliceVar(&o.replaceLost, "replace-lost", nil, "etcd members (host names) whose data dir was lost: remove each (quorum-guarded) and add it back as a new learner on the same host, instead of refusing")
 	cmd.Flags().StringVar(&o.identityFile, "identity-file", "", "age identity file for an encrypted --restore-from backup (default $"+identityEnv+")")
+	cmd.Flags().BoolVar(&o.noHostFetch, "no-host-fetch", false, "with --restore-from: "+noHostFetchUsage)
 	o.kube.addKube(cmd.Flags(), "read hactl-operator's heals through this kubeconfig (default: where operator deploy recorded it, else over SSH)")
 }
 
@@ -163,12 +165,14 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	}
 	var seed *restore.Options
 	if o.restoreFrom != "" {
-		snap, err := backup.Resolve(cmd.Context(), c, src, backup.ResolveOptions{Flag: "--restore-from", SpecFile: g.file, Force: true, IdentityFile: o.identityFile, Getenv: os.Getenv, Progress: p.Infof})
+		snap, err := backup.Resolve(cmd.Context(), c, src, backup.ResolveOptions{Flag: "--restore-from", SpecFile: g.file, Force: true, IdentityFile: o.identityFile,
+			Getenv: os.Getenv, Progress: p.Infof, HostFetch: !o.noHostFetch})
 		if err != nil {
 			return err
 		}
 		defer snap.Cleanup()
-		seed = &restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision}
+		so := restoreSource(snap)
+		seed = &so
 	}
 	b, err := bootstrap.New(bootstrap.Options{
 		RestoreFrom:           seed,

@@ -23,6 +23,7 @@ type drillRestoreOptions struct {
 	rate                   int
 	reqTimeout             time.Duration
 	identityFile, tempDir  string
+	noHostFetch            bool
 	caFile                 string
 	report                 string
 	onto                   string
@@ -87,6 +88,7 @@ started again; after that, hactl restore puts every previous data dir back).
 	f.DurationVar(&o.reqTimeout, "request-timeout", drill.DefaultRequestTimeout, "deadline of each workload request")
 	f.StringVar(&o.identityFile, "identity-file", "", "age identity file for encrypted backups (default $"+identityEnv+")")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where the snapshot is verified and kept during the restore (default the system's temp dir)")
+	f.BoolVar(&o.noHostFetch, "no-host-fetch", false, noHostFetchUsage)
 	f.StringVar(&o.caFile, "ca-file", "", "kube-apiserver CA: also measure readyz through the VIP (default spec.loadBalancer.healthCheck.caFile)")
 	f.StringVar(&o.report, "report", "", "also write the JSON report to this file")
 	f.StringVar(&o.onto, "onto", "", "rebuild the cluster from the snapshot on the hosts of this spec while the members are fenced (disaster recovery onto other machines)")
@@ -134,7 +136,7 @@ func runDrillRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *drillRe
 		Rate: o.rate, RequestTimeout: o.reqTimeout, CAFile: o.caFile, Force: o.force, DryRun: o.dryRun, Report: o.report, Printer: p,
 		Onto: onto, OntoFile: o.onto, KeepFenced: o.keepFenced,
 		Prompt: terminalPrompter(s.In, s.Err),
-		Restorer: &drillRestorer{c: c, p: p, specFile: g.file, identityFile: o.identityFile, tempDir: o.tempDir, prompt: terminalPrompter(s.In, s.Err),
+		Restorer: &drillRestorer{c: c, p: p, specFile: g.file, identityFile: o.identityFile, tempDir: o.tempDir, noHostFetch: o.noHostFetch, prompt: terminalPrompter(s.In, s.Err),
 			onto: onto, ontoFile: o.onto}}
 	if err := do.Validate(); err != nil {
 		return err
@@ -163,6 +165,7 @@ type drillRestorer struct {
 	p                     *ui.Printer
 	specFile              string
 	identityFile, tempDir string
+	noHostFetch           bool
 	prompt                provision.Prompter
 	// onto is the --onto spec (nil: restore in place).
 	onto     *v1alpha1.Cluster
@@ -219,7 +222,7 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 	}
 	start := time.Now()
 	snap, err := backup.Resolve(ctx, d.c, src, backup.ResolveOptions{Flag: "drill restore", SpecFile: d.specFile,
-		IdentityFile: d.identityFile, TempDir: d.tempDir, Getenv: os.Getenv, Progress: d.p.Infof})
+		IdentityFile: d.identityFile, TempDir: d.tempDir, Getenv: os.Getenv, Progress: d.p.Infof, HostFetch: !d.noHostFetch})
 	if err != nil {
 		return nil, err
 	}
@@ -232,14 +235,15 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 	fetched := time.Now()
 	var revision int64
 	if d.onto != nil {
-		seed := &restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, ForgetPrefixes: []string{agent.ElectionPrefix(d.c.Metadata.Name)}}
-		if revision, err = bootstrapSeeded(ctx, d.onto, d.p, d.prompt, seed, false); err != nil {
+		seed := restoreSource(snap, func(ro *restore.Options) { ro.ForgetPrefixes = []string{agent.ElectionPrefix(d.c.Metadata.Name)} })
+		if revision, err = bootstrapSeeded(ctx, d.onto, d.p, d.prompt, &seed, false); err != nil {
 			return nil, fmt.Errorf("building %s from the snapshot: %w", d.ontoFile, err)
 		}
 	} else {
 		res, err := restore.Run(ctx, restore.Config{Cluster: d.c, Printer: d.p, Prompt: d.prompt,
-			Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: true,
-				ForgetPrefixes: []string{agent.ElectionPrefix(d.c.Metadata.Name)}}})
+			Options: restoreSource(snap, func(ro *restore.Options) {
+				ro.Force, ro.ForgetPrefixes = true, []string{agent.ElectionPrefix(d.c.Metadata.Name)}
+			})})
 		if err != nil {
 			return nil, err
 		}

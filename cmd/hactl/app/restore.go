@@ -21,6 +21,7 @@ type restoreOptions struct {
 	identityFile string
 	tempDir      string
 	noDeltas     bool
+	noHostFetch  bool
 }
 
 func newRestoreCommand(s Streams, g *globalOptions) *cobra.Command {
@@ -42,14 +43,20 @@ what is restored; a chain with a gap is refused naming the missing revisions (--
 the full snapshot alone). A snapshot named explicitly (s3://) is restored as it is: it is usually
 chosen to go back to before a change.
 
-Before any member is touched the snapshot is downloaded, decrypted (--identity-file), decompressed
-and verified here: its sha256 against the metadata, etcd's sha256 trailer and etcd's integrity check
-(etcdutl's snapshot package: bbolt consistency, hash, revision). A backup of a cluster with another
-member count than the spec's is refused without --force. Then the plan is shown and confirmed (--yes in
-scripts), and:
+A backup of a cluster with another member count than the spec's is refused without --force. An
+encrypted backup, a local file and a snapshot brought forward with deltas are verified here before
+any member is touched: downloaded, decrypted (--identity-file; the identity never leaves this
+machine), decompressed, its sha256 checked against the metadata, etcd's sha256 trailer and etcd's
+integrity check (etcdutl's snapshot package: bbolt consistency, hash, revision). An unencrypted
+backup restored as it is, is not downloaded here: every member fetches it from the object store
+itself (below). Then the plan is shown and confirmed (--yes in scripts), and:
 
-  restore/ship    the snapshot is copied to every member (sha256 checked on each host) while the
-                  cluster still runs
+  restore/ship    the snapshot is put on every member while the cluster still runs, its sha256
+                  checked on each host against the metadata's before any data dir is touched:
+                  fetched by the members themselves, in parallel, when they can (curl with a
+                  presigned URL passed on stdin, valid 30 minutes; zstd on the host for a
+                  compressed backup; the store's CA file, if any, sent along); else, and with
+                  --no-host-fetch, sent from here to every member at once, the copy verified here
   restore/stop    etcd killed (SIGKILL: a graceful stop of every member at once takes seconds) and
                   held stopped on ALL members
   restore/data    each data dir moved aside as <dataDir>.pre-restore-<time> (kept), rebuilt with
@@ -72,6 +79,7 @@ A healthy cluster is not restored without --force: a restore rolls every write s
 	f.StringVar(&o.identityFile, "identity-file", "", "age identity file for encrypted backups (default $"+identityEnv+")")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where a downloaded snapshot is verified and kept during the restore (default the system's temp dir)")
 	f.BoolVar(&o.noDeltas, "no-deltas", false, "restore the full snapshot alone, without the delta snapshots after it")
+	f.BoolVar(&o.noHostFetch, "no-host-fetch", false, noHostFetchUsage)
 	f.BoolVar(&o.force, "force", false, "restore even though every member is healthy (rolls back every write since the snapshot)")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")
 	f.StringVarP(&o.output, "output", "o", "table", "summary format: table or json (progress goes to stderr)")
@@ -96,7 +104,7 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 		return err
 	}
 	snap, err := backup.Resolve(cmd.Context(), c, src, backup.ResolveOptions{Flag: "--from", SpecFile: g.file, Force: o.force,
-		IdentityFile: o.identityFile, TempDir: o.tempDir, Getenv: os.Getenv, Progress: p.Infof})
+		IdentityFile: o.identityFile, TempDir: o.tempDir, Getenv: os.Getenv, Progress: p.Infof, HostFetch: !o.noHostFetch})
 	if err != nil {
 		return err
 	}
@@ -113,8 +121,9 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 		Prompt:  terminalPrompter(s.In, s.Err),
 		Cluster: c,
 		Printer: p,
-		Options: restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision, Force: o.force, Confirm: confirm,
-			ForgetPrefixes: []string{agent.ElectionPrefix(c.Metadata.Name)}},
+		Options: restoreSource(snap, func(ro *restore.Options) {
+			ro.Force, ro.Confirm, ro.ForgetPrefixes = o.force, confirm, []string{agent.ElectionPrefix(c.Metadata.Name)}
+		}),
 	})
 	if res == nil {
 		return runErr
@@ -130,4 +139,22 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 		}
 	}
 	return runErr
+}
+
+// noHostFetchUsage is the --no-host-fetch flag's help, the same on every command that restores.
+const noHostFetchUsage = "send the snapshot to the members from here even when they could fetch it from the object store themselves (an unencrypted backup)"
+
+// restoreSource is restore.Options for a resolved snapshot, then edited by each (nil: none): the
+// file verified here, or, for snap.Remote, the object every member fetches itself, with the
+// download here as the fallback for the members that cannot.
+func restoreSource(snap *backup.Resolved, each ...func(*restore.Options)) restore.Options {
+	o := restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision}
+	if r := snap.Remote; r != nil {
+		o.Fetch = &restore.HostFetch{Name: r.Key, Endpoint: r.Endpoint, Compression: r.Compression, StoredSize: r.StoredSizeBytes,
+			CAPEM: r.CAPEM, Presign: r.Presign, Local: snap.Local}
+	}
+	for _, f := range each {
+		f(&o)
+	}
+	return o
 }
