@@ -274,11 +274,11 @@ func TestLBObservedAfter(t *testing.T) {
 
 func TestMasterDown(t *testing.T) {
 	// RFC 5798 §6.1: 3 x 1 s + (256 - 100) x 1 s / 256 = 3.609375 s for a backup of priority 100.
-	c := &lb.Config{AdvertInterval: 1, Nodes: []lb.Node{{Name: "a", Priority: 150}, {Name: "b", Priority: 100}}}
+	c := &lb.Config{AdvertInterval: time.Second, Nodes: []lb.Node{{Name: "a", Priority: 150}, {Name: "b", Priority: 100}}}
 	if got := masterDown(c); got != 3609375*time.Microsecond {
 		t.Errorf("masterDown = %s", got)
 	}
-	if got := masterDown(&lb.Config{AdvertInterval: 1, Nodes: c.Nodes[:1]}); got != 0 {
+	if got := masterDown(&lb.Config{AdvertInterval: time.Second, Nodes: c.Nodes[:1]}); got != 0 {
 		t.Errorf("one node: %s", got)
 	}
 }

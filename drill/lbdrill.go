@@ -286,7 +286,7 @@ func masterDown(c *lb.Config) time.Duration {
 		return 0
 	}
 	pr := slices.SortedFunc(slices.Values(c.Nodes), func(a, b lb.Node) int { return b.Priority - a.Priority })
-	adv := time.Duration(c.AdvertInterval) * time.Second
+	adv := c.AdvertInterval
 	skew := time.Duration(256-pr[1].Priority) * adv / 256
 	return 3*adv + skew
 }
@@ -297,7 +297,7 @@ func masterDown(c *lb.Config) time.Duration {
 // advertised (with a weight, the backup waits for the master-down interval, RFC 5798 §6.4.2; with
 // weight 0, FAULT sends priority 0).
 func expectedVIPMove(p *lb.Config, c Component) time.Duration {
-	adv := time.Duration(p.AdvertInterval) * time.Second
+	adv := p.AdvertInterval
 	if c == ComponentKeepalived {
 		return adv
 	}

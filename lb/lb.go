@@ -85,8 +85,11 @@ type Config struct {
 	VirtualRouterID int
 	// Mode is v1alpha1.LBModeUnicast or v1alpha1.LBModeMulticast.
 	Mode string
-	// AdvertInterval is keepalived's advert_int in whole seconds.
-	AdvertInterval int
+	// AdvertInterval is keepalived's advert_int: whole seconds with VRRPVersion 2, hundredths of a
+	// second with 3.
+	AdvertInterval time.Duration
+	// VRRPVersion is 2 or 3 (v1alpha1.VRRPVersion): 3 is written as vrrp_version for an IPv4 VIP.
+	VRRPVersion int
 	// Topology is v1alpha1.TopologyDedicated or v1alpha1.TopologyColocated.
 	Topology string
 	// Nopreempt renders keepalived's nopreempt (only with Weight 0).
@@ -215,16 +218,22 @@ func Plan(c *v1alpha1.Cluster) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec.loadBalancer.vip: %w", err)
 	}
-	adv := s.AdvertInterval.Duration
-	if adv < limits.MinAdvertInterval || adv%limits.MinAdvertInterval != 0 {
-		return nil, fmt.Errorf("spec.loadBalancer.advertInterval %v is not a whole number of seconds", adv)
+	adv, version := s.AdvertInterval.Duration, v1alpha1.VRRPVersion(s)
+	switch {
+	case version == 2 && (adv < limits.MinAdvertInterval || adv%limits.MinAdvertInterval != 0):
+		return nil, fmt.Errorf("spec.loadBalancer.advertInterval %v is not a whole number of seconds (VRRPv2)", adv)
+	case version == 3 && (adv < limits.MinAdvertIntervalV3 || adv > limits.MaxAdvertIntervalV3 || adv%limits.AdvertIntervalUnitV3 != 0):
+		return nil, fmt.Errorf("spec.loadBalancer.advertInterval %v is not hundredths of a second from %v to %v (VRRPv3)", adv, limits.MinAdvertIntervalV3, limits.MaxAdvertIntervalV3)
+	case version == 3 && s.Auth != nil && vip.Addr().Is4():
+		return nil, fmt.Errorf("spec.loadBalancer.auth: advertInterval %v runs VRRPv3, which has no authentication", adv)
 	}
 	cfg := &Config{
 		Cluster:         c.Metadata.Name,
 		VIP:             vip,
 		VirtualRouterID: s.VirtualRouterID,
 		Mode:            s.Mode,
-		AdvertInterval:  int(adv / time.Second),
+		AdvertInterval:  adv,
+		VRRPVersion:     version,
 		Topology:        s.Topology,
 		Nopreempt:       s.Nopreempt,
 		Auth:            s.Auth != nil,

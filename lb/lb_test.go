@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/internal/golden"
@@ -86,6 +87,14 @@ var cases = []struct {
     interface: eth0
     nopreempt: true
     checkWeight: 0
+`, false},
+	// A sub-second advertisement interval on an IPv4 VIP: VRRPv3 (vrrp_version 3, advert_int 0.3).
+	{"vrrp3-subsecond", labHosts + `  - {name: lb-a, address: 172.28.0.21, zone: az-a, roles: [lb]}
+  - {name: lb-b, address: 172.28.0.22, zone: az-b, roles: [lb]}
+  loadBalancer:
+    vip: 172.28.0.100/24
+    interface: eth0
+    advertInterval: 300ms
 `, false},
 }
 
@@ -222,7 +231,7 @@ func TestPlan(t *testing.T) {
 		!slices.Equal(got[1].Peers, []netip.Addr{netip.MustParseAddr("172.28.0.21")}) {
 		t.Errorf("nodes %+v", got)
 	}
-	if cfg.Weight != v1alpha1.DefaultCheckWeight || cfg.Bind != "*" || cfg.FrontendPort != 6443 || cfg.AdvertInterval != 1 || cfg.VirtualRouterID != 51 || len(cfg.Sysctls) != 0 {
+	if cfg.Weight != v1alpha1.DefaultCheckWeight || cfg.Bind != "*" || cfg.FrontendPort != 6443 || cfg.AdvertInterval != time.Second || cfg.VirtualRouterID != 51 || len(cfg.Sysctls) != 0 {
 		t.Errorf("config %+v", cfg)
 	}
 	if len(cfg.Backends) != 3 || cfg.Backends[2].AddrPort() != "172.28.0.13:6443" {

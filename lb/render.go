@@ -2,6 +2,7 @@ package lb
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,7 +151,8 @@ type keepalivedData struct {
 	Interface       string
 	VirtualRouterID int
 	Priority        int
-	AdvertInterval  int
+	AdvertInterval  string
+	VRRPv3IPv4      bool
 	Nopreempt       bool
 	Unicast         bool
 	SourceIP        string
@@ -212,7 +214,8 @@ func RenderKeepalived(cfg *Config, host string, secret AuthSecret) ([]byte, erro
 		Interface:       n.Interface,
 		VirtualRouterID: cfg.VirtualRouterID,
 		Priority:        n.Priority,
-		AdvertInterval:  cfg.AdvertInterval,
+		AdvertInterval:  strconv.FormatFloat(cfg.AdvertInterval.Seconds(), 'f', -1, 64),
+		VRRPv3IPv4:      cfg.VRRPVersion == 3 && cfg.VIP.Addr().Is4(),
 		Nopreempt:       cfg.Nopreempt,
 		Unicast:         cfg.Mode == v1alpha1.LBModeUnicast,
 		SourceIP:        n.Address.String(),

@@ -93,8 +93,29 @@ func TestValidateLoadBalancer(t *testing.T) {
 		{"IPv6", toIPv6, nil, "", nil},
 		{"IPv6 advertInterval 40s", func(c *v1alpha1.Cluster) { toIPv6(c); c.Spec.LoadBalancer.AdvertInterval.Duration = 40 * time.Second }, nil, "", nil},
 		{"IPv6 advertInterval 41s", func(c *v1alpha1.Cluster) { toIPv6(c); c.Spec.LoadBalancer.AdvertInterval.Duration = 41 * time.Second },
-			[]string{"spec.loadBalancer.advertInterval"}, "at most 40s for VRRPv3 (IPv6)", nil},
+			[]string{"spec.loadBalancer.advertInterval"}, "at most 40.95s for VRRPv3 (IPv6)", nil},
+		{"IPv6 advertInterval 40.95s", func(c *v1alpha1.Cluster) {
+			toIPv6(c)
+			c.Spec.LoadBalancer.AdvertInterval.Duration = 40950 * time.Millisecond
+		}, nil, "", nil},
+		{"IPv6 advertInterval 250ms", func(c *v1alpha1.Cluster) {
+			toIPv6(c)
+			c.Spec.LoadBalancer.AdvertInterval.Duration = 250 * time.Millisecond
+		}, nil, "", nil},
 		{"IPv4 advertInterval 255s", lb(func(lb *v1alpha1.LoadBalancer) { lb.AdvertInterval.Duration = 255 * time.Second }), nil, "", nil},
+		{"IPv4 advertInterval 500ms (VRRPv3)", lb(func(lb *v1alpha1.LoadBalancer) { lb.AdvertInterval.Duration = 500 * time.Millisecond }), nil, "", nil},
+		{"IPv4 advertInterval 1.5s (VRRPv3)", lb(func(lb *v1alpha1.LoadBalancer) { lb.AdvertInterval.Duration = 1500 * time.Millisecond }), nil, "", nil},
+		{"IPv4 advertInterval 50ms", lb(func(lb *v1alpha1.LoadBalancer) { lb.AdvertInterval.Duration = 50 * time.Millisecond }),
+			[]string{"spec.loadBalancer.advertInterval"}, "hundredths of a second from 100ms (VRRPv3)", nil},
+		{"IPv4 advertInterval 1505ms", lb(func(lb *v1alpha1.LoadBalancer) { lb.AdvertInterval.Duration = 1505 * time.Millisecond }),
+			[]string{"spec.loadBalancer.advertInterval"}, "hundredths of a second", nil},
+		{"IPv4 advertInterval 41s (VRRPv3 bound does not apply to whole seconds)", lb(func(lb *v1alpha1.LoadBalancer) { lb.AdvertInterval.Duration = 41 * time.Second }), nil, "", nil},
+		{"IPv4 advertInterval 41.5s", lb(func(lb *v1alpha1.LoadBalancer) { lb.AdvertInterval.Duration = 41500 * time.Millisecond }),
+			[]string{"spec.loadBalancer.advertInterval"}, "at most 40.95s for VRRPv3 (an interval that is not whole seconds)", nil},
+		{"IPv4 advertInterval 500ms with auth", lb(func(lb *v1alpha1.LoadBalancer) {
+			lb.AdvertInterval.Duration = 500 * time.Millisecond
+			lb.Auth = &v1alpha1.VRRPAuth{Env: "HACTL_VRRP_PASSWORD"}
+		}), []string{"spec.loadBalancer.auth"}, "runs VRRPv3, and VRRPv3 has no authentication", nil},
 		{"IPv6 with auth", func(c *v1alpha1.Cluster) {
 			toIPv6(c)
 			c.Spec.LoadBalancer.Auth = &v1alpha1.VRRPAuth{Env: "HACTL_VRRP_PASSWORD"}

@@ -27,6 +27,14 @@ func New(w io.Writer, verbose, quiet bool) *Printer {
 	return &Printer{w: w, verbose: verbose, quiet: quiet}
 }
 
+// Quiet returns a Printer for a step whose details matter only when it fails: it writes warnings
+// to p's writer and every line to p's debug log, nothing else.
+func (p *Printer) Quiet() *Printer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return &Printer{w: p.w, log: p.log, verbose: p.verbose, quiet: true}
+}
+
 // SetLog makes p also write every line, debug lines included, with a timestamp to w (the debug log
 // file that is always written, as k0sctl does).
 func (p *Printer) SetLog(w io.Writer) {
@@ -66,11 +74,7 @@ func (p *Printer) Infof(format string, args ...any) {
 	if p == nil {
 		return
 	}
-	if p.quiet {
-		p.logOnly(fmt.Sprintf(format, args...))
-		return
-	}
-	p.line(fmt.Sprintf(format, args...))
+	p.progress(fmt.Sprintf(format, args...))
 }
 
 // Debugf prints a line in verbose mode; it always goes to the log file.
@@ -93,30 +97,34 @@ func (p *Printer) Warnf(format string, args ...any) {
 
 // Hostf prints a line prefixed with the host name.
 func (p *Printer) Hostf(host, format string, args ...any) {
-	if p != nil && !p.quiet {
-		p.line(fmt.Sprintf("  %-10s %s", host+":", fmt.Sprintf(format, args...)))
-	}
+	p.progress(fmt.Sprintf("  %-10s %s", host+":", fmt.Sprintf(format, args...)))
 }
 
 // PhaseStarted implements phase.Reporter.
 func (p *Printer) PhaseStarted(title string) {
-	if p != nil && !p.quiet {
-		p.line(fmt.Sprintf("[%s]", title))
-	}
+	p.progress(fmt.Sprintf("[%s]", title))
 }
 
 // PhaseDone implements phase.Reporter.
 func (p *Printer) PhaseDone(title string, d time.Duration, err error, skipped string) {
-	if p == nil || p.quiet {
-		return
-	}
 	switch {
 	case skipped != "":
-		p.line(fmt.Sprintf("[%s] - skipped: %s", title, skipped))
+		p.progress(fmt.Sprintf("[%s] - skipped: %s", title, skipped))
 	case err != nil:
-		p.line(fmt.Sprintf("[%s] ✗ failed after %s", title, round(d)))
+		p.progress(fmt.Sprintf("[%s] ✗ failed after %s", title, round(d)))
 	default:
-		p.line(fmt.Sprintf("[%s] ✓ %s", title, round(d)))
+		p.progress(fmt.Sprintf("[%s] ✓ %s", title, round(d)))
+	}
+}
+
+// progress prints a progress line; a quiet printer writes it to the log file only.
+func (p *Printer) progress(s string) {
+	switch {
+	case p == nil:
+	case p.quiet:
+		p.logOnly(s)
+	default:
+		p.line(s)
 	}
 }
 

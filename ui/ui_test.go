@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,6 +79,27 @@ func TestSize(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 320 << 20: "320.0 MiB", 1 << 30: "1.0 GiB"} {
 		if got := Size(n); got != want {
 			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestQuiet: a Quiet printer writes only warnings to the terminal and every line to the log.
+func TestQuiet(t *testing.T) {
+	var out, log bytes.Buffer
+	p := New(&out, false, false)
+	p.SetLog(&log)
+	q := p.Quiet()
+	q.Infof("info line")
+	q.Hostf("cp-a", "host line")
+	q.PhaseStarted("preflight")
+	q.PhaseDone("preflight", time.Second, nil, "")
+	q.Warnf("careful")
+	if got := out.String(); got != "WARNING: careful\n" {
+		t.Errorf("terminal: %q, want the warning only", got)
+	}
+	for _, want := range []string{"info line", "cp-a:", "host line", "[preflight]", "[preflight] ✓", "WARNING: careful"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log.String())
 		}
 	}
 }

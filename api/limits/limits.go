@@ -53,13 +53,20 @@ const (
 	// MinVirtualRouterID and MaxVirtualRouterID bound virtual_router_id (an 8-bit field, 0 not valid).
 	MinVirtualRouterID = 1
 	MaxVirtualRouterID = 255
-	// MinAdvertInterval is the shortest advertisement interval, and its unit: hactl writes advert_int
-	// in whole seconds for both VRRP versions.
+	// MinAdvertInterval is VRRPv2's shortest advertisement interval, and its unit: whole seconds
+	// (RFC 3768 §5.3.7, an 8-bit count of seconds).
 	MinAdvertInterval = time.Second
-	// MaxAdvertIntervalV4 bounds the interval for an IPv4 VIP (VRRPv2: at most 255 s).
+	// MaxAdvertIntervalV4 bounds VRRPv2's interval (an IPv4 VIP with whole seconds: at most 255 s).
 	MaxAdvertIntervalV4 = 255 * time.Second
-	// MaxAdvertIntervalV6 bounds it for an IPv6 VIP (VRRPv3: at most 40.95 s; whole seconds: 40 s).
-	MaxAdvertIntervalV6 = 40 * time.Second
+	// AdvertIntervalUnitV3 is VRRPv3's unit, centiseconds (RFC 5798 §5.2.7), and MaxAdvertIntervalV3
+	// its bound (a 12-bit count: 40.95 s). VRRPv3 runs for an IPv6 VIP, and for an IPv4 VIP whose
+	// interval is not whole seconds.
+	AdvertIntervalUnitV3 = 10 * time.Millisecond
+	MaxAdvertIntervalV3  = 4095 * AdvertIntervalUnitV3
+	// MinAdvertIntervalV3 is the shortest interval hactl writes: RFC 5798 allows 10 ms, but the
+	// master-down interval (3 x the interval + skew) must outlast a busy host's late advertisement,
+	// or the backup takes the VIP from a live holder.
+	MinAdvertIntervalV3 = 100 * time.Millisecond
 	// MaxVRRPSecretLength is the longest VRRP PASS secret: 8 bytes of authentication data, and
 	// keepalived silently cuts longer ones ("Truncating auth_pass").
 	MaxVRRPSecretLength = 8

@@ -135,17 +135,25 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 		v.add(field.Invalid(p.Child("virtualRouterID"), lb.VirtualRouterID, fmt.Sprintf("must be between %d and %d (VRRP's virtual router ID), unique among the VRRP routers on the network, e.g. %d",
 			limits.MinVirtualRouterID, limits.MaxVirtualRouterID, DefaultVirtualRouterID)))
 	}
-	maxAdv, vrrpVersion := limits.MaxAdvertIntervalV4, "VRRPv2 (IPv4)"
-	if vipOK && vip.Addr().Is6() {
-		maxAdv, vrrpVersion = limits.MaxAdvertIntervalV6, "VRRPv3 (IPv6)"
-	}
 	adv := lb.AdvertInterval.Duration
 	ap := p.Child("advertInterval")
-	switch {
-	case adv < limits.MinAdvertInterval || adv%limits.MinAdvertInterval != 0:
-		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be a whole number of seconds (keepalived's advert_int), e.g. %v", DefaultAdvertInterval)))
-	case adv > maxAdv:
-		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be at most %ds for %s; the VIP moves about 3 intervals after its holder dies, so 1s (the default) is the usual choice", int(maxAdv/time.Second), vrrpVersion)))
+	ipv6 := vipOK && vip.Addr().Is6()
+	switch v3 := VRRPVersion(lb) == 3; {
+	case adv <= 0 || (!v3 && adv < limits.MinAdvertInterval):
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be whole seconds (VRRPv2), or hundredths of a second from %v (VRRPv3), e.g. %v or 500ms", limits.MinAdvertIntervalV3, DefaultAdvertInterval)))
+	case !v3 && adv > limits.MaxAdvertIntervalV4:
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be at most %ds for VRRPv2 (IPv4); the VIP moves about 3 intervals after its holder dies, so 1s (the default) is the usual choice", int(limits.MaxAdvertIntervalV4/time.Second))))
+	case !v3:
+	case adv < limits.MinAdvertIntervalV3 || adv%limits.AdvertIntervalUnitV3 != 0:
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be whole seconds (VRRPv2), or hundredths of a second from %v (VRRPv3), e.g. %v or 500ms", limits.MinAdvertIntervalV3, DefaultAdvertInterval)))
+	case adv > limits.MaxAdvertIntervalV3:
+		vrrp := "VRRPv3 (an interval that is not whole seconds)"
+		if ipv6 {
+			vrrp = "VRRPv3 (IPv6)"
+		}
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be at most %v for %s; the VIP moves about 3 intervals after its holder dies, so 1s (the default) is the usual choice", limits.MaxAdvertIntervalV3, vrrp)))
+	case lb.Auth != nil && !ipv6:
+		v.add(field.Forbidden(p.Child("auth"), fmt.Sprintf("advertInterval %v is not whole seconds, which runs VRRPv3, and VRRPv3 has no authentication (RFC 5798 removed it): remove auth, or use whole seconds (VRRPv2)", adv)))
 	}
 
 	// Authentication.
@@ -404,4 +412,18 @@ func VRRPSecretProblem(s string) string {
 		return "contains a character other than letters, digits and " + strings.Join(strings.Split(vrrpSecretChars, ""), " ") + " (white space, quotes, '#', '!', '$', braces and backslashes would break keepalived.conf)"
 	}
 	return ""
+}
+
+// VRRPVersion is the VRRP version keepalived runs for lb: 3 for an IPv6 VIP (keepalived's only
+// choice, RFC 5798) and for an advertInterval that is not whole seconds (VRRPv3 counts
+// centiseconds; VRRPv2 whole seconds, RFC 3768); 2 otherwise (keepalived's default for IPv4, the
+// one that allows auth).
+func VRRPVersion(lb *LoadBalancer) int {
+	if p, err := netip.ParsePrefix(lb.VIP); err == nil && p.Addr().Is6() {
+		return 3
+	}
+	if lb.AdvertInterval.Duration%time.Second != 0 {
+		return 3
+	}
+	return 2
 }

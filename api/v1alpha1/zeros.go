@@ -42,8 +42,8 @@ func zeroDefault(path string) (accepts string, def any, ok bool) {
 	case "spec.loadBalancer.virtualRouterID":
 		return fmt.Sprintf("between %d and %d (VRRP's virtual router ID, RFC 5798 §5.2.3)", limits.MinVirtualRouterID, limits.MaxVirtualRouterID), DefaultVirtualRouterID, true
 	case "spec.loadBalancer.advertInterval":
-		return fmt.Sprintf("whole seconds from %ds (up to %ds for an IPv4 VIP, %ds for IPv6)",
-			limits.MinAdvertInterval/time.Second, limits.MaxAdvertIntervalV4/time.Second, limits.MaxAdvertIntervalV6/time.Second), DefaultAdvertInterval, true
+		return fmt.Sprintf("whole seconds from %ds up to %ds (VRRPv2), or hundredths of a second from %v up to %v (VRRPv3: always for an IPv6 VIP, no auth)",
+			limits.MinAdvertInterval/time.Second, limits.MaxAdvertIntervalV4/time.Second, limits.MinAdvertIntervalV3, limits.MaxAdvertIntervalV3), DefaultAdvertInterval, true
 	case "spec.backup.deltaEvery":
 		return fmt.Sprintf("whole seconds, at least %s", limits.MinDeltaEvery), DefaultDeltaEvery, true
 	case "spec.loadBalancer.checkFall":

@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
 	"github.com/minio/minio-go/v7"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -85,11 +87,18 @@ type measured struct {
 	save, upload              time.Duration // etcdctl snapshot save; FPutObject of its file
 	backupNone, backupZstd    time.Duration // hactl backup now
 	rssNone, rssZstd, rssSave int64         // peak RSS, bytes
-	storedNone, storedZstd    int64
-	restore3, restore1        time.Duration // hactl restore (3 members); etcdutl restore on one host
-	transfer                  time.Duration // the file copied to one host over SSH
-	restorePhases             string        // hactl restore's progress lines with their times
-	restoreData               time.Duration // hactl's restore/data phase: etcdutl restore on the 3 members in parallel
+	// cpu: each run's own CPU seconds; busy: how busy the machine's CPUs were meanwhile (0..1).
+	cpuSave, cpuNone, cpuZstd    float64
+	busySave, busyNone, busyZstd float64
+	ioSave, ioNone, ioZstd       float64 // iowait share meanwhile
+	storedNone, storedZstd       int64
+	restore3, restore1           time.Duration // hactl restore (3 members); etcdutl restore on one host
+	transfer                     time.Duration // the file copied to one host over SSH
+	// transfer3 and restore3x: the same copy to the three members at once, then their three
+	// etcdutl restores at once (the slowest): the lab's floor, its hosts sharing one disk.
+	transfer3, restore3x time.Duration
+	restorePhases        string        // hactl restore's progress lines with their times
+	restoreData          time.Duration // hactl's restore/data phase: etcdutl restore on the 3 members in parallel
 	// hactl restore --from latest: every member fetches the backup from MinIO itself (compression
 	// none, zstd), and the restore/ship phase of each.
 	fetchNone, fetchZstd         time.Duration
@@ -232,7 +241,10 @@ func writeSpec(root, dir, name, comp string) (string, error) {
 // proc is one finished child process.
 type proc struct {
 	wall    time.Duration
-	maxRSS  int64 // bytes
+	maxRSS  int64   // bytes
+	cpu     float64 // the child's user + system CPU, seconds
+	busy    float64 // how busy the machine's CPUs were during the run, 0..1 (/proc/stat)
+	iowait  float64 // the share of CPU time idle waiting for the disk meanwhile, 0..1
 	stdout  string
 	stderrT []string // stderr lines, each prefixed with the time since start
 }
@@ -247,6 +259,7 @@ func runProc(name string, args ...string) (proc, error) {
 	var lines []string
 	done := make(chan struct{})
 	start := time.Now()
+	busy0, io0, total0 := cpuTicks()
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(pr)
@@ -256,16 +269,132 @@ func runProc(name string, args ...string) (proc, error) {
 	}()
 	err := cmd.Run()
 	wall := time.Since(start)
+	busy1, io1, total1 := cpuTicks()
 	pw.Close()
 	<-done
 	p := proc{wall: wall, stdout: out.String(), stderrT: lines}
+	if total1 > total0 {
+		p.busy = float64(busy1-busy0) / float64(total1-total0)
+		p.iowait = float64(io1-io0) / float64(total1-total0)
+	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		p.maxRSS = ru.Maxrss * 1024 // KiB on Linux
+		p.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)).Seconds()
 	}
 	if err != nil {
 		return p, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, strings.Join(lines, "\n"))
 	}
 	return p, nil
+}
+
+// parallelAnchor copies file to every member over SSH at once, then runs etcdutl snapshot restore
+// (hactl's flags) on every member at once, and returns the wall time of each step (the restores
+// timed on the hosts: the slowest).
+func (b *bench) parallelAnchor(ctx context.Context, file string) (transfer, restore time.Duration, err error) {
+	hosts := []string{"cp-a", "cp-b", "cp-c"}
+	var g group
+	t0 := time.Now()
+	for _, name := range hosts {
+		h, err := b.l.Host(name)
+		if err != nil {
+			return 0, 0, err
+		}
+		g.Go(func() error {
+			f, err := os.Open(file)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			cp := exec.Command("ssh", "-i", b.l.IdentityFile(), "-o", "UserKnownHostsFile="+b.l.KnownHostsFile(), "-o", "BatchMode=yes",
+				"root@"+h.Address, "cat > /root/bench.db")
+			cp.Stdin = f
+			if out, err := cp.CombinedOutput(); err != nil {
+				return fmt.Errorf("ssh cat > /root/bench.db on %s: %v: %s", name, err, out)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, 0, err
+	}
+	transfer = time.Since(t0)
+	var mu sync.Mutex
+	for _, name := range hosts {
+		h, err := b.l.Host(name)
+		if err != nil {
+			return 0, 0, err
+		}
+		g.Go(func() error {
+			cmd := "rm -rf /root/bench-restore && /usr/local/bin/etcdutl snapshot restore /root/bench.db --name " + name + " --data-dir /root/bench-restore" +
+				" --initial-cluster " + name + "=https://" + h.Address + ":2380 --initial-cluster-token bench --initial-advertise-peer-urls https://" + h.Address + ":2380" +
+				" --bump-revision 1000000000 --mark-compacted >/dev/null 2>&1"
+			out, err := b.l.Exec(ctx, name, "sh", "-c", "sync; s=$(date +%s%N); "+cmd+"; sync; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); rm -rf /root/bench-restore /root/bench.db")
+			if err != nil {
+				return fmt.Errorf("etcdutl restore on %s: %w", name, err)
+			}
+			ms, err := strconv.Atoi(strings.TrimSpace(out))
+			if err != nil {
+				return fmt.Errorf("etcdutl restore on %s: %q", name, out)
+			}
+			mu.Lock()
+			restore = max(restore, time.Duration(ms)*time.Millisecond)
+			mu.Unlock()
+			return nil
+		})
+	}
+	return transfer, restore, g.Wait()
+}
+
+// group runs functions at once and collects their errors (Wait).
+type group struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs error
+}
+
+// Go runs f in its own goroutine.
+func (g *group) Go(f func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(); err != nil {
+			g.mu.Lock()
+			g.errs = multierror.Append(g.errs, err)
+			g.mu.Unlock()
+		}
+	}()
+}
+
+// Wait waits for every function and returns their errors (nil: none failed).
+func (g *group) Wait() error {
+	g.wg.Wait()
+	return g.errs
+}
+
+// cpuTicks returns the machine's busy, iowait and total CPU ticks so far (/proc/stat's first
+// line; idle and iowait are not busy); zeros when it cannot be read.
+func cpuTicks() (busy, iowait, total uint64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		if i >= 8 { // guest and guest_nice are already in user and nice
+			break
+		}
+		n, _ := strconv.ParseUint(v, 10, 64)
+		total += n
+		switch i {
+		case 3: // idle
+		case 4:
+			iowait += n
+		default:
+			busy += n
+		}
+	}
+	return busy, iowait, total
 }
 
 func (b *bench) hactlRun(args ...string) (proc, error) {
@@ -418,7 +547,7 @@ func (b *bench) measure(ctx context.Context, target int64) (measured, error) {
 	if err != nil {
 		return m, err
 	}
-	m.save, m.rssSave = p.wall, p.maxRSS
+	m.save, m.rssSave, m.cpuSave, m.busySave, m.ioSave = p.wall, p.maxRSS, p.cpu, p.busy, p.iowait
 	s3, err := b.store.Client()
 	if err != nil {
 		return m, err
@@ -434,7 +563,9 @@ func (b *bench) measure(ctx context.Context, target int64) (measured, error) {
 		spec        string
 		wall        *time.Duration
 		rss, stored *int64
-	}{{b.spec, &m.backupNone, &m.rssNone, &m.storedNone}, {b.specZstd, &m.backupZstd, &m.rssZstd, &m.storedZstd}} {
+		cpu, busy   *float64
+		io          *float64
+	}{{b.spec, &m.backupNone, &m.rssNone, &m.storedNone, &m.cpuNone, &m.busyNone, &m.ioNone}, {b.specZstd, &m.backupZstd, &m.rssZstd, &m.storedZstd, &m.cpuZstd, &m.busyZstd, &m.ioZstd}} {
 		p, err := b.hactlRun("backup", "now", "-f", c.spec, "-o", "json")
 		if err != nil {
 			return m, err
@@ -445,7 +576,7 @@ func (b *bench) measure(ctx context.Context, target int64) (measured, error) {
 		if err := json.Unmarshal([]byte(p.stdout), &rep); err != nil || rep.Snapshot == nil {
 			return m, fmt.Errorf("backup now -o json: %v: %s", err, p.stdout)
 		}
-		*c.wall, *c.rss, *c.stored = p.wall, p.maxRSS, rep.Snapshot.StoredSizeBytes
+		*c.wall, *c.rss, *c.stored, *c.cpu, *c.busy, *c.io = p.wall, p.maxRSS, rep.Snapshot.StoredSizeBytes, p.cpu, p.busy, p.iowait
 	}
 
 	// One member's etcdutl restore of the same file on its host, with hactl's flags.
@@ -481,6 +612,12 @@ func (b *bench) measure(ctx context.Context, target int64) (measured, error) {
 		return m, fmt.Errorf("etcdutl restore on cp-a: %q", out)
 	}
 	m.restore1 = time.Duration(ms) * time.Millisecond
+
+	// The lab's floor for three members: the same transfer to cp-a, cp-b and cp-c at once, then
+	// the three etcdutl restores at once (the lab's hosts share this machine's disk and CPUs).
+	if m.transfer3, m.restore3x, err = b.parallelAnchor(ctx, file); err != nil {
+		return m, err
+	}
 
 	// The whole 3-member restore by hactl from the same file.
 	p, err = b.hactlRun("restore", "-f", b.spec, "--from", file, "--force", "--yes")
@@ -554,6 +691,17 @@ func report(w io.Writer, b *bench, rs []measured) {
 		fmt.Fprintf(w, "  %d MiB: hactl %s − %s = %s vs etcdctl %s − %s = %s: %.2f× (none)\n", r.dbSize/mib,
 			kit.Secs(r.backupNone), kit.Secs(b.floorNow), kit.Secs(r.backupNone-b.floorNow), kit.Secs(r.save), kit.Secs(b.floorSave), kit.Secs(r.save-b.floorSave),
 			(r.backupNone-b.floorNow).Seconds()/(r.save-b.floorSave).Seconds())
+	}
+	fmt.Fprintln(w, "\nthe lab's floor for 3 members (its hosts share this machine's disk and CPUs): the same transfer to the 3 at once + their 3 etcdutl restores at once")
+	for _, r := range rs {
+		floor := r.transfer3 + r.restore3x
+		fmt.Fprintf(w, "  %d MiB: %s + %s = %s; hactl restore from the file %.2f×, members fetching (none) %.2f×, (zstd) %.2f× of it\n", r.dbSize/mib,
+			kit.Secs(r.transfer3), kit.Secs(r.restore3x), kit.Secs(floor), r.restore3.Seconds()/floor.Seconds(), r.fetchNone.Seconds()/floor.Seconds(), r.fetchZstd.Seconds()/floor.Seconds())
+	}
+	fmt.Fprintf(w, "\nthe machine's %d CPUs during each run: busy / waiting for the disk (the tool's own CPU seconds):\n", runtime.NumCPU())
+	for _, r := range rs {
+		fmt.Fprintf(w, "  %d MiB: etcdctl save %.0f%% / %.0f%% (%.2fs), hactl now none %.0f%% / %.0f%% (%.2fs), zstd %.0f%% / %.0f%% (%.2fs)\n", r.dbSize/mib,
+			100*r.busySave, 100*r.ioSave, r.cpuSave, 100*r.busyNone, 100*r.ioNone, r.cpuNone, 100*r.busyZstd, 100*r.ioZstd, r.cpuZstd)
 	}
 	fmt.Fprintln(w, "\nrestore --from latest, every member fetching the backup from the object store itself:")
 	tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)

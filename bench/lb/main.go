@@ -173,7 +173,9 @@ func run(hactl string, runs int, keep bool) error {
 	// weighted check (the backup discards the lower-priority advertisements and waits out its
 	// master-down interval).
 	fast := newClient(200 * time.Millisecond)
-	failover := func(label string) ([]time.Duration, error) {
+	// measureMoves runs fail on the holder lb-a, times the first /readyz 200 through the VIP, and
+	// puts lb-a back with undo, runs times.
+	measureMoves := func(label, what string, fail, undo func() error) ([]time.Duration, error) {
 		var out []time.Duration
 		for i := 0; i < runs; i++ {
 			if err := waitUntil("VIP on lb-a", time.Minute, func() bool { return holdsVIP(conns["lb-a"]) && probe(slow) }); err != nil {
@@ -181,8 +183,8 @@ func run(hactl string, runs int, keep bool) error {
 			}
 			time.Sleep(3 * time.Second) // settled: lb-b's check has risen, gratuitous ARPs are done
 			start := time.Now()
-			if out, err := sshRun(conns["lb-a"], "systemctl stop haproxy"); err != nil {
-				return nil, fmt.Errorf("stop haproxy on lb-a: %w %s", err, out)
+			if err := fail(); err != nil {
+				return nil, err
 			}
 			var took time.Duration
 			for {
@@ -192,18 +194,43 @@ func run(hactl string, runs int, keep bool) error {
 					break
 				}
 				if time.Since(start) > time.Minute {
-					return nil, fmt.Errorf("no successful readyz through the VIP a minute after HAProxy stopped on lb-a")
+					_ = undo()
+					return nil, fmt.Errorf("no successful readyz through the VIP a minute after %s", what)
 				}
 				time.Sleep(max(0, 20*time.Millisecond-time.Since(t)))
 			}
-			moved := holdsVIP(conns["lb-b"])
 			out = append(out, took)
-			kit.Logf("bench/lb: VIP failover (%s) run %d: %s (VIP on lb-b: %v)", label, i+1, took.Round(10*time.Millisecond), moved)
-			if o, err := sshRun(conns["lb-a"], "systemctl start haproxy"); err != nil {
-				return nil, fmt.Errorf("start haproxy on lb-a: %w %s", err, o)
+			kit.Logf("bench/lb: VIP failover, %s (%s) run %d: %s (VIP on lb-b: %v)", what, label, i+1, took.Round(10*time.Millisecond), holdsVIP(conns["lb-b"]))
+			if err := undo(); err != nil {
+				return nil, err
 			}
 		}
 		return out, nil
+	}
+	lbA := func(cmd string) func() error {
+		return func() error {
+			if out, err := sshRun(conns["lb-a"], cmd); err != nil {
+				return fmt.Errorf("%s on lb-a: %w %s", cmd, err, out)
+			}
+			return nil
+		}
+	}
+	docker := func(args ...string) func() error {
+		return func() error {
+			if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+				return fmt.Errorf("docker %s: %w %s", strings.Join(args, " "), err, out)
+			}
+			return nil
+		}
+	}
+	failover := func(label string) ([]time.Duration, error) {
+		return measureMoves(label, "HAProxy stopped on lb-a", lbA("systemctl stop haproxy"), lbA("systemctl start haproxy"))
+	}
+	// The holder's host freezes (docker pause: no process runs, no advertisement is sent, not even
+	// keepalived's priority-0 one): the backup takes over when its master-down interval runs out
+	// (3 x advert_int + skew, RFC 5798 §6.4.2), the case a shorter (VRRPv3) interval shortens.
+	hostDeath := func(label string) ([]time.Duration, error) {
+		return measureMoves(label, "lb-a frozen", docker("pause", "hactl-lab-lb-a"), docker("unpause", "hactl-lab-lb-a"))
 	}
 	failovers, err := failover(fmt.Sprintf("default, check weight %d", cfg.Weight))
 	if err != nil {
@@ -246,8 +273,20 @@ func run(hactl string, runs int, keep bool) error {
 	if err != nil {
 		return err
 	}
+	v3Failovers, err := variant("vrrp3", "advertInterval 500ms (VRRPv3)", func(s *v1alpha1.LoadBalancer) { s.AdvertInterval.Duration = 500 * time.Millisecond })
+	if err != nil {
+		return err
+	}
+	v3Deaths, err := hostDeath("advertInterval 500ms (VRRPv3)")
+	if err != nil {
+		return err
+	}
 	if out, err := runHactl(hactl, "bootstrap", "-f", spec); err != nil {
 		return fmt.Errorf("hactl bootstrap (back to the default): %w\n%s", err, out)
+	}
+	deaths, err := hostDeath("default")
+	if err != nil {
+		return err
 	}
 
 	// Backend ejection (seen by lb-a's HAProxy).
@@ -283,7 +322,7 @@ func run(hactl string, runs int, keep bool) error {
 
 	hc := cfg.HealthCheck
 	fmt.Printf("\nload balancer benchmark (%d runs each; lab: 2 LB hosts, 3 kubeadm apiservers)\n", runs)
-	fmt.Printf("settings: advert_int %ds, %s, vrrp_script interval %ds fall %d rise %d weight %d; HAProxy check inter %s fall %d rise %d timeout %s fastinter %s\n",
+	fmt.Printf("settings: advert_int %s, %s, vrrp_script interval %ds fall %d rise %d weight %d; HAProxy check inter %s fall %d rise %d timeout %s fastinter %s\n",
 		cfg.AdvertInterval, cfg.Mode, lb.ScriptInterval, cfg.ScriptFall, lb.ScriptRise, cfg.Weight,
 		hc.Interval, hc.Fall, hc.Rise, hc.Timeout, hc.FastInterval)
 	goal := 2 * time.Second
@@ -294,13 +333,25 @@ func run(hactl string, runs int, keep bool) error {
 		{fmt.Sprintf("checkWeight %d, checkFall %d (the defaults: FAULT on the first failed check)", cfg.Weight, cfg.ScriptFall), failovers},
 		{fmt.Sprintf("checkWeight %d, checkFall 2", cfg.Weight), fall2Failovers},
 		{fmt.Sprintf("checkWeight %d (a weighted check)", weight), weightedFailovers},
+		{"advertInterval 500ms (VRRPv3), checkWeight 0", v3Failovers},
 	} {
 		med, lo, hi := stats(f.ds)
 		fmt.Printf("VIP failover, %s (HAProxy stopped on holder → first /readyz 200 via VIP): median %s (min %s, max %s); goal ≤ %s: %s (median/goal %.2f)\n",
 			f.label, med.Round(10*time.Millisecond), lo.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), goal, kit.Verdict(med <= goal), float64(med)/float64(goal))
 	}
+	adv := cfg.AdvertInterval.Seconds()
+	skew := float64(256-cfg.Nodes[1].Priority) / 256
 	fmt.Printf("  floor: detection (vrrp_script interval x fall, %ds with the default) + with a weight, the backup's master-down interval (3 x advert_int + skew, RFC 5798 §6.4.2: %.2fs) since it discards lower-priority adverts; with weight 0, only the skew time (%.2fs) after the priority-0 advert\n",
-		lb.ScriptInterval*cfg.ScriptFall, 3*float64(cfg.AdvertInterval)+float64(256-cfg.Nodes[1].Priority)/256, float64(256-cfg.Nodes[1].Priority)/256)
+		lb.ScriptInterval*cfg.ScriptFall, 3*adv+skew*adv, skew*adv)
+	for _, f := range []struct {
+		label string
+		adv   float64
+		ds    []time.Duration
+	}{{"default advert_int " + cfg.AdvertInterval.String(), adv, deaths}, {"advertInterval 500ms (VRRPv3)", 0.5, v3Deaths}} {
+		med, lo, hi := stats(f.ds)
+		fmt.Printf("VIP failover, holder's host frozen, %s (docker pause → first /readyz 200 via VIP): median %s (min %s, max %s); floor: the master-down interval 3 x %.2fs + skew %.2fs = %.2fs\n",
+			f.label, med.Round(10*time.Millisecond), lo.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), f.adv, skew*f.adv, 3*f.adv+skew*f.adv)
+	}
 	med, lo, hi := stats(ejections)
 	goal = hc.Interval*time.Duration(hc.Fall) + time.Second
 	fmt.Printf("backend ejection (apiserver SIGSTOP → DOWN in HAProxy): median %s (min %s, max %s); goal <= inter x fall + 1s = %s: %s (median/goal %.2f); hactl's bound %s\n",

@@ -179,9 +179,11 @@ func (d *drillRestorer) Preflight(ctx context.Context, snap *drill.SnapshotRef) 
 		return nil
 	}
 	seed := &restore.Options{Snapshot: snap.Key, SHA256: "pending", Revision: snap.Revision}
-	if _, err := bootstrapSeeded(ctx, d.onto, d.p, d.prompt, seed, true); err != nil {
+	// Its phase-by-phase output goes to the debug log only: the drill's own plan says what follows.
+	if _, err := bootstrapSeeded(ctx, d.onto, d.p.Quiet(), d.prompt, seed, true); err != nil {
 		return fmt.Errorf("--onto %s: %w", d.ontoFile, err)
 	}
+	d.p.Infof("--onto %s: preflight passed (a dry run of bootstrap --restore-from on its %d hosts: reachable, new, nothing to refuse)", d.ontoFile, len(d.onto.Spec.Hosts))
 	return nil
 }
 
