@@ -224,11 +224,12 @@ func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	return out, nil
 }
 
-// Remove implements Store.
 // PresignGet returns a URL that reads key with a plain GET until expiry (S3 query-string
 // authentication, SigV4; at most 7 days): what lets a host fetch one object without the access
 // key. The URL is a bearer credential for that object until it expires: pass it on stdin, never on
-// a command line or in a log. It contacts nothing. Errors: minio-go's (an expiry out of range).
+// a command line or in a log. It signs locally; the store is asked only for the bucket's region
+// when spec.backup gives none (and minio-go has not cached it). Errors: minio-go's (an expiry out of
+// range, the region lookup).
 func (s *S3) PresignGet(ctx context.Context, key string, expiry time.Duration) (string, error) {
 	u, err := s.client.PresignedGetObject(ctx, s.cfg.Bucket, key, expiry, nil)
 	if err != nil {
@@ -263,6 +264,7 @@ func (s *S3) CABundle() ([]byte, error) {
 	return s.cfg.CAPEM, nil
 }
 
+// Remove implements Store.
 func (s *S3) Remove(ctx context.Context, key string) error {
 	if err := s.client.RemoveObject(ctx, s.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil && !isNotFound(err) {
 		return fmt.Errorf("object store %s: remove %s: %w", s.cfg.Endpoint, key, err)

@@ -63,8 +63,10 @@ func (s SnapshotRef) Point() time.Time {
 // RestoreRun is what a Restorer's restore did.
 type RestoreRun struct {
 	Snapshot SnapshotRef
-	// Fetch is the download, decryption, decompression and verification on this machine; Restore
-	// the restore itself (ship, stop, data, start, wait, verify).
+	// Fetch is finding the snapshot (listing, metadata) and, when it is not left for the members to
+	// fetch themselves, its download, decryption, decompression, verification and delta replay on
+	// this machine; Restore the restore itself (ship, whose download then counts here, stop, data,
+	// start, wait, verify).
 	Fetch, Restore time.Duration
 	// Revision is the restored cluster's revision; Deltas the delta snapshots applied.
 	Revision int64

@@ -231,7 +231,7 @@ func TestPlan(t *testing.T) {
 		!slices.Equal(got[1].Peers, []netip.Addr{netip.MustParseAddr("172.28.0.21")}) {
 		t.Errorf("nodes %+v", got)
 	}
-	if cfg.Weight != v1alpha1.DefaultCheckWeight || cfg.Bind != "*" || cfg.FrontendPort != 6443 || cfg.AdvertInterval != time.Second || cfg.VirtualRouterID != 51 || len(cfg.Sysctls) != 0 {
+	if cfg.Weight != v1alpha1.DefaultCheckWeight || cfg.Bind != "*" || cfg.FrontendPort != 6443 || cfg.AdvertInterval != 500*time.Millisecond || cfg.VRRPVersion != 3 || cfg.VirtualRouterID != 51 || len(cfg.Sysctls) != 0 {
 		t.Errorf("config %+v", cfg)
 	}
 	if len(cfg.Backends) != 3 || cfg.Backends[2].AddrPort() != "172.28.0.13:6443" {

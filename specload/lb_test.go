@@ -121,10 +121,13 @@ func TestValidateLoadBalancer(t *testing.T) {
 			c.Spec.LoadBalancer.Auth = &v1alpha1.VRRPAuth{Env: "HACTL_VRRP_PASSWORD"}
 		},
 			[]string{"spec.loadBalancer.auth"}, "VRRPv3, which has no authentication", nil},
-		{"auth env as a reference", lb(func(lb *v1alpha1.LoadBalancer) { lb.Auth = &v1alpha1.VRRPAuth{Env: "$HACTL_VRRP"} }),
+		// (auth set after defaulting: advertInterval as the defaults make it with auth, 1s)
+		{"auth env as a reference", lb(func(lb *v1alpha1.LoadBalancer) {
+			lb.Auth, lb.AdvertInterval.Duration = &v1alpha1.VRRPAuth{Env: "$HACTL_VRRP"}, v1alpha1.DefaultAdvertIntervalAuth
+		}),
 			[]string{"spec.loadBalancer.auth.env"}, "without $ or braces: HACTL_VRRP", nil},
 		{"auth file pasted PEM", lb(func(lb *v1alpha1.LoadBalancer) {
-			lb.Auth = &v1alpha1.VRRPAuth{File: "-----BEGIN PRIVATE KEY-----\nabc"}
+			lb.Auth, lb.AdvertInterval.Duration = &v1alpha1.VRRPAuth{File: "-----BEGIN PRIVATE KEY-----\nabc"}, v1alpha1.DefaultAdvertIntervalAuth
 		}),
 			[]string{"spec.loadBalancer.auth.file"}, "(value not shown)", nil},
 		{"caFile pasted PEM", lb(func(lb *v1alpha1.LoadBalancer) { lb.HealthCheck.CAFile = "-----BEGIN CERTIFICATE-----\nMIIB" }),

@@ -261,7 +261,7 @@ func TestValidSpecs(t *testing.T) {
 			}
 		}},
 		{"valid-lb-dedicated.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
-			want := &v1alpha1.LoadBalancer{VIP: "172.28.0.100/24", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: v1alpha1.Duration{Duration: time.Second},
+			want := &v1alpha1.LoadBalancer{VIP: "172.28.0.100/24", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: v1alpha1.Duration{Duration: 500 * time.Millisecond},
 				Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443, CheckWeight: new(int), CheckFall: 1,
 				HealthCheck: v1alpha1.LBHealthCheck{Interval: v1alpha1.Duration{Duration: 2 * time.Second}, Fall: 3, Rise: 2}}
 			if !reflect.DeepEqual(c.Spec.LoadBalancer, want) {

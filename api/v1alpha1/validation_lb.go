@@ -140,18 +140,18 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 	ipv6 := vipOK && vip.Addr().Is6()
 	switch v3 := VRRPVersion(lb) == 3; {
 	case adv <= 0 || (!v3 && adv < limits.MinAdvertInterval):
-		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be whole seconds (VRRPv2), or hundredths of a second from %v (VRRPv3), e.g. %v or 500ms", limits.MinAdvertIntervalV3, DefaultAdvertInterval)))
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be whole seconds (VRRPv2), or hundredths of a second from %v (VRRPv3), e.g. %v (the default) or %v", limits.MinAdvertIntervalV3, DefaultAdvertInterval, DefaultAdvertIntervalAuth)))
 	case !v3 && adv > limits.MaxAdvertIntervalV4:
-		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be at most %ds for VRRPv2 (IPv4); the VIP moves about 3 intervals after its holder dies, so 1s (the default) is the usual choice", int(limits.MaxAdvertIntervalV4/time.Second))))
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be at most %ds for VRRPv2 (IPv4); the VIP moves about 3 intervals after its holder dies, so %v (the default with auth) is the usual choice", int(limits.MaxAdvertIntervalV4/time.Second), DefaultAdvertIntervalAuth)))
 	case !v3:
 	case adv < limits.MinAdvertIntervalV3 || adv%limits.AdvertIntervalUnitV3 != 0:
-		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be whole seconds (VRRPv2), or hundredths of a second from %v (VRRPv3), e.g. %v or 500ms", limits.MinAdvertIntervalV3, DefaultAdvertInterval)))
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be whole seconds (VRRPv2), or hundredths of a second from %v (VRRPv3), e.g. %v (the default) or %v", limits.MinAdvertIntervalV3, DefaultAdvertInterval, DefaultAdvertIntervalAuth)))
 	case adv > limits.MaxAdvertIntervalV3:
 		vrrp := "VRRPv3 (an interval that is not whole seconds)"
 		if ipv6 {
 			vrrp = "VRRPv3 (IPv6)"
 		}
-		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be at most %v for %s; the VIP moves about 3 intervals after its holder dies, so 1s (the default) is the usual choice", limits.MaxAdvertIntervalV3, vrrp)))
+		v.add(field.Invalid(ap, adv.String(), fmt.Sprintf("must be at most %v for %s; the VIP moves about 3 intervals after its holder dies, so %v (the default) is the usual choice", limits.MaxAdvertIntervalV3, vrrp, DefaultAdvertInterval)))
 	case lb.Auth != nil && !ipv6:
 		v.add(field.Forbidden(p.Child("auth"), fmt.Sprintf("advertInterval %v is not whole seconds, which runs VRRPv3, and VRRPv3 has no authentication (RFC 5798 removed it): remove auth, or use whole seconds (VRRPv2)", adv)))
 	}

@@ -14,7 +14,7 @@ func TestSetDefaultsLoadBalancer(t *testing.T) {
 		HealthCheck: LBHealthCheck{CAFile: "pki/ca.crt", Fall: 5},
 	}}}
 	SetDefaults(c, Dirs{Base: "/specs", Home: "/home/u"})
-	want := LoadBalancer{VIP: "fd00:db8::100/64", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: Duration{time.Second},
+	want := LoadBalancer{VIP: "fd00:db8::100/64", VirtualRouterID: 51, Mode: "unicast", AdvertInterval: Duration{500 * time.Millisecond}, // IPv6: VRRPv3, auth or not
 		Auth: &VRRPAuth{File: "/home/u/vrrp"}, Topology: "dedicated", FrontendPort: 6443, APIServerPort: 6443, CheckWeight: new(int), CheckFall: 1,
 		HealthCheck: LBHealthCheck{Interval: Duration{2 * time.Second}, Fall: 5, Rise: 2, CAFile: "/specs/pki/ca.crt"}}
 	if got := *c.Spec.LoadBalancer; !reflect.DeepEqual(got, want) {
@@ -39,6 +39,34 @@ func TestCanonicalPrefix(t *testing.T) {
 	} {
 		if got := CanonicalPrefix(in); got != want {
 			t.Errorf("CanonicalPrefix(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestDefaultAdvertInterval: 500ms (VRRPv3) unless auth is set on an IPv4 VIP (VRRPv2: 1s); an
+// interval the spec gives is kept.
+func TestDefaultAdvertInterval(t *testing.T) {
+	for _, tc := range []struct {
+		vip     string
+		auth    bool
+		given   time.Duration
+		want    time.Duration
+		version int
+	}{
+		{"172.28.0.100/24", false, 0, 500 * time.Millisecond, 3},
+		{"172.28.0.100/24", true, 0, time.Second, 2},
+		{"fd00:db8::100/64", true, 0, 500 * time.Millisecond, 3},
+		{"172.28.0.100/24", false, 2 * time.Second, 2 * time.Second, 2},
+		{"172.28.0.100/24", false, 1500 * time.Millisecond, 1500 * time.Millisecond, 3},
+	} {
+		lb := &LoadBalancer{VIP: tc.vip, AdvertInterval: Duration{tc.given}}
+		if tc.auth {
+			lb.Auth = &VRRPAuth{Env: "HACTL_VRRP_PASSWORD"}
+		}
+		c := &Cluster{Spec: ClusterSpec{LoadBalancer: lb}}
+		SetDefaults(c, Dirs{Base: "/specs", Home: "/home/u"})
+		if got := lb.AdvertInterval.Duration; got != tc.want || VRRPVersion(lb) != tc.version {
+			t.Errorf("%s auth %v given %v: advertInterval %v VRRPv%d, want %v VRRPv%d", tc.vip, tc.auth, tc.given, got, VRRPVersion(lb), tc.want, tc.version)
 		}
 	}
 }

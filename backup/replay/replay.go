@@ -328,20 +328,30 @@ func Forward(ctx context.Context, c *v1alpha1.Cluster, snap *backup.Resolved, o 
 	if err != nil {
 		return 0, nil, err
 	}
-	chain, err := backup.Chain(ds, snap.Revision)
-	var ge *backup.GapError
-	if errors.As(err, &ge) {
-		return 0, nil, &exitcode.VerdictError{Err: fmt.Errorf("%s: refused before any member was touched: the deltas after %s: %w; add --no-deltas to restore the full snapshot alone (revision %d)",
-			o.Flag, snap.Metadata.Key, err, snap.Revision)}
+	chainFrom := func() ([]backup.Delta, error) {
+		chain, err := backup.Chain(ds, snap.Revision)
+		var ge *backup.GapError
+		if errors.As(err, &ge) {
+			return nil, &exitcode.VerdictError{Err: fmt.Errorf("%s: refused before any member was touched: the deltas after %s: %w; add --no-deltas to restore the full snapshot alone (revision %d)",
+				o.Flag, snap.Metadata.Key, err, snap.Revision)}
+		}
+		return chain, err
 	}
+	chain, err := chainFrom()
 	if err != nil || len(chain) == 0 {
 		return 0, nil, err
 	}
+	if snap.Path == "" { // the replay starts from the full snapshot here: download and verify it
+		if _, err := snap.Local(ctx); err != nil {
+			return 0, nil, err
+		}
+		// The verified revision can be past the metadata's (read before the snapshot was taken).
+		if chain, err = chainFrom(); err != nil || len(chain) == 0 {
+			return 0, nil, err
+		}
+	}
 	ids, err := backup.IdentitiesFrom(o.IdentityFile, o.Getenv)
 	if err != nil {
-		return 0, nil, err
-	}
-	if _, err := snap.Local(ctx); err != nil { // the replay starts from the full snapshot here
 		return 0, nil, err
 	}
 	last := chain[len(chain)-1].Metadata

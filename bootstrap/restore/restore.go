@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -239,7 +240,12 @@ func (r *Group) source() string {
 // runs, so the outage starts only when everything is in place: with Fetch, every member fetches it
 // from the object store itself, in parallel; the members that cannot, and every member without
 // Fetch, are sent the copy verified here, all at once.
-func (r *Group) ship(ctx context.Context) error {
+func (r *Group) ship(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			r.unship(ctx)
+		}
+	}()
 	send := map[string]bool{}
 	if r.opt.Fetch == nil {
 		for _, m := range r.eg.Members() {
@@ -247,7 +253,7 @@ func (r *Group) ship(ctx context.Context) error {
 		}
 	} else {
 		var mu sync.Mutex
-		_ = r.eg.ForEach(ctx, func(ctx context.Context, m etcdphases.Member) error {
+		err := r.eg.ForEach(ctx, func(ctx context.Context, m etcdphases.Member) error {
 			if err := r.fetch(ctx, m); err != nil {
 				r.eg.Run().Printer.Warnf("%s: could not fetch the snapshot from the object store itself: %v; sending it from here instead", m.Name, err)
 				mu.Lock()
@@ -256,6 +262,9 @@ func (r *Group) ship(ctx context.Context) error {
 			}
 			return nil
 		})
+		if err != nil { // not every member was tried (cancelled)
+			return err
+		}
 		if len(send) == 0 {
 			return nil
 		}
@@ -289,6 +298,20 @@ func (r *Group) ship(ctx context.Context) error {
 	})
 }
 
+// unship removes the snapshot's copies from every member after a failed restore/ship (best effort:
+// a member that cannot be reached keeps its copy, named after the run's time, in /var/lib/hactl).
+func (r *Group) unship(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	q := shell.Quote
+	_ = r.eg.ForEach(ctx, func(ctx context.Context, m etcdphases.Member) error {
+		if _, err := r.eg.Run().Exec(ctx, m.Name, PhaseShip, "rm -f "+q(r.remote)+" "+q(r.remote+".part")+" "+q(r.remote+".ca.pem")); err != nil {
+			r.eg.Run().Printer.Warnf("%s: removing the snapshot's copy %s: %v", m.Name, r.remote, err)
+		}
+		return nil
+	})
+}
+
 // fetch has member m fetch the snapshot from the object store itself (fetchScript): the URL,
 // presigned for this fetch, goes on stdin as curl's config, never on a command line.
 func (r *Group) fetch(ctx context.Context, m etcdphases.Member) error {
@@ -300,7 +323,12 @@ func (r *Group) fetch(ctx context.Context, m etcdphases.Member) error {
 	sctx, cancel := context.WithTimeout(ctx, presignExpiry)
 	defer cancel()
 	start := time.Now()
-	if _, err := r.eg.Run().Exec(sctx, m.Name, PhaseShip, fetchScript(r.remote, r.opt.SHA256, f.Compression, f.CAPEM),
+	if len(f.CAPEM) > 0 { // a file for curl --cacert (a bundle can be too big for a command line)
+		if err := r.eg.Run().Upload(sctx, m.Name, PhaseShip, []provision.File{{Path: r.remote + ".ca.pem", Mode: 0o600, Content: f.CAPEM}}); err != nil {
+			return err
+		}
+	}
+	if _, err := r.eg.Run().Exec(sctx, m.Name, PhaseShip, fetchScript(r.remote, r.opt.SHA256, f.Compression, len(f.CAPEM) > 0),
 		provision.WithStdin(strings.NewReader(curlConfig(url)))); err != nil {
 		var ce *provision.CommandError
 		if errors.As(err, &ce) && ce.ExitCode > 0 && ce.Stderr != "" {
@@ -319,7 +347,12 @@ type FetchError struct {
 	Cmd  *provision.CommandError
 }
 
-func (e *FetchError) Error() string { return strings.ReplaceAll(e.Cmd.Stderr, "\n", "; ") }
+func (e *FetchError) Error() string {
+	return presignedRE.ReplaceAllString(strings.ReplaceAll(e.Cmd.Stderr, "\n", "; "), "<presigned URL>")
+}
+
+// presignedRE matches a presigned URL (or its query) in a host's output, to keep it out of messages.
+var presignedRE = regexp.MustCompile(`\S*X-Amz-(Signature|Credential)\S*`)
 
 // Unwrap returns the *provision.CommandError.
 func (e *FetchError) Unwrap() error { return e.Cmd }
@@ -330,40 +363,46 @@ func curlConfig(url string) string {
 	return "url = \"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(url) + "\"\n"
 }
 
-// fetchScript is the member's side of a host fetch: curl reads the presigned URL from its config on
-// stdin and the object is decompressed (zstd) into remote.part; its sha256 must be sha before it is
-// renamed to remote, where restore/data reads it. A missing curl or zstd, curl's failure (its exit
-// status and message) or another sha256 exits non-zero with the reason on stderr, leaving nothing.
-func fetchScript(remote, sha, compression string, ca []byte) string {
+// fetchScript is the member's side of a host fetch: curl (-q: no ~/.curlrc, which could print the
+// URL) reads the presigned URL from its config on stdin, and the object is decompressed (zstd) into
+// remote.part; its sha256 must be sha before it is renamed to remote, where restore/data reads it.
+// With withCA, remote.ca.pem (uploaded first) is curl's --cacert. A missing curl or zstd (exit 10),
+// curl's failure or a transfer slower than 1 KiB/s for 30 s (11), another sha256 (12) or a failed
+// decompression (13) exits with the reason on stderr; every temporary file, the CA's included, is
+// removed on every exit.
+func fetchScript(remote, sha, compression string, withCA bool) string {
 	q := shell.Quote
-	part := remote + ".part"
-	curl := "curl -fsS --connect-timeout 5 --retry 2 --config -"
+	curl := `curl -q -fsS --connect-timeout 5 --retry 2 --speed-limit 1024 --speed-time 30 --config -`
+	if withCA {
+		curl += ` --cacert "$ca"`
+	}
 	lines := []string{
 		"set -eu",
 		"umask 077",
-		"mkdir -p " + q(filepath.Dir(remote)),
-		"rm -f " + q(part) + " " + q(part+".curl"),
+		"part=" + q(remote+".part") + " ca=" + q(remote+".ca.pem"),
+		`trap 'rm -f "$part" "$part.curl" "$part.zstd" "$ca"' EXIT`,
 		`command -v curl >/dev/null 2>&1 || { echo "curl is not installed" >&2; exit 10; }`,
 	}
-	if len(ca) > 0 {
-		lines = append(lines, fmt.Sprintf("printf '%%s' %s > %s", q(string(ca)), q(remote+".ca.pem")))
-		curl += " --cacert " + q(remote+".ca.pem")
-	}
-	switch compression {
-	case "zstd":
-		lines = append(lines,
-			`command -v zstd >/dev/null 2>&1 || { echo "zstd is not installed (the snapshot is stored zstd-compressed)" >&2; exit 10; }`,
-			// No pipefail in POSIX sh: curl's status is kept in a file; the sha256 check catches the rest.
-			fmt.Sprintf("{ %s || echo $? > %s; } | zstd -dcq > %s || true", curl, q(part+".curl"), q(part)))
-	default:
-		lines = append(lines, fmt.Sprintf("%s -o %s || echo $? > %s", curl, q(part), q(part+".curl")))
+	if compression == "zstd" {
+		lines = append(lines, `command -v zstd >/dev/null 2>&1 || { echo "zstd is not installed (the snapshot is stored zstd-compressed)" >&2; exit 10; }`)
 	}
 	lines = append(lines,
-		"rm -f "+q(remote+".ca.pem"),
-		fmt.Sprintf(`if [ -s %s ]; then echo "curl exited $(cat %s)" >&2; rm -f %s %s; exit 11; fi`, q(part+".curl"), q(part+".curl"), q(part), q(part+".curl")),
-		fmt.Sprintf(`got=$(sha256sum %s | cut -d' ' -f1)`, q(part)),
-		fmt.Sprintf(`if [ "$got" != %s ]; then echo "the fetched copy's sha256 is $got, want %s" >&2; rm -f %s; exit 12; fi`, q(sha), sha, q(part)),
-		fmt.Sprintf("mv %s %s", q(part), q(remote)),
+		"mkdir -p "+q(filepath.Dir(remote)),
+		`rm -f "$part" "$part.curl" "$part.zstd"`)
+	if compression == "zstd" {
+		// No pipefail in POSIX sh: each side's failure is kept in a file; the sha256 check catches the rest.
+		lines = append(lines, `{ `+curl+` || echo $? > "$part.curl" || true; } | { zstd -dcq > "$part" || echo $? > "$part.zstd" || true; }`)
+	} else {
+		lines = append(lines, curl+` -o "$part" || echo $? > "$part.curl" || true`)
+	}
+	lines = append(lines,
+		// curl's 23 is "could not write": zstd stopped reading, and zstd's own message says why.
+		`c=$(cat "$part.curl" 2>/dev/null || true); z=$(cat "$part.zstd" 2>/dev/null || true)`,
+		`if [ -n "$z" ] && { [ -z "$c" ] || [ "$c" = 23 ]; }; then echo "decompressing the snapshot failed (zstd exited $z)" >&2; exit 13; fi`,
+		`if [ -n "$c" ]; then echo "curl exited $c" >&2; exit 11; fi`,
+		`got=$(sha256sum "$part" | cut -d' ' -f1)`,
+		fmt.Sprintf(`if [ "$got" != %s ]; then echo "the fetched copy's sha256 is $got, want %s" >&2; exit 12; fi`, q(sha), sha),
+		`mv "$part" `+q(remote),
 	)
 	return strings.Join(lines, "\n")
 }

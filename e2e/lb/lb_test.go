@@ -347,7 +347,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 					t.Logf("%s stopped: VIP moved in %.0f ms, readyz back in %.0f ms (%d failed requests), settled on lb-a %.0f ms after the put-back",
 						component, *it.VIPMovedMs, *it.RTOMs, it.ReadyzFailures, *it.SettleMs)
 				}
-				if rep.Settings.AdvertIntervalMs != 1000 || rep.Settings.CheckIntervalMs == 0 {
+				if rep.Settings.AdvertIntervalMs != 500 || rep.Settings.CheckIntervalMs == 0 {
 					t.Errorf("settings %+v: want the advert and check intervals", rep.Settings)
 				}
 				for _, h := range []string{"lb-a", "lb-b"} {
@@ -359,37 +359,41 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			waitHolder(t, spec, "lb-a")
 			waitReadyzOK(t, "readyz through the VIP after the drills")
 		}},
-		{"advertInterval 300ms runs VRRPv3: the VIP still moves and comes back; back to the default after", func(t *testing.T) {
+		{"advertInterval 1s runs VRRPv2 (the lab's default 500ms is VRRPv3): the VIP still moves and comes back; back to the default after", func(t *testing.T) {
+			conf := suite.ExecOn(t, "lb-a", "cat", "/etc/keepalived/keepalived.conf")
+			if !strings.Contains(conf, "vrrp_version 3") || !strings.Contains(conf, "advert_int 0.5\n") {
+				t.Errorf("the default spec: keepalived.conf without vrrp_version 3 and advert_int 0.5:\n%s", conf)
+			}
 			c := suite.Spec(t, 3)
-			c.Spec.LoadBalancer.AdvertInterval.Duration = 300 * time.Millisecond
-			v3 := harness.WriteSpec(t, c, "vrrp3.yaml")
-			suite.MustHactl(t, "bootstrap", "-f", v3)
+			c.Spec.LoadBalancer.AdvertInterval.Duration = time.Second
+			v2 := harness.WriteSpec(t, c, "vrrp2.yaml")
+			suite.MustHactl(t, "bootstrap", "-f", v2)
 			for _, h := range []string{"lb-a", "lb-b"} {
 				conf := suite.ExecOn(t, h, "cat", "/etc/keepalived/keepalived.conf")
-				if !strings.Contains(conf, "vrrp_version 3") || !strings.Contains(conf, "advert_int 0.3\n") {
-					t.Errorf("%s: keepalived.conf without vrrp_version 3 and advert_int 0.3:\n%s", h, conf)
+				if strings.Contains(conf, "vrrp_version") || !strings.Contains(conf, "advert_int 1\n") {
+					t.Errorf("%s: keepalived.conf is not VRRPv2 with advert_int 1:\n%s", h, conf)
 				}
 			}
-			waitHolder(t, v3, "lb-a")
+			waitHolder(t, v2, "lb-a")
 			kubeCA := filepath.Join(suite.Lab.Dir(), "kubernetes-ca.crt")
 			rp := filepath.Join(t.TempDir(), "drill.json")
-			r := suite.Hactl(t, "drill", "lb-failover", "-f", v3, "--component", "haproxy", "--ca-file", kubeCA, "--hold", "5s", "--yes", "--report", rp)
+			r := suite.Hactl(t, "drill", "lb-failover", "-f", v2, "--component", "haproxy", "--ca-file", kubeCA, "--hold", "5s", "--yes", "--report", rp)
 			var rep drill.Report
 			if err := harness.ReadJSON(rp, &rep); r.Code != 0 || err != nil || len(rep.Iterations) != 1 {
-				t.Fatalf("drill lb-failover with VRRPv3: exit %d, report %v", r.Code, err)
+				t.Fatalf("drill lb-failover with VRRPv2: exit %d, report %v", r.Code, err)
 			}
-			if it := rep.Iterations[0]; it.VIPBefore != "lb-a" || it.VIPAfter != "lb-b" || it.RTOMs == nil || it.SettledOn != "lb-a" || rep.Settings.AdvertIntervalMs != 300 {
-				t.Errorf("VRRPv3: VIP %s → %s, readyz back measured %v, settled on %s, advert %v ms; want lb-a → lb-b, measured, back on lb-a, 300 ms",
+			if it := rep.Iterations[0]; it.VIPBefore != "lb-a" || it.VIPAfter != "lb-b" || it.RTOMs == nil || it.SettledOn != "lb-a" || rep.Settings.AdvertIntervalMs != 1000 {
+				t.Errorf("VRRPv2: VIP %s → %s, readyz back measured %v, settled on %s, advert %v ms; want lb-a → lb-b, measured, back on lb-a, 1000 ms",
 					it.VIPBefore, it.VIPAfter, it.RTOMs != nil, it.SettledOn, rep.Settings.AdvertIntervalMs)
 			} else {
-				t.Logf("VRRPv3 (advert 300 ms), HAProxy stopped: readyz back in %.0f ms", *it.RTOMs)
+				t.Logf("VRRPv2 (advert 1 s), HAProxy stopped: readyz back in %.0f ms", *it.RTOMs)
 			}
 			suite.MustHactl(t, "bootstrap", "-f", spec)
-			if conf := suite.ExecOn(t, "lb-a", "cat", "/etc/keepalived/keepalived.conf"); strings.Contains(conf, "vrrp_version") || !strings.Contains(conf, "advert_int 1\n") {
-				t.Errorf("back to the default spec: keepalived.conf still VRRPv3:\n%s", conf)
+			if conf := suite.ExecOn(t, "lb-a", "cat", "/etc/keepalived/keepalived.conf"); !strings.Contains(conf, "vrrp_version 3") || !strings.Contains(conf, "advert_int 0.5\n") {
+				t.Errorf("back to the default spec: keepalived.conf is not VRRPv3 again:\n%s", conf)
 			}
 			waitHolder(t, spec, "lb-a")
-			waitReadyzOK(t, "readyz through the VIP back on VRRPv2")
+			waitReadyzOK(t, "readyz through the VIP back on VRRPv3")
 		}},
 		{"drill kill-leader under the running control plane: nothing lost", func(t *testing.T) {
 			rp := filepath.Join(t.TempDir(), "drill.json")

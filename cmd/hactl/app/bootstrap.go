@@ -166,7 +166,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	var seed *restore.Options
 	if o.restoreFrom != "" {
 		snap, err := backup.Resolve(cmd.Context(), c, src, backup.ResolveOptions{Flag: "--restore-from", SpecFile: g.file, Force: true, IdentityFile: o.identityFile,
-			Getenv: os.Getenv, Progress: p.Infof, HostFetch: !o.noHostFetch})
+			Getenv: os.Getenv, Progress: p.Infof, HostFetch: !o.noHostFetch && !o.dryRun}) // a dry run verifies the backup here
 		if err != nil {
 			return err
 		}
