@@ -702,6 +702,13 @@ func report(w io.Writer, b *bench, rs []measured) {
 	for _, r := range rs {
 		fmt.Fprintf(w, "  %d MiB: etcdctl save %.0f%% / %.0f%% (%.2fs), hactl now none %.0f%% / %.0f%% (%.2fs), zstd %.0f%% / %.0f%% (%.2fs)\n", r.dbSize/mib,
 			100*r.busySave, 100*r.ioSave, r.cpuSave, 100*r.busyNone, 100*r.ioNone, r.cpuNone, 100*r.busyZstd, 100*r.ioZstd, r.cpuZstd)
+		// The whole machine's CPU work during a run (etcd, MinIO and the tool), and the shortest wall
+		// time that work allows on this machine's CPUs: the run's CPU floor.
+		n := float64(runtime.NumCPU())
+		work := func(busy float64, wall time.Duration) float64 { return busy * wall.Seconds() * n }
+		ws, wn := work(r.busySave, r.save), work(r.busyNone, r.backupNone)
+		fmt.Fprintf(w, "    the machine's CPU work: etcdctl save %.1f CPU-s, hactl now (none) %.1f CPU-s (%.2f×); hactl's wall time %.2f× its CPU floor (%.1f CPU-s / %d CPUs)\n",
+			ws, wn, wn/ws, r.backupNone.Seconds()/(wn/n), wn, runtime.NumCPU())
 	}
 	fmt.Fprintln(w, "\nrestore --from latest, every member fetching the backup from the object store itself:")
 	tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
