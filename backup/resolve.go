@@ -150,7 +150,9 @@ type ResolveOptions struct {
 // Resolve verifies src on this machine, before any host is contacted. A local file: etcd's sha256
 // trailer and integrity check (CheckFile). A backup (s3:// or latest): listed under the cluster's
 // prefix (ListCluster), its member count compared with the spec's etcd hosts (unless o.Force),
-// downloaded, decrypted, decompressed and fully verified (Verify) into a file kept until Cleanup.
+// downloaded, decrypted, decompressed and fully verified (Verify) into a file kept until Cleanup;
+// with o.HostFetch an unencrypted backup is not downloaded: Resolved.Remote says how the members
+// fetch it, and Resolved.Local downloads and verifies it here when asked (same errors as below).
 //
 // Errors: a check that fails → *exitcode.VerdictError (exit 3) wrapping the *MismatchError; a
 // missing file or snapshot, another member count, no or the wrong identity → *exitcode.UsageError
