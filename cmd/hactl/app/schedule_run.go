@@ -13,7 +13,7 @@ func addScheduledRunFlags(f *pflag.FlagSet, o *schedule.RunOptions) {
 	f.StringVar(&o.TriggerUsec, "slot-trigger-usec", "", "the timer's trigger time in microseconds since the epoch ($TRIGGER_TIMER_REALTIME_USEC); default now")
 	_ = f.MarkHidden("slot-trigger-usec")
 	f.StringVar(&o.Textfile, "textfile", "", "after the run, write its result as a Prometheus textfile here (node_exporter textfile collector format, atomic)")
-	f.IntVar(&o.Policy.KeepLast, "keep-last", 0, "after a stored snapshot, prune keeping the newest N (as `backup prune --yes`)")
+	f.IntVar(&o.Policy.KeepLast, "keep-last", 0, "after a stored snapshot, prune keeping the newest `N` (as backup prune --yes does)")
 	f.IntVar(&o.Policy.KeepHourly, "keep-hourly", 0, "after a stored snapshot, prune keeping the newest of each of the last H hours")
 	f.IntVar(&o.Policy.KeepDaily, "keep-daily", 0, "after a stored snapshot, prune keeping the newest of each of the last D days")
 }
