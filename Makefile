@@ -5,7 +5,10 @@ SHELL := /bin/bash
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X github.com/hactl/hactl/cmd/hactl/app.version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+# The commit's time, not the build's: builds of one commit report the same date.
+BUILD_DATE ?= $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
+LDFLAGS   := -X github.com/hactl/hactl/cmd/hactl/app.version=$(VERSION) -X github.com/hactl/hactl/cmd/hactl/app.commit=$(COMMIT) -X github.com/hactl/hactl/cmd/hactl/app.buildDate=$(BUILD_DATE)
 LAB       := $(GO) run ./e2e/cmd/hactl-lab
 E2E_TIMEOUT ?= 60m
 export CGO_ENABLED ?= 1

@@ -98,7 +98,7 @@ func TestInvalidSpecExitsTwoWithFieldPath(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	out, _, code := runCmd(t, "version", "-o", "json")
-	if code != 0 || !strings.Contains(out, `"version"`) {
+	if code != 0 || !strings.Contains(out, `"version"`) || !strings.Contains(out, `"commit"`) || !strings.Contains(out, `"date"`) {
 		t.Fatalf("version -o json: %d %q", code, out)
 	}
 }

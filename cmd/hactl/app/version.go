@@ -24,6 +24,52 @@ func Version() string {
 	return version
 }
 
+// commit and buildDate may be stamped with -ldflags -X (a release build); otherwise they come from
+// the build info Go records for a build in a git checkout (vcs.revision, vcs.time).
+var commit, buildDate = "", ""
+
+// BuildInfo is what `hactl version -o json` prints.
+type BuildInfo struct {
+	Version string `json:"version"`
+	// Commit is the git commit built ("unknown": a `go install …@version` build, which has no VCS
+	// information); Modified says the work tree had uncommitted changes.
+	Commit   string `json:"commit"`
+	Modified bool   `json:"modified,omitempty"`
+	// Date is the commit's time (RFC 3339, UTC), "unknown" without VCS information: builds of the same
+	// commit report the same date.
+	Date     string `json:"date"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+}
+
+// Build returns hactl's version, commit and build date.
+func Build() BuildInfo {
+	b := BuildInfo{Version: Version(), Commit: commit, Date: buildDate, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if b.Commit == "" {
+					b.Commit = s.Value
+				}
+			case "vcs.time":
+				if b.Date == "" {
+					b.Date = s.Value
+				}
+			case "vcs.modified":
+				b.Modified = s.Value == "true"
+			}
+		}
+	}
+	if b.Commit == "" {
+		b.Commit = "unknown"
+	}
+	if b.Date == "" {
+		b.Date = "unknown"
+	}
+	return b
+}
+
 type versionOptions struct{ output string }
 
 func newVersionCommand(s Streams) *cobra.Command {
@@ -36,12 +82,18 @@ func newVersionCommand(s Streams) *cobra.Command {
 			if o.output != "text" && o.output != "json" {
 				return &UsageError{Err: fmt.Errorf("--output %q: must be text or json", o.output)}
 			}
+			b := Build()
 			if o.output == "json" {
-				return json.NewEncoder(s.Out).Encode(map[string]string{
-					"version": Version(), "go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH,
-				})
+				return json.NewEncoder(s.Out).Encode(b)
 			}
-			fmt.Fprintf(s.Out, "hactl %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			c := b.Commit
+			if len(c) > 12 {
+				c = c[:12]
+			}
+			if b.Modified {
+				c += "+modified"
+			}
+			fmt.Fprintf(s.Out, "hactl %s (commit %s, %s; %s, %s)\n", b.Version, c, b.Date, b.Go, b.Platform)
 			return nil
 		},
 	}
