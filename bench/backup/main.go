@@ -37,7 +37,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/minio/minio-go/v7"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -46,6 +45,7 @@ import (
 	"github.com/hactl/hactl/bench/kit"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/provision"
 )
 
 func main() {
@@ -292,83 +292,53 @@ func runProc(name string, args ...string) (proc, error) {
 // timed on the hosts: the slowest).
 func (b *bench) parallelAnchor(ctx context.Context, file string) (transfer, restore time.Duration, err error) {
 	hosts := []string{"cp-a", "cp-b", "cp-c"}
-	var g group
+	name := func(h string) string { return h }
 	t0 := time.Now()
-	for _, name := range hosts {
-		h, err := b.l.Host(name)
+	err = provision.ForEach(ctx, hosts, len(hosts), name, func(ctx context.Context, h string) error {
+		host, err := b.l.Host(h)
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
-		g.Go(func() error {
-			f, err := os.Open(file)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			cp := exec.Command("ssh", "-i", b.l.IdentityFile(), "-o", "UserKnownHostsFile="+b.l.KnownHostsFile(), "-o", "BatchMode=yes",
-				"root@"+h.Address, "cat > /root/bench.db")
-			cp.Stdin = f
-			if out, err := cp.CombinedOutput(); err != nil {
-				return fmt.Errorf("ssh cat > /root/bench.db on %s: %v: %s", name, err, out)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+		f, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cp := exec.CommandContext(ctx, "ssh", "-i", b.l.IdentityFile(), "-o", "UserKnownHostsFile="+b.l.KnownHostsFile(), "-o", "BatchMode=yes",
+			"root@"+host.Address, "cat > /root/bench.db")
+		cp.Stdin = f
+		if out, err := cp.CombinedOutput(); err != nil {
+			return fmt.Errorf("ssh cat > /root/bench.db: %v: %s", err, out)
+		}
+		return nil
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	transfer = time.Since(t0)
 	var mu sync.Mutex
-	for _, name := range hosts {
-		h, err := b.l.Host(name)
+	err = provision.ForEach(ctx, hosts, len(hosts), name, func(ctx context.Context, h string) error {
+		host, err := b.l.Host(h)
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
-		g.Go(func() error {
-			cmd := "rm -rf /root/bench-restore && /usr/local/bin/etcdutl snapshot restore /root/bench.db --name " + name + " --data-dir /root/bench-restore" +
-				" --initial-cluster " + name + "=https://" + h.Address + ":2380 --initial-cluster-token bench --initial-advertise-peer-urls https://" + h.Address + ":2380" +
-				" --bump-revision 1000000000 --mark-compacted >/dev/null 2>&1"
-			out, err := b.l.Exec(ctx, name, "sh", "-c", "sync; s=$(date +%s%N); "+cmd+"; sync; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); rm -rf /root/bench-restore /root/bench.db")
-			if err != nil {
-				return fmt.Errorf("etcdutl restore on %s: %w", name, err)
-			}
-			ms, err := strconv.Atoi(strings.TrimSpace(out))
-			if err != nil {
-				return fmt.Errorf("etcdutl restore on %s: %q", name, out)
-			}
-			mu.Lock()
-			restore = max(restore, time.Duration(ms)*time.Millisecond)
-			mu.Unlock()
-			return nil
-		})
-	}
-	return transfer, restore, g.Wait()
-}
-
-// group runs functions at once and collects their errors (Wait).
-type group struct {
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	errs error
-}
-
-// Go runs f in its own goroutine.
-func (g *group) Go(f func() error) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := f(); err != nil {
-			g.mu.Lock()
-			g.errs = multierror.Append(g.errs, err)
-			g.mu.Unlock()
+		cmd := "rm -rf /root/bench-restore && /usr/local/bin/etcdutl snapshot restore /root/bench.db --name " + h + " --data-dir /root/bench-restore" +
+			" --initial-cluster " + h + "=https://" + host.Address + ":2380 --initial-cluster-token bench --initial-advertise-peer-urls https://" + host.Address + ":2380" +
+			" --bump-revision 1000000000 --mark-compacted >/dev/null 2>&1"
+		out, err := b.l.Exec(ctx, h, "sh", "-c", "sync; s=$(date +%s%N); "+cmd+"; sync; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); rm -rf /root/bench-restore /root/bench.db")
+		if err != nil {
+			return fmt.Errorf("etcdutl restore: %w", err)
 		}
-	}()
-}
-
-// Wait waits for every function and returns their errors (nil: none failed).
-func (g *group) Wait() error {
-	g.wg.Wait()
-	return g.errs
+		ms, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			return fmt.Errorf("etcdutl restore: %q", out)
+		}
+		mu.Lock()
+		restore = max(restore, time.Duration(ms)*time.Millisecond)
+		mu.Unlock()
+		return nil
+	})
+	return transfer, restore, err
 }
 
 // cpuTicks returns the machine's busy, iowait and total CPU ticks so far (/proc/stat's first

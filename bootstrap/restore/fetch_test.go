@@ -222,7 +222,7 @@ func TestCurlConfig(t *testing.T) {
 
 // TestFetchErrorHidesURL: a host's output that names the presigned URL is reported without it.
 func TestFetchErrorHidesURL(t *testing.T) {
-	e := &FetchError{Host: "cp-a", Cmd: &provision.CommandError{Host: "cp-a", ExitCode: 11,
+	e := &FetchError{Cmd: &provision.CommandError{Host: "cp-a", ExitCode: 11,
 		Stderr: "> GET /b/k?X-Amz-Algorithm=AWS4&X-Amz-Credential=AK%2F&X-Amz-Signature=abc HTTP/1.1\ncurl exited 22"}}
 	if got := e.Error(); strings.Contains(got, "X-Amz") || strings.Contains(got, "abc") || !strings.Contains(got, "<presigned URL>") || !strings.Contains(got, "curl exited 22") {
 		t.Errorf("FetchError = %q", got)

@@ -332,7 +332,7 @@ func (r *Group) fetch(ctx context.Context, m etcdphases.Member) error {
 		provision.WithStdin(strings.NewReader(curlConfig(url)))); err != nil {
 		var ce *provision.CommandError
 		if errors.As(err, &ce) && ce.ExitCode > 0 && ce.Stderr != "" {
-			return &FetchError{Host: m.Name, Cmd: ce}
+			return &FetchError{Cmd: ce}
 		}
 		return err
 	}
@@ -343,8 +343,7 @@ func (r *Group) fetch(ctx context.Context, m etcdphases.Member) error {
 // FetchError is a member's failed fetch of the snapshot from the object store: its message is the
 // script's own reason (curl's error and status, a missing tool, another sha256), not the script.
 type FetchError struct {
-	Host string
-	Cmd  *provision.CommandError
+	Cmd *provision.CommandError // its Host names the member
 }
 
 func (e *FetchError) Error() string {
