@@ -10,7 +10,8 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_DATE ?= $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
 LDFLAGS   := -X github.com/hactl/hactl/cmd/hactl/app.version=$(VERSION) -X github.com/hactl/hactl/cmd/hactl/app.commit=$(COMMIT) -X github.com/hactl/hactl/cmd/hactl/app.buildDate=$(BUILD_DATE)
 LAB       := $(GO) run ./e2e/cmd/hactl-lab
-E2E_TIMEOUT ?= 60m
+# Per e2e package (go test -timeout): the slowest, e2e/kube, takes about 21 minutes; a hang fails in 40.
+E2E_TIMEOUT ?= 40m
 export CGO_ENABLED ?= 1
 
 .PHONY: build

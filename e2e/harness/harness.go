@@ -15,8 +15,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hactl/hactl/e2e/lab"
 )
@@ -82,7 +84,11 @@ func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
 			os.Exit(1)
 		}
 	}()
+	// go test's -timeout covers m.Run only: a lab up or down that hangs would hold the binary until
+	// go test kills it, with no word of where. The watchdog dumps every goroutine and fails first.
+	dog := watchdog(name, "lab up", labTimeout)
 	l, err := lab.Up(ctx, opts)
+	dog.Stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: FAILED: the lab could not be brought up on this machine: %v\n"+
 			"%s: the lab needs a running docker daemon, debootstrap and the host image (make host-deps lab-image); see README.md\n",
@@ -92,6 +98,8 @@ func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
 	}
 	*s = Suite{Lab: l, Bin: bin, RepoRoot: root}
 	code := m.Run()
+	dog = watchdog(name, "lab down", labTimeout)
+	defer dog.Stop()
 	if err := l.Down(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: tearing the lab down: %v\n", name, err)
 		if code == 0 {
@@ -99,6 +107,23 @@ func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
 		}
 	}
 	return code
+}
+
+// labTimeout bounds a lab up (a cold host image build included) and a lab down in Main.
+const labTimeout = 25 * time.Minute
+
+// watchdog starts a timer that, unless stopped within d, writes every goroutine's stack to stderr
+// under "<name>: <what> did not finish within <d>", tears the lab down (bounded by 2 minutes) and
+// exits the test binary with 1.
+func watchdog(name, what string, d time.Duration) *time.Timer {
+	return time.AfterFunc(d, func() {
+		fmt.Fprintf(os.Stderr, "%s: FAILED: %s did not finish within %s; goroutines:\n", name, what, d)
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = lab.Down(ctx)
+		os.Exit(1)
+	})
 }
 
 // WithEnv returns a copy of s whose hactl runs (Hactl, MustHactl, HactlQuiet, BootstrapJSON,

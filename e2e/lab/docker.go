@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/hactl/hactl/internal/shell"
 )
@@ -50,10 +51,22 @@ func (d docker) run(ctx context.Context, stdin io.Reader, args ...string) (strin
 	return runCmd(ctx, d.debugf, stdin, "docker", args...)
 }
 
+// DefaultCommandTimeout bounds a docker (or other local) command whose context has no deadline of
+// its own: a daemon that stops answering fails the caller with the command line instead of hanging
+// the test binary past go test's own timeout (which does not cover TestMain's lab up and down).
+// The longest commands the lab runs, a cold debootstrap of an image and a cold `docker build` of the
+// kind node image, take a few minutes on a 2-CPU machine.
+const DefaultCommandTimeout = 20 * time.Minute
+
 // runCmd runs name args... and returns its standard output; failures are *CommandError.
 func runCmd(ctx context.Context, debugf LogFunc, stdin io.Reader, name string, args ...string) (string, error) {
 	full := append([]string{name}, args...)
 	debugf.printf("$ %s", shell.Join(full...))
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCommandTimeout)
+		defer cancel()
+	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin = stdin

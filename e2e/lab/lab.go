@@ -615,6 +615,9 @@ func (l *Lab) waitSystemd(ctx context.Context, h Host) error {
 	return nil
 }
 
+// sshAttemptTimeout bounds one `hostname` over an established SSH connection in waitSSH.
+const sshAttemptTimeout = 15 * time.Second
+
 // waitSSH retries an SSH login (host-key checking on) until it succeeds and `hostname` answers
 // h.Name, or ReadyTimeout passes.
 func (l *Lab) waitSSH(ctx context.Context, h Host) error {
@@ -624,7 +627,11 @@ func (l *Lab) waitSSH(ctx context.Context, h Host) error {
 	for {
 		c, err := l.dialHost(ctx, h, "root")
 		if err == nil {
-			name, rerr := sshRun(c, "hostname")
+			// One attempt is bounded: a host that dies between the handshake and the answer (the
+			// container killed from outside) would otherwise block this read forever.
+			actx, cancel := context.WithTimeout(ctx, sshAttemptTimeout)
+			name, rerr := sshRunContext(actx, c, "hostname")
+			cancel()
 			c.Close()
 			if rerr == nil && name == h.Name {
 				return nil

@@ -154,6 +154,9 @@ func (c *jumpConn) Close() error {
 }
 
 // sshRun runs cmd on client and returns its trimmed standard output.
+//
+// It does not return while the host stays silent: an established connection to a host that vanished
+// (its container killed, its network gone) blocks its reads forever. Use sshRunContext to bound it.
 func sshRun(client *ssh.Client, cmd string) (string, error) {
 	s, err := client.NewSession()
 	if err != nil {
@@ -166,4 +169,15 @@ func sshRun(client *ssh.Client, cmd string) (string, error) {
 		return "", fmt.Errorf("%q: %w: %s", cmd, err, strings.TrimSpace(errb.String()))
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// sshRunContext is sshRun bounded by ctx: when ctx ends first it closes client (the only way to
+// unblock a session whose host went silent) and returns ctx's error with the command.
+func sshRunContext(ctx context.Context, client *ssh.Client, cmd string) (string, error) {
+	stop := context.AfterFunc(ctx, func() { client.Close() })
+	out, err := sshRun(client, cmd)
+	if !stop() {
+		return "", fmt.Errorf("%q: %w (connection closed)", cmd, context.Cause(ctx))
+	}
+	return out, err
 }
