@@ -185,6 +185,10 @@ func TestBootstrapThreeMembers(t *testing.T) {
 	if plan.Code != 0 {
 		t.Fatalf("plan failed")
 	}
+	// CI's drift check: a plan with changes exits 4 and names them.
+	if r := suite.Hactl(t, "plan", "-f", spec, "--detailed-exitcode"); r.Code != 4 || !strings.Contains(r.Stderr, "3 changes pending: member cp-a: create") || strings.Contains(r.Stderr, "ERROR") {
+		t.Fatalf("plan --detailed-exitcode before bootstrap: exit %d, want 4 naming the 3 creates", r.Code)
+	}
 	res := suite.BootstrapJSON(t, spec)
 	if len(res.Members) != 3 || res.ClusterID == "" {
 		t.Fatalf("result %+v", res)
@@ -257,6 +261,9 @@ func TestRerunIsNoop(t *testing.T) {
 	}
 	if r := rev(); r != revBefore {
 		t.Errorf("revision moved from %d to %d: a no-op re-run wrote to etcd", revBefore, r)
+	}
+	if r := suite.Hactl(t, "plan", "-f", spec, "--detailed-exitcode", "-o", "yaml"); r.Code != 0 || !strings.Contains(r.Stdout, "action: unchanged") {
+		t.Errorf("plan --detailed-exitcode -o yaml of a converged cluster: exit %d, want 0 with a YAML summary", r.Code)
 	}
 }
 

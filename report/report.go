@@ -23,6 +23,24 @@ type Cluster struct {
 	EtcdClusterVersion string `json:"etcdClusterVersion,omitempty"`
 }
 
+// Pending lists what the run does (or, in a dry run, would do): "member NAME: ACTION" for each member
+// whose action is not unchanged and "host NAME: changed" for each control-plane or LB host that
+// changes, in report order; nil when nothing changes.
+func (c *Cluster) Pending() []string {
+	var out []string
+	for _, m := range c.Members {
+		if m.Action != ActionUnchanged {
+			out = append(out, "member "+m.Name+": "+string(m.Action))
+		}
+	}
+	for _, h := range c.Hosts {
+		if h.Action != "unchanged" {
+			out = append(out, "host "+h.Name+": "+h.Action)
+		}
+	}
+	return out
+}
+
 // Member is one etcd member's outcome.
 type Member struct {
 	Name    string `json:"name"`

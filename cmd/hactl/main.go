@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,7 +28,11 @@ func main() {
 	}()
 	err := app.NewRootCommand(app.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
 	code := app.ExitCode(err)
-	if err != nil {
+	var notice interface{ Notice() }
+	switch {
+	case errors.As(err, &notice): // an outcome, not a failure (plan --detailed-exitcode)
+		fmt.Fprintf(os.Stderr, "%s\n", strings.TrimRight(err.Error(), "\n"))
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "ERROR: %s\n", strings.TrimRight(err.Error(), "\n"))
 	}
 	cancel()

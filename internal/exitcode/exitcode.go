@@ -4,7 +4,11 @@
 // hactl package.
 package exitcode
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Exit codes (README "Exit codes").
 const (
@@ -12,6 +16,7 @@ const (
 	Failure = 1 // runtime failure: names host, step, command
 	Invalid = 2 // invalid input or usage, found locally before any host is contacted
 	Verdict = 3 // a check's verdict failed
+	Changes = 4 // plan --detailed-exitcode: the plan has changes (Terraform's 2, moved to 4: 2 and 3 keep their meaning)
 )
 
 // Coder is implemented by errors that choose the process exit code.
@@ -50,3 +55,23 @@ func (e *VerdictError) Unwrap() error { return e.Err }
 
 // ExitCode returns Verdict (3).
 func (e *VerdictError) ExitCode() int { return Verdict }
+
+// ChangesPendingError is a successful plan that would change something, returned only when the
+// caller asked for it (plan --detailed-exitcode; exit 4). Changes name each member's or host's
+// planned action ("member cp-a: create").
+type ChangesPendingError struct{ Changes []string }
+
+func (e *ChangesPendingError) Error() string {
+	n := len(e.Changes)
+	unit := "changes"
+	if n == 1 {
+		unit = "change"
+	}
+	return fmt.Sprintf("%d %s pending: %s", n, unit, strings.Join(e.Changes, ", "))
+}
+
+// ExitCode returns Changes (4).
+func (e *ChangesPendingError) ExitCode() int { return Changes }
+
+// Notice marks the error as an outcome to report, not a failure: main prints it without "ERROR:".
+func (e *ChangesPendingError) Notice() {}

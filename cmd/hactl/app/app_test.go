@@ -52,7 +52,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{"--no-such-flag"},
 		{"bootstrap", "extra-arg"},
-		{"status", "-o", "yaml"},
+		{"status", "-o", "xml"},
 		{"nonsense"},
 	} {
 		_, stderr, code := runCmd(t, args...)
@@ -110,7 +110,7 @@ func TestMoreUsageErrorsExitTwo(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"version", "-o", "yaml"}, `--output "yaml": must be text or json`},
+		{[]string{"version", "-o", "xml"}, `--output "xml": must be table, json or yaml`},
 		{[]string{"plan", "--wait", "2m"}, "unknown flag: --wait"},
 		{[]string{"bootstrap", "--wait=-1s"}, "--wait -1s: must be a positive duration"},
 		{[]string{"plan", "--skip-phases", "preflight"}, `phase "preflight" can't be skipped`},
@@ -120,7 +120,7 @@ func TestMoreUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"completion", "nosuchshell"}, `unknown command "nosuchshell"`},
 		{[]string{"etcd", "member", "remove"}, "requires at least 1 arg(s)"},
 		{[]string{"etcd", "member", "remove", "etcd-d", "etcd-d"}, "etcd-d is named twice"},
-		{[]string{"etcd", "member", "remove", "cp-a", "-o", "yaml"}, `--output "yaml"`},
+		{[]string{"etcd", "member", "remove", "cp-a", "-o", "xml"}, `--output "xml"`},
 		{[]string{"etcd", "member", "remove", " "}, "NAME: the member's name"},
 		{[]string{"etcd", "defrag", "--min-fragmentation", "120"}, "--min-fragmentation 120: a percentage"},
 		{[]string{"etcd", "defrag", "--min-fragmentation", "-1"}, "--min-fragmentation -1"},
@@ -128,11 +128,25 @@ func TestMoreUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"etcd", "compact", "--yes"}, "--retain N is required"},
 		{[]string{"etcd", "alarm", "disarm", "--retain", "-1"}, "--retain -1"},
 		{[]string{"etcd", "alarm", "list", "extra"}, "unknown command"},
+		{[]string{"statsu"}, `unknown command "statsu" for "hactl"; did you mean "status"?`},
+		{[]string{"backup", "nwo"}, `did you mean "now"?`},
+		{[]string{"etcd", "member", "rmove", "cp-a"}, `unknown command "rmove" for "hactl etcd member"; did you mean "remove"?`},
+		{[]string{"drill", "kill-leadr"}, `did you mean "kill-leader"?`},
+		{[]string{"explain", "spec.etcd.versoin"}, `has no field "versoin"; did you mean spec.etcd.version?`},
+		{[]string{"explain", "spec", "extra"}, "accepts at most 1 arg(s)"},
+		{[]string{"explain", "spec", "-o", "xml"}, `--output "xml"`},
+		{[]string{"schema", "extra"}, "unknown command"},
 	} {
 		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d stderr %q; want 2 saying %q", tc.args, code, stderr, tc.want)
 		}
+	}
+	if out, _, code := runCmd(t, "schema"); code != 0 || !strings.Contains(out, `"$id": "https://hactl.io/schemas/v1alpha1/cluster.schema.json"`) {
+		t.Errorf("schema: exit %d", code)
+	}
+	if out, _, code := runCmd(t, "explain", "spec.etcd", "-o", "yaml"); code != 0 || !strings.Contains(out, "path: spec.etcd.dataDir") {
+		t.Errorf("explain spec.etcd -o yaml: exit %d\n%s", code, out)
 	}
 	if out, _, code := runCmd(t, "completion", "bash"); code != 0 || !strings.Contains(out, "bash completion") {
 		t.Errorf("completion bash: exit %d", code)
@@ -154,7 +168,7 @@ func TestPKICheckUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"pki", "check", "-o", "yaml"}, `--output "yaml"`},
+		{[]string{"pki", "check", "-o", "xml"}, `--output "xml"`},
 		{[]string{"pki", "check", "extra"}, "unknown command"},
 		{[]string{"pki", "nosuch"}, "unknown command"},
 	} {

@@ -117,7 +117,7 @@ on every member). Exit 0 ok, 1 runtime failure (names the member and step), 2 in
 	f.StringVar(&o.member, "member", "", "snapshot this member (an etcd host's name) instead of the leader")
 	f.BoolVar(&o.onlyIfLeader, "only-if-leader", false, "do nothing (exit 0) unless the chosen member is the leader")
 	f.StringVar(&o.slot, "slot", "", "scheduled slot, a UTC time like 20261201T030500Z: names the object (one per slot)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "bound on connecting to each member and on each status request")
 	addScheduledRunFlags(f, &o.scheduled)
 	return cmd
@@ -182,7 +182,7 @@ multipart uploads are counted on stderr (prune cleans them after a grace period)
 			return writeReport(s.Out, o.output, l, l.Print)
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	return cmd
 }
 
@@ -239,7 +239,7 @@ a NAME that does not exist).`,
 	f.StringVar(&o.identityFile, "identity-file", "", "age identity file (AGE-SECRET-KEY-1...) for encrypted snapshots (default $"+identityEnv+")")
 	f.StringVar(&o.tempDir, "temp-dir", "", "directory for the temporary DB file (default the system's temp dir)")
 	f.BoolVar(&o.noRecord, "no-record", false, "don't write the <name>.verified.json marker")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	return cmd
 }
 
@@ -322,6 +322,6 @@ nothing is refused (exit 2).`,
 	f.DurationVar(&o.grace, "incomplete-older-than", time.Hour, "grace period before data objects without metadata and unfinished uploads are removed")
 	f.BoolVar(&o.dryRun, "dry-run", false, "show the plan, delete nothing")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, scheduled runs)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	return cmd
 }

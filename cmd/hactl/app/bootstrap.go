@@ -16,6 +16,7 @@ import (
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/bootstrap"
 	"github.com/hactl/hactl/bootstrap/restore"
+	"github.com/hactl/hactl/internal/exitcode"
 	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/operator/deploy"
@@ -37,6 +38,7 @@ type bootstrapOptions struct {
 	identityFile      string
 	noHostFetch       bool
 	replaceLost       []string
+	detailedExitCode  bool // plan only
 	kube              kubeFlags
 }
 
@@ -50,7 +52,7 @@ func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
 	if withDryRun { // plan stops before anything starts
 		cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for members to become healthy")
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "summary format: table or json (progress goes to stderr)")
+	outputFlag(cmd, &o.output, "summary", " (progress goes to stderr)")
 	cmd.Flags().StringVar(&o.restoreFrom, "restore-from", "", "build a NEW cluster whose data comes from this snapshot: ./file.db, s3://BUCKET/KEY or latest (disaster recovery onto new hosts; see hactl restore --help)")
 	cmd.Flags().StringSliceVar(&o.replaceLost, "replace-lost", nil, "etcd members (host names) whose data dir was lost: remove each (quorum-guarded) and add it back as a new learner on the same host, instead of refusing")
 	cmd.Flags().StringVar(&o.identityFile, "identity-file", "", "age identity file for an encrypted --restore-from backup (default $"+identityEnv+")")
@@ -129,6 +131,7 @@ func newPlanCommand(s Streams, g *globalOptions) *cobra.Command {
 		},
 	}
 	o.addFlags(cmd, false)
+	cmd.Flags().BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "exit 0 when the plan changes nothing and 4 when it has changes (2 and 3 keep their meaning): for CI drift checks")
 	return cmd
 }
 
@@ -153,7 +156,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 		}
 	}
 	progress := s.Out
-	if o.output == "json" {
+	if machineOutput(o.output) {
 		progress = s.Err
 	}
 	p := ui.New(progress, g.verbose, false)
@@ -213,9 +216,14 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if runErr != nil && logPath != "" {
 		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
 	}
-	if o.output == "json" || runErr == nil { // the JSON summary is written on failure too
+	if machineOutput(o.output) || runErr == nil { // the JSON summary is written on failure too
 		if err := writeReport(s.Out, o.output, res, func(w io.Writer) { printSummary(w, res, g.file) }); err != nil {
 			return err
+		}
+	}
+	if runErr == nil && o.detailedExitCode {
+		if pending := res.Pending(); len(pending) > 0 {
+			return &exitcode.ChangesPendingError{Changes: pending}
 		}
 	}
 	return runErr

@@ -188,7 +188,7 @@ spec.loadBalancer.healthCheck.caFile.`
 	f.BoolVar(&o.force, "force", false, "run although preflight found the cluster unhealthy (never with an earlier drill's leftovers)")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "show the plan (after the read-only preflight) and stop")
-	f.StringVarP(&o.output, "output", "o", "table", "report format on stdout: table or json (progress goes to stderr)")
+	outputFlag(cmd, &o.output, "report", " on stdout (progress goes to stderr)")
 	return cmd
 }
 
@@ -302,6 +302,6 @@ be put back (named).`,
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation (scripts, CI)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show what is left and what would be done")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "result format: table or json")
+	outputFlag(cmd, &output, "result", "")
 	return cmd
 }

@@ -96,7 +96,7 @@ started again; after that, hactl restore puts every previous data dir back).
 	f.BoolVar(&o.force, "force", false, "run although preflight found the cluster unhealthy (never with an earlier drill's leftovers)")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "show the plan (after the read-only preflight) and stop")
-	f.StringVarP(&o.output, "output", "o", "table", "report format on stdout: table or json (progress goes to stderr)")
+	outputFlag(cmd, &o.output, "report", " on stdout (progress goes to stderr)")
 	return cmd
 }
 

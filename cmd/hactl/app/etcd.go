@@ -116,7 +116,7 @@ healthy first. Compact first (hactl etcd compact) for the history's pages to be 
 	cmd.Flags().Float64Var(&minFrag, "min-fragmentation", 0, "skip members with less of their database file free than this, in percent (0-100; default 0: every member)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the order and the fragmentation, change nothing")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(cmd, &output, "output", "")
 	return cmd
 }
 
@@ -202,7 +202,7 @@ recovery (hactl etcd alarm disarm runs it).
 	cmd.Flags().Int64Var(&retain, "retain", 0, "most recent revisions to keep (required; 0 keeps only the current one)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be compacted, change nothing")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(cmd, &output, "output", "")
 	return cmd
 }
 
@@ -228,7 +228,7 @@ func newEtcdAlarmListCommand(s Streams, g *globalOptions) *cobra.Command {
 			return writeReport(s.Out, output, as, func(w io.Writer) { printAlarms(w, as) })
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(cmd, &output, "output", "")
 	return cmd
 }
 
@@ -299,7 +299,7 @@ A CORRUPT alarm is never disarmed by hactl (exit 3): replace that member or rest
 	cmd.Flags().Int64Var(&retain, "retain", 0, "NOSPACE: most recent revisions the compaction keeps (default 0: only the current one)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the plan, change nothing")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	outputFlag(cmd, &output, "output", "")
 	return cmd
 }
 
@@ -412,7 +412,7 @@ is shown and confirmed once (--yes in scripts, --dry-run to see it only).
 	cmd.Flags().BoolVar(&o.force, "force", false, "remove even when the remaining members would lose their quorum (hactl's guard only; etcd's strict reconfiguration check still applies)")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the plan (after reading the cluster) and change nothing")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	return cmd
 }
 

@@ -136,7 +136,7 @@ and confirmed (--yes in scripts, --dry-run to see it only).
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the plan (after reading the cluster) and change nothing")
 	cmd.Flags().BoolVar(&o.acceptNewHostKeys, "accept-new-host-keys", false, "append UNKNOWN SSH host keys (NEW's, typically) to the known_hosts file (changed keys are always refused)")
 	cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for the learner to catch up and for members to be healthy")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	return cmd
 }
 

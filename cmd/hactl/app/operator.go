@@ -206,7 +206,7 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 	cmd.Flags().StringVar(&heal.SSHKeyFile, "ssh-key", "", "with --auto-replace: the unencrypted private key the operator logs in to the spares with, put into a Secret (default spec.ssh.identityFile; best a key authorized on the spares only)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the manifests (Secrets redacted) and change nothing")
 	cmd.Flags().DurationVar(&timeout, "wait", 3*time.Minute, "how long to wait for a replica to run and observe the cluster")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &output, "output", "")
 	f.add(cmd)
 	return cmd
 }
@@ -359,7 +359,7 @@ working on a cluster that no longer exists.`,
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be recorded and change nothing")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &output, "output", "")
 	f.add(cmd)
 	return cmd
 }

@@ -76,7 +76,7 @@ does (re-run 'hactl bootstrap' to renew certificates); 1 when a host could not b
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	cmd.Flags().BoolVar(&o.acceptNewHostKeys, "accept-new-host-keys", false, "append UNKNOWN SSH host keys to the known_hosts file (changed keys are always refused)")
 	return cmd
 }

@@ -82,7 +82,7 @@ A healthy cluster is not restored without --force: a restore rolls every write s
 	f.BoolVar(&o.noHostFetch, "no-host-fetch", false, noHostFetchUsage)
 	f.BoolVar(&o.force, "force", false, "restore even though every member is healthy (rolls back every write since the snapshot)")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (scripts, CI)")
-	f.StringVarP(&o.output, "output", "o", "table", "summary format: table or json (progress goes to stderr)")
+	outputFlag(cmd, &o.output, "summary", " (progress goes to stderr)")
 	return cmd
 }
 
@@ -131,7 +131,7 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 	if runErr != nil && logPath != "" {
 		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
 	}
-	if o.output == "json" || runErr == nil {
+	if machineOutput(o.output) || runErr == nil {
 		if err := writeReport(s.Out, o.output, res, func(w io.Writer) {
 			fmt.Fprintf(w, "\ncluster %s restored from %s: cluster ID %s, revision %d; took %s\n", res.Cluster, src, res.ClusterID, res.RestoredRevision, res.Duration)
 		}); err != nil {

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/internal/exitcode"
 )
@@ -81,6 +83,8 @@ it all converged: re-running changes nothing.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
 	root.AddCommand(
 		newVersionCommand(s),
+		newExplainCommand(s),
+		newSchemaCommand(s),
 		newInitCommand(s, g),
 		newPlanCommand(s, g),
 		newBootstrapCommand(s, g),
@@ -98,7 +102,28 @@ it all converged: re-running changes nothing.
 		newEtcdCommand(s, g),
 	)
 	usageCompletion(root)
+	strictGroups(root)
 	return root
+}
+
+// strictGroups makes every command that groups others (etcd, etcd member, backup …) refuse an
+// unknown subcommand with exit 2 and cobra's nearest match ("did you mean"), like the root: cobra
+// itself prints the group's help and exits 0 for "hactl etcd member rmove", and suggests only at
+// the root.
+func strictGroups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		strictGroups(sub)
+	}
+	if !c.HasSubCommands() {
+		return
+	}
+	c.SuggestionsMinimumDistance = 2 // cobra's default, which only its root lookup sets
+	if c.Args == nil {
+		c.Args = usageArgs(cobra.NoArgs)
+	}
+	if !c.Runnable() {
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 }
 
 // usageCompletion adds cobra's default completion command now (instead of at Execute) so that its
@@ -127,27 +152,62 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 			if len(args) > 0 && (strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml")) {
 				return &UsageError{Err: fmt.Errorf("%s takes no arguments; did you mean -f %s?", cmd.CommandPath(), args[0])}
 			}
+			if cmd.HasAvailableSubCommands() && len(args) > 0 {
+				if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
+					return &UsageError{Err: fmt.Errorf("%w; did you mean %q? (see '%s --help')", err, sugg[0], cmd.CommandPath())}
+				}
+			}
 			return &UsageError{Err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 		}
 		return nil
 	}
 }
 
-// outputFormat validates -o.
-func outputFormat(o string) error {
-	switch o {
-	case "table", "json":
-		return nil
-	}
-	return &UsageError{Err: fmt.Errorf("--output %q: must be table or json", o)}
+// Output formats: every command that prints a report takes -o table|json|yaml (outputFlag).
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+)
+
+// outputFormats are -o's values, in the order help and completion list them.
+var outputFormats = []string{outputTable, outputJSON, outputYAML}
+
+// outputFlag registers -o/--output on fs (default table) with help "<what> format: table, json or
+// yaml<note>" and completion of its values. what is e.g. "report", note e.g. " (progress goes to
+// stderr)".
+func outputFlag(cmd *cobra.Command, p *string, what, note string) {
+	cmd.Flags().StringVarP(p, "output", "o", outputTable, what+" format: table, json or yaml"+note)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// writeReport writes a listing: indented JSON for -o json, else the table printer's output.
+// outputFormat validates -o: a usage error (exit 2) naming the formats otherwise.
+func outputFormat(o string) error {
+	if slices.Contains(outputFormats, o) {
+		return nil
+	}
+	return &UsageError{Err: fmt.Errorf("--output %q: must be table, json or yaml", o)}
+}
+
+// machineOutput reports whether -o o is for programs (json, yaml): the report alone goes to stdout,
+// progress to stderr.
+func machineOutput(o string) bool { return o == outputJSON || o == outputYAML }
+
+// writeReport writes a report: indented JSON for -o json, YAML for -o yaml (the same fields, through
+// sigs.k8s.io/yaml), else the table printer's output.
 func writeReport(w io.Writer, output string, v any, table func(io.Writer)) error {
-	if output == "json" {
+	switch output {
+	case outputJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
+	case outputYAML:
+		b, err := sigsyaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
 	}
 	table(w)
 	return nil

@@ -97,7 +97,7 @@ Exit 0 ok, 1 a member failed (named), 2 invalid input (found before any host is 
 	f.BoolVar(&o.install.DryRun, "dry-run", false, "show what would change on each member, change nothing")
 	f.BoolVar(&o.status, "status", false, "show the schedule on every member and the age of the newest snapshot")
 	f.BoolVar(&o.disable, "disable", false, "stop and remove the schedule from every member")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	return cmd
 }
 
@@ -159,7 +159,7 @@ func runScheduleDisable(ctx context.Context, s Streams, g *globalOptions, o *bac
 // succeeded; the table is the per-member lines already printed) and returns err, or the writing's
 // error when err is nil.
 func writeResults[T any](s Streams, output string, results map[string]T, err error) error {
-	if output == "json" && results != nil {
+	if machineOutput(output) && results != nil {
 		if werr := writeReport(s.Out, output, results, nil); werr != nil && err == nil {
 			err = werr
 		}

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -301,8 +300,8 @@ replicas are deployed but none holds the Lease, the holder stopped renewing (no 
 lease duration), or a replica is not Ready; hactl status shows the same section.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return &UsageError{Err: fmt.Errorf("-o %s: table or json", output)}
+			if err := outputFormat(output); err != nil {
+				return err
 			}
 			_, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f, true)
 			if err != nil {
@@ -325,10 +324,8 @@ lease duration), or a replica is not Ready; hactl status shows the same section.
 				}
 				return &VerdictError{Err: fmt.Errorf("hactl-scheduler is degraded: %s", strings.Join(problems, "; "))}
 			}
-			if output == "json" {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(st); err != nil {
+			if machineOutput(output) {
+				if err := writeReport(s.Out, output, st, nil); err != nil {
 					return err
 				}
 				return verdict()
@@ -353,7 +350,7 @@ lease duration), or a replica is not Ready; hactl status shows the same section.
 			return verdict()
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &output, "output", "")
 	f.add(cmd, false)
 	return cmd
 }

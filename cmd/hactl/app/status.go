@@ -76,7 +76,7 @@ drift of cluster.yaml after one) is read where 'hactl operator deploy' recorded 
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &o.output, "output", "")
 	o.kube.addKube(cmd.Flags(), "read hactl-operator's EtcdCluster through this kubeconfig (default: where operator deploy recorded it)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 3*time.Second, "per-member bound on connecting and on each request (an unreachable member costs at most about twice this); "+
 		"per LB host, connecting over SSH and reading it take at most twice this")

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -79,12 +78,12 @@ func newVersionCommand(s Streams) *cobra.Command {
 		Short: "Print hactl's version",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "text" && o.output != "json" {
-				return &UsageError{Err: fmt.Errorf("--output %q: must be text or json", o.output)}
+			if err := outputFormat(o.output); err != nil {
+				return err
 			}
 			b := Build()
-			if o.output == "json" {
-				return json.NewEncoder(s.Out).Encode(b)
+			if machineOutput(o.output) {
+				return writeReport(s.Out, o.output, b, nil)
 			}
 			c := b.Commit
 			if len(c) > 12 {
@@ -97,6 +96,6 @@ func newVersionCommand(s Streams) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd, &o.output, "output", "")
 	return cmd
 }

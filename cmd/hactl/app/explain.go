@@ -1,0 +1,123 @@
+package app
+
+import (
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/api/v1alpha1/explain"
+)
+
+func newExplainCommand(s Streams) *cobra.Command {
+	var (
+		output    string
+		recursive bool
+	)
+	cmd := &cobra.Command{
+		Use:   "explain [PATH]",
+		Short: "Describe a field of the cluster spec: its type, documentation and fields",
+		Long: `Describe a field of cluster.yaml by its dotted path, the way kubectl explain does: its type, its
+documentation (the API types' doc comments) and its fields. Without PATH, the whole document.
+Lists are stepped into: spec.hosts.ssh is the ssh field of each host. A path that names no field
+exits 2 and names the nearest fields.
+
+  hactl explain spec.etcd
+  hactl explain spec.loadBalancer --recursive
+  hactl explain spec.hosts.roles -o json
+
+hactl schema prints the same information as a JSON Schema for editors.`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return completeSpecPath(toComplete), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := outputFormat(output); err != nil {
+				return err
+			}
+			d, err := explain.Parse(v1alpha1.JSONSchema)
+			if err != nil {
+				return err
+			}
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+			}
+			depth := 1
+			if recursive {
+				depth = -1
+			}
+			f, err := d.Explain(path, depth)
+			if err != nil {
+				if ue := (*explain.UnknownFieldError)(nil); errors.As(err, &ue) {
+					return &UsageError{Err: err}
+				}
+				return err
+			}
+			return writeReport(s.Out, output, f, func(w io.Writer) { explain.Print(w, v1alpha1.Kind, v1alpha1.APIVersion, f) })
+		},
+	}
+	cmd.Flags().BoolVar(&recursive, "recursive", false, "list every nested field, not only the field's own")
+	outputFlag(cmd, &output, "output", "")
+	return cmd
+}
+
+// completeSpecPath completes a dotted spec path from the schema: the fields of the object the
+// path's complete segments name, each offered with a trailing "." when it has fields of its own.
+func completeSpecPath(toComplete string) []string {
+	d, err := explain.Parse(v1alpha1.JSONSchema)
+	if err != nil {
+		return nil
+	}
+	parent, prefix := "", toComplete
+	if i := strings.LastIndexByte(toComplete, '.'); i >= 0 {
+		parent, prefix = toComplete[:i], toComplete[i+1:]
+	}
+	f, err := d.Explain(parent, 2)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, c := range f.Fields {
+		name := c.Path[strings.LastIndexByte(c.Path, '.')+1:]
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		full := name
+		if parent != "" {
+			full = parent + "." + name
+		}
+		if len(c.Fields) > 0 {
+			full += "."
+		}
+		out = append(out, full)
+	}
+	return out
+}
+
+func newSchemaCommand(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the cluster spec's JSON Schema (for editors)",
+		Long: `Print the JSON Schema (draft 2020-12) of cluster.yaml, generated from the API types and their
+doc comments: field names, types and descriptions, unknown fields refused. Editors complete and
+check the spec with it, e.g. with the YAML language server (VS Code, Neovim):
+
+  hactl schema > cluster.schema.json
+  # first line of cluster.yaml:
+  # yaml-language-server: $schema=./cluster.schema.json
+
+The schema holds shapes only: value rules (quorum sizes, ranges, one field excluding another) are
+hactl's validation, which plan and bootstrap run with the field path and the fix.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(_ *cobra.Command, _ []string) error {
+			_, err := s.Out.Write(v1alpha1.JSONSchema)
+			return err
+		},
+	}
+}
