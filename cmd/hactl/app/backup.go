@@ -115,6 +115,7 @@ on every member). Exit 0 ok, 1 runtime failure (names the member and step), 2 in
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.member, "member", "", "snapshot this member (an etcd host's name) instead of the leader")
+	_ = cmd.RegisterFlagCompletionFunc("member", completeHosts(v1alpha1.RoleEtcd, false))
 	f.BoolVar(&o.onlyIfLeader, "only-if-leader", false, "do nothing (exit 0) unless the chosen member is the leader")
 	f.StringVar(&o.slot, "slot", "", "scheduled slot, a UTC time like 20261201T030500Z: names the object (one per slot)")
 	outputFlag(cmd, &o.output, "output", "")
@@ -210,7 +211,8 @@ snapshot.
 
 Exit 0 verified, 3 a check failed (named), 2 missing or wrong identity, 1 runtime failure (including
 a NAME that does not exist).`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		ValidArgsFunction: completeSnapshots(false),
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFormat(o.output); err != nil {
 				return err

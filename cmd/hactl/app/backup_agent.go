@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup/agent"
 	"github.com/hactl/hactl/backup/take"
 	"github.com/hactl/hactl/etcd"
@@ -40,6 +41,7 @@ refused, naming the missing revisions.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBackupAgent(cmd.Context(), s, g, o) },
 	}
 	cmd.Flags().StringVar(&o.member, "member", "", "this agent's name in the election and the deltas (its etcd host's name)")
+	_ = cmd.RegisterFlagCompletionFunc("member", completeHosts(v1alpha1.RoleEtcd, false))
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on connecting to the members")
 	return cmd
 }

@@ -95,6 +95,16 @@ func TestBackupCommands(t *testing.T) {
 		t.Fatalf("list -o json: exit %d\n%s", code, out)
 	}
 
+	// Snapshot names complete from the store, newest first, after "latest".
+	out, _, _ = runCmd(t, "__complete", "backup", "verify", "-f", spec, "")
+	if want := "latest\n20261201T030000Z-rev000000000000030-cp-a\n20261201T020000Z-rev000000000000020-cp-b\n20261201T010000Z-rev000000000000010-cp-a\n:4\n"; out != want {
+		t.Errorf("verify completes\n%s\nwant\n%s", out, want)
+	}
+	out, _, _ = runCmd(t, "__complete", "restore", "-f", spec, "--from", "s3://")
+	if !strings.HasPrefix(out, "s3://"+s3test.Bucket+"/hactl/lab/snapshots/20261201T030000Z-rev000000000000030-cp-a.db\n") || strings.Count(out, "s3://") != 3 {
+		t.Errorf("restore --from completes\n%s", out)
+	}
+
 	// The fake DBs are no bbolt files: every hash matches, etcd's integrity check fails: exit 3.
 	_, stderr, code = runCmd(t, "backup", "verify", "-f", spec)
 	if code != 3 || !strings.Contains(stderr, "etcd integrity check") {

@@ -159,6 +159,14 @@ spec.loadBalancer.healthCheck.caFile.`
 			methods += "; with --target: process or graceful"
 		}
 		f.StringVar(&o.method, "method", def, "how to take hosts down: "+methods)
+		ms := []string{}
+		for _, m := range drill.Methods {
+			ms = append(ms, string(m))
+		}
+		if kind == drill.KillLeader {
+			ms = append(ms, "graceful") // with --target (drill/lease)
+		}
+		_ = cmd.RegisterFlagCompletionFunc("method", cobra.FixedCompletions(ms, cobra.ShellCompDirectiveNoFileComp))
 		f.StringVar(&o.down, "down-command", "", "--method host: command run here to take a host down (Go template: {{.Host}} {{.Address}} {{.Zone}})")
 		f.StringVar(&o.up, "up-command", "", "--method host: command run here to bring the host back (same template fields)")
 		f.IntVar(&o.rate, "rate", drill.DefaultRate, "workload puts per second (the RTO's resolution is 1/rate)")
@@ -173,10 +181,12 @@ spec.loadBalancer.healthCheck.caFile.`
 	}
 	if kind == drill.AZOutage {
 		f.StringVar(&o.zone, "zone", "", "the availability zone to take down (spec.hosts[*].zone)")
+		_ = cmd.RegisterFlagCompletionFunc("zone", completeZones)
 		f.BoolVar(&o.expectOutage, "expect-outage", false, "run even though losing the zone loses quorum; measure the recovery after it returns")
 	}
 	if kind == drill.LBFailover {
 		f.StringVar(&o.component, "component", string(drill.ComponentHAProxy), "what to stop on the VIP holder: haproxy or keepalived")
+		_ = cmd.RegisterFlagCompletionFunc("component", cobra.FixedCompletions([]string{string(drill.ComponentHAProxy), string(drill.ComponentKeepalived)}, cobra.ShellCompDirectiveNoFileComp))
 	}
 	if kind != drill.KillLeader {
 		f.StringVar(&o.caFile, "ca-file", "", "kube-apiserver CA for readyz through the VIP (default spec.loadBalancer.healthCheck.caFile)")

@@ -335,6 +335,15 @@ is shown and confirmed once (--yes in scripts, --dry-run to see it only).
 
   hactl etcd member remove cp-c -f cluster.yaml --yes
   hactl etcd member remove etcd-d etcd-e -f cluster.yaml --dry-run`,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			var left []string
+			for _, n := range hostNames(completionSpec(cmd), v1alpha1.RoleEtcd) {
+				if !slices.Contains(args, n) {
+					left = append(left, n)
+				}
+			}
+			return left, cobra.ShellCompDirectiveNoFileComp
+		},
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFormat(o.output); err != nil {

@@ -56,6 +56,12 @@ as a new member. The plan is shown
 and confirmed (--yes in scripts, --dry-run to see it only).
 
   hactl etcd member replace cp-c --with cp-d -f cluster.yaml --yes`,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return hostNames(completionSpec(cmd), v1alpha1.RoleEtcd), cobra.ShellCompDirectiveNoFileComp
+		},
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFormat(o.output); err != nil {
@@ -131,6 +137,7 @@ and confirmed (--yes in scripts, --dry-run to see it only).
 		},
 	}
 	cmd.Flags().StringVar(&o.with, "with", "", "the host of the spec that gets the new member (required)")
+	_ = cmd.RegisterFlagCompletionFunc("with", completeHosts("", false))
 	cmd.Flags().BoolVar(&o.force, "force", false, "when OLD must be removed first, remove it even when the remaining members would lose their quorum")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the plan (after reading the cluster) and change nothing")

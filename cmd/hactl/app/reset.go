@@ -70,6 +70,7 @@ is added back) on the next 'hactl bootstrap'.
 		},
 	}
 	cmd.Flags().StringSliceVar(&o.hosts, "hosts", nil, "the hosts to reset (comma-separated spec host names)")
+	_ = cmd.RegisterFlagCompletionFunc("hosts", completeHosts("", true))
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().BoolVar(&o.force, "force", false, "remove a host's etcd member even when the members left would lose their quorum")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the plan and change nothing")

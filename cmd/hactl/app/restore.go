@@ -76,6 +76,7 @@ A healthy cluster is not restored without --force: a restore rolls every write s
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "", "the snapshot: a local file (./snap.db), s3://BUCKET/KEY or latest")
+	_ = cmd.RegisterFlagCompletionFunc("from", completeSnapshots(true))
 	f.StringVar(&o.identityFile, "identity-file", "", "age identity file for encrypted backups (default $"+identityEnv+")")
 	f.StringVar(&o.tempDir, "temp-dir", "", "where a downloaded snapshot is verified and kept during the restore (default the system's temp dir)")
 	f.BoolVar(&o.noDeltas, "no-deltas", false, "restore the full snapshot alone, without the delta snapshots after it")
