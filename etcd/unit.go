@@ -114,12 +114,26 @@ func NewUnitConfig(c *v1alpha1.Cluster, members []Member, self Member, state Clu
 		QuotaBackendBytes:        e.QuotaBackendBytes,
 		AutoCompactionMode:       e.AutoCompaction.Mode,
 		AutoCompactionRetention:  e.AutoCompaction.Retention,
-		ListenMetricsURLs:        []string{URL("http", netip.AddrFrom4([4]byte{127, 0, 0, 1}), MetricsPort)},
+		ListenMetricsURLs:        metricsURLs(e.MetricsAddress, self.Address),
 		Logger:                   "zap",
 		LogOutputs:               []string{"stderr"},
 		TLSMinVersion:            TLSMinVersion,
 		RestartSec:               DefaultRestartSec,
 	}
+}
+
+// metricsURLs returns --listen-metrics-urls for spec.etcd.metricsAddress: loopback always, then the
+// member's own address ("host") or the unspecified address ("0.0.0.0", "::"), which already covers
+// loopback. member is the member's address as in the spec.
+func metricsURLs(metricsAddress string, member netip.Addr) []string {
+	lo := URL("http", netip.AddrFrom4([4]byte{127, 0, 0, 1}), MetricsPort)
+	switch metricsAddress {
+	case v1alpha1.MetricsAddressHost:
+		return []string{lo, URL("http", member, MetricsPort)}
+	case "0.0.0.0", "::":
+		return []string{URL("http", netip.MustParseAddr(metricsAddress), MetricsPort)}
+	}
+	return []string{lo}
 }
 
 var labelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)

@@ -211,3 +211,22 @@ func TestRenderUnitRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestMetricsURLs(t *testing.T) {
+	v4, v6 := netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("fd00::11")
+	for _, tt := range []struct {
+		addr   string
+		member netip.Addr
+		want   string
+	}{
+		{"", v4, "http://127.0.0.1:2381"},
+		{"host", v4, "http://127.0.0.1:2381,http://10.0.0.11:2381"},
+		{"host", v6, "http://127.0.0.1:2381,http://[fd00::11]:2381"},
+		{"0.0.0.0", v4, "http://0.0.0.0:2381"},
+		{"::", v6, "http://[::]:2381"},
+	} {
+		if got := strings.Join(metricsURLs(tt.addr, tt.member), ","); got != tt.want {
+			t.Errorf("metricsURLs(%q, %s) = %s, want %s", tt.addr, tt.member, got, tt.want)
+		}
+	}
+}

@@ -248,6 +248,12 @@ type Etcd struct {
 	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
 	// AutoCompaction configures etcd's auto compaction.
 	AutoCompaction AutoCompaction `json:"autoCompaction,omitempty"`
+	// MetricsAddress is where etcd also serves /metrics and /health (plain HTTP, port
+	// limits.EtcdMetricsPort = 2381) for scrapers on other machines; loopback (127.0.0.1:2381) always
+	// serves them. "" (default): loopback only; "host": each member's own address
+	// (spec.hosts[*].address); "0.0.0.0" or "::": every interface. The endpoint is unauthenticated
+	// (metrics hold no keys or values): allow port 2381 from your scrapers only.
+	MetricsAddress string `json:"metricsAddress,omitempty"`
 	// AcceptZoneQuorumLoss acknowledges a topology where losing one zone loses quorum: the
 	// zone-spread error becomes a warning naming the zone.
 	AcceptZoneQuorumLoss bool `json:"acceptZoneQuorumLoss,omitempty"`
@@ -301,6 +307,9 @@ type AutoCompaction struct {
 	// Retention is a duration for periodic mode (default 1h) or a revision count for revision mode.
 	Retention string `json:"retention,omitempty"`
 }
+
+// MetricsAddressHost is spec.etcd.metricsAddress's value for "each member's own address".
+const MetricsAddressHost = "host"
 
 // Duration is a time.Duration written as a Go duration string ("100ms", "1m30s"). Spec fields of
 // this type are tagged omitzero: a zero duration is left out when a spec is written, since a

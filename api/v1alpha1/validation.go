@@ -553,6 +553,14 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 		}
 	}
 
+	switch e.MetricsAddress {
+	case "":
+	case MetricsAddressHost, "0.0.0.0", "::":
+		v.warn(p.Child("metricsAddress"), "etcd serves /metrics and /health on port %d beyond loopback, over plain HTTP without authentication: allow that port from your scrapers only", limits.EtcdMetricsPort)
+	default:
+		v.add(field.NotSupported(p.Child("metricsAddress"), e.MetricsAddress, []string{"", MetricsAddressHost, "0.0.0.0", "::"}))
+	}
+
 	// timings
 	hb, el := e.HeartbeatInterval.Duration, e.ElectionTimeout.Duration
 	hp, ep := p.Child("heartbeatInterval"), p.Child("electionTimeout")

@@ -12,7 +12,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,8 +206,26 @@ func TestBastion(t *testing.T) {
 }
 
 func TestIPv6OnlyCluster(t *testing.T) {
-	spec := variantSpec(t, lab.VariantIPv6, nil)
+	spec := variantSpec(t, lab.VariantIPv6, func(c *v1alpha1.Cluster) { c.Spec.Etcd.MetricsAddress = v1alpha1.MetricsAddressHost })
 	suite.BootstrapJSON(t, spec)
+	// spec.etcd.metricsAddress "host": a scraper elsewhere reads each member's metrics on its own
+	// (bracketed IPv6) address.
+	for _, h := range []string{"v6-a", "v6-b", "v6-c"} {
+		host, err := suite.Lab.Host(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + net.JoinHostPort(host.Address, "2381") + "/metrics"
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte("etcd_server_has_leader 1")) {
+			t.Fatalf("%s: %d, no etcd_server_has_leader 1", url, resp.StatusCode)
+		}
+	}
 	rep := healthy(t, &suite, spec)
 	raw, _ := json.Marshal(rep)
 	if !strings.Contains(string(raw), "https://[fd00:db8:28::") {
