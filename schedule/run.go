@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/hactl/hactl/backup"
@@ -19,8 +20,12 @@ type RunOptions struct {
 	// TriggerUsec is the timer's trigger time ($TRIGGER_TIMER_REALTIME_USEC, see TriggerTime); ""
 	// means now.
 	TriggerUsec string
-	// Textfile, when set, is where the run's result is written as a Prometheus textfile.
+	// Textfile, when set, is where the run's result is written as a Prometheus textfile; the
+	// certificates' expiry goes next to it (CertificatesTextfile), from CertificateDirs.
 	Textfile string
+	// CertificateDirs are the directories whose *.crt files the certificates' textfile lists (etcd's
+	// and, on a control plane, Kubernetes' PKI).
+	CertificateDirs []string
 	// Policy, when not zero, is the retention applied after a stored snapshot.
 	Policy backup.Policy
 }
@@ -83,6 +88,13 @@ func (o RunOptions) Record(r RunRecord, runErr error, p *ui.Printer) error {
 		m.Result = ResultSuccess
 	default:
 		m.Result = ResultSkipped
+	}
+	// The certificates' expiry is a side report: a failure to write it is a warning, never the run's.
+	if len(o.CertificateDirs) > 0 && r.Member != "" {
+		cf := filepath.Join(filepath.Dir(o.Textfile), CertificatesTextfile)
+		if cerr := WriteCertificatesTextfile(cf, r.Cluster, r.Member, o.CertificateDirs); cerr != nil && p != nil {
+			p.Warnf("certificates textfile: %v", cerr)
+		}
 	}
 	if werr := WriteTextfile(o.Textfile, m); werr != nil {
 		if runErr == nil {

@@ -5,6 +5,7 @@ package backupe2e
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -81,6 +82,11 @@ func TestSchedule(t *testing.T) {
 		}
 		if h == leader && (m.LastSuccess == nil || m.LastSuccess.Revision == 0 || m.LastSuccess.SizeBytes == 0) {
 			t.Errorf("leader %s's textfile has no last success: %+v", h, m.LastSuccess)
+		}
+		// Every run also writes the member's certificates' expiry next to it.
+		certs := suite.ExecOn(t, h, "cat", path.Join(schedule.DefaultTextfileDir, schedule.CertificatesTextfile))
+		if !strings.Contains(certs, schedule.MetricCertificateExpiry+`{cluster="lab3",member="`+h+`",path="/etc/etcd/pki/server.crt"`) {
+			t.Errorf("%s's certificates textfile lacks server.crt's expiry:\n%s", h, certs)
 		}
 	}
 
