@@ -48,7 +48,9 @@ func targetOf(h v1alpha1.Host) provision.Target {
 	if a, err := netip.ParseAddr(h.Address); err == nil {
 		addr = a.Unmap().String()
 	}
-	return provision.Target{Name: h.Name, Address: addr, Port: h.Port}
+	t := provision.TargetOf(h)
+	t.Address = addr
+	return t
 }
 
 // client returns the host's connection, dialling it when there is none.

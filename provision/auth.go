@@ -264,8 +264,9 @@ type auth struct {
 	agentErr     error    // why the agent is not used (auto mode), or nil
 	agentConn    net.Conn // nil when no agent is used
 	agentSigners []ssh.Signer
-	keys         []*keySource // Config.IdentityFile, Config.IdentityFiles
-	bastionKeys  []*keySource // nil: keys
+	keys         []*keySource          // Config.IdentityFile, Config.IdentityFiles
+	bastionKeys  []*keySource          // nil: keys
+	hostKeys     map[string]*keySource // Config.HostIdentityFiles by path
 }
 
 // newAuth loads cfg's key files and connects to the agent. getenv reads
@@ -282,6 +283,19 @@ func newAuth(cfg Config, getenv func(string) string) (*auth, error) {
 			return nil, err
 		}
 		a.keys = append(a.keys, k)
+	}
+	for _, f := range cfg.HostIdentityFiles {
+		if _, ok := a.hostKeys[f]; ok {
+			continue
+		}
+		k, err := loadKeyFile(f, cfg.Passphrase)
+		if err != nil {
+			return nil, err
+		}
+		if a.hostKeys == nil {
+			a.hostKeys = map[string]*keySource{}
+		}
+		a.hostKeys[f] = k
 	}
 	if b := cfg.Bastion; b != nil && b.IdentityFile != "" {
 		k, err := loadKeyFile(b.IdentityFile, cfg.Passphrase)
@@ -335,10 +349,14 @@ func (a *auth) close() {
 	}
 }
 
-// sources returns the key files for a target or the bastion.
-func (a *auth) sources(bastion bool) []*keySource {
+// sources returns the key files for a target or the bastion: the bastion's own key, else the
+// target's own key file (hostKey, "" for none) first, then Config's keys.
+func (a *auth) sources(bastion bool, hostKey string) []*keySource {
 	if bastion && a.bastionKeys != nil {
 		return a.bastionKeys
+	}
+	if k, ok := a.hostKeys[hostKey]; ok && !bastion {
+		return append([]*keySource{k}, a.keys...)
 	}
 	return a.keys
 }
@@ -347,14 +365,14 @@ func (a *auth) sources(bastion bool) []*keySource {
 // agent's keys first, then the key files in order (a key also held by the
 // agent, or an encrypted one without passphrase, is not offered twice or at
 // all).
-func (a *auth) method(bastion bool) ssh.AuthMethod {
+func (a *auth) method(bastion bool, hostKey string) ssh.AuthMethod {
 	return ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
 		signers := append([]ssh.Signer(nil), a.agentSigners...)
 		seen := map[string]bool{}
 		for _, s := range signers {
 			seen[string(s.PublicKey().Marshal())] = true
 		}
-		for _, k := range a.sources(bastion) {
+		for _, k := range a.sources(bastion, hostKey) {
 			if k.encrypted && k.passphrase == nil {
 				continue
 			}
@@ -378,7 +396,7 @@ func (a *auth) method(bastion bool) ssh.AuthMethod {
 }
 
 // attempts describes what method offers, for an AuthError.
-func (a *auth) attempts(bastion bool) []AuthAttempt {
+func (a *auth) attempts(bastion bool, hostKey string) []AuthAttempt {
 	var out []AuthAttempt
 	seen := map[string]bool{}
 	switch {
@@ -400,7 +418,7 @@ func (a *auth) attempts(bastion bool) []AuthAttempt {
 		}
 		out = append(out, AuthAttempt{Source: "agent", Detail: detail})
 	}
-	for _, k := range a.sources(bastion) {
+	for _, k := range a.sources(bastion, hostKey) {
 		pub, _, _ := k.state()
 		dup := pub != nil && seen[string(pub.Marshal())]
 		out = append(out, k.attempt(dup))

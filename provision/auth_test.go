@@ -342,3 +342,32 @@ func TestDialLegacyEncryptedPEM(t *testing.T) {
 		t.Errorf("passphrase asked %d times", calls.Load())
 	}
 }
+
+// TestDialPerTargetUserAndKey: a target's own user and key file (hosts[*].ssh) are used for it, its
+// key offered before Config's; other targets keep Config's user and keys.
+func TestDialPerTargetUserAndKey(t *testing.T) {
+	e := newEnv(t)
+	e.trust()
+	wrong := sshtest.NewKey(t)
+	cfg := e.config()
+	cfg.IdentityFile = wrong.WriteKeyFile(t, e.dir, "shared", 0o600) // authorized nowhere
+	cfg.HostIdentityFiles = []string{e.keyFile}
+	target := e.target()
+	target.User, target.IdentityFile = "admin", e.keyFile
+	c, err := provision.Dial(ctxTimeout(t, 5*time.Second), target, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if got := e.srv.Users(); len(got) == 0 || got[len(got)-1] != "admin" {
+		t.Errorf("logged in as %v, want admin", got)
+	}
+	if got := e.srv.Offered(); len(got) == 0 || got[0] != fp(e.key) {
+		t.Errorf("offered %v, want the target's key %s first", got, fp(e.key))
+	}
+	// A target naming a key file the Dialer was not given is a clear error, not a silent fallback.
+	target.IdentityFile = filepath.Join(e.dir, "never-loaded")
+	if _, err := provision.Dial(ctxTimeout(t, 5*time.Second), target, cfg); err == nil || !strings.Contains(err.Error(), "HostIdentityFiles") {
+		t.Errorf("unknown target key file: %v", err)
+	}
+}

@@ -58,6 +58,9 @@ type Config struct {
 	// IdentityFiles are more private key files, offered in order after
 	// IdentityFile (same rules).
 	IdentityFiles []string
+	// HostIdentityFiles are the key files of targets that have their own (Target.IdentityFile),
+	// loaded with the others (same rules) so a bad one fails NewDialer, not a dial.
+	HostIdentityFiles []string
 	// Agent is AgentAuto (the default when empty), AgentNever or
 	// AgentRequired.
 	Agent string
@@ -169,6 +172,11 @@ type Target struct {
 	Address string
 	// Port is the SSH port; zero means DefaultPort (22).
 	Port int
+	// User is the login user on this host; "" means Config.User.
+	User string
+	// IdentityFile is this host's own key file, offered before Config's keys; it must be one of
+	// Config.HostIdentityFiles. "" means Config's keys only.
+	IdentityFile string
 }
 
 func (t Target) port() (int, error) {

@@ -57,7 +57,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(a.keys) == 0 && a.agentConn == nil {
+	if len(a.keys) == 0 && len(a.hostKeys) == 0 && a.agentConn == nil {
 		a.close()
 		msg := "no ssh key: no identity file is set and no ssh-agent is available (SSH_AUTH_SOCK is not set)"
 		if a.agentErr != nil {
@@ -219,10 +219,17 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 		}
 	}
 
+	user := t.User
+	if user == "" {
+		user = d.cfg.User
+	}
+	if _, ok := d.auth.hostKeys[t.IdentityFile]; t.IdentityFile != "" && !ok {
+		return nil, fail("key file %s is not among the Dialer's HostIdentityFiles", t.IdentityFile)
+	}
 	conn, err := d.connect(ctx, endpoint{
 		target:   t,
 		hostPort: hostPort,
-		user:     d.cfg.User,
+		user:     user,
 		checker:  &hostKeyChecker{target: t, port: portOf(hostPort), file: d.cfg.KnownHostsFile, accept: d.cfg.AcceptNewHostKeys},
 		dial:     dialNet,
 		fail:     fail,
@@ -233,7 +240,7 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 
 	c := &Client{
 		target:  t,
-		user:    d.cfg.User,
+		user:    user,
 		conn:    conn,
 		done:    make(chan struct{}),
 		release: d.release,
@@ -403,7 +410,7 @@ func (d *Dialer) connect(ctx context.Context, ep endpoint) (*ssh.Client, error) 
 	)
 	sshCfg := &ssh.ClientConfig{
 		User: ep.user,
-		Auth: []ssh.AuthMethod{d.auth.method(ep.bastion)},
+		Auth: []ssh.AuthMethod{d.auth.method(ep.bastion, ep.target.IdentityFile)},
 		HostKeyCallback: func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 			err := ep.checker.check(hostname, remote, key)
 			hkMu.Lock()
@@ -440,7 +447,7 @@ func (d *Dialer) connect(ctx context.Context, ep endpoint) (*ssh.Client, error) 
 				Host:    ep.target.Name,
 				User:    ep.user,
 				Address: hostOnly(ep.hostPort),
-				Tried:   d.auth.attempts(ep.bastion),
+				Tried:   d.auth.attempts(ep.bastion, ep.target.IdentityFile),
 				Err:     err,
 			})
 		default:

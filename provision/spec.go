@@ -2,6 +2,7 @@ package provision
 
 import (
 	"os"
+	"slices"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 )
@@ -35,10 +36,17 @@ func ConfigFromSpec(c *v1alpha1.Cluster, o SpecOptions) Config {
 		getenv = os.Getenv
 	}
 	s := c.Spec.SSH
+	var hostKeys []string
+	for _, h := range c.Spec.Hosts {
+		if h.SSH != nil && h.SSH.IdentityFile != "" && !slices.Contains(hostKeys, h.SSH.IdentityFile) {
+			hostKeys = append(hostKeys, h.SSH.IdentityFile)
+		}
+	}
 	cfg := Config{
 		User:              s.User,
 		IdentityFile:      s.IdentityFile,
 		IdentityFiles:     s.IdentityFiles,
+		HostIdentityFiles: hostKeys,
 		Agent:             s.Agent,
 		KnownHostsFile:    s.KnownHostsFile,
 		AcceptNewHostKeys: o.AcceptNewHostKeys,
@@ -89,7 +97,12 @@ func TunnelFromSpec(c *v1alpha1.Cluster, o SpecOptions) (*Dialer, error) {
 	return FromSpec(c, o)
 }
 
-// TargetOf is the SSH target of spec host h: its name, address and port (0: the Dialer's default).
+// TargetOf is the SSH target of spec host h: its name, address and port (0: the Dialer's default),
+// and its hosts[*].ssh overrides (user, key file; "" for spec.ssh's).
 func TargetOf(h v1alpha1.Host) Target {
-	return Target{Name: h.Name, Address: h.Address, Port: h.Port}
+	t := Target{Name: h.Name, Address: h.Address, Port: h.Port}
+	if h.SSH != nil {
+		t.User, t.IdentityFile = h.SSH.User, h.SSH.IdentityFile
+	}
+	return t
 }

@@ -61,7 +61,7 @@ func (m Members) forEach(ctx context.Context, fn func(context.Context, v1alpha1.
 		func(ctx context.Context, h v1alpha1.Host) error {
 			ctx, cancel := context.WithTimeout(ctx, limit)
 			defer cancel()
-			cl, err := d.Dial(ctx, provision.Target{Name: h.Name, Address: h.Address, Port: h.Port})
+			cl, err := d.Dial(ctx, provision.TargetOf(h))
 			if err != nil {
 				return err
 			}

@@ -75,6 +75,11 @@ func ValidateLocalFiles(c *v1alpha1.Cluster) field.ErrorList {
 	for i, f := range c.Spec.SSH.IdentityFiles {
 		errs = append(errs, checkKeyFile(sp.Child("identityFiles").Index(i), f)...)
 	}
+	for i, h := range c.Spec.Hosts {
+		if h.SSH != nil {
+			errs = append(errs, checkKeyFile(field.NewPath("spec", "hosts").Index(i).Child("ssh", "identityFile"), h.SSH.IdentityFile)...)
+		}
+	}
 
 	if kh := c.Spec.SSH.KnownHostsFile; kh != "" {
 		p := sp.Child("knownHostsFile")

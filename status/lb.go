@@ -84,7 +84,9 @@ func sshLBProbe(c *v1alpha1.Cluster, d *provision.Dialer, p *ui.Printer) lbProbe
 		if a, err := netip.ParseAddr(h.Address); err == nil {
 			addr = a.Unmap().String()
 		}
-		cli, err := d.Dial(ctx, provision.Target{Name: h.Name, Address: addr, Port: h.Port})
+		t := provision.TargetOf(h)
+		t.Address = addr
+		cli, err := d.Dial(ctx, t)
 		if err != nil {
 			return lb.HostStatus{Error: err.Error()}
 		}

@@ -265,8 +265,8 @@ func enableExampleSections(ex string) (string, int) {
 // valid spec.
 func TestExampleSections(t *testing.T) {
 	ex, n := enableExampleSections(string(ExampleSpec()))
-	if n != 6 {
-		t.Fatalf("%d commented-out sections, want 6 (bastion, download, loadBalancer, kubernetes, scheduler, backup):\n%s", n, ex)
+	if n != 7 {
+		t.Fatalf("%d commented-out sections, want 7 (hosts[0].ssh, bastion, download, loadBalancer, kubernetes, scheduler, backup):\n%s", n, ex)
 	}
 	lbHosts := regexp.MustCompile(`(?m)^  #- (\{name: lb-.*)$`)
 	if got := len(lbHosts.FindAllString(ex, -1)); got != 2 {

@@ -174,6 +174,9 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 
 	for i := range s.Hosts {
 		h := &s.Hosts[i]
+		if h.Port == 0 && h.SSH != nil {
+			h.Port = h.SSH.Port
+		}
 		if h.Port == 0 {
 			h.Port = s.SSH.Port
 		}
@@ -264,6 +267,11 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 		&e.Binaries.Etcd, &e.Binaries.Etcdctl, &e.Binaries.Etcdutl}
 	for i := range s.SSH.IdentityFiles {
 		paths = append(paths, &s.SSH.IdentityFiles[i])
+	}
+	for i := range s.Hosts {
+		if hs := s.Hosts[i].SSH; hs != nil {
+			paths = append(paths, &hs.IdentityFile)
+		}
 	}
 	if b := s.SSH.Bastion; b != nil {
 		paths = append(paths, &b.IdentityFile, &b.KnownHostsFile)

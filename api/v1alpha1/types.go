@@ -214,12 +214,29 @@ type Host struct {
 	Name string `json:"name"`
 	// Address is an IPv4 or IPv6 literal, unique in the spec; it is canonicalised by Default.
 	Address string `json:"address"`
-	// Port is the SSH port (default spec.ssh.port).
+	// Port is the SSH port (default spec.ssh.port). ssh.port says the same; set one of the two.
 	Port int `json:"port,omitempty"`
 	// Zone is the availability zone label (e.g. az-a).
 	Zone string `json:"zone"`
 	// Roles lists what runs on the host.
 	Roles []Role `json:"roles"`
+	// SSH overrides spec.ssh for this host: its login user, key file and port. nil: spec.ssh's.
+	SSH *HostSSH `json:"ssh,omitempty"`
+}
+
+// HostSSH is how one host is reached when it differs from spec.ssh (k0sctl's per-host ssh): a host
+// with another login user or key. Precedence, for each field: hosts[*].ssh, then hosts[*].port for
+// the port, then spec.ssh. Everything else (agent, known_hosts, sudo, bastion, timeouts) is
+// spec.ssh's.
+type HostSSH struct {
+	// User is the login user on this host (default spec.ssh.user). A non-root user needs sudo, as
+	// spec.ssh.sudo configures (the password, if any, is the same on every host).
+	User string `json:"user,omitempty"`
+	// IdentityFile is a local private key file for this host (mode 0600; may be encrypted, with
+	// spec.ssh.passphraseEnv's passphrase), offered before spec.ssh's keys and the agent's.
+	IdentityFile string `json:"identityFile,omitempty"`
+	// Port is this host's SSH port, the same as hosts[*].port.
+	Port int `json:"port,omitempty"`
 }
 
 // Etcd configures the etcd members.

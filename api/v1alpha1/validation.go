@@ -376,6 +376,16 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 		if h.Port != sshPort || validPort(sshPort) { // an inherited bad spec.ssh.port is reported once
 			v.port(hp.Child("port"), h.Port, "the SSH port")
 		}
+		if hs := h.SSH; hs != nil {
+			sp := hp.Child("ssh")
+			if hs.Port != 0 && hs.Port != h.Port {
+				v.add(field.Invalid(sp.Child("port"), hs.Port, fmt.Sprintf("differs from %s (%d): both set this host's SSH port; keep one of the two", hp.Child("port"), h.Port)))
+			}
+			if hs.User != "" && (strings.TrimSpace(hs.User) != hs.User || strings.ContainsAny(hs.User, " \t\n@:")) {
+				v.add(field.Invalid(sp.Child("user"), hs.User, "must be a login name without spaces, '@' or ':', e.g. admin; leave it out to use spec.ssh.user"))
+			}
+			v.keyFile(sp.Child("identityFile"), hs.IdentityFile)
+		}
 		v.label(hp.Child("zone"), h.Zone, "the availability zone", "az-a")
 		v.roles(hp.Child("roles"), h.Roles)
 	}

@@ -88,6 +88,14 @@ func TestValidateRules(t *testing.T) {
 		{"peer port metrics", func(c *Cluster) { c.Spec.Etcd.PeerPort = limits.EtcdMetricsPort }, []string{"spec.etcd.peerPort"}, nil},
 		{"metrics on every member's address: a warning", func(c *Cluster) { c.Spec.Etcd.MetricsAddress = "host" }, nil, []string{"spec.etcd.metricsAddress"}},
 		{"metrics on every interface: a warning", func(c *Cluster) { c.Spec.Etcd.MetricsAddress = "::" }, nil, []string{"spec.etcd.metricsAddress"}},
+		{"per-host ssh user, key and the same port twice", func(c *Cluster) {
+			c.Spec.Hosts[0].SSH = &HostSSH{User: "admin", IdentityFile: "/keys/a", Port: c.Spec.Hosts[0].Port}
+		}, nil, nil},
+		{"per-host ssh port differs from hosts[*].port", func(c *Cluster) { c.Spec.Hosts[1].SSH = &HostSSH{Port: 2222} }, []string{"spec.hosts[1].ssh.port"}, nil},
+		{"per-host ssh user with a host part", func(c *Cluster) { c.Spec.Hosts[2].SSH = &HostSSH{User: "admin@cp-c"} }, []string{"spec.hosts[2].ssh.user"}, nil},
+		{"per-host ssh key pasted in", func(c *Cluster) {
+			c.Spec.Hosts[0].SSH = &HostSSH{IdentityFile: "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl"}
+		}, []string{"spec.hosts[0].ssh.identityFile"}, nil},
 		{"metrics address not supported", func(c *Cluster) { c.Spec.Etcd.MetricsAddress = "10.0.0.1" }, []string{"spec.etcd.metricsAddress"}, nil},
 		{"command timeout negative", func(c *Cluster) { c.Spec.SSH.CommandTimeout.Duration = -1 }, []string{"spec.ssh.commandTimeout"}, nil},
 		{"8 GiB is fine", func(c *Cluster) { c.Spec.Etcd.QuotaBackendBytes = 8 << 30 }, nil, nil},

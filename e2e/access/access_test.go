@@ -9,6 +9,8 @@ package access
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -303,4 +306,69 @@ func TestPassphraseProtectedKey(t *testing.T) {
 		t.Fatalf("wrong passphrase: want exit 1 naming the key file")
 	}
 	suite.WithEnv("HACTL_E2E_KEY_PASSPHRASE="+passphrase).MustHactl(t, "plan", "-f", spec)
+}
+
+// TestPerHostSSH: hosts[*].ssh overrides. spec.ssh's own key is authorized nowhere and the agent is
+// off, so only the per-host keys can log in: cp-a as root with the lab key, cp-b and cp-c as the
+// sudo user with a copy of it (cp-c's port given twice, equal). sshd's journal shows who logged in.
+func TestPerHostSSH(t *testing.T) {
+	freshCP(t)
+	dir := t.TempDir()
+	_, stranger, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(stranger, "authorized nowhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangerFile := filepath.Join(dir, "id_stranger")
+	labCopy := filepath.Join(dir, "id_lab_copy")
+	labPEM, err := os.ReadFile(suite.Lab.IdentityFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, b := range map[string][]byte{strangerFile: pem.EncodeToMemory(block), labCopy: labPEM} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perHost := func(cpcPort int) func(c *v1alpha1.Cluster) {
+		return func(c *v1alpha1.Cluster) {
+			c.Spec.SSH.IdentityFile = strangerFile
+			c.Spec.SSH.Agent = v1alpha1.AgentNever
+			for i := range c.Spec.Hosts {
+				h := &c.Spec.Hosts[i]
+				switch h.Name {
+				case "cp-a":
+					h.SSH = &v1alpha1.HostSSH{User: "root", IdentityFile: suite.Lab.IdentityFile()}
+				case "cp-b":
+					h.SSH = &v1alpha1.HostSSH{IdentityFile: labCopy}
+				case "cp-c":
+					h.Port = 22 // given twice: hosts[*].port and hosts[*].ssh.port
+					h.SSH = &v1alpha1.HostSSH{IdentityFile: labCopy, Port: cpcPort}
+				}
+			}
+		}
+	}
+	// Two different ports for one host: refused locally, naming the field.
+	if r := suite.Hactl(t, "plan", "-f", variantSpec(t, lab.VariantSudo, perHost(2222))); r.Code != 2 || !strings.Contains(r.Stderr, "spec.hosts[2].ssh.port") {
+		t.Fatalf("hosts[2].port 22 and hosts[2].ssh.port 2222: want exit 2 naming spec.hosts[2].ssh.port")
+	}
+	spec := variantSpec(t, lab.VariantSudo, perHost(22))
+	suite.BootstrapJSON(t, spec)
+	healthy(t, &suite, spec)
+	logins := func(host, user string) int {
+		out := suite.ExecOn(t, host, "sh", "-c", "journalctl -u ssh --no-pager -o cat | grep -c 'Accepted publickey for "+user+" ' || true")
+		n, _ := strconv.Atoi(strings.TrimSpace(out))
+		return n
+	}
+	if logins("cp-a", lab.SudoUser) != 0 {
+		t.Errorf("cp-a: hactl logged in as %s, want root (hosts[0].ssh.user)", lab.SudoUser)
+	}
+	for _, h := range []string{"cp-b", "cp-c"} {
+		if logins(h, lab.SudoUser) == 0 {
+			t.Errorf("%s: no login as %s (spec.ssh.user with hosts[*].ssh.identityFile)", h, lab.SudoUser)
+		}
+	}
 }
