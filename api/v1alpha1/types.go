@@ -365,6 +365,17 @@ func (h Host) HasRole(r Role) bool {
 // EtcdHosts returns the hosts with role etcd, in spec order.
 func (c *Cluster) EtcdHosts() []Host { return c.hostsWith(RoleEtcd) }
 
+// SSHUser returns the login user of host name: its hosts[*].ssh.user, else spec.ssh.user (also for a
+// name the spec does not list).
+func (c *Cluster) SSHUser(name string) string {
+	for _, h := range c.Spec.Hosts {
+		if h.Name == name && h.SSH != nil && h.SSH.User != "" {
+			return h.SSH.User
+		}
+	}
+	return c.Spec.SSH.User
+}
+
 // ControlPlaneHosts returns the hosts with role control-plane (the kube-apiservers, the load
 // balancer's backends), in spec order.
 func (c *Cluster) ControlPlaneHosts() []Host { return c.hostsWith(RoleControlPlane) }

@@ -127,7 +127,7 @@ func (ph *Preflight) check(m Member, f *Facts, wantArch string) error {
 		errs = multierror.Append(errs, e)
 	}
 	if f.UID != 0 {
-		fail(CheckRoot, "commands of user %q run with uid %d: hactl installs system services and needs root (log in as root, or give the user sudo)", g.run.Spec.Spec.SSH.User, f.UID)
+		fail(CheckRoot, "commands of user %q run with uid %d: hactl installs system services and needs root (log in as root, or give the user sudo)", g.run.Spec.SSHUser(m.Name), f.UID)
 	}
 	if f.Kernel != "Linux" {
 		fail(CheckOS, "kernel %q: hactl supports Linux hosts with systemd", f.Kernel)
