@@ -124,8 +124,21 @@ unit: host-deps etcd-bins kubernetes-bins minio-bin scheduler-bin promtool contr
 e2e: host-deps etcd-bins kubernetes-bins kube-images minio-bin scheduler-image operator-image build lab-image kind-image ## e2e tests: the real hactl against the lab (one lab per package)
 	HACTL_BIN=$(CURDIR)/bin/hactl $(GO) test -tags e2e -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
+.PHONY: release-tools
+release-tools: ## build the pinned goreleaser and cyclonedx-gomod (tools/goreleaser, tools/cyclonedx-gomod) into bin/ (cached by input hash)
+	bash hack/build-release-tools.sh
+
+.PHONY: release-check
+release-check: release-tools ## goreleaser check of .goreleaser.yaml (the only part of the release in make test)
+	bin/goreleaser check
+
+.PHONY: release
+release: release-tools ## a snapshot release into dist/, offline: archives for linux/darwin x amd64/arm64, checksums.txt, .deb/.rpm, CycloneDX SBOMs (not part of make test)
+	PATH="$(CURDIR)/bin:$$PATH" bin/goreleaser release --snapshot --clean
+	@ls -l dist/*.tar.gz dist/*.deb dist/*.rpm dist/checksums.txt dist/*.cdx.json
+
 .PHONY: test
-test: vet unit e2e ## everything CI runs: vet, unit tests, e2e suite (installs what a fresh machine lacks)
+test: vet release-check unit e2e ## everything CI runs: vet, goreleaser check, unit tests, e2e suite (installs what a fresh machine lacks)
 
 .PHONY: demo
 demo: host-deps etcd-bins kubernetes-bins kube-images build lab-image ## lab up, one hactl bootstrap (etcd, LB, 3 control planes, 3 workers), status, kubectl via the VIP; leaves the lab running

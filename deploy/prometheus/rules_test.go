@@ -10,7 +10,7 @@ import (
 )
 
 // ruleFiles are the rule files, each with its promtool unit tests (<name>.rules_test.yaml).
-var ruleFiles = []string{"hactl-scheduler.rules.yaml", "hactl-operator.rules.yaml"}
+var ruleFiles = []string{"hactl-scheduler.rules.yaml", "hactl-operator.rules.yaml", "hactl-hosts.rules.yaml"}
 
 // promtool returns the promtool to run: the one on PATH, else /usr/bin/promtool (Debian's
 // prometheus package; hack/ensure-promtool.sh installs it). Missing: the test is skipped, or fails
