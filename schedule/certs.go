@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/hactl/hactl/internal/atomicfile"
 )
@@ -103,18 +101,11 @@ func FormatCertificates(cluster, member string, certs []CertificateExpiry) ([]by
 	if err := reg.Register(g); err != nil {
 		return nil, fmt.Errorf("certificates textfile: %w", err)
 	}
-	families, err := reg.Gather()
+	b, err := encodeText(reg)
 	if err != nil {
 		return nil, fmt.Errorf("certificates textfile: %w", err)
 	}
-	var b bytes.Buffer
-	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, f := range families {
-		if err := enc.Encode(f); err != nil {
-			return nil, fmt.Errorf("certificates textfile: %w", err)
-		}
-	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // WriteCertificatesTextfile scans dirs and writes the certificates' textfile atomically (temp +

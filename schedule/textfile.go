@@ -112,15 +112,25 @@ func Format(m Metrics) ([]byte, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("textfile: %w", err)
 	}
-	families, err := reg.Gather()
+	b, err := encodeText(reg)
 	if err != nil {
 		return nil, fmt.Errorf("textfile: %w", err)
+	}
+	return b, nil
+}
+
+// encodeText gathers reg and writes its families in the text exposition format, as node_exporter's
+// textfile collector reads it (families ordered by name, samples by label values).
+func encodeText(reg *prometheus.Registry) ([]byte, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, f := range families {
 		if err := enc.Encode(f); err != nil {
-			return nil, fmt.Errorf("textfile: %w", err)
+			return nil, err
 		}
 	}
 	return b.Bytes(), nil
