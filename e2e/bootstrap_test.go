@@ -186,7 +186,8 @@ func TestBootstrapThreeMembers(t *testing.T) {
 		t.Fatalf("plan failed")
 	}
 	// CI's drift check: a plan with changes exits 4 and names them.
-	if r := suite.Hactl(t, "plan", "-f", spec, "--detailed-exitcode"); r.Code != 4 || !strings.Contains(r.Stderr, "3 changes pending: member cp-a: create") || strings.Contains(r.Stderr, "ERROR") {
+	if r := suite.Hactl(t, "plan", "-f", spec, "--detailed-exitcode"); r.Code != 4 ||
+		!strings.Contains(r.Stderr, "changes pending: member cp-a: create, member cp-b: create, member cp-c: create") || strings.Contains(r.Stderr, "ERROR") {
 		t.Fatalf("plan --detailed-exitcode before bootstrap: exit %d, want 4 naming the 3 creates", r.Code)
 	}
 	res := suite.BootstrapJSON(t, spec)
