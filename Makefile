@@ -134,7 +134,9 @@ release-check: release-tools ## goreleaser check of .goreleaser.yaml (the only p
 
 .PHONY: release
 release: release-tools ## a snapshot release into dist/, offline: archives for linux/darwin x amd64/arm64, checksums.txt, .deb/.rpm, CycloneDX SBOMs (not part of make test)
-	PATH="$(CURDIR)/bin:$$PATH" bin/goreleaser release --snapshot --clean
+	PATH="$(CURDIR)/bin:$$PATH" HACTL_COMMIT=$(COMMIT) HACTL_SHORT_COMMIT=$$(git rev-parse --short=12 HEAD) \
+	  HACTL_COMMIT_DATE=$(BUILD_DATE) HACTL_COMMIT_TIMESTAMP=$$(git log -1 --format=%ct) \
+	  bin/goreleaser release --snapshot --clean
 	@ls -l dist/*.tar.gz dist/*.deb dist/*.rpm dist/checksums.txt dist/*.cdx.json
 
 .PHONY: test
