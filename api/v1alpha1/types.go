@@ -32,10 +32,14 @@ const (
 
 // Cluster is the whole spec document.
 type Cluster struct {
-	APIVersion string      `json:"apiVersion"`
-	Kind       string      `json:"kind"`
-	Metadata   ObjectMeta  `json:"metadata"`
-	Spec       ClusterSpec `json:"spec"`
+	// APIVersion is hactl.io/v1alpha1.
+	APIVersion string `json:"apiVersion"`
+	// Kind is Cluster.
+	Kind string `json:"kind"`
+	// Metadata names the cluster.
+	Metadata ObjectMeta `json:"metadata"`
+	// Spec is everything hactl builds.
+	Spec ClusterSpec `json:"spec"`
 
 	// lines maps field paths to lines of the document the Cluster was decoded from (nil when built
 	// in code), so later checks (specload.ValidateLocalFiles) can point at the line too.
@@ -66,9 +70,13 @@ type ClusterSpec struct {
 	// StateDir is the local directory holding the PKI and cluster state (cluster.json).
 	// A relative path is resolved against the spec file's directory; "~" is expanded.
 	StateDir string `json:"stateDir,omitempty"`
-	SSH      SSH    `json:"ssh"`
-	Hosts    []Host `json:"hosts"`
-	Etcd     Etcd   `json:"etcd"`
+	// SSH is how hactl reaches every host (hosts[*].ssh overrides it per host).
+	SSH SSH `json:"ssh"`
+	// Hosts are the machines: etcd members, control planes, workers and LB hosts, by role; 3 or 5
+	// members spread over availability zones.
+	Hosts []Host `json:"hosts"`
+	// Etcd configures the etcd members.
+	Etcd Etcd `json:"etcd"`
 	// LoadBalancer puts HAProxy + Keepalived (a VRRP VIP) in front of the kube-apiservers; nil when
 	// the spec has no load balancer.
 	LoadBalancer *LoadBalancer `json:"loadBalancer,omitempty"`

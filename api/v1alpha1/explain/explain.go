@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -143,6 +144,9 @@ func (e *UnknownFieldError) Error() string {
 		}
 		msg += "; did you mean " + strings.Join(full, " or ") + "?"
 	}
+	if len(e.Known) == 0 {
+		return msg + " (a " + e.Type + " has no fields)"
+	}
 	return msg + " (its fields: " + strings.Join(e.Known, ", ") + ")"
 }
 
@@ -159,11 +163,23 @@ func join(parent, name string) string {
 // 1 lists the field's own fields, 0 none, a negative depth all (--recursive). Errors: an
 // *UnknownFieldError for a segment that names no field, or a path into a scalar.
 func (d *Doc) Explain(path string, depth int) (Field, error) {
-	segs := splitPath(path)
+	segs, err := splitPath(path)
+	if err != nil {
+		return Field{}, err
+	}
 	cur := d.root
 	parent := ""
 	for _, seg := range segs {
 		obj, name := d.resolve(cur)
+		if v := d.mapValue(obj); v != nil {
+			// A map: a segment naming a field of its values steps into them (as a list does);
+			// any other segment is a key, and the path goes on in that key's value.
+			if vo, _ := d.resolve(v); vo.prop(seg) == nil {
+				cur = v
+				parent = join(parent, seg)
+				continue
+			}
+		}
 		obj, _ = d.elem(obj)
 		p := obj.prop(seg)
 		if p == nil {
@@ -177,12 +193,28 @@ func (d *Doc) Explain(path string, depth int) (Field, error) {
 	return d.field(strings.Join(segs, "."), cur, depth), nil
 }
 
-// elem steps into a list's elements (a list of objects explains as its element).
+// elem steps into a list's elements or a map's values (a list or map of objects explains as its
+// element).
 func (d *Doc) elem(s *Schema) (*Schema, string) {
 	if s.Type == "array" && s.Items != nil {
 		return d.resolve(s.Items)
 	}
+	if v := d.mapValue(s); v != nil {
+		return d.resolve(v)
+	}
 	return s, ""
+}
+
+// mapValue returns the schema of a map's values (additionalProperties as a schema), or nil.
+func (d *Doc) mapValue(s *Schema) *Schema {
+	if s.Type != "object" || len(s.AddlProps) == 0 || s.AddlProps[0] != '{' {
+		return nil
+	}
+	var v Schema
+	if json.Unmarshal(s.AddlProps, &v) != nil {
+		return nil
+	}
+	return &v
 }
 
 func (s *Schema) prop(name string) *Schema {
@@ -257,22 +289,44 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// splitPath normalises a dotted path into its segments.
-func splitPath(path string) []string {
+// splitPath normalises a dotted path into its segments: a leading "cluster." (or "Cluster.") and a
+// trailing "." are dropped, "[]", "[*]" or "[N]" after a segment too. An empty segment ("spec..etcd")
+// or another bracket is a *PathError.
+func splitPath(path string) ([]string, error) {
+	orig := path
 	path = strings.TrimSuffix(strings.TrimSpace(path), ".")
-	path = strings.TrimPrefix(strings.TrimPrefix(path, "Cluster"), "cluster")
-	path = strings.TrimPrefix(path, ".")
+	for _, root := range []string{"cluster", "Cluster"} {
+		if path == root {
+			path = ""
+		}
+		path = strings.TrimPrefix(path, root+".")
+	}
+	if path == "" {
+		return nil, nil
+	}
 	var segs []string
 	for _, s := range strings.Split(path, ".") {
-		if i := strings.IndexByte(s, '['); i >= 0 && strings.HasSuffix(s, "]") {
+		if i := strings.IndexByte(s, '['); i >= 0 {
+			idx := s[i:]
+			if !indexRE.MatchString(idx) {
+				return nil, &PathError{Path: orig, Problem: fmt.Sprintf("%q: an index is [], [*] or [N]", s)}
+			}
 			s = s[:i]
 		}
-		if s != "" {
-			segs = append(segs, s)
+		if s == "" {
+			return nil, &PathError{Path: orig, Problem: "an empty segment: write fields separated by single dots, e.g. spec.etcd.dataDir"}
 		}
+		segs = append(segs, s)
 	}
-	return segs
+	return segs, nil
 }
+
+var indexRE = regexp.MustCompile(`^\[(\*|[0-9]*)\]$`)
+
+// PathError is a path explain cannot read.
+type PathError struct{ Path, Problem string }
+
+func (e *PathError) Error() string { return fmt.Sprintf("%s: %s", e.Path, e.Problem) }
 
 // suggest returns the names within edit distance 2 of seg (or equal ignoring case), nearest first.
 func suggest(seg string, names []string) []string {

@@ -128,3 +128,34 @@ func TestPrint(t *testing.T) {
 		}
 	}
 }
+
+// TestMapsAndBadPaths: a map's values explain like a list's elements (a segment naming a field of
+// the values steps in, any other is a key); malformed paths and roots glued to a field are refused.
+func TestMapsAndBadPaths(t *testing.T) {
+	d := doc(t)
+	f, err := d.Explain("spec.scheduler.plugins", 1)
+	if err != nil || !slices.Contains(names(f.Fields), "spec.scheduler.plugins.enabled") {
+		t.Errorf("plugins: %v fields %v", err, names(f.Fields))
+	}
+	for _, p := range []string{"spec.scheduler.plugins.score.enabled", "spec.scheduler.plugins.enabled"} {
+		if f, err := d.Explain(p, 0); err != nil || !strings.HasPrefix(f.Type, "<[]") {
+			t.Errorf("%s: %+v %v", p, f, err)
+		}
+	}
+	if f, err := d.Explain("spec.loadBalancer.priorities.lb-a", 0); err != nil || f.Type != "<integer>" {
+		t.Errorf("priorities.lb-a: %+v %v", f, err)
+	}
+	for _, p := range []string{"spec..etcd", "spec.hosts[abc]", "spec.etcd.[0]"} {
+		var pe *PathError
+		if _, err := d.Explain(p, 1); !errors.As(err, &pe) {
+			t.Errorf("%q: %v, want a *PathError", p, err)
+		}
+	}
+	var ue *UnknownFieldError
+	if _, err := d.Explain("clusterspec", 1); !errors.As(err, &ue) {
+		t.Errorf("clusterspec: %v, want an unknown field", err)
+	}
+	if _, err := d.Explain("spec.etcd.dataDir.x", 1); err == nil || !strings.Contains(err.Error(), "a string has no fields") {
+		t.Errorf("into a scalar: %v", err)
+	}
+}

@@ -28,6 +28,10 @@ func completionSpec(cmd *cobra.Command) *v1alpha1.Cluster {
 	if err != nil || path == "" {
 		return nil
 	}
+	// A regular file only: opening a FIFO (or /dev/stdin) would block the shell's completion.
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
 	c, _, err := specload.Load(path)
 	if err != nil {
 		return nil

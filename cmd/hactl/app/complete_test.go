@@ -3,6 +3,7 @@ package app
 import (
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -25,6 +26,8 @@ func TestCompletions(t *testing.T) {
 		{[]string{"status", "-o", ""}, "table\njson\nyaml\n"},
 		{[]string{"explain", "spec.etcd.data"}, "spec.etcd.dataDir\n"},
 		{[]string{"drill", "az-outage", "-f", filepath.Join(t.TempDir(), "none.yaml"), "--zone", ""}, ""}, // no spec: nothing
+		{[]string{"drill", "az-outage", "-f", fifo(t), "--zone", ""}, ""},                                 // a FIFO is not read (it would block)
+		{[]string{"explain", "spec.scheduler.pl"}, "spec.scheduler.plugins.\n"},                           // a map of objects goes on
 	} {
 		out, _, code := runCmd(t, append([]string{"__complete"}, tt.args...)...)
 		got := out
@@ -35,4 +38,14 @@ func TestCompletions(t *testing.T) {
 			t.Errorf("%v: exit %d, completes %q, want %q", tt.args, code, got, tt.want)
 		}
 	}
+}
+
+// fifo returns a named pipe nobody writes to.
+func fifo(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "spec.fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -54,7 +54,7 @@ hactl schema prints the same information as a JSON Schema for editors.`,
 			}
 			f, err := d.Explain(path, depth)
 			if err != nil {
-				if ue := (*explain.UnknownFieldError)(nil); errors.As(err, &ue) {
+				if ue, pe := (*explain.UnknownFieldError)(nil), (*explain.PathError)(nil); errors.As(err, &ue) || errors.As(err, &pe) {
 					return &UsageError{Err: err}
 				}
 				return err

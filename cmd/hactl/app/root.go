@@ -200,6 +200,7 @@ func writeReport(w io.Writer, output string, v any, table func(io.Writer)) error
 	case outputJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // "<Etcd>", not "\u003cEtcd\u003e": reports are for programs and people, not HTML
 		return enc.Encode(v)
 	case outputYAML:
 		b, err := sigsyaml.Marshal(v)
