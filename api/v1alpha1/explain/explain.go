@@ -131,6 +131,9 @@ type UnknownFieldError struct {
 	Suggestions []string
 }
 
+// ExitCode returns 2 (invalid input, found locally), as hactl's exit codes say.
+func (e *UnknownFieldError) ExitCode() int { return 2 }
+
 func (e *UnknownFieldError) Error() string {
 	where := e.Parent
 	if where == "" {
@@ -325,6 +328,9 @@ var indexRE = regexp.MustCompile(`^\[(\*|[0-9]*)\]$`)
 
 // PathError is a path explain cannot read.
 type PathError struct{ Path, Problem string }
+
+// ExitCode returns 2 (invalid input, found locally).
+func (e *PathError) ExitCode() int { return 2 }
 
 func (e *PathError) Error() string { return fmt.Sprintf("%s: %s", e.Path, e.Problem) }
 

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"io"
 	"strings"
 
@@ -52,11 +51,8 @@ hactl schema prints the same information as a JSON Schema for editors.`,
 			if recursive {
 				depth = -1
 			}
-			f, err := d.Explain(path, depth)
+			f, err := d.Explain(path, depth) // its path errors choose exit 2 themselves (ExitCode)
 			if err != nil {
-				if ue, pe := (*explain.UnknownFieldError)(nil), (*explain.PathError)(nil); errors.As(err, &ue) || errors.As(err, &pe) {
-					return &UsageError{Err: err}
-				}
 				return err
 			}
 			return writeReport(s.Out, output, f, func(w io.Writer) { explain.Print(w, v1alpha1.Kind, v1alpha1.APIVersion, f) })
