@@ -29,7 +29,8 @@ const (
 	KillLeader Kind = "kill-leader"
 	// AZOutage takes down every member and LB host of one availability zone.
 	AZOutage Kind = "az-outage"
-	// LBFailover stops HAProxy or Keepalived on the VIP holder.
+	// LBFailover stops HAProxy or Keepalived on the VIP holder; with spec.loadBalancer.external it
+	// cuts one backend's kube-apiserver off the user's load balancer instead.
 	LBFailover Kind = "lb-failover"
 )
 
@@ -65,7 +66,8 @@ func ParseMethod(flag, s string) (Method, error) {
 	return "", &InputError{Err: fmt.Errorf("%s %q: unknown method: use one of %s", flag, s, strings.Join(names, ", "))}
 }
 
-// Component is what lb-failover stops on the VIP holder.
+// Component is what lb-failover stops on the VIP holder (or, with an external load balancer, on a
+// backend).
 type Component string
 
 const (
@@ -75,18 +77,23 @@ const (
 	// ComponentKeepalived stops keepalived.service: it sends a priority-0 advertisement on the way
 	// out (RFC 5798 §6.4.3) and the backup takes over after its skew time.
 	ComponentKeepalived Component = "keepalived"
+	// ComponentAPIServer is lb-failover's only component with spec.loadBalancer.external: iptables
+	// on one control-plane host (--backend) drops TCP to and from apiServerPort, so the user's load
+	// balancer loses that backend the way it loses a dead host (no RST, connections time out).
+	ComponentAPIServer Component = "kube-apiserver"
 )
 
 // Unit returns the systemd unit of c.
 func (c Component) Unit() string { return string(c) + ".service" }
 
-// ParseComponent returns the Component named s or an *InputError naming flag.
+// ParseComponent returns the Component named s ("" stays "": Options.Validate picks the default)
+// or an *InputError naming flag.
 func ParseComponent(flag, s string) (Component, error) {
 	switch Component(s) {
-	case ComponentHAProxy, ComponentKeepalived:
+	case "", ComponentHAProxy, ComponentKeepalived, ComponentAPIServer:
 		return Component(s), nil
 	}
-	return "", &InputError{Err: fmt.Errorf("%s %q: unknown component: use haproxy or keepalived", flag, s)}
+	return "", &InputError{Err: fmt.Errorf("%s %q: unknown component: use haproxy or keepalived (hactl's load balancer), or kube-apiserver (spec.loadBalancer.external)", flag, s)}
 }
 
 // Defaults of the workload and the measurement.

@@ -2,7 +2,14 @@ package drill
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"os"
 	"os/exec"
 	"path"
@@ -132,6 +139,81 @@ func TestValidate(t *testing.T) {
 	}
 	if _, err := ParseComponent("--component", "nginx"); !IsInput(err) {
 		t.Errorf("ParseComponent: %v", err)
+	}
+	// hactl's load balancer: the default component is haproxy; kube-apiserver and --backend are
+	// for an external one.
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, testCAPEM(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o = Options{Cluster: c, Kind: LBFailover, Count: 1, CAFile: ca, Hold: 10 * time.Second}
+	_ = o.Validate() // the test spec is not defaulted: lb.Plan refuses its advertInterval
+	if o.Component != ComponentHAProxy {
+		t.Errorf("managed default component %q", o.Component)
+	}
+	for _, bad := range []Options{{Component: ComponentAPIServer}, {Backend: "a"}} {
+		bad.Cluster, bad.Kind, bad.Count, bad.CAFile = c, LBFailover, 1, ca
+		if err := bad.Validate(); !IsInput(err) || !strings.Contains(err.Error(), "spec.loadBalancer.external") {
+			t.Errorf("managed with %+v: %v", bad, err)
+		}
+	}
+}
+
+// TestValidateExternal: lb-failover through spec.loadBalancer.external cuts a control-plane host
+// (--backend, default the first) off the user's load balancer.
+func TestValidateExternal(t *testing.T) {
+	c := spec(t, three, nil)
+	for i := range c.Spec.Hosts {
+		c.Spec.Hosts[i].Roles = append(c.Spec.Hosts[i].Roles, v1alpha1.RoleControlPlane)
+	}
+	c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{External: &v1alpha1.ExternalLoadBalancer{Address: "api.example.com", Port: 8443}, APIServerPort: 6443}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, testCAPEM(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Cluster: c, Kind: LBFailover, Count: 1, CAFile: ca}
+	if err := o.Validate(); err != nil || o.Component != ComponentAPIServer || o.Backend != "a" || o.Hold != DefaultHold {
+		t.Fatalf("defaults: %v, component %q backend %q hold %s", err, o.Component, o.Backend, o.Hold)
+	}
+	r := &runner{o: &o, c: c, report: &Report{ID: "x"}, hosts: newHosts(c, nil)}
+	if got := r.readyzURL(); got != "https://api.example.com:8443/readyz" {
+		t.Errorf("readyz URL %s", got)
+	}
+	if f := r.faultFor(c.Spec.Hosts[0]); len(f.DropPorts) != 1 || f.DropPorts[0] != 6443 || len(f.StopUnits) != 0 {
+		t.Errorf("fault %+v: want port 6443 dropped, nothing stopped", f)
+	}
+	if plan := strings.Join(r.externalPlan(), "\n"); !strings.Contains(plan, "cut backend a off your load balancer (spec.loadBalancer.external api.example.com:8443)") {
+		t.Errorf("plan:\n%s", plan)
+	}
+	if hs := drillHosts(c); len(hs) != 3 {
+		t.Errorf("drill hosts %v", hs)
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Component: ComponentHAProxy}, "--component haproxy: spec.loadBalancer.external is set"},
+		{Options{Backend: "nope"}, `--backend "nope": not a control-plane host of the spec (they are a, b, c)`},
+		{Options{CAFile: "-"}, "--ca-file"},
+		{Options{Hold: time.Second}, "--hold 1s: shorter than the minimum for a load balancer's health check = 2s"},
+	} {
+		o := tc.o
+		o.Cluster, o.Kind, o.Count = c, LBFailover, 1
+		if o.CAFile == "-" {
+			o.CAFile = ""
+		} else {
+			o.CAFile = ca
+		}
+		if err := o.Validate(); !IsInput(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an InputError with %q", tc.o, err, tc.want)
+		}
+	}
+	one := spec(t, three, nil)
+	one.Spec.Hosts[0].Roles = append(one.Spec.Hosts[0].Roles, v1alpha1.RoleControlPlane)
+	one.Spec.LoadBalancer = c.Spec.LoadBalancer
+	o = Options{Cluster: one, Kind: LBFailover, Count: 1, CAFile: ca}
+	if err := o.Validate(); !IsInput(err) || !strings.Contains(err.Error(), "1 control-plane host(s)") {
+		t.Errorf("one backend: %v", err)
 	}
 }
 
@@ -506,4 +588,20 @@ func TestFenceCommand(t *testing.T) {
 	if !strings.Contains(cmd, "mv ") || !strings.HasSuffix(cmd, "systemctl daemon-reload") {
 		t.Errorf("not temp + rename, then daemon-reload:\n%s", cmd)
 	}
+}
+
+// testCAPEM returns a self-signed CA certificate, PEM-encoded.
+func testCAPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -152,11 +152,13 @@ func unitsOf(h v1alpha1.Host) []string {
 	return u
 }
 
-// drillHosts are the hosts a drill may touch: etcd members and LB hosts, in spec order.
+// drillHosts are the hosts a drill may touch: etcd members and LB hosts, and with
+// spec.loadBalancer.external the control-plane hosts (lb-failover's backends), in spec order.
 func drillHosts(c *v1alpha1.Cluster) []v1alpha1.Host {
 	var out []v1alpha1.Host
+	ext := c.ExternalLB() != nil
 	for _, h := range c.Spec.Hosts {
-		if h.HasRole(v1alpha1.RoleEtcd) || h.HasRole(v1alpha1.RoleLB) {
+		if h.HasRole(v1alpha1.RoleEtcd) || h.HasRole(v1alpha1.RoleLB) || (ext && h.HasRole(v1alpha1.RoleControlPlane)) {
 			out = append(out, h)
 		}
 	}

@@ -289,7 +289,7 @@ func (r *runner) etcdIteration(ctx context.Context, n int, pre *preflightState) 
 		}
 	}
 	var lbw *lbWatch
-	if r.o.Kind == AZOutage && r.c.Spec.LoadBalancer != nil && r.report.Prediction != nil && len(r.report.Prediction.LBHosts) > 0 {
+	if r.o.Kind == AZOutage && r.c.ManagedLB() != nil && r.report.Prediction != nil && len(r.report.Prediction.LBHosts) > 0 {
 		if lbw, err = r.startLBWatch(mctx, false); err != nil {
 			mw.stop()
 			return nil, err

@@ -28,8 +28,11 @@ const readyzTimeout = 500 * time.Millisecond
 // vip returns spec.loadBalancer.vip's address.
 func (r *runner) vip() netip.Addr { return r.lbPlan.VIP.Addr() }
 
-// readyzURL is https://VIP:frontendPort/readyz.
+// readyzURL is https://VIP:frontendPort/readyz, or through spec.loadBalancer.external.
 func (r *runner) readyzURL() string {
+	if r.lbPlan == nil {
+		return externalURL(r.c)
+	}
 	return "https://" + netip.AddrPortFrom(r.vip(), uint16(r.lbPlan.FrontendPort)).String() + lb.ReadyzPath
 }
 
@@ -329,6 +332,9 @@ func (r *runner) highestPriority() string {
 
 // lbIteration is one lb-failover iteration.
 func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*Iteration, error) {
+	if r.c.ExternalLB() != nil {
+		return r.externalIteration(ctx, n)
+	}
 	holder := pre.vipHolder
 	h, ok := r.hosts.host(holder)
 	if !ok {

@@ -325,6 +325,12 @@ func (r *Report) Print(w io.Writer) {
 		}
 		ui.Table(w, []string{"#", "SNAPSHOT", "AGE AT t0", "FETCH", "RESTORE", "RTO (etcd)", "RTO (READYZ)", "RPO", "KEPT", "LOST (ACKED BEFORE t0)", "RESULT"}, rows)
 		fmt.Fprintf(w, "budgets: RTO %s, RPO %s\n", fmtMs(&r.MaxRTOMs), fmtMs(&r.MaxRPOMs))
+	case r.Drill == LBFailover && r.Component == ComponentAPIServer:
+		rows := [][]string{}
+		for _, it := range r.Iterations {
+			rows = append(rows, []string{fmt.Sprint(it.N), strings.Join(it.Targets, ","), fmtMs(it.RTOMs), fmt.Sprint(it.ReadyzFailures), fmtMs(it.FailbackOutageMs), verdictOf(it)})
+		}
+		ui.Table(w, []string{"#", "BACKEND CUT OFF", "READYZ BACK (RTO)", "FAILED REQS", "FAILBACK OUTAGE", "RESULT"}, rows)
 	case r.Drill == LBFailover:
 		rows := [][]string{}
 		for _, it := range r.Iterations {
@@ -384,7 +390,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	switch r.Drill {
 	case LBFailover:
-		if d, ok := r.Summary["rtoMs"]; ok {
+		if d, ok := r.Summary["rtoMs"]; ok && r.Component == ComponentAPIServer {
+			fmt.Fprintf(w, "The API through your load balancer was unavailable for %s (median of %d) after a backend's kube-apiserver was cut off.\n", fmtMs(&d.Median), d.N)
+		} else if ok {
 			fmt.Fprintf(w, "The API through the VIP was unavailable for %s (median of %d) after %s stopped on the VIP holder.\n", fmtMs(&d.Median), d.N, r.Component)
 		}
 	default:

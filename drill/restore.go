@@ -182,7 +182,7 @@ func validateOnto(old, onto *v1alpha1.Cluster, file string) error {
 	if onto.Spec.StateDir == old.Spec.StateDir {
 		return &InputError{Err: fmt.Errorf("--onto %s: spec.stateDir %s is the drilled cluster's own: the new cluster needs its own (its own CA, tokens and member records); set another spec.stateDir there", file, onto.Spec.StateDir)}
 	}
-	if ol, nl := old.Spec.LoadBalancer, onto.Spec.LoadBalancer; ol != nil && nl != nil {
+	if ol, nl := old.ManagedLB(), onto.ManagedLB(); ol != nil && nl != nil {
 		op, oerr := netip.ParsePrefix(ol.VIP)
 		np, nerr := netip.ParsePrefix(nl.VIP)
 		switch {

@@ -26,9 +26,13 @@ import (
 type Options struct {
 	Cluster *v1alpha1.Cluster
 	Kind    Kind
-	// Method takes the target down (kill-leader, az-outage); Component is what lb-failover stops.
+	// Method takes the target down (kill-leader, az-outage); Component is what lb-failover stops
+	// (default haproxy; with spec.loadBalancer.external always ComponentAPIServer).
 	Method    Method
 	Component Component
+	// Backend is the control-plane host lb-failover cuts off an external load balancer (default:
+	// the first control-plane host in spec order); only with spec.loadBalancer.external.
+	Backend string
 	// Zone is az-outage's zone; ExpectOutage allows a zone whose loss breaks quorum (the drill then
 	// measures the recovery after the zone returns).
 	Zone         string
@@ -151,7 +155,22 @@ func (o *Options) Validate() error {
 		}
 	case LBFailover:
 		if c.Spec.LoadBalancer == nil {
-			return &InputError{Err: errors.New("spec.loadBalancer is not set: lb-failover needs the VIP and its LB hosts")}
+			return &InputError{Err: errors.New("spec.loadBalancer is not set: lb-failover needs the VIP and its LB hosts, or spec.loadBalancer.external")}
+		}
+		if c.ExternalLB() != nil {
+			if err := o.validateExternal(); err != nil {
+				return err
+			}
+			break
+		}
+		switch {
+		case o.Component == "":
+			o.Component = ComponentHAProxy
+		case o.Component == ComponentAPIServer:
+			return &InputError{Err: errors.New("--component kube-apiserver is for spec.loadBalancer.external (a backend cut off your load balancer); hactl's load balancer fails over with --component haproxy or keepalived")}
+		}
+		if o.Backend != "" {
+			return &InputError{Err: errors.New("--backend is for spec.loadBalancer.external; with hactl's load balancer lb-failover stops --component on the VIP holder")}
 		}
 		if n := len(c.LBHosts()); n < 2 {
 			return &InputError{Err: fmt.Errorf("spec.hosts: %d LB host(s): lb-failover needs at least 2 (a VIP holder and a backup)", n)}
@@ -176,7 +195,9 @@ func (o *Options) Validate() error {
 	// keepalived's check fails and the backup's master-down interval (RFC 5798).
 	need := 2*c.Spec.Etcd.ElectionTimeout.Duration + time.Second
 	what := fmt.Sprintf("2 x the election timeout (%s) + 1s", c.Spec.Etcd.ElectionTimeout.Duration)
-	if o.Kind == LBFailover {
+	if o.Kind == LBFailover && c.ExternalLB() != nil {
+		need, what = minExternalHold, "the minimum for a load balancer's health check"
+	} else if o.Kind == LBFailover {
 		p, err := lb.Plan(c)
 		if err != nil {
 			return &InputError{Err: err}
@@ -294,7 +315,7 @@ func run(ctx context.Context, o *Options) (*Report, error) {
 	for _, m := range members {
 		r.urls[m.Name] = m.ClientURL()
 	}
-	if r.c.Spec.LoadBalancer != nil {
+	if r.c.ManagedLB() != nil {
 		if r.lbPlan, err = lb.Plan(r.c); err != nil {
 			return nil, err
 		}
@@ -444,7 +465,7 @@ func (r *runner) settings() Settings {
 			s.ResolutionMs = ms(tick)
 		}
 	}
-	if lbs := r.c.Spec.LoadBalancer; lbs != nil {
+	if lbs := r.c.ManagedLB(); lbs != nil {
 		s.AdvertIntervalMs = ms(lbs.AdvertInterval.Duration)
 		s.CheckIntervalMs = ms(lbs.HealthCheck.Interval.Duration)
 		s.CheckFall, s.CheckRise = lbs.HealthCheck.Fall, lbs.HealthCheck.Rise
@@ -486,7 +507,7 @@ func (r *runner) preflight(ctx context.Context) (*preflightState, error) {
 		}
 		r.p.Warnf("drill/preflight: --force: going ahead although %s", strings.Join(reasons, "; "))
 	}
-	if r.c.Spec.LoadBalancer != nil && (r.o.Kind == LBFailover || r.o.Kind == AZOutage) {
+	if r.c.ManagedLB() != nil && (r.o.Kind == LBFailover || r.o.Kind == AZOutage) {
 		holders, err := r.vipHolders(ctx)
 		if err != nil {
 			return nil, err
@@ -562,7 +583,7 @@ func (r *runner) waitHealthy(ctx context.Context, i int) (*preflightState, error
 		if err != nil || len(reasons) > 0 {
 			return false, nil
 		}
-		if r.c.Spec.LoadBalancer == nil || (r.o.Kind != LBFailover && r.o.Kind != AZOutage) {
+		if r.c.ManagedLB() == nil || (r.o.Kind != LBFailover && r.o.Kind != AZOutage) {
 			return true, nil
 		}
 		holders, herr := r.vipHolders(ctx)
@@ -616,6 +637,10 @@ func (r *runner) plan(pre *preflightState) []string {
 		}
 		out = append(out, pred.Sentences()...)
 	case LBFailover:
+		if r.c.ExternalLB() != nil {
+			out = append(out, r.externalPlan()...)
+			break
+		}
 		out = append(out, fmt.Sprintf("stop %s on the VIP holder (now %s) and poll GET %s every %s on fresh connections",
 			o.Component.Unit(), dash(pre.vipHolder), r.readyzURL(), PollInterval))
 		if o.Component == ComponentKeepalived {
@@ -639,7 +664,11 @@ func (r *runner) plan(pre *preflightState) []string {
 	} else {
 		out = append(out, fmt.Sprintf("safety: the fault and its --up-command are recorded in %s; `hactl drill cleanup` runs it if this drill is interrupted", journalPath(r.c.Spec.StateDir)))
 	}
-	switch {
+	switch ext := r.c.ExternalLB() != nil; {
+	case o.Kind == LBFailover && ext && o.MaxRTO > 0:
+		out = append(out, fmt.Sprintf("verdict: fail (exit 3) if readyz through your load balancer takes longer than %s to answer again, or does not answer again before the put-back", o.MaxRTO))
+	case o.Kind == LBFailover && ext:
+		out = append(out, "verdict: fail (exit 3) if readyz through your load balancer does not answer 200 again before the put-back; add --max-rto for a verdict on the RTO")
 	case o.Kind == LBFailover && o.MaxRTO > 0:
 		out = append(out, fmt.Sprintf("verdict: fail (exit 3) if readyz through the VIP takes longer than %s to answer again, the VIP does not move or does not settle", o.MaxRTO))
 	case o.Kind == LBFailover:
@@ -655,6 +684,9 @@ func (r *runner) plan(pre *preflightState) []string {
 // faultText says what the method does to host name.
 func (r *runner) faultText(name string) string {
 	h, _ := r.hosts.host(name)
+	if r.o.Kind == LBFailover && r.o.Component == ComponentAPIServer {
+		return fmt.Sprintf("%s: iptables drops TCP to and from kube-apiserver's port %d, in and out", name, r.c.APIServerPort())
+	}
 	if r.o.Kind == LBFailover {
 		return fmt.Sprintf("%s: %s stopped (systemctl stop)", name, r.o.Component.Unit())
 	}
@@ -721,6 +753,8 @@ func workloadPrefix(id string, i int) string {
 func (r *runner) faultFor(h v1alpha1.Host) fault.Fault {
 	f := fault.Fault{DrillID: r.report.ID, Deadman: r.o.Hold + r.o.DeadmanGrace}
 	switch {
+	case r.o.Kind == LBFailover && r.o.Component == ComponentAPIServer:
+		f.DropPorts = []int{r.c.APIServerPort()}
 	case r.o.Kind == LBFailover:
 		f.StopUnits = []string{r.o.Component.Unit()}
 	case r.o.Method == MethodNetwork && r.o.Kind == KillLeader:

@@ -212,23 +212,27 @@ func documents(c *v1alpha1.Cluster, o Options) (*InitConfiguration, *ClusterConf
 	specPath := field.NewPath("spec")
 
 	lb := c.Spec.LoadBalancer
-	var vip netip.Addr
-	frontendPort, apiServerPort := DefaultFrontendPort, DefaultAPIServerPort
-	if lb == nil {
+	var vip netip.Addr // the managed load balancer's VIP (zero with an external one)
+	endpointHost, frontendPort, _ := c.APIEndpoint()
+	apiServerPort := c.APIServerPort()
+	switch {
+	case lb == nil:
 		errs = append(errs, field.Required(specPath.Child("loadBalancer"),
-			"kubeadm's controlPlaneEndpoint is the load balancer's VIP: add spec.loadBalancer (vip, e.g. 10.0.0.100/24)"))
-	} else {
+			"kubeadm's controlPlaneEndpoint is the load balancer's VIP: add spec.loadBalancer (vip, e.g. 10.0.0.100/24, or external with your load balancer's address)"))
+	case lb.External != nil:
+		if endpointHost == "" {
+			errs = append(errs, field.Required(specPath.Child("loadBalancer", "external", "address"), "set your load balancer's DNS name or IP address"))
+		}
+		if a, err := netip.ParseAddr(endpointHost); err == nil {
+			endpointHost = a.Unmap().String()
+		}
+	default:
 		p, err := netip.ParsePrefix(lb.VIP)
 		if err != nil {
 			errs = append(errs, field.Invalid(specPath.Child("loadBalancer", "vip"), lb.VIP, "must be an IP address with its prefix length, e.g. 10.0.0.100/24"))
 		} else {
 			vip = p.Addr().Unmap()
-		}
-		if lb.FrontendPort != 0 {
-			frontendPort = lb.FrontendPort
-		}
-		if lb.APIServerPort != 0 {
-			apiServerPort = lb.APIServerPort
+			endpointHost = vip.String()
 		}
 	}
 
@@ -280,7 +284,9 @@ func documents(c *v1alpha1.Cluster, o Options) (*InitConfiguration, *ClusterConf
 		},
 	}
 
-	sans := []string{vip.String()}
+	// kubeadm adds controlPlaneEndpoint's host to the apiserver certificate too; listing it keeps
+	// the SANs readable in the printed configuration.
+	sans := []string{endpointHost}
 	for _, a := range cpAddrs {
 		if s := a.String(); !slices.Contains(sans, s) {
 			sans = append(sans, s)
@@ -290,7 +296,7 @@ func documents(c *v1alpha1.Cluster, o Options) (*InitConfiguration, *ClusterConf
 		TypeMeta:             TypeMeta{APIVersion: APIVersion, Kind: "ClusterConfiguration"},
 		ClusterName:          c.Metadata.Name,
 		KubernetesVersion:    o.KubernetesVersion,
-		ControlPlaneEndpoint: net.JoinHostPort(vip.String(), strconv.Itoa(frontendPort)),
+		ControlPlaneEndpoint: net.JoinHostPort(endpointHost, strconv.Itoa(frontendPort)),
 		Etcd: Etcd{External: &ExternalEtcd{
 			Endpoints: etcd.ClientURLs(members),
 			CAFile:    EtcdCAFile,

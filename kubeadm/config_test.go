@@ -48,6 +48,7 @@ var goldenCases = []struct {
 		KubeletConfig: []byte(labKubelet)}},
 	{"colocated-ipv6", "colocated-ipv6.yaml", Options{KubernetesVersion: "v1.37.0", PodSubnet: "fd10::/56", ServiceSubnet: "fd20::/108",
 		IgnorePreflightErrors: []string{"Swap", "SystemVerification"}, ImagePullPolicy: "IfNotPresent"}},
+	{"external", "external.yaml", Options{}},
 }
 
 // labKubelet is the KubeletConfiguration the lab passes with --kubelet-config (cgroup v1 hosts
@@ -154,13 +155,16 @@ func TestConfigContent(t *testing.T) {
 				t.Errorf("etcd.external files %+v", ext)
 			}
 			vip, _, _ := strings.Cut(lb.VIP, "/")
+			if lb.External != nil {
+				vip = lb.External.Address // the endpoint's host: external's address
+			}
 			for _, want := range append([]string{vip}, hostAddrs(cps)...) {
 				if !slices.Contains(cluster.APIServer.CertSANs, want) {
 					t.Errorf("certSANs %v lack %s", cluster.APIServer.CertSANs, want)
 				}
 			}
 			if !strings.Contains(cluster.ControlPlaneEndpoint, vip) || strings.Contains(cluster.ControlPlaneEndpoint, "/") {
-				t.Errorf("controlPlaneEndpoint %q: want the VIP %s without its prefix", cluster.ControlPlaneEndpoint, vip)
+				t.Errorf("controlPlaneEndpoint %q: want the VIP (or external's address) %s without its prefix", cluster.ControlPlaneEndpoint, vip)
 			}
 		})
 	}
@@ -183,6 +187,7 @@ func TestControlPlaneEndpoint(t *testing.T) {
 	}{
 		{lab, "controlPlaneEndpoint: 172.28.0.100:6443\n"},
 		{v6, "controlPlaneEndpoint: '[fd00:10::100]:8443'\n"},
+		{load(t, "external.yaml"), "controlPlaneEndpoint: api.lab.example.com:8443\n"},
 	} {
 		out, err := Config(tc.c, Options{PodSubnet: "fd10::/56", ServiceSubnet: "fd20::/108"})
 		if err != nil {

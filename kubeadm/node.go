@@ -94,19 +94,22 @@ func specOptions(c *v1alpha1.Cluster, p NodeParams) Options {
 		ImagePullPolicy: p.ImagePullPolicy, IgnorePreflightErrors: k.IgnorePreflightErrors, CRISocket: DefaultCRISocket}
 }
 
-// Endpoint returns the address:port every node reaches the API at: the VIP:frontendPort with
-// spec.loadBalancer, else the only control-plane host's address:6443.
+// Endpoint returns the address:port every node reaches the API at: spec.loadBalancer.external's
+// address:port, the VIP:frontendPort of hactl's load balancer, else the only control-plane host's
+// address at the apiserver port.
 func Endpoint(c *v1alpha1.Cluster) (string, error) {
 	if lb := c.Spec.LoadBalancer; lb != nil {
-		p, err := netip.ParsePrefix(lb.VIP)
-		if err != nil {
-			return "", fmt.Errorf("spec.loadBalancer.vip: %w", err)
+		host, port, ok := c.APIEndpoint()
+		switch {
+		case !ok && lb.External != nil:
+			return "", errors.New("spec.loadBalancer.external.address is empty")
+		case !ok:
+			return "", fmt.Errorf("spec.loadBalancer.vip %q is not an address with its prefix length", lb.VIP)
 		}
-		port := lb.FrontendPort
-		if port == 0 {
-			port = DefaultFrontendPort
+		if a, err := netip.ParseAddr(host); err == nil {
+			host = a.Unmap().String()
 		}
-		return net.JoinHostPort(p.Addr().String(), strconv.Itoa(port)), nil
+		return net.JoinHostPort(host, strconv.Itoa(port)), nil
 	}
 	cps := c.ControlPlaneHosts()
 	if len(cps) != 1 {
@@ -116,12 +119,7 @@ func Endpoint(c *v1alpha1.Cluster) (string, error) {
 }
 
 // apiServerPort is the kube-apiserver's port on the control-plane hosts.
-func apiServerPort(c *v1alpha1.Cluster) int {
-	if lb := c.Spec.LoadBalancer; lb != nil && lb.APIServerPort != 0 {
-		return lb.APIServerPort
-	}
-	return DefaultAPIServerPort
-}
+func apiServerPort(c *v1alpha1.Cluster) int { return c.APIServerPort() }
 
 // registration returns node h's nodeRegistration: its name, containerd's socket, the zone (and
 // region) labels and its address as kubelet's node IP.

@@ -211,8 +211,11 @@ func (s Sysctl) String() string { return s.Name + "=" + s.Value }
 // (Plan re-checks what the renderers rely on, so an unvalidated spec can't produce broken files).
 func Plan(c *v1alpha1.Cluster) (*Config, error) {
 	s := c.Spec.LoadBalancer
-	if s == nil {
+	switch {
+	case s == nil:
 		return nil, fmt.Errorf("spec.loadBalancer is not set")
+	case s.External != nil:
+		return nil, fmt.Errorf("spec.loadBalancer.external is set: hactl runs no load balancer to plan")
 	}
 	vip, err := netip.ParsePrefix(s.VIP)
 	if err != nil {
@@ -375,7 +378,7 @@ func checkWeight(s *v1alpha1.LoadBalancer, prios []int) (int, error) {
 // priorities in range, distinct and for every LB host or none, checkWeight in range, nopreempt only
 // with weight 0); a spec breaking them, which Validate reports on its own, gives nil here.
 func FailoverRule(c *v1alpha1.Cluster) *field.Error {
-	s := c.Spec.LoadBalancer
+	s := c.ManagedLB()
 	if s == nil {
 		return nil
 	}

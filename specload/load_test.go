@@ -130,6 +130,10 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-lb-dedicated-no-lb-hosts.yaml", "spec.loadBalancer.topology", 17},
 		{"invalid-lb-colocated-same-port.yaml", "spec.loadBalancer.frontendPort", 17},
 		{"invalid-lb-no-backends.yaml", "spec.hosts", 9},
+		{"invalid-lb-no-vip.yaml", "spec.loadBalancer.vip", 19},
+		{"invalid-lb-external-with-keepalived.yaml", "spec.loadBalancer.vip", 21},
+		{"invalid-lb-external-address.yaml", "spec.loadBalancer.external.address", 19},
+		{"invalid-lb-external-is-apiserver.yaml", "spec.loadBalancer.external.address", 19},
 		{"invalid-lb-duplicate-backends.yaml", "spec.hosts[2]", 12},
 		{"invalid-lb-check-fall.yaml", "spec.loadBalancer.healthCheck.fall", 22},
 		{"invalid-lb-check-rise.yaml", "spec.loadBalancer.healthCheck.rise", 22},
@@ -279,6 +283,17 @@ func TestValidSpecs(t *testing.T) {
 			}
 			if got := hostNames(c.LBHosts()); !slices.Equal(got, []string{"cp-a", "cp-b", "cp-c"}) {
 				t.Errorf("LB hosts %v, want the control-plane hosts", got)
+			}
+		}},
+		{"valid-lb-external.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
+			if c.ManagedLB() != nil || len(c.LBHosts()) != 0 {
+				t.Errorf("external: ManagedLB %+v, LB hosts %v, want none", c.ManagedLB(), hostNames(c.LBHosts()))
+			}
+			if h, p, ok := c.APIEndpoint(); h != "api.lab.example.com" || p != 8443 || !ok {
+				t.Errorf("APIEndpoint = %s %d %v, want api.lab.example.com 8443", h, p, ok)
+			}
+			if lb := c.Spec.LoadBalancer; lb.VirtualRouterID != 0 || lb.Topology != "" || lb.APIServerPort != 6443 {
+				t.Errorf("external got HAProxy/Keepalived defaults: %+v", lb)
 			}
 		}},
 		{"valid-lb-ipv6.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {

@@ -29,7 +29,8 @@ type KubeStatus struct {
 	// StaticPods maps control-plane host → component → Ready.
 	StaticPods map[string]map[string]bool `json:"staticPods"`
 	// Readyz maps each apiserver (control-plane host name) and "vip" to its /readyz answer ("ok",
-	// or the error).
+	// or the error), as a control-plane host sees them; "vip" is the endpoint (the VIP, or
+	// spec.loadBalancer.external).
 	Readyz map[string]string `json:"readyz"`
 	// Problems are what is not Ready (also in Report.Problems, prefixed "kubernetes: ").
 	Problems []string `json:"problems,omitempty"`

@@ -1,6 +1,7 @@
 // Package status implements `hactl status`: it asks every etcd member for its status over TLS (with
 // hactl's client certificate from the state dir) and, with spec.loadBalancer, reads every LB host
-// over SSH (HAProxy, Keepalived, the VIP), and judges them together into a Report.
+// over SSH (HAProxy, Keepalived, the VIP) or, with spec.loadBalancer.external, asks GET /readyz
+// through the user's load balancer, and judges them together into a Report.
 package status
 
 import (
@@ -59,6 +60,9 @@ type Report struct {
 	// LoadBalancer is HAProxy and Keepalived on the LB hosts, read over SSH; absent when the spec has
 	// no spec.loadBalancer. Its problems are in Problems too (prefixed "load balancer: ").
 	LoadBalancer *lb.Status `json:"loadBalancer,omitempty"`
+	// ExternalLB is GET /readyz through spec.loadBalancer.external from this machine; absent
+	// without one. A readyz that failed is in Problems too ("load balancer: ").
+	ExternalLB *ExternalLBStatus `json:"externalLoadBalancer,omitempty"`
 	// Kubernetes is the cluster hactl built (spec.kubernetes), asked from a control-plane host over
 	// SSH; absent without spec.kubernetes. Its problems are in Problems too ("kubernetes: ").
 	Kubernetes *KubeStatus `json:"kubernetes,omitempty"`
@@ -101,7 +105,7 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer tunnel.Close()
 	lbDialer := tunnel.Dialer
-	if (c.Spec.LoadBalancer != nil || c.Spec.Kubernetes != nil) && lbDialer == nil {
+	if (c.ManagedLB() != nil || c.Spec.Kubernetes != nil) && lbDialer == nil {
 		if lbDialer, err = provision.FromSpec(c, provision.SpecOptions{Prompt: o.Prompt}); err != nil {
 			return nil, err
 		}
@@ -111,9 +115,19 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 	lbDone := make(chan struct{})
 	go func() {
 		defer close(lbDone)
-		if c.Spec.LoadBalancer != nil {
+		if c.ManagedLB() != nil {
 			lbStatus = collectLB(ctx, c, o.Timeout, sshLBProbe(c, lbDialer, o.Printer))
 		}
+	}()
+	var extStatus *ExternalLBStatus
+	extDone := make(chan struct{})
+	go func() {
+		defer close(extDone)
+		var dial dialFunc
+		if tunnel.Dialer != nil {
+			dial = tunnel.Dialer.DialTCP
+		}
+		extStatus = collectExternalLB(ctx, c, o.Timeout, dial)
 	}()
 	var kube *KubeStatus
 	kubeDone := make(chan struct{})
@@ -155,10 +169,12 @@ func Collect(ctx context.Context, o Options) (*Report, error) {
 	}()
 	rep, err := collectEtcd(ctx, c, o.Timeout, tunnel.Etcd())
 	<-lbDone
+	<-extDone
 	<-kubeDone
 	<-apiDone
 	if rep != nil {
 		rep.addLB(lbStatus)
+		rep.addExternalLB(extStatus)
 		rep.addKube(kube)
 		rep.addScheduler(sched)
 		rep.addOperator(oper)
@@ -339,6 +355,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.LoadBalancer != nil {
 		printLB(w, r.LoadBalancer)
+	}
+	if r.ExternalLB != nil {
+		printExternalLB(w, r.ExternalLB)
 	}
 	if r.Kubernetes != nil {
 		printKube(w, r.Kubernetes)

@@ -39,9 +39,11 @@ const (
 	DefaultTopology           = TopologyDedicated
 	DefaultFrontendPort       = 6443
 	DefaultAPIServerPort      = 6443
-	DefaultLBCheckInterval    = 2 * time.Second
-	DefaultLBCheckFall        = 3
-	DefaultLBCheckRise        = 2
+	// DefaultExternalLBPort is spec.loadBalancer.external.port's default, kubeadm's usual endpoint port.
+	DefaultExternalLBPort  = 6443
+	DefaultLBCheckInterval = 2 * time.Second
+	DefaultLBCheckFall     = 3
+	DefaultLBCheckRise     = 2
 	// DefaultCheckWeight is spec.loadBalancer.checkWeight when unset: 0, a failed check puts the host
 	// into FAULT, which hands the VIP over at once (a priority-0 advertisement, RFC 5798 §6.4.3; the
 	// backup waits only its skew time). Measured in the lab (bench/lb): about 2 s, against about 4.4 s
@@ -221,7 +223,19 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 	}
 
 	lb := s.LoadBalancer
-	if lb != nil {
+	if lb != nil && lb.External != nil {
+		// hactl runs nothing: only the endpoint and the apiservers' port have defaults, so that
+		// validation sees every HAProxy or Keepalived field the document set.
+		if a, err := netip.ParseAddr(lb.External.Address); err == nil && a.Zone() == "" {
+			lb.External.Address = a.String()
+		}
+		if lb.External.Port == 0 {
+			lb.External.Port = DefaultExternalLBPort
+		}
+		if lb.APIServerPort == 0 {
+			lb.APIServerPort = DefaultAPIServerPort
+		}
+	} else if lb != nil {
 		lb.VIP = CanonicalPrefix(lb.VIP)
 		if lb.VirtualRouterID == 0 {
 			lb.VirtualRouterID = DefaultVirtualRouterID

@@ -9,6 +9,7 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -77,8 +78,8 @@ type ClusterSpec struct {
 	Hosts []Host `json:"hosts"`
 	// Etcd configures the etcd members.
 	Etcd Etcd `json:"etcd"`
-	// LoadBalancer puts HAProxy + Keepalived (a VRRP VIP) in front of the kube-apiservers; nil when
-	// the spec has no load balancer.
+	// LoadBalancer puts HAProxy + Keepalived (a VRRP VIP) in front of the kube-apiservers, or names
+	// the user's own load balancer (external); nil when the spec has no load balancer.
 	LoadBalancer *LoadBalancer `json:"loadBalancer,omitempty"`
 	// Kubernetes is the cluster kubeadm builds on etcd and the VIP (types_kube.go); nil: hactl
 	// builds etcd and the load balancer only.
@@ -92,10 +93,19 @@ type ClusterSpec struct {
 }
 
 // LoadBalancer is the kube-apiserver load balancer: HAProxy on every LB host (hosts with role lb, or
-// the control-plane hosts when co-located) and Keepalived moving a VIP between them (VRRP, RFC 5798).
+// the control-plane hosts when co-located) and Keepalived moving a VIP between them (VRRP, RFC 5798);
+// or, with External, a load balancer the user runs, of which hactl installs nothing.
 type LoadBalancer struct {
-	// VIP is the virtual IP with its prefix length, e.g. "172.28.0.100/24" (CIDR notation).
-	VIP string `json:"vip"`
+	// External is a load balancer hactl does not run (a cloud load balancer, an F5, your own
+	// HAProxy): hactl installs no HAProxy or Keepalived, uses address:port as kubeadm's
+	// controlPlaneEndpoint and in kubeconfigs, and `hactl status` and `hactl drill lb-failover`
+	// probe GET /readyz through it. Its backends are the control-plane hosts at apiServerPort. Only
+	// apiServerPort and healthCheck.caFile may be set beside it: every other field configures
+	// HAProxy or Keepalived.
+	External *ExternalLoadBalancer `json:"external,omitempty"`
+	// VIP is the virtual IP with its prefix length, e.g. "172.28.0.100/24" (CIDR notation);
+	// required unless external is set.
+	VIP string `json:"vip,omitempty"`
 	// Interface is the network interface carrying the VIP; empty: detected on each host as the
 	// interface whose subnet contains the VIP.
 	Interface string `json:"interface,omitempty"`
@@ -138,6 +148,18 @@ type LoadBalancer struct {
 	APIServerPort int `json:"apiServerPort,omitempty"`
 	// HealthCheck tunes HAProxy's backend checks (GET /readyz over TLS expecting 200).
 	HealthCheck LBHealthCheck `json:"healthCheck,omitempty"`
+}
+
+// ExternalLoadBalancer is a TCP (layer 4) load balancer the user runs in front of the control-plane
+// hosts' kube-apiservers, passing TLS through to them (kubeadm's "external load balancer"; see
+// docs/real-hosts.md for what it must do).
+type ExternalLoadBalancer struct {
+	// Address is the load balancer's DNS name or IP address as every node and client reaches it,
+	// without scheme, port or brackets, e.g. "api.prod.example.com" or "10.0.0.100". kubeadm puts it
+	// in the kube-apiserver certificate's SANs.
+	Address string `json:"address"`
+	// Port is the load balancer's frontend port (default 6443).
+	Port int `json:"port,omitempty"`
 }
 
 // VRRPAuth names where the VRRP auth secret comes from: exactly one of File and Env.
@@ -388,11 +410,64 @@ func (c *Cluster) SSHUser(name string) string {
 // balancer's backends), in spec order.
 func (c *Cluster) ControlPlaneHosts() []Host { return c.hostsWith(RoleControlPlane) }
 
+// ManagedLB returns spec.loadBalancer when hactl runs it (HAProxy + Keepalived and a VIP); nil
+// without a load balancer or with an external one.
+func (c *Cluster) ManagedLB() *LoadBalancer {
+	if lb := c.Spec.LoadBalancer; lb != nil && lb.External == nil {
+		return lb
+	}
+	return nil
+}
+
+// ExternalLB returns spec.loadBalancer.external, the user's own load balancer, or nil.
+func (c *Cluster) ExternalLB() *ExternalLoadBalancer {
+	if lb := c.Spec.LoadBalancer; lb != nil {
+		return lb.External
+	}
+	return nil
+}
+
+// APIEndpoint returns where nodes and clients reach the kube-apiservers through the load balancer,
+// as host and port: external's address and port, or the VIP's address at frontendPort (defaulted
+// spec). ok is false without a load balancer or when the VIP does not parse.
+func (c *Cluster) APIEndpoint() (host string, port int, ok bool) {
+	lb := c.Spec.LoadBalancer
+	switch {
+	case lb == nil:
+		return "", 0, false
+	case lb.External != nil:
+		port = lb.External.Port
+		if port == 0 {
+			port = DefaultExternalLBPort
+		}
+		return lb.External.Address, port, lb.External.Address != ""
+	}
+	p, err := netip.ParsePrefix(lb.VIP)
+	if err != nil {
+		return "", 0, false
+	}
+	port = lb.FrontendPort
+	if port == 0 {
+		port = DefaultFrontendPort
+	}
+	return p.Addr().String(), port, true
+}
+
+// APIServerPort returns the kube-apiserver port on the control-plane hosts:
+// spec.loadBalancer.apiServerPort, else DefaultAPIServerPort.
+func (c *Cluster) APIServerPort() int {
+	if lb := c.Spec.LoadBalancer; lb != nil && lb.APIServerPort != 0 {
+		return lb.APIServerPort
+	}
+	return DefaultAPIServerPort
+}
+
 // LBHosts returns the hosts running HAProxy + Keepalived, in spec order: with topology colocated the
-// control-plane hosts, otherwise the hosts with role lb. It returns nil without spec.loadBalancer.
+// control-plane hosts, otherwise the hosts with role lb. It returns nil without spec.loadBalancer
+// and with an external one (hactl runs none).
 func (c *Cluster) LBHosts() []Host {
 	switch lb := c.Spec.LoadBalancer; {
-	case lb == nil:
+	case lb == nil, lb.External != nil:
 		return nil
 	case lb.Topology == TopologyColocated:
 		return c.ControlPlaneHosts()

@@ -315,27 +315,10 @@ func (v *validator) envName(p *field.Path, name, example, what string) {
 
 // bastion checks spec.ssh.bastion (defaulted).
 func (v *validator) bastion(b *Bastion, p *field.Path) {
-	ap := p.Child("address")
-	a := b.Address
-	if a == "" {
-		v.add(field.Required(ap, "a bastion needs an address: its IP address or DNS name as reachable from this machine, e.g. bastion.example.com; or remove spec.ssh.bastion to reach the hosts directly"))
-	} else if ip, err := netip.ParseAddr(a); err == nil {
-		switch {
-		case ip.Zone() != "":
-			v.add(field.Invalid(ap, a, fmt.Sprintf("an IPv6 zone index (%%%s) can't be used for the bastion: it names a network interface of this machine, and the bastion is dialled and looked up in known_hosts by its address as written; use a global or unique-local address or a DNS name", ip.Zone())))
-		case ip.Is6() && ip.IsLinkLocalUnicast():
-			v.add(field.Invalid(ap, a, "an IPv6 link-local address can't be dialled without a zone index, which the bastion's address can't carry; use a global or unique-local address or a DNS name"))
-		case ip.IsUnspecified(), ip.IsMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-			v.add(field.Invalid(ap, a, "can't identify one machine: write the bastion's own unicast IP address or its DNS name"))
-		}
-	} else if !isDNSName(a) {
-		hint := "must be an IP address (e.g. 203.0.113.10 or 2001:db8::10) or a DNS name (e.g. bastion.example.com)"
-		if _, port, err := net.SplitHostPort(a); err == nil && port != "" {
-			hint += ", without a port or brackets: set the port in spec.ssh.bastion.port"
-		} else {
-			hint += ", without a port or brackets"
-		}
-		v.add(field.Invalid(ap, a, hint))
+	if b.Address == "" {
+		v.add(field.Required(p.Child("address"), "a bastion needs an address: its IP address or DNS name as reachable from this machine, e.g. bastion.example.com; or remove spec.ssh.bastion to reach the hosts directly"))
+	} else {
+		v.dialAddress(p.Child("address"), b.Address, "the bastion", "e.g. 203.0.113.10, 2001:db8::10 or bastion.example.com", "set the port in spec.ssh.bastion.port")
 	}
 	v.port(p.Child("port"), b.Port, "the bastion's SSH port")
 	if strings.TrimSpace(b.User) == "" {
@@ -396,6 +379,40 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 			}
 		}
 	}
+}
+
+// dialAddress checks an address hactl or the nodes dial as written, what names the machine (e.g.
+// "the bastion"): an IP literal without zone (it is looked up as written) that names one unicast
+// machine, or a DNS name, without port or brackets (portHint says where the port goes). It reports
+// whether the address is usable; "" is reported as required.
+func (v *validator) dialAddress(ap *field.Path, a, what, example, portHint string) bool {
+	if a == "" {
+		v.add(field.Required(ap, fmt.Sprintf("set the address of %s: its IP address or DNS name, %s", what, example)))
+		return false
+	}
+	ip, err := netip.ParseAddr(a)
+	if err != nil {
+		if isDNSName(a) {
+			return true
+		}
+		hint := fmt.Sprintf("must be an IP address or a DNS name (%s), without a port or brackets", example)
+		if _, port, err := net.SplitHostPort(a); err == nil && port != "" {
+			hint += ": " + portHint
+		}
+		v.add(field.Invalid(ap, a, hint))
+		return false
+	}
+	switch {
+	case ip.Zone() != "":
+		v.add(field.Invalid(ap, a, fmt.Sprintf("an IPv6 zone index (%%%s) can't be used for %s: it names a network interface of this machine, and the address is dialled and checked as written; use a global or unique-local address or a DNS name", ip.Zone(), what)))
+	case ip.Is6() && ip.IsLinkLocalUnicast():
+		v.add(field.Invalid(ap, a, fmt.Sprintf("an IPv6 link-local address can't be dialled without a zone index, which the address of %s can't carry; use a global or unique-local address or a DNS name", what)))
+	case ip.IsUnspecified(), ip.IsMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		v.add(field.Invalid(ap, a, fmt.Sprintf("can't identify one machine: write the unicast IP address or the DNS name of %s", what)))
+	default:
+		return true
+	}
+	return false
 }
 
 // address checks one host address and reports whether it is a usable IP literal.

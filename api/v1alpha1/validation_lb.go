@@ -30,8 +30,13 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 	if lb == nil {
 		return
 	}
+	if lb.External != nil {
+		v.externalLB(c, p)
+		return
+	}
 	hosts := c.Spec.Hosts
 	hp := field.NewPath("spec", "hosts")
+
 	addrOf := func(i int) (netip.Addr, bool) {
 		ip, err := netip.ParseAddr(hosts[i].Address)
 		return ip, err == nil && ip.Zone() == ""
@@ -279,7 +284,7 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 // vip parses spec.loadBalancer.vip and reports what is wrong with it.
 func (v *validator) vip(p *field.Path, s string) (netip.Prefix, bool) {
 	if s == "" {
-		v.add(field.Required(p, "set the virtual IP with the prefix length of the LB hosts' network, e.g. 10.0.1.100/24"))
+		v.add(field.Required(p, "set the virtual IP with the prefix length of the LB hosts' network, e.g. 10.0.1.100/24, or set external (address, port) to use a load balancer you run instead of hactl's"))
 		return netip.Prefix{}, false
 	}
 	pfx, err := netip.ParsePrefix(s)
@@ -346,6 +351,81 @@ func exampleVIP(hostAddr string, vip netip.Prefix) string {
 	a := net.Addr().As16()
 	a[14], a[15] = 0x01, 0x00 // ...::100
 	return netip.PrefixFrom(netip.AddrFrom16(a), bits).String()
+}
+
+// managedOnly names the fields of spec.loadBalancer that configure hactl's HAProxy or Keepalived and
+// that the document set (SetDefaults fills none of them beside external): with external they would
+// be silently ignored.
+func managedOnly(lb *LoadBalancer) []string {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"vip", lb.VIP != ""}, {"interface", lb.Interface != ""}, {"virtualRouterID", lb.VirtualRouterID != 0},
+		{"mode", lb.Mode != ""}, {"advertInterval", lb.AdvertInterval.Duration != 0}, {"auth", lb.Auth != nil},
+		{"priorities", len(lb.Priorities) > 0}, {"nopreempt", lb.Nopreempt}, {"checkWeight", lb.CheckWeight != nil},
+		{"checkFall", lb.CheckFall != 0}, {"topology", lb.Topology != ""}, {"frontendPort", lb.FrontendPort != 0},
+		{"healthCheck.interval", lb.HealthCheck.Interval.Duration != 0}, {"healthCheck.fall", lb.HealthCheck.Fall != 0},
+		{"healthCheck.rise", lb.HealthCheck.Rise != 0},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	return set
+}
+
+// externalLB checks spec.loadBalancer with external set (defaulted): no field of hactl's HAProxy or
+// Keepalived beside it, an address that is an IP literal or a DNS name (as spec.ssh.bastion's), a
+// port, the control-plane hosts as its backends, and no host with role lb (hactl installs nothing
+// there).
+func (v *validator) externalLB(c *Cluster, p *field.Path) {
+	lb, ext := c.Spec.LoadBalancer, c.Spec.LoadBalancer.External
+	ep := p.Child("external")
+	for _, name := range managedOnly(lb) {
+		fp := p
+		for _, part := range strings.Split(name, ".") {
+			fp = fp.Child(part)
+		}
+		what := "hactl's Keepalived (VRRP)"
+		switch name {
+		case "frontendPort", "healthCheck.interval", "healthCheck.fall", "healthCheck.rise":
+			what = "hactl's HAProxy"
+		case "topology":
+			what = "where hactl runs HAProxy and Keepalived"
+		}
+		v.add(field.Forbidden(fp, fmt.Sprintf("configures %s, and with external set hactl installs no HAProxy or Keepalived: remove %s (configure health checks and the frontend on your load balancer), or remove external to have hactl run the load balancer", what, name)))
+	}
+	ap := ep.Child("address")
+	addrOK := v.dialAddress(ap, ext.Address, "your load balancer", "e.g. api.example.com or 10.0.0.100", "set its port in spec.loadBalancer.external.port")
+	v.port(ep.Child("port"), ext.Port, "your load balancer's frontend port")
+	v.port(p.Child("apiServerPort"), lb.APIServerPort, "the kube-apiserver port")
+
+	hp := field.NewPath("spec", "hosts")
+	cps := 0
+	for i, h := range c.Spec.Hosts {
+		if h.HasRole(RoleLB) {
+			v.add(field.Invalid(hp.Index(i).Child("roles"), string(RoleLB), "role lb runs hactl's HAProxy and Keepalived, and with spec.loadBalancer.external hactl installs neither: drop the role (your load balancer is not a host of the spec)"))
+		}
+		if !h.HasRole(RoleControlPlane) {
+			continue
+		}
+		cps++
+		if addrOK && h.Address == ext.Address {
+			if ext.Port == lb.APIServerPort {
+				v.add(field.Invalid(ap, ext.Address, fmt.Sprintf("is control-plane host %s (%s) at apiServerPort %d: that is one kube-apiserver, not a load balancer in front of them all; give your load balancer's own address", h.Name, hp.Index(i), lb.APIServerPort)))
+			} else {
+				v.warn(ap, "is control-plane host %s's address: a load balancer on one of the hosts it balances goes down with that host", h.Name)
+			}
+		}
+	}
+	if len(c.Spec.Hosts) > 0 && cps == 0 {
+		v.add(field.Required(hp, "spec.loadBalancer.external has no backends: no host has role control-plane; give role control-plane to the hosts that run kube-apiserver (your load balancer forwards to them at apiServerPort)"))
+	}
+	if looksLikeSecret(lb.HealthCheck.CAFile) || strings.ContainsAny(lb.HealthCheck.CAFile, "\n\r") {
+		v.add(field.Invalid(p.Child("healthCheck", "caFile"), "(value not shown)", "must be the path of a local CA certificate file (PEM), not its contents"))
+	}
 }
 
 func lbHostHint(topology string) string {

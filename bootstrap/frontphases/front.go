@@ -325,7 +325,7 @@ func (ph *Plan) ShouldRun() bool { return len(ph.g.fronts) > 0 && len(ph.g.facts
 func (ph *Plan) Run(ctx context.Context) error {
 	b := ph.g
 	spec := b.run.Spec
-	if spec.Spec.LoadBalancer != nil {
+	if spec.ManagedLB() != nil {
 		cfg, err := lb.Plan(spec)
 		if err != nil {
 			return err

@@ -160,12 +160,7 @@ func orDash(s string) string {
 	return s
 }
 
-func apiServerPort(c *v1alpha1.Cluster) int {
-	if lb := c.Spec.LoadBalancer; lb != nil && lb.APIServerPort != 0 {
-		return lb.APIServerPort
-	}
-	return kubeadm.DefaultAPIServerPort
-}
+func apiServerPort(c *v1alpha1.Cluster) int { return c.APIServerPort() }
 
 // artifact is one binary to install on a node.
 type artifact struct {

@@ -22,7 +22,7 @@ func TestCompletions(t *testing.T) {
 		{[]string{"reset", "-f", spec, "--hosts", "lb"}, "lb-a\nlb-b\n"},
 		{[]string{"backup", "now", "-f", spec, "--member", ""}, "cp-a\ncp-b\ncp-c\n"},
 		{[]string{"drill", "kill-leader", "--method", ""}, "process\nhost\nnetwork\ngraceful\n"},
-		{[]string{"drill", "lb-failover", "--component", ""}, "haproxy\nkeepalived\n"},
+		{[]string{"drill", "lb-failover", "--component", ""}, "haproxy\nkeepalived\nkube-apiserver\n"},
 		{[]string{"status", "-o", ""}, "table\njson\nyaml\n"},
 		{[]string{"explain", "spec.etcd.data"}, "spec.etcd.dataDir\n"},
 		{[]string{"drill", "az-outage", "-f", filepath.Join(t.TempDir(), "none.yaml"), "--zone", ""}, ""}, // no spec: nothing

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/lease"
@@ -15,6 +16,7 @@ import (
 type drillOptions struct {
 	method       string
 	component    string
+	backend      string
 	zone         string
 	expectOutage bool
 	down, up     string
@@ -135,13 +137,19 @@ back and reports prediction vs observation (exit 3 when they differ).
 A zone whose loss breaks quorum is refused unless --expect-outage; the drill then measures the time
 to recovery after the zone returns.`
 	case drill.LBFailover:
-		cmd.Short = "Stop HAProxy (or Keepalived) on the VIP holder; measure until the VIP moves and readyz answers again"
+		cmd.Short = "Stop HAProxy (or Keepalived) on the VIP holder, or cut a backend off your own load balancer; measure until readyz answers again"
 		cmd.Long = `Finds the LB host holding the VIP, stops --component there (haproxy or keepalived) and polls
 GET https://VIP:PORT/readyz every 20 ms on fresh connections (a pooled connection to the old holder
 would hide the failover), while every LB host reports the VIP every 20 ms over SSH. Measured: time
 until the VIP sits on another host, time until readyz answers 200 again (the RTO), failed requests.
 After --hold the component is started again and the VIP must settle where the configuration puts it
 (the highest priority, or where it is with nopreempt); the failback's own outage is reported.
+
+With spec.loadBalancer.external (your own load balancer) there is no VIP holder: the drill cuts one
+backend off instead (--backend, default the first control-plane host): iptables there drops TCP to
+and from kube-apiserver's port, as a dead host looks to a load balancer, while GET /readyz is asked
+through your load balancer every 20 ms. Measured: failed requests and the time until readyz answers
+200 again, i.e. how long your load balancer's health check kept sending clients to the dead backend.
 
 The kube-apiserver's certificate is verified: --ca-file (the cluster CA) or
 spec.loadBalancer.healthCheck.caFile.`
@@ -185,8 +193,10 @@ spec.loadBalancer.healthCheck.caFile.`
 		f.BoolVar(&o.expectOutage, "expect-outage", false, "run even though losing the zone loses quorum; measure the recovery after it returns")
 	}
 	if kind == drill.LBFailover {
-		f.StringVar(&o.component, "component", string(drill.ComponentHAProxy), "what to stop on the VIP holder: haproxy or keepalived")
-		_ = cmd.RegisterFlagCompletionFunc("component", cobra.FixedCompletions([]string{string(drill.ComponentHAProxy), string(drill.ComponentKeepalived)}, cobra.ShellCompDirectiveNoFileComp))
+		f.StringVar(&o.component, "component", "", "what to stop on the VIP holder: haproxy (default) or keepalived; kube-apiserver (the only one) with spec.loadBalancer.external")
+		_ = cmd.RegisterFlagCompletionFunc("component", cobra.FixedCompletions([]string{string(drill.ComponentHAProxy), string(drill.ComponentKeepalived), string(drill.ComponentAPIServer)}, cobra.ShellCompDirectiveNoFileComp))
+		f.StringVar(&o.backend, "backend", "", "spec.loadBalancer.external: the control-plane host cut off your load balancer (default: the first)")
+		_ = cmd.RegisterFlagCompletionFunc("backend", completeHosts(v1alpha1.RoleControlPlane, false))
 	}
 	if kind != drill.KillLeader {
 		f.StringVar(&o.caFile, "ca-file", "", "kube-apiserver CA for readyz through the VIP (default spec.loadBalancer.healthCheck.caFile)")
@@ -229,6 +239,7 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 	} else if do.Component, err = drill.ParseComponent("--component", o.component); err != nil {
 		return err
 	}
+	do.Backend = o.backend
 	if o.down != "" {
 		if do.Down, err = fault.ParseHostCommand("--down-command", o.down); err != nil {
 			return &UsageError{Err: err}

@@ -1,0 +1,120 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/probe"
+	"github.com/hactl/hactl/lb"
+)
+
+// lb-failover with spec.loadBalancer.external: hactl runs no load balancer, so there is no VIP
+// holder to take down. What the user's load balancer must survive is a backend that dies, and that
+// is what this drill does: iptables on one control-plane host (--backend) drops TCP to and from
+// kube-apiserver's port, the way a dead host looks to a load balancer (no RST: connections time
+// out), while GET /readyz is asked through the load balancer every PollInterval on fresh
+// connections. Measured: failed requests, and the time from the fault until readyz answered 200
+// again (the RTO): how long the load balancer kept sending clients to the dead backend.
+
+// minExternalHold is the shortest --hold of lb-failover through an external load balancer: hactl
+// does not know its health checks' timing, and a hold shorter than one second or so measures
+// nothing a load balancer can react to.
+const minExternalHold = 2 * time.Second
+
+// validateExternal checks lb-failover's options with spec.loadBalancer.external (defaulting
+// Component and Backend) and returns an *InputError naming the flag.
+func (o *Options) validateExternal() error {
+	c := o.Cluster
+	switch o.Component {
+	case "":
+		o.Component = ComponentAPIServer
+	case ComponentAPIServer:
+	default:
+		return &InputError{Err: fmt.Errorf("--component %s: spec.loadBalancer.external is set, so hactl runs no HAProxy or Keepalived to stop; lb-failover cuts a backend's kube-apiserver off your load balancer instead: drop --component (or use kube-apiserver)", o.Component)}
+	}
+	cps := c.ControlPlaneHosts()
+	names := make([]string, len(cps))
+	for i, h := range cps {
+		names[i] = h.Name
+	}
+	if len(cps) < 2 {
+		return &InputError{Err: fmt.Errorf("spec.hosts: %d control-plane host(s): lb-failover through your load balancer needs at least 2 (a backend to lose and one to fail over to)", len(cps))}
+	}
+	switch {
+	case o.Backend == "":
+		o.Backend = cps[0].Name
+	case !slices.Contains(names, o.Backend):
+		return &InputError{Err: fmt.Errorf("--backend %q: not a control-plane host of the spec (they are %s)", o.Backend, strings.Join(names, ", "))}
+	}
+	if o.caFile() == "" {
+		return &InputError{Err: errors.New("lb-failover asks https://ADDRESS:PORT/readyz through your load balancer and must verify the kube-apiserver's certificate: pass --ca-file (the cluster CA, /etc/kubernetes/pki/ca.crt on a control-plane host) or set spec.loadBalancer.healthCheck.caFile")}
+	}
+	return nil
+}
+
+// externalURL is https://address:port/readyz through spec.loadBalancer.external.
+func externalURL(c *v1alpha1.Cluster) string {
+	host, port, _ := c.APIEndpoint()
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(port)) + lb.ReadyzPath
+}
+
+// externalPlan is the plan's lines for lb-failover through an external load balancer.
+func (r *runner) externalPlan() []string {
+	return []string{
+		fmt.Sprintf("cut backend %s off your load balancer (spec.loadBalancer.external %s) and poll GET %s every %s on fresh connections:",
+			r.o.Backend, strings.TrimSuffix(strings.TrimPrefix(r.readyzURL(), "https://"), lb.ReadyzPath), r.readyzURL(), PollInterval),
+		"  " + r.faultText(r.o.Backend),
+		"  expect: your load balancer's health check takes the backend out; until then requests sent to it time out (measured: failed requests, time until readyz answers 200 again)",
+		"  after the hold, drop the rules again: the backend must be taken back by your load balancer's health check",
+	}
+}
+
+// externalIteration is one lb-failover iteration through an external load balancer.
+func (r *runner) externalIteration(ctx context.Context, n int) (*Iteration, error) {
+	h, ok := r.hosts.host(r.o.Backend)
+	if !ok {
+		return nil, fmt.Errorf("--backend %q is not a host of the spec", r.o.Backend)
+	}
+	if err := r.checkReadyz(ctx); err != nil {
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("readyz through your load balancer does not answer 200 before the drill: %v", err)},
+			Fix: "the API must be up through your load balancer before its failover can be measured: see `hactl status`"}
+	}
+	cfg, err := r.readyzTLS()
+	if err != nil {
+		return nil, err
+	}
+	it := &Iteration{N: n, Targets: []string{h.Name}, Fault: r.faultText(h.Name)}
+	// Measured until the put-back, also after Ctrl-C.
+	rz, err := probe.StartReadyz(context.WithoutCancel(ctx), probe.ReadyzConfig{URL: r.readyzURL(), TLS: cfg, Interval: PollInterval, Timeout: readyzTimeout})
+	if err != nil {
+		return nil, err
+	}
+	sleepCtx(ctx, warmup)
+	r.p.Infof("drill/fault: iteration %d: cutting %s's kube-apiserver (port %d) off your load balancer", n, h.Name, r.c.APIServerPort())
+	app, err := r.applyFaults(ctx, []v1alpha1.Host{h})
+	if err != nil {
+		rz.Stop()
+		return nil, err
+	}
+	t0 := app[0].at
+	it.FaultAt, it.FaultUncertaintyMs = wallOf(t0), ms(app[0].uncertainty)
+	r.p.Infof("drill/hold: %s", r.o.Hold)
+	sleepCtx(ctx, time.Until(t0.Add(r.o.Hold)))
+	tPut := time.Now()
+	putErr := r.putBack([]v1alpha1.Host{h})
+	it.PutBackMs = ms(time.Since(t0))
+	sleepCtx(context.Background(), settle)
+	rs := splitReadyz(rz.Stop(), t0, tPut)
+	it.ReadyzFailures, it.RTOMs, it.FailbackOutageMs = rs.failed, rs.rto, rs.failback
+	if rs.rto == nil {
+		it.Failures = append(it.Failures, fmt.Sprintf("readyz through your load balancer did not answer 200 again before the put-back (%s): it kept sending requests to %s for the whole hold (%s); check its health check of the apiservers", rs.why, h.Name, r.o.Hold))
+	}
+	return it, putErr
+}
