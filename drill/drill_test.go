@@ -159,6 +159,33 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestBackendOut: a backend counts as taken out of an external load balancer when requests stopped
+// failing at least minQuietBeforePut before the put-back.
+func TestBackendOut(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	// Round robin over three backends, one dead: every third request fails until failUntil.
+	samples := func(failUntil time.Duration) []probe.Sample {
+		var out []probe.Sample
+		for i := 0; i < 500; i++ { // 10 s at 20 ms
+			sent := t0.Add(time.Duration(i) * 20 * time.Millisecond)
+			ok := i%3 != 0 || sent.Sub(t0) >= failUntil
+			out = append(out, probe.Sample{Sent: sent, Done: sent.Add(5 * time.Millisecond), OK: ok})
+		}
+		return out
+	}
+	hold := 10 * time.Second
+	st := probe.Outage(samples(2*time.Second), t0)
+	if !backendOut(st, hold) || st.SettledAfter < 1900*time.Millisecond || st.SettledAfter > 2100*time.Millisecond {
+		t.Errorf("taken out after 2s: out %v, settled after %s", backendOut(st, hold), st.SettledAfter)
+	}
+	if st := probe.Outage(samples(9500*time.Millisecond), t0); backendOut(st, hold) {
+		t.Errorf("failing until 0.5s before the put-back counts as taken out (settled after %s)", st.SettledAfter)
+	}
+	if st := probe.Outage(samples(0), t0); backendOut(st, hold) || !st.NoFailure {
+		t.Errorf("no failure: out %v", backendOut(st, hold))
+	}
+}
+
 // TestValidateExternal: lb-failover through spec.loadBalancer.external cuts a control-plane host
 // (--backend, default the first) off the user's load balancer.
 func TestValidateExternal(t *testing.T) {

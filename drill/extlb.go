@@ -20,8 +20,8 @@ import (
 // is what this drill does: iptables on one control-plane host (--backend) drops TCP to and from
 // kube-apiserver's port, the way a dead host looks to a load balancer (no RST: connections time
 // out), while GET /readyz is asked through the load balancer every PollInterval on fresh
-// connections. Measured: failed requests, and the time from the fault until readyz answered 200
-// again (the RTO): how long the load balancer kept sending clients to the dead backend.
+// connections. Measured: failed requests, and the time from the fault until requests stopped
+// failing (the RTO): how long the load balancer kept sending clients to the dead backend.
 
 // minExternalHold is the shortest --hold of lb-failover through an external load balancer: hactl
 // does not know its health checks' timing, and a hold shorter than one second or so measures
@@ -71,7 +71,7 @@ func (r *runner) externalPlan() []string {
 		fmt.Sprintf("cut backend %s off your load balancer (spec.loadBalancer.external %s) and poll GET %s every %s on fresh connections:",
 			r.o.Backend, strings.TrimSuffix(strings.TrimPrefix(r.readyzURL(), "https://"), lb.ReadyzPath), r.readyzURL(), PollInterval),
 		"  " + r.faultText(r.o.Backend),
-		"  expect: your load balancer's health check takes the backend out; until then requests sent to it time out (measured: failed requests, time until readyz answers 200 again)",
+		"  expect: your load balancer's health check takes the backend out; until then requests sent to it time out (measured: failed requests, time from the fault until they stop failing)",
 		"  after the hold, drop the rules again: the backend must be taken back by your load balancer's health check",
 	}
 }
@@ -111,10 +111,40 @@ func (r *runner) externalIteration(ctx context.Context, n int) (*Iteration, erro
 	putErr := r.putBack([]v1alpha1.Host{h})
 	it.PutBackMs = ms(time.Since(t0))
 	sleepCtx(context.Background(), settle)
-	rs := splitReadyz(rz.Stop(), t0, tPut)
-	it.ReadyzFailures, it.RTOMs, it.FailbackOutageMs = rs.failed, rs.rto, rs.failback
-	if rs.rto == nil {
-		it.Failures = append(it.Failures, fmt.Sprintf("readyz through your load balancer did not answer 200 again before the put-back (%s): it kept sending requests to %s for the whole hold (%s); check its health check of the apiservers", rs.why, h.Name, r.o.Hold))
+	samples := rz.Stop()
+	rs := splitReadyz(samples, t0, tPut)
+	it.ReadyzFailures, it.FailbackOutageMs = rs.failed, rs.failback
+	var held []probe.Sample
+	for _, s := range samples {
+		if s.Done.Before(tPut) {
+			held = append(held, s)
+		}
+	}
+	st := probe.Outage(held, t0)
+	switch out := backendOut(st, tPut.Sub(t0)); {
+	case st.NoFailure:
+		zero := 0.0
+		it.RTOMs = &zero
+	case out:
+		// The load balancer balances over the other backends too: requests fail only when they
+		// are sent to the dead one, so the outage ends with the last failure, not the first success.
+		it.RTOMs, it.LongestGapMs = msp(st.SettledAfter), msp(st.LongestFailRun)
+	default:
+		it.Failures = append(it.Failures, fmt.Sprintf("your load balancer kept sending requests to %s until the put-back: the last of %d failed requests was sent %s after the fault, less than %s before the put-back (%s); check its health check of the apiservers",
+			h.Name, st.Failed, fmtMs(msp(st.LastFailAfter)), minQuietBeforePut, failedSince(held, t0)))
 	}
 	return it, putErr
+}
+
+// minQuietBeforePut is how long readyz through an external load balancer must have answered
+// without a failure before the put-back for the dead backend to count as taken out: at 20 ms a
+// request and round robin over the backends, a backend still in rotation fails a request every
+// few polls.
+const minQuietBeforePut = time.Second
+
+// backendOut reports whether the samples of st (the held ones: a fault held for hold) show the load
+// balancer took the dead backend out: failed requests stopped at least minQuietBeforePut before the
+// put-back, and succeeded after.
+func backendOut(st probe.OutageStats, hold time.Duration) bool {
+	return !st.NoFailure && st.Settled && hold-st.LastFailAfter >= minQuietBeforePut
 }

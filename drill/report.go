@@ -328,9 +328,9 @@ func (r *Report) Print(w io.Writer) {
 	case r.Drill == LBFailover && r.Component == ComponentAPIServer:
 		rows := [][]string{}
 		for _, it := range r.Iterations {
-			rows = append(rows, []string{fmt.Sprint(it.N), strings.Join(it.Targets, ","), fmtMs(it.RTOMs), fmt.Sprint(it.ReadyzFailures), fmtMs(it.FailbackOutageMs), verdictOf(it)})
+			rows = append(rows, []string{fmt.Sprint(it.N), strings.Join(it.Targets, ","), fmtMs(it.RTOMs), fmt.Sprint(it.ReadyzFailures), fmtMs(it.LongestGapMs), fmtMs(it.FailbackOutageMs), verdictOf(it)})
 		}
-		ui.Table(w, []string{"#", "BACKEND CUT OFF", "READYZ BACK (RTO)", "FAILED REQS", "FAILBACK OUTAGE", "RESULT"}, rows)
+		ui.Table(w, []string{"#", "BACKEND CUT OFF", "FAILING FOR (RTO)", "FAILED REQS", "LONGEST GAP", "FAILBACK OUTAGE", "RESULT"}, rows)
 	case r.Drill == LBFailover:
 		rows := [][]string{}
 		for _, it := range r.Iterations {
@@ -391,7 +391,7 @@ func (r *Report) Print(w io.Writer) {
 	switch r.Drill {
 	case LBFailover:
 		if d, ok := r.Summary["rtoMs"]; ok && r.Component == ComponentAPIServer {
-			fmt.Fprintf(w, "The API through your load balancer was unavailable for %s (median of %d) after a backend's kube-apiserver was cut off.\n", fmtMs(&d.Median), d.N)
+			fmt.Fprintf(w, "Requests through your load balancer failed for %s (median of %d) after a backend's kube-apiserver was cut off: until its health check took the backend out (the others answered meanwhile).\n", fmtMs(&d.Median), d.N)
 		} else if ok {
 			fmt.Fprintf(w, "The API through the VIP was unavailable for %s (median of %d) after %s stopped on the VIP holder.\n", fmtMs(&d.Median), d.N, r.Component)
 		}

@@ -36,17 +36,35 @@ func Loopback(addr netip.Addr) netip.Addr {
 type Member struct {
 	// Name is the member name (the host's name, an RFC 1123 label).
 	Name string
-	// Address is the host's IP address; clients and peers use it.
-	Address    netip.Addr
-	ClientPort int
-	PeerPort   int
+	// Address is the host's IP address; clients use it, and peers unless PeerAddress is set.
+	Address netip.Addr
+	// PeerAddress is the host's privateAddress, which peers use (zero: Address).
+	PeerAddress netip.Addr
+	ClientPort  int
+	PeerPort    int
 }
 
 // ClientURL is https://<address>:<client port>.
 func (m Member) ClientURL() string { return URL("https", m.Address, m.ClientPort) }
 
-// PeerURL is https://<address>:<peer port>.
-func (m Member) PeerURL() string { return URL("https", m.Address, m.PeerPort) }
+// PeerURL is https://<peer address>:<peer port>: the privateAddress when the host has one.
+func (m Member) PeerURL() string { return URL("https", m.peerAddr(), m.PeerPort) }
+
+func (m Member) peerAddr() netip.Addr {
+	if m.PeerAddress.IsValid() {
+		return m.PeerAddress
+	}
+	return m.Address
+}
+
+// Addrs are the member's addresses, which its server and peer certificates carry as SANs: Address,
+// then PeerAddress when it differs.
+func (m Member) Addrs() []netip.Addr {
+	if m.PeerAddress.IsValid() && m.PeerAddress != m.Address {
+		return []netip.Addr{m.Address, m.PeerAddress}
+	}
+	return []netip.Addr{m.Address}
+}
 
 // MembersFromSpec returns the spec's etcd hosts as members, in spec order. It expects a defaulted
 // spec (ports set) and fails on an unparsable address or a missing port.
@@ -61,7 +79,15 @@ func MembersFromSpec(c *v1alpha1.Cluster) ([]Member, error) {
 		if err != nil {
 			return nil, fmt.Errorf("host %s: address: %w", h.Name, err)
 		}
-		out = append(out, Member{Name: h.Name, Address: a.Unmap(), ClientPort: e.ClientPort, PeerPort: e.PeerPort})
+		m := Member{Name: h.Name, Address: a.Unmap(), ClientPort: e.ClientPort, PeerPort: e.PeerPort}
+		if h.PrivateAddress != "" {
+			p, err := netip.ParseAddr(h.PrivateAddress)
+			if err != nil {
+				return nil, fmt.Errorf("host %s: privateAddress: %w", h.Name, err)
+			}
+			m.PeerAddress = p.Unmap()
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

@@ -292,6 +292,11 @@ func documents(c *v1alpha1.Cluster, o Options) (*InitConfiguration, *ClusterConf
 			sans = append(sans, s)
 		}
 	}
+	for _, h := range cps { // kubelet and the nodes may reach an apiserver at its privateAddress
+		if a, err := netip.ParseAddr(h.PrivateAddress); err == nil && !slices.Contains(sans, a.Unmap().String()) {
+			sans = append(sans, a.Unmap().String())
+		}
+	}
 	cluster := &ClusterConfiguration{
 		TypeMeta:             TypeMeta{APIVersion: APIVersion, Kind: "ClusterConfiguration"},
 		ClusterName:          c.Metadata.Name,

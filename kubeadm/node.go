@@ -131,7 +131,7 @@ func registration(c *v1alpha1.Cluster, h v1alpha1.Host, o Options) NodeRegistrat
 	return NodeRegistrationOptions{
 		Name: h.Name, CRISocket: o.CRISocket, ImagePullPolicy: o.ImagePullPolicy,
 		IgnorePreflightErrors: o.IgnorePreflightErrors,
-		KubeletExtraArgs:      []Arg{{Name: "node-ip", Value: h.Address}, {Name: "node-labels", Value: labels}},
+		KubeletExtraArgs:      []Arg{{Name: "node-ip", Value: h.PeerAddress()}, {Name: "node-labels", Value: labels}},
 	}
 }
 

@@ -265,8 +265,7 @@ type auth struct {
 	agentConn    net.Conn // nil when no agent is used
 	agentSigners []ssh.Signer
 	keys         []*keySource          // Config.IdentityFile, Config.IdentityFiles
-	bastionKeys  []*keySource          // nil: keys
-	hostKeys     map[string]*keySource // Config.HostIdentityFiles by path
+	hostKeys     map[string]*keySource // Config.HostIdentityFiles and Config.Bastion.IdentityFile by path
 }
 
 // newAuth loads cfg's key files and connects to the agent. getenv reads
@@ -298,11 +297,16 @@ func newAuth(cfg Config, getenv func(string) string) (*auth, error) {
 		a.hostKeys[f] = k
 	}
 	if b := cfg.Bastion; b != nil && b.IdentityFile != "" {
-		k, err := loadKeyFile(b.IdentityFile, cfg.Passphrase)
-		if err != nil {
-			return nil, fmt.Errorf("bastion: %w", err)
+		if _, ok := a.hostKeys[b.IdentityFile]; !ok {
+			k, err := loadKeyFile(b.IdentityFile, cfg.Passphrase)
+			if err != nil {
+				return nil, fmt.Errorf("bastion: %w", err)
+			}
+			if a.hostKeys == nil {
+				a.hostKeys = map[string]*keySource{}
+			}
+			a.hostKeys[b.IdentityFile] = k
 		}
-		a.bastionKeys = []*keySource{k}
 	}
 
 	mode := cfg.agentMode()
@@ -349,13 +353,14 @@ func (a *auth) close() {
 	}
 }
 
-// sources returns the key files for a target or the bastion: the bastion's own key, else the
-// target's own key file (hostKey, "" for none) first, then Config's keys.
+// sources returns the key files for a target or a bastion (hostKey: its own key file, "" for
+// none): a bastion's own key alone, else Config's keys; a target's own key first, then Config's.
 func (a *auth) sources(bastion bool, hostKey string) []*keySource {
-	if bastion && a.bastionKeys != nil {
-		return a.bastionKeys
-	}
-	if k, ok := a.hostKeys[hostKey]; ok && !bastion {
+	k, ok := a.hostKeys[hostKey]
+	switch {
+	case ok && bastion:
+		return []*keySource{k}
+	case ok:
 		return append([]*keySource{k}, a.keys...)
 	}
 	return a.keys

@@ -347,3 +347,78 @@ func TestDialTCPThroughBastion(t *testing.T) {
 		t.Fatalf("DialTCP after Close: %v", err)
 	}
 }
+
+// TestPerTargetBastion: a target with its own bastion (spec.hosts[*].ssh.bastion) is reached
+// through it with its own user and key, the others through Config.Bastion; DialTCP routes by the
+// destination address (Config.BastionFor); each bastion connection is shared and closed with the
+// last client.
+func TestPerTargetBastion(t *testing.T) {
+	l := newBastionLab(t, 2)
+	l.trustBastion(t, l.known)
+	jumpKey := sshtest.NewKey(t)
+	// Site B's own bastion forwards to target 1 (and to target 0's address for the routing check).
+	siteB := sshtest.New(t, jumpKey.Public(), sshtest.WithForwarding(map[string]string{
+		l.address(1) + ":22": addrOf(l.targets[1]), l.address(1) + ":2379": addrOf(l.targets[1])}))
+	siteBKnown := filepath.Join(l.dir, "site_b_known_hosts")
+	if err := os.WriteFile(siteBKnown, []byte(knownhosts.Line([]string{addrOf(siteB)}, siteB.HostKey.Public())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	own := &provision.BastionConfig{Target: provision.Target{Name: "bastion of cp-1", Address: siteB.Host, Port: siteB.Port},
+		User: "jump", IdentityFile: jumpKey.WriteKeyFile(t, l.dir, "jump_b", 0o600), KnownHostsFile: siteBKnown}
+	cfg := l.config()
+	cfg.BastionFor = map[string]*provision.BastionConfig{l.address(1): own}
+
+	// Its key file must be among HostIdentityFiles.
+	d, err := provision.NewDialer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := l.target(1)
+	t1.Bastion = own
+	if _, err := d.Dial(ctxTimeout(t, 5*time.Second), t1); err == nil || !strings.Contains(err.Error(), "HostIdentityFiles") {
+		t.Errorf("own bastion key not loaded: %v", err)
+	}
+	d.Close()
+
+	cfg.HostIdentityFiles = []string{own.IdentityFile}
+	d, err = provision.NewDialer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := d.Dial(ctxTimeout(t, 5*time.Second), l.target(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, err := d.Dial(ctxTimeout(t, 5*time.Second), t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.bastion.Conns() != 1 || siteB.Conns() != 1 {
+		t.Errorf("connections: spec bastion %d, site B's %d; want one each", l.bastion.Conns(), siteB.Conns())
+	}
+	if got := siteB.Users(); !slices.Equal(got, []string{"jump"}) {
+		t.Errorf("site B's bastion logins %v, want [jump]", got)
+	}
+	if got := siteB.Offered(); !slices.Equal(got, []string{fp(jumpKey)}) {
+		t.Errorf("site B's bastion was offered %v, want only its own key", got)
+	}
+	if fwd := siteB.Forwards(); !slices.Equal(fwd, []string{l.address(1) + ":22"}) {
+		t.Errorf("site B forwarded %v", fwd)
+	}
+	// DialTCP (etcd's client URL) goes through the host's own bastion.
+	nc, err := d.DialTCP(ctxTimeout(t, 5*time.Second), net.JoinHostPort(l.address(1), "2379"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	if fwd := siteB.Forwards(); len(fwd) != 2 || fwd[1] != l.address(1)+":2379" {
+		t.Errorf("DialTCP to cp-1: site B forwarded %v", fwd)
+	}
+	if !d.HasBastion() {
+		t.Error("HasBastion false")
+	}
+	d.Close()
+	c0.Close()
+	c1.Close()
+	waitFor(t, "both bastion connections to close", func() bool { return l.bastion.Active() == 0 && siteB.Active() == 0 })
+}

@@ -99,8 +99,13 @@ type Config struct {
 	// negative disables keepalives.
 	KeepAliveInterval time.Duration
 	// Bastion is a jump host every target is reached through (like
-	// OpenSSH's ProxyJump), or nil for direct connections.
+	// OpenSSH's ProxyJump), or nil for direct connections. A target with its
+	// own Target.Bastion uses that one instead.
 	Bastion *BastionConfig
+	// BastionFor maps a target address (as in Target.Address) to that
+	// target's own bastion (spec.hosts[*].ssh.bastion), for
+	// [Dialer.DialTCP]'s routing; addresses not in it go through Bastion.
+	BastionFor map[string]*BastionConfig
 }
 
 // BastionConfig is an SSH jump host (spec.ssh.bastion). One connection to it
@@ -158,6 +163,11 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("bastion: %w", err))
 		}
 	}
+	for addr, b := range c.BastionFor {
+		if _, err := b.Target.bastionHostPort(); err != nil {
+			errs = append(errs, fmt.Errorf("bastion of %s: %w", addr, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -177,6 +187,9 @@ type Target struct {
 	// IdentityFile is this host's own key file, offered before Config's keys; it must be one of
 	// Config.HostIdentityFiles. "" means Config's keys only.
 	IdentityFile string
+	// Bastion is this host's own jump host (spec.hosts[*].ssh.bastion); nil means
+	// Config.Bastion. Its IdentityFile must be one of Config.HostIdentityFiles.
+	Bastion *BastionConfig
 }
 
 func (t Target) port() (int, error) {

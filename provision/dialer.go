@@ -33,12 +33,31 @@ type Dialer struct {
 	pw     []byte
 	pwErr  error
 
-	mu          sync.Mutex
-	refs        int // 1 for the Dialer until Close, plus 1 per client and dial in progress
-	closed      bool
-	bastion     *ssh.Client
-	bastionErr  error
-	bastionWait chan struct{} // closed when the bastion dial in progress ends
+	mu       sync.Mutex
+	refs     int // 1 for the Dialer until Close, plus 1 per client and dial in progress
+	closed   bool
+	bastions map[string]*bastionSlot // by bastionKey
+}
+
+// bastionSlot is one bastion's shared connection.
+type bastionSlot struct {
+	client *ssh.Client
+	err    error
+	wait   chan struct{} // closed when the dial in progress ends
+}
+
+// bastionKey identifies a bastion connection: who logs in where, with which key and known_hosts.
+func bastionKey(b *BastionConfig) string {
+	hp, _ := b.Target.bastionHostPort()
+	return b.User + "@" + hp + "|" + b.IdentityFile + "|" + b.KnownHostsFile
+}
+
+// bastionOf is the bastion target t is reached through: its own, else Config.Bastion (nil: direct).
+func (d *Dialer) bastionOf(t Target) *BastionConfig {
+	if t.Bastion != nil {
+		return t.Bastion
+	}
+	return d.cfg.Bastion
 }
 
 // NewDialer validates cfg, reads its key files (encrypted ones are decrypted
@@ -99,21 +118,25 @@ func (d *Dialer) release() error {
 	d.mu.Lock()
 	d.refs--
 	last := d.refs == 0
-	bastion := d.bastion
+	bastions := d.bastions
 	if last {
-		d.bastion = nil
+		d.bastions = nil
 	}
 	d.mu.Unlock()
 	if !last {
 		return nil
 	}
 	d.auth.close()
-	if bastion != nil {
-		if err := bastion.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			return fmt.Errorf("close bastion connection: %w", err)
+	var errs []error
+	for _, s := range bastions {
+		if s.client == nil {
+			continue
+		}
+		if err := s.client.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close bastion connection: %w", err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // sudoPassword returns Config.SudoPassword's answer, asking once.
@@ -180,8 +203,12 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 		return nil, fmt.Errorf("host %s: %w", t.Name, err)
 	}
 	via := ""
-	if b := d.cfg.Bastion; b != nil {
-		bhp, _ := b.Target.bastionHostPort() // validated
+	bastion := d.bastionOf(t)
+	if bastion != nil {
+		bhp, err := bastion.Target.bastionHostPort()
+		if err != nil {
+			return nil, fmt.Errorf("host %s: bastion: %w", t.Name, err)
+		}
 		via = " via bastion " + bhp
 	}
 	fail := func(format string, args ...any) error {
@@ -201,11 +228,16 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 		var nd net.Dialer
 		return nd.DialContext(ctx, "tcp", hostPort)
 	}
-	if d.cfg.Bastion != nil {
+	if bastion != nil {
 		if ip, _ := netip.ParseAddr(t.Address); ip.Zone() != "" {
 			return nil, fail("the IPv6 zone %q of address %s is meaningless through a bastion", ip.Zone(), t.Address)
 		}
-		bc, err := d.bastionClient(ctx)
+		if f := bastion.IdentityFile; f != "" {
+			if _, ok := d.auth.hostKeys[f]; !ok {
+				return nil, fail("the bastion's key file %s is not among the Dialer's HostIdentityFiles", f)
+			}
+		}
+		bc, err := d.bastionClient(ctx, bastion)
 		if err != nil {
 			return nil, fail("%w", err)
 		}
@@ -270,39 +302,48 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 	return c, nil
 }
 
-// bastionClient returns the shared bastion connection, dialling it on first
-// use. Concurrent callers wait for one dial (or for their ctx). A failure is
-// remembered unless it was the dialling caller's cancellation, so every
-// target reports the same bastion error without redialling.
-func (d *Dialer) bastionClient(ctx context.Context) (*ssh.Client, error) {
+// bastionClient returns the shared connection to bastion b, dialling it on
+// first use. Concurrent callers wait for one dial (or for their ctx). A
+// failure is remembered unless it was the dialling caller's cancellation, so
+// every target behind b reports the same bastion error without redialling.
+func (d *Dialer) bastionClient(ctx context.Context, b *BastionConfig) (*ssh.Client, error) {
+	key := bastionKey(b)
 	for {
 		d.mu.Lock()
+		if d.bastions == nil {
+			d.bastions = map[string]*bastionSlot{}
+		}
+		s := d.bastions[key]
+		if s == nil {
+			s = &bastionSlot{}
+			d.bastions[key] = s
+		}
 		switch {
-		case d.bastion != nil:
-			c := d.bastion
+		case s.client != nil:
+			c := s.client
 			d.mu.Unlock()
 			return c, nil
-		case d.bastionErr != nil:
-			err := d.bastionErr
+		case s.err != nil:
+			err := s.err
 			d.mu.Unlock()
 			return nil, err
-		case d.bastionWait == nil:
+		case s.wait == nil:
 			wait := make(chan struct{})
-			d.bastionWait = wait
+			s.wait = wait
 			d.mu.Unlock()
-			c, err := d.dialBastion(ctx)
+			c, err := d.dialBastion(ctx, b)
 			d.mu.Lock()
-			d.bastionWait = nil
+			s.wait = nil
 			close(wait)
 			if err == nil {
-				d.bastion = c
+				s.client = c
 			} else if ctx.Err() == nil {
-				d.bastionErr = err
+				s.err = err
 			}
 			d.mu.Unlock()
 			return c, err
 		}
-		wait := d.bastionWait
+		wait := s.wait
 		d.mu.Unlock()
 		select {
 		case <-wait:
@@ -312,13 +353,13 @@ func (d *Dialer) bastionClient(ctx context.Context) (*ssh.Client, error) {
 	}
 }
 
-// dialBastion connects to the bastion. Its host key must be known.
-func (d *Dialer) dialBastion(ctx context.Context) (*ssh.Client, error) {
-	b := d.cfg.Bastion
+// dialBastion connects to bastion b. Its host key must be known.
+func (d *Dialer) dialBastion(ctx context.Context, b *BastionConfig) (*ssh.Client, error) {
 	t := b.Target
 	if t.Name == "" {
 		t.Name = "bastion"
 	}
+	t.IdentityFile = b.IdentityFile // its own key, alone (auth.sources)
 	hostPort, err := t.bastionHostPort()
 	if err != nil {
 		return nil, fmt.Errorf("bastion %s: %w", t.Name, err)
@@ -469,11 +510,17 @@ func (d *Dialer) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	if closed {
 		return nil, ErrDialerClosed
 	}
-	if d.cfg.Bastion == nil {
+	b := d.cfg.Bastion
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if own, ok := d.cfg.BastionFor[host]; ok {
+			b = own
+		}
+	}
+	if b == nil {
 		var nd net.Dialer
 		return nd.DialContext(ctx, "tcp", addr)
 	}
-	bc, err := d.bastionClient(ctx)
+	bc, err := d.bastionClient(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s via bastion: %w", addr, err)
 	}
@@ -484,5 +531,5 @@ func (d *Dialer) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	return nc, nil
 }
 
-// HasBastion reports whether connections go through a bastion.
-func (d *Dialer) HasBastion() bool { return d.cfg.Bastion != nil }
+// HasBastion reports whether connections go through a bastion: spec.ssh.bastion's, or a host's own.
+func (d *Dialer) HasBastion() bool { return d.cfg.Bastion != nil || len(d.cfg.BastionFor) > 0 }

@@ -37,9 +37,21 @@ func ConfigFromSpec(c *v1alpha1.Cluster, o SpecOptions) Config {
 	}
 	s := c.Spec.SSH
 	var hostKeys []string
+	var bastionFor map[string]*BastionConfig
 	for _, h := range c.Spec.Hosts {
-		if h.SSH != nil && h.SSH.IdentityFile != "" && !slices.Contains(hostKeys, h.SSH.IdentityFile) {
-			hostKeys = append(hostKeys, h.SSH.IdentityFile)
+		if h.SSH == nil {
+			continue
+		}
+		for _, f := range []string{h.SSH.IdentityFile, bastionKeyFile(h.SSH.Bastion)} {
+			if f != "" && !slices.Contains(hostKeys, f) {
+				hostKeys = append(hostKeys, f)
+			}
+		}
+		if b := bastionConfig(h.SSH.Bastion, "bastion of "+h.Name); b != nil {
+			if bastionFor == nil {
+				bastionFor = map[string]*BastionConfig{}
+			}
+			bastionFor[h.Address] = b
 		}
 	}
 	cfg := Config{
@@ -47,19 +59,13 @@ func ConfigFromSpec(c *v1alpha1.Cluster, o SpecOptions) Config {
 		IdentityFile:      s.IdentityFile,
 		IdentityFiles:     s.IdentityFiles,
 		HostIdentityFiles: hostKeys,
+		BastionFor:        bastionFor,
 		Agent:             s.Agent,
 		KnownHostsFile:    s.KnownHostsFile,
 		AcceptNewHostKeys: o.AcceptNewHostKeys,
 		ConnectTimeout:    s.ConnectTimeout.Duration,
 	}
-	if b := s.Bastion; b != nil {
-		cfg.Bastion = &BastionConfig{
-			Target:         Target{Name: "bastion", Address: b.Address, Port: b.Port},
-			User:           b.User,
-			IdentityFile:   b.IdentityFile,
-			KnownHostsFile: b.KnownHostsFile,
-		}
-	}
+	cfg.Bastion = bastionConfig(s.Bastion, "bastion")
 	prompt := o.Prompt
 	switch {
 	case s.PassphraseEnv != "":
@@ -90,7 +96,7 @@ func FromSpec(c *v1alpha1.Cluster, o SpecOptions) (*Dialer, error) {
 // reach the members' client URLs through spec.ssh.bastion ([Dialer.DialTCP]), or nil and no error
 // when the spec has no bastion. Unknown host keys are refused. The caller closes it.
 func TunnelFromSpec(c *v1alpha1.Cluster, o SpecOptions) (*Dialer, error) {
-	if c.Spec.SSH.Bastion == nil {
+	if !c.HasBastion() {
 		return nil, nil
 	}
 	o.AcceptNewHostKeys = false
@@ -103,6 +109,28 @@ func TargetOf(h v1alpha1.Host) Target {
 	t := Target{Name: h.Name, Address: h.Address, Port: h.Port}
 	if h.SSH != nil {
 		t.User, t.IdentityFile = h.SSH.User, h.SSH.IdentityFile
+		t.Bastion = bastionConfig(h.SSH.Bastion, "bastion of "+h.Name)
 	}
 	return t
+}
+
+// bastionConfig is the BastionConfig of a spec bastion (defaulted), named name in messages; nil for
+// nil.
+func bastionConfig(b *v1alpha1.Bastion, name string) *BastionConfig {
+	if b == nil {
+		return nil
+	}
+	return &BastionConfig{
+		Target:         Target{Name: name, Address: b.Address, Port: b.Port},
+		User:           b.User,
+		IdentityFile:   b.IdentityFile,
+		KnownHostsFile: b.KnownHostsFile,
+	}
+}
+
+func bastionKeyFile(b *v1alpha1.Bastion) string {
+	if b == nil {
+		return ""
+	}
+	return b.IdentityFile
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -97,8 +99,17 @@ func ValidateLocalFiles(c *v1alpha1.Cluster) field.ErrorList {
 		}
 	}
 
+	bastions := map[*field.Path]*v1alpha1.Bastion{}
 	if b := c.Spec.SSH.Bastion; b != nil {
-		bp := sp.Child("bastion")
+		bastions[sp.Child("bastion")] = b
+	}
+	for i, h := range c.Spec.Hosts {
+		if h.SSH != nil && h.SSH.Bastion != nil {
+			bastions[field.NewPath("spec", "hosts").Index(i).Child("ssh", "bastion")] = h.SSH.Bastion
+		}
+	}
+	for _, bp := range slices.SortedFunc(maps.Keys(bastions), func(a, b *field.Path) int { return strings.Compare(a.String(), b.String()) }) {
+		b := bastions[bp]
 		errs = append(errs, checkKeyFile(bp.Child("identityFile"), b.IdentityFile)...)
 		if b.KnownHostsFile != "" && b.Address != "" && b.Port >= 1 && b.Port <= 65535 { // else Validate reported the port
 			if msg := bastionKnownHostsProblem(b); msg != "" {

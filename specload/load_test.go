@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd"
 )
 
 type exitCoder interface{ ExitCode() int }
@@ -131,6 +132,8 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-lb-colocated-same-port.yaml", "spec.loadBalancer.frontendPort", 17},
 		{"invalid-lb-no-backends.yaml", "spec.hosts", 9},
 		{"invalid-lb-no-vip.yaml", "spec.loadBalancer.vip", 19},
+		{"invalid-private-address.yaml", "spec.hosts[0].privateAddress", 10},
+		{"invalid-host-bastion.yaml", "spec.hosts[1].ssh.bastion.address", 16},
 		{"invalid-lb-external-with-keepalived.yaml", "spec.loadBalancer.vip", 21},
 		{"invalid-lb-external-address.yaml", "spec.loadBalancer.external.address", 19},
 		{"invalid-lb-external-is-apiserver.yaml", "spec.loadBalancer.external.address", 19},
@@ -283,6 +286,15 @@ func TestValidSpecs(t *testing.T) {
 			}
 			if got := hostNames(c.LBHosts()); !slices.Equal(got, []string{"cp-a", "cp-b", "cp-c"}) {
 				t.Errorf("LB hosts %v, want the control-plane hosts", got)
+			}
+		}},
+		{"valid-private-address.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {
+			if h := c.Spec.Hosts[2]; h.PrivateAddress != "fd00::d" || h.PeerAddress() != "fd00::d" {
+				t.Errorf("privateAddress %q (canonicalised), peer address %q", h.PrivateAddress, h.PeerAddress())
+			}
+			ms, err := etcd.MembersFromSpec(c)
+			if err != nil || ms[0].PeerURL() != "https://10.0.0.11:2380" || ms[0].ClientURL() != "https://192.0.2.11:2379" || ms[2].PeerURL() != "https://[fd00::d]:2380" || len(ms[0].Addrs()) != 2 {
+				t.Errorf("members %+v %v: peer URLs on the privateAddress, client URLs on the address, both in the SANs", ms, err)
 			}
 		}},
 		{"valid-lb-external.yaml", 3, nil, func(t *testing.T, c *v1alpha1.Cluster) {

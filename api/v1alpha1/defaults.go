@@ -158,7 +158,16 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 	if s.SSH.Agent == "" {
 		s.SSH.Agent = DefaultAgent
 	}
-	if b := s.SSH.Bastion; b != nil {
+	bastions := []*Bastion{s.SSH.Bastion}
+	for i := range s.Hosts {
+		if hs := s.Hosts[i].SSH; hs != nil {
+			bastions = append(bastions, hs.Bastion)
+		}
+	}
+	for _, b := range bastions {
+		if b == nil {
+			continue
+		}
 		if b.Port == 0 {
 			b.Port = DefaultBastionPort
 		}
@@ -183,6 +192,7 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 			h.Port = s.SSH.Port
 		}
 		h.Address = CanonicalAddress(h.Address)
+		h.PrivateAddress = CanonicalAddress(h.PrivateAddress)
 	}
 	for i := range s.Etcd.Spares {
 		h := &s.Etcd.Spares[i]
@@ -285,6 +295,9 @@ func SetDefaults(c *Cluster, dirs Dirs) {
 	for i := range s.Hosts {
 		if hs := s.Hosts[i].SSH; hs != nil {
 			paths = append(paths, &hs.IdentityFile)
+			if b := hs.Bastion; b != nil {
+				paths = append(paths, &b.IdentityFile, &b.KnownHostsFile)
+			}
 		}
 	}
 	if b := s.SSH.Bastion; b != nil {

@@ -242,8 +242,17 @@ type Bastion struct {
 type Host struct {
 	// Name is an RFC 1123 label, unique in the spec; it is the etcd member name.
 	Name string `json:"name"`
-	// Address is an IPv4 or IPv6 literal, unique in the spec; it is canonicalised by Default.
+	// Address is an IPv4 or IPv6 literal, unique in the spec; it is canonicalised by Default. hactl
+	// dials it over SSH, and it is the etcd members' client URL, the kube-apiserver's advertise
+	// address and the load balancer's backend.
 	Address string `json:"address"`
+	// PrivateAddress is the host's address on the cluster's own network when that differs from
+	// Address (k0sctl's privateAddress), e.g. a management or public address in Address and the
+	// back-end network's in PrivateAddress: etcd's peer traffic (peer URLs, --initial-cluster) and
+	// kubelet (--node-ip, the node's InternalIP) use it, and the member's certificates and the
+	// kube-apiserver's carry it as a SAN too. An IP literal on one of the host's interfaces (the
+	// preflight checks it), unique in the spec; empty: Address.
+	PrivateAddress string `json:"privateAddress,omitempty"`
 	// Port is the SSH port (default spec.ssh.port). ssh.port says the same; set one of the two.
 	Port int `json:"port,omitempty"`
 	// Zone is the availability zone label (e.g. az-a).
@@ -255,8 +264,8 @@ type Host struct {
 }
 
 // HostSSH is how one host is reached when it differs from spec.ssh (k0sctl's per-host ssh): a host
-// with another login user or key. Precedence, for each field: hosts[*].ssh, then hosts[*].port for
-// the port, then spec.ssh. Everything else (agent, known_hosts, sudo, bastion, timeouts) is
+// with another login user, key or jump host. Precedence, for each field: hosts[*].ssh, then
+// hosts[*].port for the port, then spec.ssh. Everything else (agent, known_hosts, sudo, timeouts) is
 // spec.ssh's.
 type HostSSH struct {
 	// User is the login user on this host (default spec.ssh.user). A non-root user needs sudo, as
@@ -267,6 +276,10 @@ type HostSSH struct {
 	IdentityFile string `json:"identityFile,omitempty"`
 	// Port is this host's SSH port, the same as hosts[*].port.
 	Port int `json:"port,omitempty"`
+	// Bastion is this host's own jump host instead of spec.ssh.bastion (e.g. one per site), with
+	// the same fields and defaults; nil: spec.ssh.bastion (or none). Connections to the host's etcd
+	// client URL (status, backups, drills) go through it too.
+	Bastion *Bastion `json:"bastion,omitempty"`
 }
 
 // Etcd configures the etcd members.
@@ -406,9 +419,31 @@ func (c *Cluster) SSHUser(name string) string {
 	return c.Spec.SSH.User
 }
 
+// PeerAddress returns the address h's peers and kubelet use: PrivateAddress, else Address.
+func (h Host) PeerAddress() string {
+	if h.PrivateAddress != "" {
+		return h.PrivateAddress
+	}
+	return h.Address
+}
+
 // ControlPlaneHosts returns the hosts with role control-plane (the kube-apiservers, the load
 // balancer's backends), in spec order.
 func (c *Cluster) ControlPlaneHosts() []Host { return c.hostsWith(RoleControlPlane) }
+
+// HasBastion reports whether any host is reached through a jump host: spec.ssh.bastion or a host's
+// own (hosts[*].ssh.bastion).
+func (c *Cluster) HasBastion() bool {
+	if c.Spec.SSH.Bastion != nil {
+		return true
+	}
+	for _, h := range c.Spec.Hosts {
+		if h.SSH != nil && h.SSH.Bastion != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // ManagedLB returns spec.loadBalancer when hactl runs it (HAProxy + Keepalived and a VIP); nil
 // without a load balancer or with an external one.

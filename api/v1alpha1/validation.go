@@ -318,7 +318,7 @@ func (v *validator) bastion(b *Bastion, p *field.Path) {
 	if b.Address == "" {
 		v.add(field.Required(p.Child("address"), "a bastion needs an address: its IP address or DNS name as reachable from this machine, e.g. bastion.example.com; or remove spec.ssh.bastion to reach the hosts directly"))
 	} else {
-		v.dialAddress(p.Child("address"), b.Address, "the bastion", "e.g. 203.0.113.10, 2001:db8::10 or bastion.example.com", "set the port in spec.ssh.bastion.port")
+		v.dialAddress(p.Child("address"), b.Address, "the bastion", "e.g. 203.0.113.10, 2001:db8::10 or bastion.example.com", "set the port in "+p.Child("port").String())
 	}
 	v.port(p.Child("port"), b.Port, "the bastion's SSH port")
 	if strings.TrimSpace(b.User) == "" {
@@ -336,7 +336,8 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 		return
 	}
 	names := map[string]int{}
-	addrs := map[string]int{}
+	addrs := map[string]int{}  // address or privateAddress → host index
+	privs := map[string]bool{} // the privateAddresses among them
 	for i, h := range hosts {
 		hp := p.Index(i)
 		v.label(hp.Child("name"), h.Name, "the host name (also the etcd member name)", "cp-a")
@@ -351,9 +352,27 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 			if j, dup := addrs[h.Address]; dup {
 				e := field.Duplicate(hp.Child("address"), h.Address)
 				e.Detail = fmt.Sprintf("same address as %s (%s) once canonicalised; every host needs its own address", p.Index(j), hosts[j].Name)
+				if privs[h.Address] {
+					e.Detail = fmt.Sprintf("the privateAddress of %s (%s) too; every host needs its own addresses", hosts[j].Name, p.Index(j))
+				}
 				v.add(e)
 			} else {
 				addrs[h.Address] = i
+			}
+		}
+		if pa := h.PrivateAddress; pa != "" {
+			pp := hp.Child("privateAddress")
+			switch {
+			case pa == h.Address:
+				v.add(field.Invalid(pp, pa, "is the host's address too: leave privateAddress out when the host has one address"))
+			case v.address(pp, pa):
+				if j, dup := addrs[pa]; dup {
+					e := field.Duplicate(pp, pa)
+					e.Detail = fmt.Sprintf("an address of %s (%s) too; every host needs its own addresses", hosts[j].Name, p.Index(j))
+					v.add(e)
+				} else {
+					addrs[pa], privs[pa] = i, true
+				}
 			}
 		}
 		if h.Port != sshPort || validPort(sshPort) { // an inherited bad spec.ssh.port is reported once
@@ -368,6 +387,9 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 				v.add(field.Invalid(sp.Child("user"), hs.User, "must be a login name without spaces, '@' or ':', e.g. admin; leave it out to use spec.ssh.user"))
 			}
 			v.keyFile(sp.Child("identityFile"), hs.IdentityFile)
+			if hs.Bastion != nil {
+				v.bastion(hs.Bastion, sp.Child("bastion"))
+			}
 		}
 		v.label(hp.Child("zone"), h.Zone, "the availability zone", "az-a")
 		v.roles(hp.Child("roles"), h.Roles)
@@ -376,6 +398,9 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 		for i, h := range hosts {
 			if ip, err := netip.ParseAddr(h.Address); err == nil && ip.IsLoopback() {
 				v.add(field.Invalid(p.Index(i).Child("address"), h.Address, "a loopback address can't identify one of several hosts: from hactl it is this machine, and in etcd peer URLs each member would reach itself; write the host's own network address"))
+			}
+			if ip, err := netip.ParseAddr(h.PrivateAddress); err == nil && ip.IsLoopback() {
+				v.add(field.Invalid(p.Index(i).Child("privateAddress"), h.PrivateAddress, "a loopback address can't identify one of several hosts: in etcd peer URLs each member would reach itself; write the host's address on the cluster network"))
 			}
 		}
 	}

@@ -322,8 +322,12 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 			if !h.HasRole(RoleControlPlane) && !h.HasRole(RoleWorker) {
 				continue
 			}
-			if a, err := netip.ParseAddr(h.Address); err == nil && !nodeNet.Contains(a) {
-				v.add(field.Invalid(hostsPath.Index(i).Child("address"), h.Address, fmt.Sprintf("cni bridge needs every node on one L2 segment (%s, spec.kubernetes.nodeSubnet): this host is outside it; use cni: none with a routed CNI (Calico, Cilium) for nodes in several subnets", nodeNet)))
+			name, addr := "address", h.Address
+			if h.PrivateAddress != "" {
+				name, addr = "privateAddress", h.PrivateAddress // the node IP: the routes' next hop
+			}
+			if a, err := netip.ParseAddr(addr); err == nil && !nodeNet.Contains(a) {
+				v.add(field.Invalid(hostsPath.Index(i).Child(name), addr, fmt.Sprintf("cni bridge needs every node on one L2 segment (%s, spec.kubernetes.nodeSubnet): this host is outside it; use cni: none with a routed CNI (Calico, Cilium) for nodes in several subnets", nodeNet)))
 			}
 		}
 	}

@@ -271,4 +271,4 @@ func (g *Group) UnitFiles(m Member) ([]provision.File, error) {
 	return up, nil
 }
 
-func (m Member) addrs() []netip.Addr { return []netip.Addr{m.Address} }
+func (m Member) addrs() []netip.Addr { return m.Addrs() }

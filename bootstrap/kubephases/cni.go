@@ -66,7 +66,7 @@ func routesFor(nodes []node, ranges map[string]netip.Prefix, self string) []kube
 	var out []kubenode.Route
 	for _, n := range nodes {
 		if n.host.Name != self {
-			out = append(out, kubenode.Route{PodCIDR: ranges[n.host.Name], Via: n.addr})
+			out = append(out, kubenode.Route{PodCIDR: ranges[n.host.Name], Via: n.peer})
 		}
 	}
 	return out

@@ -81,6 +81,7 @@ const DefaultWaitTimeout = 5 * time.Minute
 type node struct {
 	host v1alpha1.Host
 	addr netip.Addr
+	peer netip.Addr // privateAddress, else addr: kubelet's node IP, the pod routes' next hop
 	cp   bool
 }
 
@@ -133,7 +134,8 @@ func New(run *runctx.Run, opt Options) (*Group, error) {
 		podCIDRs: map[string]netip.Prefix{}, imports: map[string]*pendingImport{}, packages: map[string]*pendingImport{}, written: map[string][]byte{}}
 	for _, h := range run.Spec.KubeNodes() {
 		a, _ := netip.ParseAddr(h.Address) // validated by specload.Load
-		n := node{host: h, addr: a, cp: h.HasRole(v1alpha1.RoleControlPlane)}
+		peer, _ := netip.ParseAddr(h.PeerAddress())
+		n := node{host: h, addr: a, peer: peer, cp: h.HasRole(v1alpha1.RoleControlPlane)}
 		g.nodes = append(g.nodes, n)
 		run.Need(h, factsRequest(n, g.resolvConf()))
 	}

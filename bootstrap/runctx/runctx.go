@@ -10,12 +10,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
@@ -98,6 +100,9 @@ func (r *Run) Connect(ctx context.Context, then func(ctx context.Context, host s
 			hosts = append(hosts, n.host)
 		}
 		reqs[n.host.Name] = reqs[n.host.Name].Merge(n.req)
+		if n.host.PrivateAddress != "" {
+			reqs[n.host.Name] = reqs[n.host.Name].Merge(provision.FactsRequest{Addrs: true})
+		}
 	}
 	dial := false
 	for _, h := range hosts {
@@ -125,6 +130,9 @@ func (r *Run) Connect(ctx context.Context, then func(ctx context.Context, host s
 					return err
 				}
 				r.SetFacts(h.Name, f)
+				if err := checkPrivateAddress(h, f); err != nil {
+					return err
+				}
 			}
 			if then == nil {
 				return nil
@@ -255,4 +263,48 @@ func (r *Run) Close() {
 	if r.dialer != nil {
 		r.dialer.Close()
 	}
+}
+
+// PrivateAddressError is a host whose spec.hosts[*].privateAddress is none of its interfaces'
+// addresses (found by the facts command, `ip -json address show`): etcd's peers and kubelet would
+// use an address the host does not have.
+type PrivateAddressError struct {
+	Host    string
+	Address string
+	// Has are the host's addresses, e.g. "eth0 172.28.0.11/24".
+	Has []string
+}
+
+func (e *PrivateAddressError) Error() string {
+	return fmt.Sprintf("privateAddress %s (spec.hosts, host %s) is on no interface of this host (it has %s): give the address the host has on the cluster network, or leave privateAddress out",
+		e.Address, e.Host, strings.Join(e.Has, ", "))
+}
+
+// checkPrivateAddress returns a *PrivateAddressError when h has a privateAddress that f's
+// interface addresses do not hold.
+func checkPrivateAddress(h v1alpha1.Host, f *provision.Facts) error {
+	if h.PrivateAddress == "" {
+		return nil
+	}
+	want, err := netip.ParseAddr(h.PrivateAddress)
+	if err != nil {
+		return fmt.Errorf("privateAddress: %w", err)
+	}
+	if f.AddrsJSON == nil {
+		return fmt.Errorf("privateAddress %s: the host's addresses could not be read (`ip -json address show` gave nothing: is iproute2 installed?)", want)
+	}
+	addrs, err := lb.ParseIPAddrJSON(f.AddrsJSON)
+	if err != nil {
+		return fmt.Errorf("privateAddress: %w", err)
+	}
+	var has []string
+	for _, a := range addrs {
+		if a.Prefix.Addr().Unmap() == want.Unmap() {
+			return nil
+		}
+		if !a.Prefix.Addr().IsLoopback() && !a.Prefix.Addr().IsLinkLocalUnicast() {
+			has = append(has, a.Interface+" "+a.Prefix.String())
+		}
+	}
+	return &PrivateAddressError{Host: h.Name, Address: h.PrivateAddress, Has: has}
 }

@@ -206,7 +206,12 @@ func (l *Lab) Kubeconfig() string { return filepath.Join(l.opts.Dir, kubeconfigF
 // Kubectl runs <BinDir>/kubectl --kubeconfig Kubeconfig() args... on this machine (so through the
 // VIP) and returns its standard output; a failure is a *CommandError with the standard error.
 func (l *Lab) Kubectl(ctx context.Context, args ...string) (string, error) {
-	full := append([]string{"--kubeconfig", l.Kubeconfig()}, args...)
+	return l.KubectlWith(ctx, l.Kubeconfig(), args...)
+}
+
+// KubectlWith runs the lab's kubectl (as Kubectl) with the kubeconfig file kubeconfig.
+func (l *Lab) KubectlWith(ctx context.Context, kubeconfig string, args ...string) (string, error) {
+	full := append([]string{"--kubeconfig", kubeconfig}, args...)
 	return runCmd(ctx, l.opts.Debugf, nil, filepath.Join(l.opts.BinDir, "kubectl"), full...)
 }
 

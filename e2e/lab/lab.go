@@ -26,6 +26,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -780,6 +781,24 @@ func (l *Lab) Exec(ctx context.Context, host string, args ...string) (string, er
 		return out, fmt.Errorf("exec on %s: %w", host, err)
 	}
 	return out, nil
+}
+
+// ConnectNetwork gives running host one more interface: on the lab's docker network (e.g.
+// InternalNetworkName) at the pinned address addr (docker network connect). It lasts until the host
+// is recreated. For tests of hosts with two networks (spec.hosts[*].privateAddress).
+func (l *Lab) ConnectNetwork(ctx context.Context, host, network, addr string) error {
+	h, err := l.Host(host)
+	if err != nil {
+		return fmt.Errorf("connect network: %w", err)
+	}
+	flag := "--ip"
+	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
+		flag = "--ip6"
+	}
+	if _, err := l.d.run(ctx, nil, "network", "connect", flag, addr, network, h.Container); err != nil {
+		return fmt.Errorf("connect %s to %s at %s: %w", host, network, addr, err)
+	}
+	return nil
 }
 
 // Kill crashes host: docker kill (SIGKILL to the whole container, like pulling the power).

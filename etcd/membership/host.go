@@ -57,9 +57,9 @@ func (r SSHRetirer) Retire(ctx context.Context, member string, peerURLs []string
 	// The member's peer URLs name its host: never stop etcd on another machine of that name.
 	if len(peerURLs) > 0 && !slices.ContainsFunc(peerURLs, func(u string) bool {
 		pu, err := url.Parse(u)
-		return err == nil && pu.Hostname() == h.Address
+		return err == nil && (pu.Hostname() == h.Address || pu.Hostname() == h.PrivateAddress)
 	}) {
-		return "", fmt.Errorf("member %s's peer URLs %v are not host %s's address %s: stop etcd on the member's host by hand", member, peerURLs, h.Name, h.Address)
+		return "", fmt.Errorf("member %s's peer URLs %v are not host %s's address %s: stop etcd on the member's host by hand", member, peerURLs, h.Name, h.PeerAddress())
 	}
 	cli, err := r.Dialer.Dial(ctx, provision.TargetOf(h))
 	if err != nil {

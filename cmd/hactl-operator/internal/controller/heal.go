@@ -238,7 +238,7 @@ func (r *EtcdClusterReconciler) finishHeal(ctx context.Context, ec *v1.EtcdClust
 	}
 	now := r.now()
 	rec := v1.HealRecord{Member: hs.Member, MemberID: hs.MemberID, Spare: hs.Spare, NewMemberID: hs.NewMemberID, Result: v1.HealSucceeded,
-		ClientURL: clientURL, PeerURL: etcd.URL("https", env.self.Address, env.self.PeerPort), InitialCluster: hs.InitialCluster,
+		ClientURL: clientURL, PeerURL: env.self.PeerURL(), InitialCluster: hs.InitialCluster,
 		Message: fmt.Sprintf("%s (ID %s) replaced by %s (ID %s, %s): move %s into the etcd hosts of cluster.yaml in place of %s (hactl operator adopt records it in hactl's state dir)",
 			hs.Member, hs.MemberID, hs.Spare, hs.NewMemberID, clientURL, hs.Spare, hs.Member),
 		StartedAt: hs.StartedAt, FinishedAt: metav1.NewTime(now)}
