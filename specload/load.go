@@ -42,6 +42,10 @@ const MaxSpecBytes = 1 << 20
 // or *v1alpha1.ValidationError (the spec breaks a rule); both have ExitCode() == 2. Warnings are
 // returned even when the error is a *v1alpha1.ValidationError.
 func Load(path string) (*v1alpha1.Cluster, []v1alpha1.Warning, error) {
+	if path == "" {
+		err := errors.New("no spec file: -f is empty; give the cluster spec, e.g. -f cluster.yaml (`hactl init -f cluster.yaml` writes an example)")
+		return nil, nil, &v1alpha1.DecodeError{Source: "-f", Problems: []v1alpha1.Problem{{Message: err.Error()}}, Err: err}
+	}
 	data, err := readSpec(path)
 	if err != nil {
 		msg := err.Error()

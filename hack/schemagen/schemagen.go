@@ -43,6 +43,15 @@ func Generate() ([]byte, error) {
 			p.Const = v1alpha1.Kind
 		}
 	}
+	for _, e := range enums {
+		if d, ok := s.Definitions[e.def]; ok {
+			if p, ok := d.Properties.Get(e.field); ok {
+				for _, v := range e.values {
+					p.Enum = append(p.Enum, v)
+				}
+			}
+		}
+	}
 	for _, d := range s.Definitions {
 		nullableObjects(d)
 	}
@@ -54,6 +63,19 @@ func Generate() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// enums are the string fields with a fixed set of values (validation's rules; "" means the default
+// there and is left out here, as the field is optional).
+var enums = []struct {
+	def, field string
+	values     []string
+}{
+	{"AutoCompaction", "mode", []string{v1alpha1.CompactionPeriodic, v1alpha1.CompactionRevision}},
+	{"SSH", "agent", []string{v1alpha1.AgentAuto, v1alpha1.AgentNever, v1alpha1.AgentRequired}},
+	{"LoadBalancer", "mode", []string{v1alpha1.LBModeUnicast, v1alpha1.LBModeMulticast}},
+	{"LoadBalancer", "topology", []string{v1alpha1.TopologyDedicated, v1alpha1.TopologyColocated}},
+	{"Kubernetes", "cni", []string{v1alpha1.CNIBridge, v1alpha1.CNINone}},
 }
 
 // mapper gives the schema of the API's own scalar types: Duration is a Go duration string, Role one

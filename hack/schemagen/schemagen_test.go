@@ -98,8 +98,9 @@ func TestValidSpecsMatchTheSchema(t *testing.T) {
 	}
 }
 
-// TestSchemaRefusesWrongShapes: unknown fields and wrong types, which strict decoding refuses, are
-// refused by the schema too (an editor flags them before hactl runs).
+// TestSchemaRefusesWrongShapes: unknown fields, wrong types and values outside a fixed set, which
+// decoding or validation refuses, are refused by the schema too (an editor flags them before
+// hactl runs).
 func TestSchemaRefusesWrongShapes(t *testing.T) {
 	s := compile(t)
 	dir := filepath.Join("..", "..", "specload", "testdata")
@@ -107,6 +108,7 @@ func TestSchemaRefusesWrongShapes(t *testing.T) {
 		"invalid-unknown-top-level-field.yaml", "invalid-unknown-etcd-field.yaml", "invalid-unknown-nested-field.yaml",
 		"invalid-unknown-role.yaml", "invalid-wrong-type-bool.yaml", "invalid-wrong-type-duration.yaml",
 		"invalid-wrong-type-int.yaml", "invalid-wrong-type-list.yaml", "invalid-lb-wrong-type-priorities.yaml",
+		"invalid-compaction-mode.yaml", "invalid-lb-bad-mode.yaml", "invalid-lb-bad-topology.yaml", "invalid-bad-agent.yaml", // enums
 		filepath.Join("backup", "invalid-unknown-field.yaml"),
 	} {
 		if err := s.Validate(instance(t, filepath.Join(dir, name))); err == nil {

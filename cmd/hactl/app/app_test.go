@@ -54,11 +54,21 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"bootstrap", "extra-arg"},
 		{"status", "-o", "xml"},
 		{"nonsense"},
+		{"help", "statsu"},
+		{"help", "etcd", "member", "rmove"},
+		{"plan", "-f", ""},
 	} {
 		_, stderr, code := runCmd(t, args...)
 		if code != 2 {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, stderr)
 		}
+	}
+	// help's unknown topic names the nearest command, as the command itself does.
+	if _, stderr, _ := runCmd(t, "help", "statsu"); !strings.Contains(stderr, `did you mean "status"`) {
+		t.Errorf("help statsu: %q", stderr)
+	}
+	if out, _, code := runCmd(t, "help", "etcd", "member"); code != 0 || !strings.Contains(out, "replace") {
+		t.Errorf("help etcd member: exit %d\n%s", code, out)
 	}
 }
 
