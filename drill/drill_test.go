@@ -2,14 +2,7 @@ package drill
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"os"
 	"os/exec"
 	"path"
@@ -22,6 +15,7 @@ import (
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/drill/workload"
+	"github.com/hactl/hactl/internal/testcert"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/provision"
 )
@@ -143,9 +137,7 @@ func TestValidate(t *testing.T) {
 	// hactl's load balancer: the default component is haproxy; kube-apiserver and --backend are
 	// for an external one.
 	ca := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(ca, testCAPEM(t), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testcert.WriteCA(t, ca)
 	o = Options{Cluster: c, Kind: LBFailover, Count: 1, CAFile: ca, Hold: 10 * time.Second}
 	_ = o.Validate() // the test spec is not defaulted: lb.Plan refuses its advertInterval
 	if o.Component != ComponentHAProxy {
@@ -195,9 +187,7 @@ func TestValidateExternal(t *testing.T) {
 	}
 	c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{External: &v1alpha1.ExternalLoadBalancer{Address: "api.example.com", Port: 8443}, APIServerPort: 6443}
 	ca := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(ca, testCAPEM(t), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testcert.WriteCA(t, ca)
 	o := Options{Cluster: c, Kind: LBFailover, Count: 1, CAFile: ca}
 	if err := o.Validate(); err != nil || o.Component != ComponentAPIServer || o.Backend != "a" || o.Hold != DefaultHold {
 		t.Fatalf("defaults: %v, component %q backend %q hold %s", err, o.Component, o.Backend, o.Hold)
@@ -615,20 +605,4 @@ func TestFenceCommand(t *testing.T) {
 	if !strings.Contains(cmd, "mv ") || !strings.HasSuffix(cmd, "systemctl daemon-reload") {
 		t.Errorf("not temp + rename, then daemon-reload:\n%s", cmd)
 	}
-}
-
-// testCAPEM returns a self-signed CA certificate, PEM-encoded.
-func testCAPEM(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -96,20 +96,11 @@ func (r *runner) externalIteration(ctx context.Context, n int) (*Iteration, erro
 	if err != nil {
 		return nil, err
 	}
-	sleepCtx(ctx, warmup)
-	r.p.Infof("drill/fault: iteration %d: cutting %s's kube-apiserver (port %d) off your load balancer", n, h.Name, r.c.APIServerPort())
-	app, err := r.applyFaults(ctx, []v1alpha1.Host{h})
+	t0, tPut, putErr, err := r.holdFault(ctx, it, h, fmt.Sprintf("iteration %d: cutting %s's kube-apiserver (port %d) off your load balancer", n, h.Name, r.c.APIServerPort()))
 	if err != nil {
 		rz.Stop()
 		return nil, err
 	}
-	t0 := app[0].at
-	it.FaultAt, it.FaultUncertaintyMs = wallOf(t0), ms(app[0].uncertainty)
-	r.p.Infof("drill/hold: %s", r.o.Hold)
-	sleepCtx(ctx, time.Until(t0.Add(r.o.Hold)))
-	tPut := time.Now()
-	putErr := r.putBack([]v1alpha1.Host{h})
-	it.PutBackMs = ms(time.Since(t0))
 	sleepCtx(context.Background(), settle)
 	samples := rz.Stop()
 	rs := splitReadyz(samples, t0, tPut)

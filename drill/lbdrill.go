@@ -350,22 +350,13 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 	if err != nil {
 		return nil, err
 	}
-	sleepCtx(ctx, warmup)
-	r.p.Infof("drill/fault: iteration %d: stopping %s on the VIP holder %s", n, r.o.Component.Unit(), holder)
-	app, err := r.applyFaults(ctx, []v1alpha1.Host{h})
+	// The hold ends at tPut: the put-back can hand the VIP back (preemption) before it returns, so
+	// samples sent from tPut on belong to the failback, not to the outage being measured.
+	t0, tPut, putErr, err := r.holdFault(ctx, it, h, fmt.Sprintf("iteration %d: stopping %s on the VIP holder %s", n, r.o.Component.Unit(), holder))
 	if err != nil {
 		w.stop()
 		return nil, err
 	}
-	t0 := app[0].at
-	it.FaultAt, it.FaultUncertaintyMs = wallOf(t0), ms(app[0].uncertainty)
-	r.p.Infof("drill/hold: %s", r.o.Hold)
-	sleepCtx(ctx, time.Until(t0.Add(r.o.Hold)))
-	// The hold ends here: the put-back can hand the VIP back (preemption) before it returns, so
-	// samples sent from tPut on belong to the failback, not to the outage being measured.
-	tPut := time.Now()
-	putErr := r.putBack([]v1alpha1.Host{h})
-	it.PutBackMs = ms(time.Since(t0))
 	moved := ""
 	if putErr == nil {
 		// Wait for the VIP to settle: the highest-priority host, or (nopreempt) where it is.
@@ -417,6 +408,27 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 		}
 	}
 	return it, putErr
+}
+
+// holdFault runs one iteration's fault on h after the warm-up: applied (what says what, for the
+// progress line), held for --hold from its instant t0, then put back from tPut. It records the fault's
+// instant and the put-back's duration in it. err is the apply's error (nothing is held then);
+// putErr the put-back's.
+func (r *runner) holdFault(ctx context.Context, it *Iteration, h v1alpha1.Host, what string) (t0, tPut time.Time, putErr, err error) {
+	sleepCtx(ctx, warmup)
+	r.p.Infof("drill/fault: %s", what)
+	app, err := r.applyFaults(ctx, []v1alpha1.Host{h})
+	if err != nil {
+		return t0, tPut, nil, err
+	}
+	t0 = app[0].at
+	it.FaultAt, it.FaultUncertaintyMs = wallOf(t0), ms(app[0].uncertainty)
+	r.p.Infof("drill/hold: %s", r.o.Hold)
+	sleepCtx(ctx, time.Until(t0.Add(r.o.Hold)))
+	tPut = time.Now()
+	putErr = r.putBack([]v1alpha1.Host{h})
+	it.PutBackMs = ms(time.Since(t0))
+	return t0, tPut, putErr, nil
 }
 
 // readyzSplit is what the readyz samples of one lb-failover iteration show: failed, the requests

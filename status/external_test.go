@@ -2,13 +2,7 @@ package status
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/testcert"
 )
 
 // TestCollectExternalLB: readyz through spec.loadBalancer.external, verified against
@@ -42,16 +37,8 @@ func TestCollectExternalLB(t *testing.T) {
 	dir := t.TempDir()
 	goodCA := filepath.Join(dir, "ca.crt")
 	os.WriteFile(goodCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
-	// Another CA (every httptest server shares one certificate).
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "other-ca"}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrongCA := filepath.Join(dir, "wrong.crt")
-	os.WriteFile(wrongCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	wrongCA := filepath.Join(dir, "wrong.crt") // another CA (every httptest server shares one certificate)
+	testcert.WriteCA(t, wrongCA)
 
 	spec := func(ca string) *v1alpha1.Cluster {
 		return &v1alpha1.Cluster{Spec: v1alpha1.ClusterSpec{LoadBalancer: &v1alpha1.LoadBalancer{

@@ -122,6 +122,20 @@ func waitReadyzOK(t *testing.T, what string) {
 	})
 }
 
+// refusedLocally runs `hactl bootstrap -f spec` and wants exit 2 naming want, with no SSH
+// connection seen by host's sshd (the input is refused before any host is contacted).
+func refusedLocally(t *testing.T, spec, host, want string) {
+	t.Helper()
+	before := suite.ExecOn(t, host, "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat")
+	r := suite.Hactl(t, "bootstrap", "-f", spec)
+	if r.Code != 2 || !strings.Contains(r.Stderr, want) {
+		t.Errorf("exit %d; want 2 naming %s:\n%s", r.Code, want, r.Stderr)
+	}
+	if after := suite.ExecOn(t, host, "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat"); after != before {
+		t.Errorf("%s's sshd saw a connection for an invalid spec:\n%s", host, strings.TrimPrefix(after, before))
+	}
+}
+
 // mainPID returns a unit's MainPID on host.
 func mainPID(t *testing.T, host, unit string) string {
 	t.Helper()
@@ -151,15 +165,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			} {
 				c := suite.Spec(t, 3)
 				tc.edit(c.Spec.LoadBalancer)
-				p := harness.WriteSpec(t, c, "bad.yaml")
-				before := suite.ExecOn(t, "lb-a", "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat")
-				r := suite.Hactl(t, "bootstrap", "-f", p)
-				if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
-					t.Errorf("exit %d; want 2 naming %s:\n%s", r.Code, tc.want, r.Stderr)
-				}
-				if after := suite.ExecOn(t, "lb-a", "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat"); after != before {
-					t.Errorf("lb-a's sshd saw a connection for an invalid spec:\n%s", strings.TrimPrefix(after, before))
-				}
+				refusedLocally(t, harness.WriteSpec(t, c, "bad.yaml"), "lb-a", tc.want)
 			}
 		}},
 		{"bootstrap installs etcd, the load balancer, kube-apiserver's etcd credentials and the control plane", func(t *testing.T) {

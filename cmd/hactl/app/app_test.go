@@ -67,6 +67,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	if _, stderr, _ := runCmd(t, "help", "statsu"); !strings.Contains(stderr, `did you mean "status"`) {
 		t.Errorf("help statsu: %q", stderr)
 	}
+	if _, stderr, code := runCmd(t, ""); code != 2 || strings.Contains(stderr, "did you mean") {
+		t.Errorf(`hactl "": exit %d, %q; want 2 without a guess`, code, stderr)
+	}
 	if out, _, code := runCmd(t, "help", "etcd", "member"); code != 0 || !strings.Contains(out, "replace") {
 		t.Errorf("help etcd member: exit %d\n%s", code, out)
 	}

@@ -191,6 +191,9 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 			if len(args) > 0 && (strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml")) {
 				return &UsageError{Err: fmt.Errorf("%s takes no arguments; did you mean -f %s?", cmd.CommandPath(), args[0])}
 			}
+			if cmd.HasAvailableSubCommands() && len(args) > 0 && strings.TrimSpace(args[0]) == "" {
+				return &UsageError{Err: fmt.Errorf("an empty command name for %q (an unset shell variable?): give one of its commands (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())}
+			}
 			if cmd.HasAvailableSubCommands() && len(args) > 0 {
 				if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
 					return &UsageError{Err: fmt.Errorf("%w; did you mean %q? (see '%s --help')", err, sugg[0], cmd.CommandPath())}
