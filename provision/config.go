@@ -58,6 +58,10 @@ type Config struct {
 	// IdentityFiles are more private key files, offered in order after
 	// IdentityFile (same rules).
 	IdentityFiles []string
+	// OnNewHostKey, when set, is told of every host key AcceptNewHostKeys added to KnownHostsFile:
+	// the target's name, its "host:port" and the key's SHA256 fingerprint (so the user sees what
+	// was trusted).
+	OnNewHostKey func(host, hostPort, fingerprint string)
 	// HostIdentityFiles are the key files of targets that have their own (Target.IdentityFile),
 	// loaded with the others (same rules) so a bad one fails NewDialer, not a dial.
 	HostIdentityFiles []string

@@ -45,11 +45,16 @@ func TestDialAcceptNewHostKey(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config()
 	cfg.AcceptNewHostKeys = true
+	var told []string
+	cfg.OnNewHostKey = func(host, hostPort, fingerprint string) { told = append(told, host+" "+hostPort+" "+fingerprint) }
 	c, err := provision.Dial(ctxTimeout(t, 5*time.Second), e.target(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
+	if want := fmt.Sprintf("%s 127.0.0.1:%d %s", e.target().Name, e.srv.Port, ssh.FingerprintSHA256(e.srv.HostKey.Public())); len(told) != 1 || told[0] != want {
+		t.Errorf("OnNewHostKey told %q, want [%q]", told, want)
+	}
 	fi, err := os.Stat(e.known)
 	if err != nil {
 		t.Fatal(err)

@@ -262,7 +262,7 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Client, error) {
 		target:   t,
 		hostPort: hostPort,
 		user:     user,
-		checker:  &hostKeyChecker{target: t, port: portOf(hostPort), file: d.cfg.KnownHostsFile, accept: d.cfg.AcceptNewHostKeys},
+		checker:  &hostKeyChecker{target: t, port: portOf(hostPort), file: d.cfg.KnownHostsFile, accept: d.cfg.AcceptNewHostKeys, onNew: d.cfg.OnNewHostKey},
 		dial:     dialNet,
 		fail:     fail,
 	})

@@ -116,6 +116,7 @@ type hostKeyChecker struct {
 	port    int
 	file    string
 	accept  bool
+	onNew   func(host, hostPort, fingerprint string) // Config.OnNewHostKey
 	bastion bool
 }
 
@@ -266,6 +267,9 @@ func (h *hostKeyChecker) appendKey(hostPort string, remote net.Addr, key ssh.Pub
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("add host key to known_hosts %s: %w", h.file, err)
+	}
+	if h.onNew != nil {
+		h.onNew(h.target.Name, hostPort, ssh.FingerprintSHA256(key))
 	}
 	return nil
 }

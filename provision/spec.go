@@ -17,6 +17,8 @@ type SpecOptions struct {
 	// AcceptNewHostKeys appends unknown SSH host keys to the known_hosts file (changed keys are
 	// always refused; never for the bastion).
 	AcceptNewHostKeys bool
+	// OnNewHostKey is told of every key AcceptNewHostKeys added (Config.OnNewHostKey).
+	OnNewHostKey func(host, hostPort, fingerprint string)
 	// Prompt asks for a key passphrase or the sudo password when the spec names no environment
 	// variable for it (nil: nothing is asked).
 	Prompt Prompter
@@ -63,6 +65,7 @@ func ConfigFromSpec(c *v1alpha1.Cluster, o SpecOptions) Config {
 		Agent:             s.Agent,
 		KnownHostsFile:    s.KnownHostsFile,
 		AcceptNewHostKeys: o.AcceptNewHostKeys,
+		OnNewHostKey:      o.OnNewHostKey,
 		ConnectTimeout:    s.ConnectTimeout.Duration,
 	}
 	cfg.Bastion = bastionConfig(s.Bastion, "bastion")

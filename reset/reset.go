@@ -88,7 +88,7 @@ const backupDir = "/var/lib/hactl/backup"
 func NewPlan(o Options) (Plan, error) {
 	c := o.Cluster
 	if c.Spec.Kubernetes == nil {
-		return Plan{}, &InputError{"the spec has no spec.kubernetes: there is no Kubernetes node to reset"}
+		return Plan{}, &InputError{"the spec has no spec.kubernetes: there is no Kubernetes node to reset; an etcd member goes with `hactl etcd member remove`, and docs/real-hosts.md (\"Removing what hactl installed\") says how to remove the rest"}
 	}
 	byName := map[string]v1alpha1.Host{}
 	for _, h := range c.Spec.Hosts {

@@ -95,6 +95,16 @@ func (p *Printer) Warnf(format string, args ...any) {
 	p.line("WARNING: " + fmt.Sprintf(format, args...))
 }
 
+// NewHostKey prints that the host key of host (at hostPort, with its SHA256 fingerprint) was added
+// to known_hosts (provision.SpecOptions.OnNewHostKey; --accept-new-host-keys). Never suppressed: the
+// user should see what was trusted. A nil Printer prints nothing.
+func (p *Printer) NewHostKey(host, hostPort, fingerprint string) {
+	if p == nil {
+		return
+	}
+	p.line(fmt.Sprintf("  %-10s added its host key %s (%s) to known_hosts (--accept-new-host-keys)", host+":", fingerprint, hostPort))
+}
+
 // Hostf prints a line prefixed with the host name.
 func (p *Printer) Hostf(host, format string, args ...any) {
 	p.progress(fmt.Sprintf("  %-10s %s", host+":", fmt.Sprintf(format, args...)))

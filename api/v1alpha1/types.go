@@ -113,8 +113,9 @@ type LoadBalancer struct {
 	VirtualRouterID int `json:"virtualRouterID,omitempty"`
 	// Mode is "unicast" (default; works where multicast is blocked) or "multicast".
 	Mode string `json:"mode,omitempty"`
-	// AdvertInterval is the VRRP advertisement interval (default 1s). Whole seconds run VRRPv2 for
-	// an IPv4 VIP; hundredths of a second from 100ms (e.g. 500ms) run VRRPv3, which has no auth.
+	// AdvertInterval is the VRRP advertisement interval (default 500ms, VRRPv3; 1s, VRRPv2, when auth
+	// is set on an IPv4 VIP). Whole seconds run VRRPv2 for an IPv4 VIP; hundredths of a second from
+	// 100ms (e.g. 500ms) run VRRPv3, which has no auth.
 	// The VIP leaves a dead holder after about 3 intervals (RFC 5798's master-down interval).
 	AdvertInterval Duration `json:"advertInterval,omitzero"`
 	// Auth is an optional VRRP PASS authentication secret (plaintext on the wire in VRRPv2; off by

@@ -135,7 +135,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		}
 	}
 	rep.Hosts = make([]HostCerts, len(hosts))
-	d, err := provision.FromSpec(c, provision.SpecOptions{AcceptNewHostKeys: opt.AcceptNewHostKeys, Prompt: opt.Prompt})
+	d, err := provision.FromSpec(c, provision.SpecOptions{AcceptNewHostKeys: opt.AcceptNewHostKeys, Prompt: opt.Prompt, OnNewHostKey: opt.Printer.NewHostKey})
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %w", err)
 	}

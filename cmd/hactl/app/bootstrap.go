@@ -220,7 +220,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
 	}
 	if machineOutput(o.output) || runErr == nil { // the JSON summary is written on failure too
-		if err := writeReport(s.Out, o.output, res, func(w io.Writer) { printSummary(w, res, g.file) }); err != nil {
+		if err := writeReport(s.Out, o.output, res, func(w io.Writer) { printSummary(w, res, g.file, c) }); err != nil {
 			return err
 		}
 	}
@@ -266,7 +266,7 @@ func checkOperatorDrift(ctx context.Context, s Streams, c *v1alpha1.Cluster, giv
 	return nil
 }
 
-func printSummary(w io.Writer, r *report.Cluster, file string) {
+func printSummary(w io.Writer, r *report.Cluster, file string, c *v1alpha1.Cluster) {
 	if r.DryRun {
 		pending := false
 		for _, m := range r.Members {
@@ -303,7 +303,10 @@ func printSummary(w io.Writer, r *report.Cluster, file string) {
 	if r.VIPHolder != "" {
 		fmt.Fprintf(w, "\nVIP %s is on %s.\n", r.VIP, r.VIPHolder)
 	}
-	fmt.Fprintf(w, "\ncluster %s (ID %s) is healthy; took %s. Next: %s status -f %s\n", r.Cluster, r.ClusterID, r.Duration, self(), file)
+	if c != nil && c.ManagedLB() != nil && c.Spec.Kubernetes == nil && !r.DryRun {
+		fmt.Fprintln(w, "The load balancer's backends are the kube-apiservers of the control-plane hosts: without spec.kubernetes hactl installs none, so they stay DOWN (and status says DEGRADED) until yours run.")
+	}
+	fmt.Fprintf(w, "\netcd cluster %s (ID %s) is healthy; took %s. Next: %s status -f %s\n", r.Cluster, r.ClusterID, r.Duration, self(), file)
 }
 
 // self is the command as the user invoked it (bin/hactl, hactl), for runnable hints.

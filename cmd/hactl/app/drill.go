@@ -199,7 +199,7 @@ spec.loadBalancer.healthCheck.caFile.`
 		_ = cmd.RegisterFlagCompletionFunc("backend", completeHosts(v1alpha1.RoleControlPlane, false))
 	}
 	if kind != drill.KillLeader {
-		f.StringVar(&o.caFile, "ca-file", "", "kube-apiserver CA for readyz through the VIP (default spec.loadBalancer.healthCheck.caFile)")
+		f.StringVar(&o.caFile, "ca-file", "", "kube-apiserver CA for readyz through the VIP or your load balancer (default spec.loadBalancer.healthCheck.caFile)")
 	}
 	f.DurationVar(&o.hold, "hold", drill.DefaultHold, "how long the fault is held before everything is put back")
 	f.IntVar(&o.count, "count", 1, "iterations; the report gives min/median/max")

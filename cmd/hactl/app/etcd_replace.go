@@ -111,7 +111,7 @@ and confirmed (--yes in scripts, --dry-run to see it only).
 			if err != nil {
 				return &UsageError{Err: err}
 			}
-			sshOpts := provision.SpecOptions{Prompt: prompt, AcceptNewHostKeys: o.acceptNewHostKeys}
+			sshOpts := provision.SpecOptions{Prompt: prompt, AcceptNewHostKeys: o.acceptNewHostKeys, OnNewHostKey: p.NewHostKey}
 			d, err := provision.FromSpec(c, sshOpts)
 			if err != nil {
 				return fmt.Errorf("ssh: %w", err)

@@ -24,7 +24,7 @@ func newKubeadmConfigCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &kubeadmConfigOptions{}
 	cmd := &cobra.Command{
 		Use:   "kubeadm-config",
-		Short: "Print kubeadm's configuration (v1beta4) for a control plane on hactl's etcd and VIP",
+		Short: "Print kubeadm's configuration (v1beta4) for a control plane on hactl's etcd and load balancer",
 		Long: fmt.Sprintf(`Prints kubeadm's configuration (API %s) for this cluster to stdout, two YAML
 documents separated by "---":
 

@@ -23,7 +23,7 @@ func newKubeconfigCommand(s Streams, g *globalOptions) *cobra.Command {
 	o := &kubeconfigOptions{}
 	cmd := &cobra.Command{
 		Use:   "kubeconfig",
-		Short: "Print a kubeconfig for the cluster (server: the VIP), made on a control-plane host",
+		Short: "Print a kubeconfig for the cluster (server: the VIP or your load balancer), made on a control-plane host",
 		Long: fmt.Sprintf(`Makes a kubeconfig with a fresh client certificate on the first control-plane host that
 answers, with 'kubeadm kubeconfig user': the cluster CA's key never leaves the control-plane
 hosts. The server is the API endpoint every node uses (spec.loadBalancer's VIP:frontendPort).

@@ -27,7 +27,8 @@ func newStatusCommand(s Streams, g *globalOptions) *cobra.Command {
 With spec.loadBalancer, also reads every LB host over SSH (one command each, as root): which host
 holds the VIP, keepalived's VRRP state, whether the haproxy and keepalived units are active, and every
 kube-apiserver backend as that host's HAProxy sees it (UP/DOWN, last check, time since the last
-change).
+change). With spec.loadBalancer.external (your own load balancer), asks GET /readyz through it from
+this machine instead (through the bastion when there is one; verified with healthCheck.caFile).
 
 With spec.kubernetes, also asks the API through the VIP from the first control-plane host that
 answers (kubectl over SSH): every node (Ready, kubelet version, zone label, pod range), every
@@ -37,7 +38,7 @@ spec.kubernetes no SSH is used.
 
 Exit code 0 when the cluster is healthy (quorum, every member healthy, no alarm; with a load balancer:
 exactly one VIP holder, haproxy and keepalived active everywhere, no backend DOWN, every LB host
-readable; with Kubernetes: every node Ready, every static pod, kube-proxy and CoreDNS pod Ready, every
+readable, or /readyz ok through an external one; with Kubernetes: every node Ready, every static pod, kube-proxy and CoreDNS pod Ready, every
 /readyz ok), 3 when it is degraded, 1 when no member could be reached. A host that is down shows as
 unreachable at once; its Node turns NotReady after kube-controller-manager's grace period (about 40-60 s).
 
