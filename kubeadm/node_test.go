@@ -86,3 +86,44 @@ func TestNodeConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeConfigsPrivateAddress: with hosts[*].privateAddress, kubelet's node-ip is that address,
+// the apiserver keeps advertising address, and the apiserver certificate carries both.
+func TestNodeConfigsPrivateAddress(t *testing.T) {
+	c := load(t, "kube.yaml")
+	for i := range c.Spec.Hosts {
+		h := &c.Spec.Hosts[i]
+		switch h.Name {
+		case "cp-a":
+			h.PrivateAddress = "192.168.10.11"
+		case "w-b":
+			h.PrivateAddress = "192.168.10.32"
+		}
+	}
+	p := NodeParams{CgroupDriver: "systemd", ImagePullPolicy: "Never"}
+	init, err := InitConfig(c, "cp-a", p, testSecrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var initCfg InitConfiguration
+	if err := yaml.Unmarshal([]byte(strings.Split(string(init), "\n---\n")[0]), &initCfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := initCfg.NodeRegistration.KubeletExtraArgs[0]; got.Name != "node-ip" || got.Value != "192.168.10.11" {
+		t.Errorf("cp-a's kubelet arg %+v, want node-ip 192.168.10.11", got)
+	}
+	if initCfg.LocalAPIEndpoint.AdvertiseAddress != "172.28.0.11" {
+		t.Errorf("advertiseAddress %s, want the host's address 172.28.0.11", initCfg.LocalAPIEndpoint.AdvertiseAddress)
+	}
+	if !strings.Contains(string(init), "- 192.168.10.11\n") || !strings.Contains(string(init), "- 172.28.0.11\n") {
+		t.Errorf("the apiserver's certSANs lack an address of cp-a:\n%s", init)
+	}
+	joinW, err := JoinConfig(c, "w-b", p, testSecrets, "sha256:"+strings.Repeat("ab", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j JoinConfiguration
+	if err := yaml.UnmarshalStrict(joinW, &j); err != nil || j.NodeRegistration.KubeletExtraArgs[0].Value != "192.168.10.32" {
+		t.Errorf("w-b's join: node-ip %+v (%v), want 192.168.10.32", j.NodeRegistration.KubeletExtraArgs, err)
+	}
+}
