@@ -25,7 +25,7 @@ func TestCheckBinariesRefusesWrongPrograms(t *testing.T) {
 		c := &v1alpha1.Cluster{}
 		c.Spec.Etcd.Version = "v3.6.16"
 		c.Spec.Etcd.Binaries.Etcd = tc.path
-		err := CheckBinaries(c)
+		err := CheckBinaries(c).ToAggregate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "spec.etcd.binaries.etcd") {
 			t.Errorf("%s: err = %v, want it to name the field and say %q", tc.path, err, tc.want)
 		}
@@ -38,7 +38,7 @@ func TestDownloadSkipsLocalBinaryChecks(t *testing.T) {
 	c := &v1alpha1.Cluster{}
 	c.Spec.Etcd.Version = "v3.6.16"
 	c.Spec.Etcd.Download = &v1alpha1.EtcdDownload{URL: "https://example.com/etcd-v3.6.16-linux-amd64.tar.gz", SHA256: strings.Repeat("ab", 32)}
-	if err := CheckBinaries(c); err != nil {
-		t.Fatal(err)
+	if errs := CheckBinaries(c); len(errs) > 0 {
+		t.Fatal(errs)
 	}
 }

@@ -28,8 +28,8 @@ func loadSpec(path string, p *ui.Printer, withFiles bool) (*v1alpha1.Cluster, er
 	if err := c.ValidationError(path, specload.ValidateLocalFiles(c)); err != nil {
 		return nil, err
 	}
-	if err := etcd.CheckBinaries(c); err != nil {
-		return nil, &UsageError{Err: err}
+	if err := c.ValidationError(path, etcd.CheckBinaries(c)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
