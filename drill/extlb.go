@@ -102,16 +102,9 @@ func (r *runner) externalIteration(ctx context.Context, n int) (*Iteration, erro
 		return nil, err
 	}
 	sleepCtx(context.Background(), settle)
-	samples := rz.Stop()
-	rs := splitReadyz(samples, t0, tPut)
+	rs := splitReadyz(rz.Stop(), t0, tPut)
 	it.ReadyzFailures, it.FailbackOutageMs = rs.failed, rs.failback
-	var held []probe.Sample
-	for _, s := range samples {
-		if s.Done.Before(tPut) {
-			held = append(held, s)
-		}
-	}
-	st := probe.Outage(held, t0)
+	st := rs.heldStats
 	switch out := backendOut(st, tPut.Sub(t0)); {
 	case st.NoFailure:
 		zero := 0.0
@@ -122,7 +115,7 @@ func (r *runner) externalIteration(ctx context.Context, n int) (*Iteration, erro
 		it.RTOMs, it.LongestGapMs = msp(st.SettledAfter), msp(st.LongestFailRun)
 	default:
 		it.Failures = append(it.Failures, fmt.Sprintf("your load balancer kept sending requests to %s until the put-back: the last of %d failed requests was sent %s after the fault, less than %s before the put-back (%s); check its health check of the apiservers",
-			h.Name, st.Failed, fmtMs(msp(st.LastFailAfter)), minQuietBeforePut, failedSince(held, t0)))
+			h.Name, st.Failed, fmtMs(msp(st.LastFailAfter)), minQuietBeforePut, failedSince(rs.held, t0)))
 	}
 	return it, putErr
 }

@@ -437,10 +437,13 @@ func (r *runner) holdFault(ctx context.Context, it *Iteration, h v1alpha1.Host, 
 // why says how they failed); failback, the longest run of failed requests sent once the put-back
 // started (the VIP handed back by preemption; nil when none failed).
 type readyzSplit struct {
-	failed   int
-	rto      *float64
-	why      string
-	failback *float64
+	// held are the samples that ended before the put-back's start, heldStats their outage from t0.
+	held      []probe.Sample
+	heldStats probe.OutageStats
+	failed    int
+	rto       *float64
+	why       string
+	failback  *float64
 }
 
 // splitReadyz computes the [readyzSplit] of samples for a fault at t0 put back from tPut on.
@@ -459,7 +462,7 @@ func splitReadyz(samples []probe.Sample, t0, tPut time.Time) readyzSplit {
 		// A request in flight at tPut belongs to neither: its result may be the put-back's.
 	}
 	st := probe.Outage(held, t0)
-	rs := readyzSplit{failed: st.Failed}
+	rs := readyzSplit{failed: st.Failed, held: held, heldStats: st}
 	switch {
 	case st.Failed == 0:
 		zero := 0.0

@@ -666,9 +666,9 @@ func (r *runner) plan(pre *preflightState) []string {
 	}
 	switch ext := r.c.ExternalLB() != nil; {
 	case o.Kind == LBFailover && ext && o.MaxRTO > 0:
-		out = append(out, fmt.Sprintf("verdict: fail (exit 3) if readyz through your load balancer takes longer than %s to answer again, or does not answer again before the put-back", o.MaxRTO))
+		out = append(out, fmt.Sprintf("verdict: fail (exit 3) if requests through your load balancer fail for longer than %s, or still fail within %s of the put-back (the backend never taken out)", o.MaxRTO, minQuietBeforePut))
 	case o.Kind == LBFailover && ext:
-		out = append(out, "verdict: fail (exit 3) if readyz through your load balancer does not answer 200 again before the put-back; add --max-rto for a verdict on the RTO")
+		out = append(out, fmt.Sprintf("verdict: fail (exit 3) if requests through your load balancer still fail within %s of the put-back (the backend never taken out); add --max-rto for a verdict on the RTO", minQuietBeforePut))
 	case o.Kind == LBFailover && o.MaxRTO > 0:
 		out = append(out, fmt.Sprintf("verdict: fail (exit 3) if readyz through the VIP takes longer than %s to answer again, the VIP does not move or does not settle", o.MaxRTO))
 	case o.Kind == LBFailover:

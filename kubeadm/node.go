@@ -118,9 +118,6 @@ func Endpoint(c *v1alpha1.Cluster) (string, error) {
 	return net.JoinHostPort(cps[0].Address, strconv.Itoa(DefaultAPIServerPort)), nil
 }
 
-// apiServerPort is the kube-apiserver's port on the control-plane hosts.
-func apiServerPort(c *v1alpha1.Cluster) int { return c.APIServerPort() }
-
 // registration returns node h's nodeRegistration: its name, containerd's socket, the zone (and
 // region) labels and its address as kubelet's node IP.
 func registration(c *v1alpha1.Cluster, h v1alpha1.Host, o Options) NodeRegistrationOptions {
@@ -208,7 +205,7 @@ func InitConfig(c *v1alpha1.Cluster, node string, p NodeParams, s Secrets) ([]by
 		BootstrapTokens: []BootstrapToken{{Token: s.Token, TTL: TokenTTL, Description: "hactl: joins of one bootstrap run",
 			Usages: []string{"signing", "authentication"}, Groups: []string{"system:bootstrappers:kubeadm:default-node-token"}}},
 		NodeRegistration: registration(c, h, o),
-		LocalAPIEndpoint: APIEndpoint{AdvertiseAddress: h.Address, BindPort: int32(apiServerPort(c))},
+		LocalAPIEndpoint: APIEndpoint{AdvertiseAddress: h.Address, BindPort: int32(c.APIServerPort())},
 		CertificateKey:   s.CertificateKey,
 	}
 	return marshalDocs(init, cluster, kubelet, proxy)
@@ -236,7 +233,7 @@ func JoinConfig(c *v1alpha1.Cluster, node string, p NodeParams, s Secrets, caCer
 		Discovery:        Discovery{BootstrapToken: &BootstrapTokenDiscovery{Token: s.Token, APIServerEndpoint: ep, CACertHashes: []string{caCertHash}}},
 	}
 	if h.HasRole(v1alpha1.RoleControlPlane) {
-		j.ControlPlane = &JoinControlPlane{LocalAPIEndpoint: APIEndpoint{AdvertiseAddress: h.Address, BindPort: int32(apiServerPort(c))}, CertificateKey: s.CertificateKey}
+		j.ControlPlane = &JoinControlPlane{LocalAPIEndpoint: APIEndpoint{AdvertiseAddress: h.Address, BindPort: int32(c.APIServerPort())}, CertificateKey: s.CertificateKey}
 	}
 	return marshalDocs(j)
 }

@@ -52,10 +52,7 @@ type KubeNode struct {
 // readyzScript asks each apiserver and the endpoint for /readyz with kubectl (installed on control
 // planes by hactl), one line each: "readyz NAME ok" or "readyz NAME ERR message".
 func readyzScript(c *v1alpha1.Cluster, endpoint string, timeout time.Duration) string {
-	port := strconv.Itoa(kubeadm.DefaultAPIServerPort)
-	if lb := c.Spec.LoadBalancer; lb != nil && lb.APIServerPort != 0 {
-		port = strconv.Itoa(lb.APIServerPort)
-	}
+	port := strconv.Itoa(c.APIServerPort())
 	var b strings.Builder
 	ask := func(name, hostPort string) {
 		fmt.Fprintf(&b, "if out=$(kubectl --kubeconfig %s --server %s --request-timeout %s get --raw /readyz 2>&1); then echo \"readyz %s $out\"; else echo \"readyz %s ERR $(echo $out | tail -c 200)\"; fi\n",

@@ -96,7 +96,7 @@ func (ph *Preflight) Run(ctx context.Context) error {
 		if !f.joined() {
 			ports := []int{limits.KubeletPort}
 			if n.cp {
-				ports = append(ports, apiServerPort(g.run.Spec), limits.KubeControllerManagerPort, limits.KubeSchedulerPort)
+				ports = append(ports, g.run.Spec.APIServerPort(), limits.KubeControllerManagerPort, limits.KubeSchedulerPort)
 			}
 			var busy []string
 			for _, p := range ports {
@@ -159,8 +159,6 @@ func orDash(s string) string {
 	}
 	return s
 }
-
-func apiServerPort(c *v1alpha1.Cluster) int { return c.APIServerPort() }
 
 // artifact is one binary to install on a node.
 type artifact struct {
