@@ -702,7 +702,7 @@ func DownWithLog(ctx context.Context, debugf LogFunc) error {
 	if nets, err := list("network", "ls", "--format", "{{.Name}}"); err != nil {
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	} else if len(nets) > 0 {
-		if _, err := d.run(ctx, nil, append([]string{"network", "rm"}, nets...)...); err != nil {
+		if err := removeNetworks(ctx, d, nets); err != nil {
 			errs = append(errs, fmt.Errorf("remove networks: %w", err))
 		}
 	}
@@ -717,6 +717,43 @@ func DownWithLog(ctx context.Context, debugf LogFunc) error {
 		return fmt.Errorf("lab down: %w", err)
 	}
 	return nil
+}
+
+// staleEndpointRetries is how often removeNetworks disconnects leftover endpoints and tries again,
+// staleEndpointPause apart.
+const staleEndpointRetries = 5
+
+var staleEndpointPause = time.Second
+
+// removeNetworks removes the named docker networks. A network whose containers are gone can still
+// hold their endpoints for a moment (or for good, after a container died with its shim: "network
+// … has active endpoints", moby/moby#17217): each endpoint `docker network inspect` still lists is
+// disconnected by force and the removal tried again, up to staleEndpointRetries times
+// staleEndpointPause apart. The last error is returned.
+func removeNetworks(ctx context.Context, d docker, nets []string) error {
+	var err error
+	for attempt := 0; ; attempt++ {
+		if _, err = d.run(ctx, nil, append([]string{"network", "rm"}, nets...)...); err == nil {
+			return nil
+		}
+		if attempt == staleEndpointRetries || !strings.Contains(err.Error(), "active endpoints") {
+			return err
+		}
+		for _, n := range nets {
+			out, ierr := d.run(ctx, nil, "network", "inspect", "--format", "{{range $id, $c := .Containers}}{{$c.Name}} {{end}}", n)
+			if ierr != nil {
+				continue // removed by the first attempt, or gone
+			}
+			for _, ep := range strings.Fields(out) {
+				_, _ = d.run(ctx, nil, "network", "disconnect", "--force", n, ep) // best effort; the retry says
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(staleEndpointPause):
+		}
+	}
 }
 
 // Down removes the lab (see the package-level Down), logging docker commands to Options.Debugf.

@@ -295,10 +295,17 @@ func ProvisionBucket(ctx context.Context, endpoint, rootUser, rootPassword, buck
 	return v, nil
 }
 
-// serverNotInitialized reports whether err is MinIO's XMinioServerNotInitialized, as STS returns it.
+// serverNotInitialized reports whether err is MinIO's "not initialized, please try again" as STS
+// returns it. Its code varies with where MinIO noticed (XMinioServerNotInitialized,
+// STSIAMNotInitialized, or InternalError/AccessDenied carrying errServerNotInitialized's message, as
+// seen in CI), so the code's suffix or the message decides.
 func serverNotInitialized(err error) bool {
 	var e credentials.ErrorResponse
-	return errors.As(err, &e) && e.STSError.Code == "XMinioServerNotInitialized"
+	if !errors.As(err, &e) {
+		return false
+	}
+	return strings.HasSuffix(e.STSError.Code, "NotInitialized") ||
+		strings.Contains(strings.ToLower(e.STSError.Message), "not initialized, please try again")
 }
 
 // setupObjectStore copies bin/minio into the object store host, starts it with new root

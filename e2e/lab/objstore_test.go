@@ -209,8 +209,9 @@ func TestProvisionBucket(t *testing.T) {
 }
 
 // TestProvisionBucketRetriesServerNotInitialized puts a proxy in front of a real MinIO whose first
-// two STS answers are XMinioServerNotInitialized (what MinIO says after health/ready while its IAM
-// is still loading): ProvisionBucket retries them and returns a working key.
+// two STS answers are "not initialized" (what MinIO says after health/ready while its IAM is still
+// loading), once as XMinioServerNotInitialized and once as an InternalError carrying that message:
+// ProvisionBucket retries them and returns a working key.
 func TestProvisionBucketRetriesServerNotInitialized(t *testing.T) {
 	srv := s3test.Start(t)
 	target, err := url.Parse("http://" + srv.Endpoint)
@@ -221,10 +222,10 @@ func TestProvisionBucketRetriesServerNotInitialized(t *testing.T) {
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/" && refused.Load() < 2 {
-			refused.Add(1)
+			code := []string{"XMinioServerNotInitialized", "InternalError"}[refused.Add(1)-1]
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type></Type><Code>XMinioServerNotInitialized</Code><Message>Server not initialized, please try again</Message></Error><RequestId>1</RequestId></ErrorResponse>`)
+			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type></Type><Code>`+code+`</Code><Message>Server not initialized, please try again</Message></Error><RequestId>1</RequestId></ErrorResponse>`)
 			return
 		}
 		proxy.ServeHTTP(w, r)
