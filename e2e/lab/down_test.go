@@ -26,7 +26,7 @@ case "$1 $2" in
   if [ "$n" -le ` + string(rune('0'+failures)) + ` ]; then
     echo "Error response from daemon: error while removing network: network hactl-lab id 1 has active endpoints" >&2; exit 1
   fi ;;
-"network inspect") echo "hactl-lab-cp-a " ;;
+"network inspect") echo "hactl-lab-gone " ;;
 esac
 `
 	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755); err != nil {
@@ -37,8 +37,8 @@ esac
 }
 
 // TestDownDisconnectsStaleEndpoints: a lab network whose removal fails with "active endpoints"
-// (a container gone, its endpoint not) has each listed endpoint disconnected by force and is
-// removed on a later try; removal that keeps failing returns the daemon's error.
+// (a container gone, its endpoint not) has each endpoint inspect lists, and each container Down just
+// removed, disconnected by force and is removed on a later try; removal that keeps failing returns the daemon's error.
 func TestDownDisconnectsStaleEndpoints(t *testing.T) {
 	defer func(p time.Duration) { staleEndpointPause = p }(staleEndpointPause)
 	staleEndpointPause = 10 * time.Millisecond
@@ -51,7 +51,10 @@ func TestDownDisconnectsStaleEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := string(b)
-	for _, want := range []string{"rm -f -v hactl-lab-cp-a\n", "network disconnect --force hactl-lab hactl-lab-cp-a\n"} {
+	for _, want := range []string{"rm -f -v hactl-lab-cp-a\n",
+		"network disconnect --force hactl-lab hactl-lab-gone\n", // listed by inspect
+		"network disconnect --force hactl-lab hactl-lab-cp-a\n", // just removed, not listed
+	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("docker commands lack %q:\n%s", want, got)
 		}

@@ -702,7 +702,7 @@ func DownWithLog(ctx context.Context, debugf LogFunc) error {
 	if nets, err := list("network", "ls", "--format", "{{.Name}}"); err != nil {
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	} else if len(nets) > 0 {
-		if err := removeNetworks(ctx, d, nets); err != nil {
+		if err := removeNetworks(ctx, d, nets, containers); err != nil {
 			errs = append(errs, fmt.Errorf("remove networks: %w", err))
 		}
 	}
@@ -729,8 +729,9 @@ var staleEndpointPause = time.Second
 // hold their endpoints for a moment (or for good, after a container died with its shim: "network
 // … has active endpoints", moby/moby#17217): each endpoint `docker network inspect` still lists is
 // disconnected by force and the removal tried again, up to staleEndpointRetries times
-// staleEndpointPause apart. The last error is returned.
-func removeNetworks(ctx context.Context, d docker, nets []string) error {
+// staleEndpointPause apart; so is an endpoint named after one of the containers just removed
+// (removed), which inspect may no longer list. The last error is returned.
+func removeNetworks(ctx context.Context, d docker, nets, removed []string) error {
 	var err error
 	for attempt := 0; ; attempt++ {
 		if _, err = d.run(ctx, nil, append([]string{"network", "rm"}, nets...)...); err == nil {
@@ -744,7 +745,13 @@ func removeNetworks(ctx context.Context, d docker, nets []string) error {
 			if ierr != nil {
 				continue // removed by the first attempt, or gone
 			}
-			for _, ep := range strings.Fields(out) {
+			eps := strings.Fields(out)
+			for _, c := range removed {
+				if !slices.Contains(eps, c) {
+					eps = append(eps, c)
+				}
+			}
+			for _, ep := range eps {
 				_, _ = d.run(ctx, nil, "network", "disconnect", "--force", n, ep) // best effort; the retry says
 			}
 		}
