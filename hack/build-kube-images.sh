@@ -37,7 +37,9 @@
 # image references in the tarball, one per line), bin/kube-images-<version>/<name>.tar (one
 # archive per image, <name> the reference's last path element without its tag: kube-apiserver.tar,
 # kube-controller-manager.tar, kube-scheduler.tar, kube-proxy.tar, pause.tar, coredns.tar; nothing
-# else in that directory), and the stamp bin/.kube-images-<version>-r<recipe>.
+# else in that directory), bin/kube-images-<version>.inputs (the SHA-256 of the build's inputs:
+# the same inputs give the same key, though docker's timestamps make the archives differ) and the
+# stamp bin/.kube-images-<version>-r<recipe>.
 # Skips everything when the list names exactly the images wanted (kubeadm's list without etcd),
 # the stamp of this recipe exists and the per-image directory holds exactly the six archives; bump
 # `recipe` below when an image's content changes in a way the list does not show. When only the
@@ -73,6 +75,7 @@ fi
 tarball="${bin}/kube-images-${version}.tar"
 list="${bin}/kube-images-${version}.list"
 stamp="${bin}/.kube-images-${version}-r${recipe}"
+inputs="${bin}/kube-images-${version}.inputs" # the SHA-256 of what the images were built from
 per_image="${bin}/kube-images-${version}" # <name>.tar for each of wanted_names
 
 # The references kubeadm will look for, in its order, e.g. registry.k8s.io/kube-apiserver:v1.37.2,
@@ -98,7 +101,7 @@ done
 
 # tarball_complete: the tarball is there and holds exactly the wanted images, built by this recipe.
 tarball_complete() {
-	[[ -s "${tarball}" && -f "${stamp}" && -f "${list}" ]] &&
+	[[ -s "${tarball}" && -f "${stamp}" && -f "${list}" && -s "${inputs}" ]] &&
 		[[ "$(cat "${list}")" == "$(printf '%s\n' "${wanted[@]}")" ]]
 }
 # per_image_complete: the per-image directory holds exactly one non-empty <name>.tar per wanted
@@ -333,12 +336,26 @@ echo "build-kube-images: docker save ${refs[*]}"
 docker save -o "${tmp}/images.tar" "${refs[@]}"
 chmod 0644 "${tmp}/images.tar"
 printf '%s\n' "${wanted[@]}" >"${tmp}/images.list"
-rm -f "${bin}"/kube-images-v*.tar "${bin}"/kube-images-v*.list "${bin}"/.kube-images-v* # other versions, recipes
+rm -f "${bin}"/kube-images-v*.tar "${bin}"/kube-images-v*.list "${bin}"/kube-images-v*.inputs "${bin}"/.kube-images-v* # other versions, recipes
 # The per-image archives first: the stamp, written last, makes the tarball count as complete.
 echo "build-kube-images: docker save of each image into ${per_image}/"
 save_per_image
 mv -f "${tmp}/images.tar" "${tarball}"
 mv -f "${tmp}/images.list" "${list}"
+# The inputs' key: docker build stamps each image with the time, so two builds of the same inputs
+# give different archives; what went into them (this script, the binaries, pause's source, the
+# host image's content-addressed tag, the apt repository's hashed name) names them instead. The
+# kind node image, which preloads the archives, is keyed on this (e2e/lab KindNodeImageRef).
+{
+	echo "recipe=${recipe} version=${version} host=${host_image} apt=$(basename "${apt_repo}")"
+	echo "refs=${wanted[*]}"
+	sha256sum <"${BASH_SOURCE[0]}"
+	for b in "${components[@]}" kube-proxy coredns; do
+		sha256sum <"${bin}/${b}"
+	done
+	(cd "${root}/tools/kubernetes" && find go.mod go.sum pause -type f | LC_ALL=C sort | xargs sha256sum)
+} | sha256sum | cut -c1-64 >"${tmp}/inputs"
+mv -f "${tmp}/inputs" "${inputs}"
 touch "${stamp}"
 # cleanup (the trap) removes the local tags: the images live on in the archives only.
 echo "build-kube-images: done in $(($(date +%s) - start))s: ${tarball} ($(du -h "${tarball}" | cut -f1)) and ${per_image}/ ($(du -sh "${per_image}" | cut -f1)), ${#refs[@]} images, local tags removed"

@@ -161,6 +161,7 @@ func TestOperator(t *testing.T) {
 		want string
 	}{
 		{[]string{"--image-archive", archive, "--replicas", "9"}, "--replicas"},
+		{[]string{"--image-archive", archive, "--requeue-period", "1s"}, "--requeue-period"},
 		{[]string{"--image-archive", archive, "--namespace", "Bad_NS"}, "--namespace"},
 		{[]string{"--image-archive", archive, "--image", "ghcr.io/hactl/other:1"}, "is not in --image-archive"},
 		{[]string{}, "--image"},
@@ -185,13 +186,19 @@ func TestOperator(t *testing.T) {
 
 	start := time.Now()
 	var ready deploy.Ready
-	r = suite.MustHactl(t, "operator", "deploy", "-f", spec, "--image-archive", archive, "--backup-every", "1m", "--keep-last", "20", "-o", "json")
+	// A look every 5 s instead of 30: the waits below for the operator to notice a change.
+	r = suite.MustHactl(t, "operator", "deploy", "-f", spec, "--image-archive", archive, "--backup-every", "1m", "--keep-last", "20",
+		"--requeue-period", "5s", "-o", "json")
 	if err := json.Unmarshal([]byte(r.Stdout), &ready); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("operator deploy: %s", time.Since(start).Round(100*time.Millisecond))
 	if ready.AvailableReplicas < 1 || ready.Phase == v1.PhasePending {
 		t.Fatalf("deploy: %+v", ready)
+	}
+	if out, err := suite.Lab.Kubectl(ctx, "get", "deployment", "-n", deploy.DefaultNamespace, deploy.Name,
+		"-o", "jsonpath={.spec.template.spec.containers[0].args}"); err != nil || !strings.Contains(out, "--requeue-period=5s") {
+		t.Errorf("the Deployment's args %s (%v) lack --requeue-period=5s", out, err)
 	}
 	ec := waitEtcdCluster(t, name, "Running with every member healthy", 90*time.Second, func(ec v1.EtcdCluster) bool {
 		healthy := 0

@@ -84,7 +84,7 @@ func TestOperatorQuorumLost(t *testing.T) {
 	// The image is on every node already (TestOperator imported it over SSH); through a kubeconfig
 	// hactl is given the reference, as a user who loaded it into the cluster does.
 	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--kubeconfig", kubeconfig, "--namespace", quorumNamespace,
-		"--image", refs[0], "--replicas", "1", "--auto-replace", "--grace-period", "20s")
+		"--image", refs[0], "--replicas", "1", "--auto-replace", "--grace-period", "20s", "--requeue-period", "5s")
 	name := c.Metadata.Name
 	before := waitEtcdClusterIn(t, quorumNamespace, name, "Running with spare-c in the pool", 90*time.Second, func(ec v1.EtcdCluster) bool {
 		h := ec.Spec.Healing
@@ -111,8 +111,8 @@ func TestOperatorQuorumLost(t *testing.T) {
 		t.Errorf("the Healing condition does not give the restore command: %s", msg)
 	}
 
-	// Past the grace period (and a look or two more): still nothing destructive.
-	if wait := time.Until(stopped.Add(20*time.Second + 40*time.Second)); wait > 0 {
+	// Past the grace period (and three looks more, 5 s apart): still nothing destructive.
+	if wait := time.Until(stopped.Add(20*time.Second + 3*5*time.Second)); wait > 0 {
 		t.Logf("waiting %s: past the grace period and the operator's next looks", wait.Round(time.Second))
 		time.Sleep(wait)
 	}

@@ -60,6 +60,11 @@ type KindInputs struct {
 	BinDir string
 	// Images are the image archives preloaded into the node's containerd (KubeImageArchives).
 	Images []string
+	// ImagesInputs is the file holding the key of what Images were built from
+	// (bin/kube-images-<version>.inputs, hack/build-kube-images.sh), or "". When set, it stands for
+	// Images in the image's reference: docker's build timestamps make every build's archives
+	// differ, so hashing them would rebuild the node image after every fresh clone.
+	ImagesInputs string
 }
 
 // KindInputsFor returns the inputs under repo root (kind's module downloaded with `go mod
@@ -78,8 +83,12 @@ func KindInputsFor(ctx context.Context, root string) (KindInputs, error) {
 	if err != nil {
 		return KindInputs{}, err
 	}
-	return KindInputs{BaseFiles: filepath.Join(mod.Dir, "images", "base", "files"), Overlay: filepath.Join(root, "hack", "kind", "node"),
-		KindBin: filepath.Join(bin, "kind-"+KindVersion), BinDir: bin, Images: images}, nil
+	in := KindInputs{BaseFiles: filepath.Join(mod.Dir, "images", "base", "files"), Overlay: filepath.Join(root, "hack", "kind", "node"),
+		KindBin: filepath.Join(bin, "kind-"+KindVersion), BinDir: bin, Images: images}
+	if p := filepath.Join(bin, "kube-images-"+KubernetesVersion+".inputs"); regularFile(p) {
+		in.ImagesInputs = p
+	}
+	return in, nil
 }
 
 func (in KindInputs) binaries() []string {
@@ -94,7 +103,8 @@ func (in KindInputs) binaries() []string {
 }
 
 // KindNodeImageRef is "hactl-lab/kind-node:<Kubernetes version>-<12 hex digits>": a SHA-256 over the
-// recipe version, the package list and the content of every input file. Errors: an input missing.
+// recipe version, the package list and the content of every input file (of in.ImagesInputs instead
+// of the image archives when it is set). Errors: an input missing.
 func KindNodeImageRef(in KindInputs) (string, error) {
 	h := sha256.New()
 	pk := slices.Sorted(slices.Values(KindNodePackages()))
@@ -112,7 +122,11 @@ func KindNodeImageRef(in KindInputs) (string, error) {
 		}
 	}
 	files = append(files, in.binaries()...)
-	files = append(files, in.Images...)
+	if in.ImagesInputs != "" {
+		files = append(files, in.ImagesInputs)
+	} else {
+		files = append(files, in.Images...)
+	}
 	for _, p := range files {
 		f, err := os.Open(p)
 		if err != nil {
@@ -562,4 +576,10 @@ func etcdVersionOf(ctx context.Context, debugf LogFunc, path string) (string, er
 		return "", fmt.Errorf("%s --version printed %q", path, out)
 	}
 	return v, nil
+}
+
+// regularFile reports whether p is a regular file.
+func regularFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -96,6 +96,18 @@ func TestKindNodeImageRef(t *testing.T) {
 	if c, _ := KindNodeImageRef(in); c == a {
 		t.Error("an overlay change kept the ref")
 	}
+	// With the images' inputs key, a rebuilt archive (new docker timestamps) keeps the ref; a new
+	// key changes it.
+	in.ImagesInputs = write("bin/kube-images.inputs", "key1")
+	d, _ := KindNodeImageRef(in)
+	write("img/a.tar", "a, built again")
+	if e, _ := KindNodeImageRef(in); e != d {
+		t.Error("an archive rebuilt from the same inputs changed the ref")
+	}
+	write("bin/kube-images.inputs", "key2")
+	if f, _ := KindNodeImageRef(in); f == d {
+		t.Error("new image inputs kept the ref")
+	}
 	os.Remove(filepath.Join(dir, "bin/etcd"))
 	if _, err := KindNodeImageRef(in); err == nil {
 		t.Error("a missing input was not an error")

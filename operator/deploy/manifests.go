@@ -84,7 +84,18 @@ type Options struct {
 	// only (the spares' certificates are issued all the same, so turning autoReplace on later
 	// needs no CA).
 	Healing *HealingOptions
+	// RequeuePeriod is how often the operator looks at the EtcdCluster again (its
+	// --requeue-period); 0 leaves the operator's default, DefaultRequeuePeriod. At least
+	// MinRequeuePeriod: each look asks every member.
+	RequeuePeriod time.Duration
 }
+
+// DefaultRequeuePeriod and MinRequeuePeriod are hactl-operator's --requeue-period default and
+// lower bound (cmd/hactl-operator/internal/options).
+const (
+	DefaultRequeuePeriod = 30 * time.Second
+	MinRequeuePeriod     = 5 * time.Second
+)
 
 // BackupOptions are the operator's snapshot schedule: every Every (whole minutes dividing an
 // hour or whole hours dividing a day, as the timers', schedule.OnCalendar) into spec.backup's
@@ -122,6 +133,9 @@ func Build(o Options) (*Plan, error) {
 	}
 	if o.Replicas < 1 || o.Replicas > 5 {
 		return nil, &UsageError{"--replicas", fmt.Sprintf("%d: between 1 and 5 (one holds the Lease, the others wait)", o.Replicas)}
+	}
+	if o.RequeuePeriod != 0 && o.RequeuePeriod < MinRequeuePeriod {
+		return nil, &UsageError{"--requeue-period", fmt.Sprintf("%s: at least %s (each look asks every member)", o.RequeuePeriod, MinRequeuePeriod)}
 	}
 	c := o.Cluster
 	st, err := state.Load(c.Spec.StateDir)
@@ -200,6 +214,10 @@ func Build(o Options) (*Plan, error) {
 		return nil, err
 	}
 	selector := map[string]string{"app.kubernetes.io/name": Name}
+	args := []string{"--leader-elect", "--leader-election-id=" + Name, "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080"}
+	if o.RequeuePeriod != 0 {
+		args = append(args, "--requeue-period="+o.RequeuePeriod.String())
+	}
 	podSpec := corev1.PodSpec{
 		ServiceAccountName: Name,
 		SecurityContext: &corev1.PodSecurityContext{
@@ -217,7 +235,7 @@ func Build(o Options) (*Plan, error) {
 		}},
 		Containers: []corev1.Container{{
 			Name: "operator", Image: o.Image, ImagePullPolicy: o.PullPolicy,
-			Args:           []string{"--leader-elect", "--leader-election-id=" + Name, "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080"},
+			Args:           args,
 			Env:            []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
 			Ports:          []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}, {Name: "probes", ContainerPort: 8081}},
 			LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("probes")}}, PeriodSeconds: 10},

@@ -116,6 +116,22 @@ func TestBuild(t *testing.T) {
 	if p1, _ := Build(Options{Cluster: c, Image: "x", Replicas: 1}); find(p1, "PodDisruptionBudget") != nil {
 		t.Error("a PodDisruptionBudget for one replica would block every drain")
 	}
+	// The requeue period is the operator's own default unless given: no flag in the args.
+	args := func(p *Plan) string {
+		cs, _, _ := unstructured.NestedSlice(find(p, "Deployment").Object, "spec", "template", "spec", "containers")
+		a, _, _ := unstructured.NestedStringSlice(cs[0].(map[string]any), "args")
+		return strings.Join(a, " ")
+	}
+	if a := args(p); strings.Contains(a, "--requeue-period") {
+		t.Errorf("args %q: a requeue period nobody asked for", a)
+	}
+	p5, err := Build(Options{Cluster: c, Image: "x", RequeuePeriod: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := args(p5); !strings.HasSuffix(a, " --requeue-period=5s") {
+		t.Errorf("args %q: want --requeue-period=5s", a)
+	}
 }
 
 func TestBuildDryRunWritesNothing(t *testing.T) {
@@ -137,6 +153,7 @@ func TestBuildRefuses(t *testing.T) {
 		{"no image", func(o *Options) { o.Image = "" }, "--image"},
 		{"namespace", func(o *Options) { o.Namespace = "Hactl_System" }, "--namespace"},
 		{"replicas", func(o *Options) { o.Replicas = 9 }, "--replicas"},
+		{"requeue period", func(o *Options) { o.RequeuePeriod = time.Second }, "--requeue-period"},
 		{"not bootstrapped", func(o *Options) { o.Cluster = testCluster(t, false) }, "spec.stateDir"},
 		{"backups without spec.backup", func(o *Options) { o.Backup = &BackupOptions{} }, "--backup-every"},
 		{"every 7m", func(o *Options) { withBackup(o); o.Backup.Every = 7 * time.Minute }, "--backup-every"},

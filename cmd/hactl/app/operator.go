@@ -56,7 +56,7 @@ func newOperatorDeployCommand(s Streams, g *globalOptions) *cobra.Command {
 	var image, archive, kindCluster, output string
 	var replicas int32
 	var dryRun, noBackups bool
-	var timeout, every time.Duration
+	var timeout, every, requeue time.Duration
 	heal := &deploy.HealingOptions{}
 	var policy backup.Policy
 	f := &operatorFlags{}
@@ -115,6 +115,13 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 			if err != nil {
 				return err
 			}
+			var rq time.Duration // 0: the operator's own default, and no flag in its Deployment
+			if cmd.Flags().Changed("requeue-period") {
+				if requeue < deploy.MinRequeuePeriod {
+					return &UsageError{Err: fmt.Errorf("--requeue-period %s: at least %s (each look asks every member)", requeue, deploy.MinRequeuePeriod)}
+				}
+				rq = requeue
+			}
 			p, c, closeLog, err := operatorTarget(s, g, f, dryRun)
 			if err != nil {
 				return err
@@ -137,7 +144,7 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 			case heal.AutoReplace || fl.Changed("grace-period"):
 				ho = heal
 			}
-			plan, err := deploy.Build(deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun, Backup: bk, Healing: ho})
+			plan, err := deploy.Build(deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun, Backup: bk, Healing: ho, RequeuePeriod: rq})
 			if err != nil {
 				return err
 			}
@@ -204,6 +211,7 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 	cmd.Flags().BoolVar(&heal.AutoReplace, "auto-replace", false, "let the operator replace a member unhealthy past --grace-period onto a free spare of spec.etcd.spares (without it the operator only reports what it would do)")
 	cmd.Flags().DurationVar(&heal.GracePeriod, "grace-period", deploy.DefaultGracePeriod, "how long a member must stay unhealthy before it is replaced (at least 3 x spec.etcd.electionTimeout)")
 	cmd.Flags().StringVar(&heal.SSHKeyFile, "ssh-key", "", "with --auto-replace: the unencrypted private key the operator logs in to the spares with, put into a Secret (default spec.ssh.identityFile; best a key authorized on the spares only)")
+	cmd.Flags().DurationVar(&requeue, "requeue-period", deploy.DefaultRequeuePeriod, "how often the operator looks at the cluster again: how soon it notices a lost member or quorum (at least 5s; each look asks every member)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the manifests (Secrets redacted) and change nothing")
 	cmd.Flags().DurationVar(&timeout, "wait", 3*time.Minute, "how long to wait for a replica to run and observe the cluster")
 	outputFlag(cmd, &output, "output", "")
