@@ -20,16 +20,23 @@ import (
 )
 
 // TestLabIntegration exercises the whole lab against docker (part of the e2e suite: build tag e2e,
-// run by `make e2e`; it replaces any running hactl-lab).
+// run by `make e2e`; it replaces any running hactl-lab): one lab with every option the suites use
+// (Kubernetes nodes, the bastion, IPv6, the mirror), its hosts, then each property the access e2e
+// tests rely on (checkEverything).
 func TestLabIntegration(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	start := time.Now()
-	l, err := Up(ctx, Options{Members: 3, Kubernetes: true, Dir: t.TempDir(), Logf: t.Logf, Debugf: t.Logf})
+	root, err := FindRepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("up (%d hosts) took %s", len(l.Hosts()), time.Since(start))
+	start := time.Now()
+	l, err := Up(ctx, Options{Members: 3, RepoRoot: root, Kubernetes: true, Bastion: true, IPv6: true, Mirror: true,
+		Dir: t.TempDir(), Logf: t.Logf, Debugf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("up (%d hosts, everything) took %s", len(l.Hosts()), time.Since(start))
 	defer func() {
 		if err := l.Down(context.Background()); err != nil {
 			t.Error(err)
@@ -159,6 +166,8 @@ func TestLabIntegration(t *testing.T) {
 		t.Errorf("recreated cp-c still has containerd data: %q, %v", out, err)
 	}
 	checkNode("cp-c")
+
+	checkEverything(ctx, t, l)
 }
 
 // labObjects lists docker objects named with the lab prefix.
@@ -183,32 +192,8 @@ func labObjects(t *testing.T) string {
 	return strings.Join(left, " ")
 }
 
-// TestLabIntegrationEverything brings up a lab with the bastion, IPv6 and the mirror and checks
-// each property the access e2e tests rely on.
-func TestLabIntegrationEverything(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	root, err := FindRepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	l, err := Up(ctx, Options{Members: 3, RepoRoot: root, Dir: t.TempDir(), Bastion: true, IPv6: true, Mirror: true, Logf: t.Logf, Debugf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("up (%d hosts, everything) took %s", len(l.Hosts()), time.Since(start))
-	defer func() {
-		if err := l.Down(context.Background()); err != nil {
-			t.Error(err)
-		}
-		if left := labObjects(t); left != "" {
-			t.Errorf("left after Down: %s", left)
-		}
-	}()
-	checkEverything(ctx, t, l)
-}
-
+// checkEverything checks each property of the bastion, IPv6 and mirror hosts the access e2e tests
+// rely on.
 func checkEverything(ctx context.Context, t *testing.T, l *Lab) {
 	run := func(host, user, cmd, stdin string) (string, error) {
 		t.Helper()
