@@ -25,6 +25,13 @@ fi
 
 mkdir -p "${bin}"
 rm -f "${bin}"/.coredns-*
+# shellcheck source=hack/lib/buildcache.sh
+. "${root}/hack/lib/buildcache.sh"
+key="$(BUILDCACHE_SALT="${version}" buildcache_key "${BASH_SOURCE[0]}")"
+if buildcache_restore build-coredns "${key}" "${bin}" coredns; then
+	touch "${stamp}"
+	exit 0
+fi
 echo "build-coredns: building github.com/coredns/coredns@${version} into ${bin} with CGO_ENABLED=0"
 start=$(date +%s)
 tmp="$(mktemp -d)"
@@ -41,4 +48,5 @@ if [[ "${got}" != "CoreDNS-${version#v}" ]]; then
 	exit 1
 fi
 touch "${stamp}"
+buildcache_store build-coredns "${key}" "${bin}" coredns
 echo "build-coredns: done in $(($(date +%s) - start))s: ${got}"

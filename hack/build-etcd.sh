@@ -32,6 +32,13 @@ fi
 
 mkdir -p "${bin}"
 rm -f "${bin}"/.etcd-*
+# shellcheck source=hack/lib/buildcache.sh
+. "${root}/hack/lib/buildcache.sh"
+key="$(BUILDCACHE_SALT="${version}" buildcache_key "${BASH_SOURCE[0]}" "${tools}/go.mod" "${tools}/go.sum")"
+if buildcache_restore build-etcd "${key}" "${bin}" etcd etcdctl etcdutl; then
+	touch "${stamp}"
+	exit 0
+fi
 echo "build-etcd: building etcd ${version} (etcd, etcdctl, etcdutl) from ${tools#"${root}"/} into ${bin} with CGO_ENABLED=0"
 start=$(date +%s)
 cd "${tools}"
@@ -56,4 +63,5 @@ if [[ "${got}" != "${want}" ]]; then
 	exit 1
 fi
 touch "${stamp}"
+buildcache_store build-etcd "${key}" "${bin}" etcd etcdctl etcdutl
 echo "build-etcd: done in $(( $(date +%s) - start ))s"

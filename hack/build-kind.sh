@@ -20,6 +20,13 @@ if [[ -f "${stamp}" ]]; then
 	echo "build-kind: kind ${kind_version}, containerd ${containerd_version}, crictl ${crictl_version} already in ${out}; skipping"
 	exit 0
 fi
+# shellcheck source=hack/lib/buildcache.sh
+. "${root}/hack/lib/buildcache.sh"
+key="$(BUILDCACHE_SALT="${kind_version} ${containerd_version} ${crictl_version}" buildcache_key "${BASH_SOURCE[0]}")"
+if buildcache_restore build-kind "${key}" "${root}/bin" "kind-${kind_version}"; then
+	touch "${stamp}"
+	exit 0
+fi
 mkdir -p "${out}"
 rm -f "${out}"/.stamp-*
 start=$(date +%s)
@@ -42,4 +49,5 @@ if [[ "${got}" != "kind ${kind_version} "* ]]; then
 	exit 1
 fi
 touch "${stamp}"
+buildcache_store build-kind "${key}" "${root}/bin" "kind-${kind_version}"
 echo "build-kind: done in $(($(date +%s) - start))s into ${out}"

@@ -214,6 +214,30 @@ if [[ ! -s "${apt_repo}/Packages" ]]; then
 	exit 1
 fi
 
+# The inputs' key: docker build stamps each image with the time, so two builds of the same inputs
+# give different archives; what went into them (this script, the binaries, pause's source, the
+# host image's content-addressed tag, the apt repository's hashed name) names them instead. The
+# kind node image, which preloads the archives, is keyed on it (e2e/lab KindNodeImageRef), and so is
+# the machine's build cache (hack/lib/buildcache.sh), which a fresh clone copies the archives from.
+inputs_key="$({
+	echo "recipe=${recipe} version=${version} host=${host_image} apt=$(basename "${apt_repo}")"
+	echo "refs=${wanted[*]}"
+	sha256sum <"${BASH_SOURCE[0]}"
+	for b in "${components[@]}" kube-proxy coredns; do
+		sha256sum <"${bin}/${b}"
+	done
+	(cd "${root}/tools/kubernetes" && find go.mod go.sum pause -type f | LC_ALL=C sort | xargs sha256sum)
+} | sha256sum | cut -c1-64)"
+outputs=("${tarball##*/}" "${list##*/}" "${per_image##*/}" "${inputs##*/}")
+# shellcheck source=hack/lib/buildcache.sh
+. "${root}/hack/lib/buildcache.sh"
+rm -f "${bin}"/kube-images-v*.inputs "${bin}"/.kube-images-v*
+if buildcache_restore build-kube-images "${inputs_key:0:16}" "${bin}" "${outputs[@]}" &&
+	[[ "$(cat "${inputs}")" == "${inputs_key}" ]]; then
+	touch "${stamp}"
+	exit 0
+fi
+
 # build NAME: docker build of the context ${tmp}/NAME (its Dockerfile written by the caller),
 # tagged ${ref[NAME]}.
 build() {
@@ -342,20 +366,9 @@ echo "build-kube-images: docker save of each image into ${per_image}/"
 save_per_image
 mv -f "${tmp}/images.tar" "${tarball}"
 mv -f "${tmp}/images.list" "${list}"
-# The inputs' key: docker build stamps each image with the time, so two builds of the same inputs
-# give different archives; what went into them (this script, the binaries, pause's source, the
-# host image's content-addressed tag, the apt repository's hashed name) names them instead. The
-# kind node image, which preloads the archives, is keyed on this (e2e/lab KindNodeImageRef).
-{
-	echo "recipe=${recipe} version=${version} host=${host_image} apt=$(basename "${apt_repo}")"
-	echo "refs=${wanted[*]}"
-	sha256sum <"${BASH_SOURCE[0]}"
-	for b in "${components[@]}" kube-proxy coredns; do
-		sha256sum <"${bin}/${b}"
-	done
-	(cd "${root}/tools/kubernetes" && find go.mod go.sum pause -type f | LC_ALL=C sort | xargs sha256sum)
-} | sha256sum | cut -c1-64 >"${tmp}/inputs"
+echo "${inputs_key}" >"${tmp}/inputs"
 mv -f "${tmp}/inputs" "${inputs}"
 touch "${stamp}"
+buildcache_store build-kube-images "${inputs_key:0:16}" "${bin}" "${outputs[@]}"
 # cleanup (the trap) removes the local tags: the images live on in the archives only.
 echo "build-kube-images: done in $(($(date +%s) - start))s: ${tarball} ($(du -h "${tarball}" | cut -f1)) and ${per_image}/ ($(du -sh "${per_image}" | cut -f1)), ${#refs[@]} images, local tags removed"

@@ -50,6 +50,13 @@ fi
 
 rm -f "${bin}"/.kubernetes-v*
 rm -rf "${bin}"/.kubernetes-build.* # left by an interrupted run
+# shellcheck source=hack/lib/buildcache.sh
+. "${root}/hack/lib/buildcache.sh"
+key="$(BUILDCACHE_SALT="${version}" buildcache_key "${BASH_SOURCE[0]}" "${tools}/go.mod" "${tools}/go.sum")"
+if buildcache_restore build-kubernetes "${key}" "${bin}" "${binaries[@]}"; then
+	touch "${stamp}"
+	exit 0
+fi
 start=$(date +%s)
 
 ldflags="-s -w"
@@ -91,4 +98,5 @@ if [[ "${got}" != "${version}" ]]; then
 	exit 1
 fi
 touch "${stamp}"
+buildcache_store build-kubernetes "${key}" "${bin}" "${binaries[@]}"
 echo "build-kubernetes: done in $(( $(date +%s) - start ))s: ${binaries[*]} (${version})"

@@ -20,6 +20,13 @@ fi
 
 mkdir -p "${bin}"
 rm -f "${bin}"/.minio-*
+# shellcheck source=hack/lib/buildcache.sh
+. "${root}/hack/lib/buildcache.sh"
+key="$(BUILDCACHE_SALT="${version}" buildcache_key "${BASH_SOURCE[0]}")"
+if buildcache_restore build-minio "${key}" "${bin}" minio; then
+	touch "${stamp}"
+	exit 0
+fi
 echo "build-minio: building github.com/minio/minio@${version} into ${bin} with CGO_ENABLED=0 (about 3 minutes cold)"
 start=$(date +%s)
 tmp="$(mktemp -d)"
@@ -34,4 +41,5 @@ if ! "${bin}/minio" --version >/dev/null; then
 	exit 1
 fi
 touch "${stamp}"
+buildcache_store build-minio "${key}" "${bin}" minio
 echo "build-minio: done in $(( $(date +%s) - start ))s: $("${bin}/minio" --version | sed -n 1p)"

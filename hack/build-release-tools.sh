@@ -10,6 +10,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${root}/bin"
 mkdir -p "${bin}"
+# shellcheck source=hack/lib/buildcache.sh
+. "${root}/hack/lib/buildcache.sh"
 
 build() { # build NAME PACKAGE
 	local name="$1" pkg="$2" dir="${root}/tools/$1"
@@ -21,6 +23,12 @@ build() { # build NAME PACKAGE
 		return
 	fi
 	rm -f "${bin}/.${name}"-*
+	local key
+	key="$(BUILDCACHE_SALT="${hash}" buildcache_key "${BASH_SOURCE[0]}")"
+	if buildcache_restore "build-${name}" "${key}" "${bin}" "${name}"; then
+		touch "${stamp}"
+		return
+	fi
 	local version
 	version="$(cd "${dir}" && GOWORK=off go list -m -f '{{.Version}}' "$(GOWORK=off go list -f '{{.Module.Path}}' "${pkg}")")"
 	echo "build-release-tools: building ${name} ${version} into ${bin}"
@@ -28,6 +36,7 @@ build() { # build NAME PACKAGE
 	(cd "${dir}" && CGO_ENABLED=0 GOWORK=off go build -trimpath -ldflags "-s -w" -o "${bin}/${name}.tmp" "${pkg}")
 	mv -f "${bin}/${name}.tmp" "${bin}/${name}"
 	touch "${stamp}"
+	buildcache_store "build-${name}" "${key}" "${bin}" "${name}"
 	echo "build-release-tools: ${name} built in $((SECONDS - start))s"
 }
 

@@ -68,7 +68,8 @@ func TestOperatorHeal(t *testing.T) {
 			t.Errorf("operator deploy %v: exit %d, want 2 naming %q:\n%s", tc.args, r.Code, tc.want, r.Stderr)
 		}
 	}
-	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--image-archive", archive, "--no-backups", "--auto-replace", "--grace-period", "20s")
+	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--image-archive", archive, "--no-backups", "--auto-replace", "--grace-period", "20s",
+		"--requeue-period", "5s")
 	ec := waitEtcdCluster(t, name, "Running with spare-c in the pool", 90*time.Second, func(ec v1.EtcdCluster) bool {
 		h := ec.Spec.Healing
 		st, _, _ := condition(ec, v1.ConditionHealing)
