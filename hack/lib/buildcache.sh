@@ -12,10 +12,12 @@ buildcache_dir() {
 }
 
 # buildcache_key FILE...: the first 16 hex digits of the SHA-256 over the files' contents (the
-# build script itself, go.mod and go.sum, ...) and the extra words in $BUILDCACHE_SALT.
+# build script itself, go.mod and go.sum, ...), the extra words in $BUILDCACHE_SALT and the Go
+# toolchain that builds (its version, GOOS and GOARCH: a newer Go gives other binaries).
 buildcache_key() {
 	{
 		printf '%s\n' "${BUILDCACHE_SALT:-}"
+		go env GOVERSION GOOS GOARCH 2>/dev/null || true
 		cat "$@"
 	} | sha256sum | cut -c1-16
 }
