@@ -61,6 +61,10 @@ type Options struct {
 	// and in-a, in-b, in-c on the internal network only, reachable from this machine only through
 	// the bastion; cluster-bastion.yaml reaches them with spec.ssh.bastion.
 	Bastion bool
+	// InternalNetwork adds the internal network (InternalNetworkName) without hosts of its own, for
+	// tests that give hosts a second interface on it (ConnectNetwork, spec.hosts[*].privateAddress).
+	// Bastion implies it.
+	InternalNetwork bool
 	// IPv6 adds the IPv6 network IPv6NetworkName and the IPv6-only hosts v6-a, v6-b, v6-c;
 	// cluster-ipv6.yaml lists them by IPv6 address.
 	IPv6 bool

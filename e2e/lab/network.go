@@ -24,7 +24,7 @@ type subnetDef struct {
 // networksFor returns the docker networks of a lab with options o, the lab network first.
 func networksFor(o Options) []netDef {
 	nets := []netDef{{Name: NetworkName, Subnets: []subnetDef{{Subnet: Subnet, IPRange: IPRange}}}}
-	if o.Bastion {
+	if o.Bastion || o.InternalNetwork {
 		nets = append(nets, netDef{Name: InternalNetworkName, Internal: true,
 			Subnets: []subnetDef{{Subnet: InternalSubnet, IPRange: InternalIPRange, Gateway: InternalGateway}}})
 	}

@@ -182,6 +182,20 @@ func TestHostsForEverything(t *testing.T) {
 }
 
 func TestNetworkCreateArgs(t *testing.T) {
+	// InternalNetwork: the internal network alone, and no host on it.
+	o := Options{Members: 3, InternalNetwork: true}
+	if nets := networksFor(o); len(nets) != 2 || nets[1].Name != InternalNetworkName || !nets[1].Internal {
+		t.Errorf("InternalNetwork: networks %+v, want the lab network and %s", nets, InternalNetworkName)
+	}
+	hosts, err := hostsFor(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		if len(h.Networks) > 1 {
+			t.Errorf("InternalNetwork put %s on %+v", h.Name, h.Networks)
+		}
+	}
 	nets := networksFor(Options{Bastion: true, IPv6: true})
 	got := [][]string{nets[1].createArgs(), nets[2].createArgs()}
 	want := [][]string{

@@ -17,5 +17,5 @@ import (
 var suite harness.Suite
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, "e2e/lb", lab.Options{Members: 3, Kubernetes: true, Dir: ".lab-e2e-lb"}, &suite))
+	os.Exit(harness.Main(m, "e2e/lb", lab.Options{Members: 3, Kubernetes: true, InternalNetwork: true, Dir: ".lab-e2e-lb"}, &suite))
 }

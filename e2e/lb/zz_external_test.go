@@ -68,21 +68,31 @@ func externalStatus(t *testing.T, spec string) (*status.ExternalLBStatus, []stri
 	return rep.ExternalLB, rep.Problems, r.Code
 }
 
+// privateAddrs are cp-a/b/c's addresses on the lab's internal network in TestExternalLoadBalancer:
+// kubelet's and etcd's peers' network, while hactl and the load balancer use the lab network.
+var privateAddrs = map[string]string{"cp-a": "172.29.0.51", "cp-b": "172.29.0.52", "cp-c": "172.29.0.53"}
+
 // TestExternalLoadBalancer: the user's own load balancer (spec.loadBalancer.external) in front of
-// a Kubernetes control plane hactl builds on fresh cp-a/b/c: hactl installs no HAProxy or
-// Keepalived, kubeadm and the kubeconfig use the load balancer's address, status asks readyz
-// through it, and drill lb-failover cuts a backend off it and measures. Bad input (external with
-// Keepalived fields) is exit 2 before any host is contacted.
+// a Kubernetes control plane hactl builds on fresh cp-a/b/c, whose kubelets and etcd peers talk
+// over a second network (hosts[*].privateAddress): hactl installs no HAProxy or Keepalived, kubeadm
+// and the kubeconfig use the load balancer's address, the nodes' InternalIP and pod routes are the
+// private addresses, status asks readyz through the load balancer, and drill lb-failover cuts a
+// backend off it and measures. Bad input (external with Keepalived fields) is exit 2 before any
+// host is contacted.
 func TestExternalLoadBalancer(t *testing.T) {
 	ctx := context.Background()
 	extSpec := func(t *testing.T) *v1alpha1.Cluster {
 		c := suite.Spec(t, 3)
 		c.Spec.Hosts = slices.DeleteFunc(c.Spec.Hosts, func(h v1alpha1.Host) bool { return !h.HasRole(v1alpha1.RoleControlPlane) })
 		c.Spec.LoadBalancer = &v1alpha1.LoadBalancer{External: &v1alpha1.ExternalLoadBalancer{Address: userLBAddress}}
+		for i := range c.Spec.Hosts {
+			c.Spec.Hosts[i].PrivateAddress = privateAddrs[c.Spec.Hosts[i].Name]
+		}
 		c.Spec.StateDir = filepath.Join(suite.Lab.Dir(), "state-external")
 		if err := lab.WithKubernetes(c, suite.Lab.Dir(), filepath.Join(suite.RepoRoot, "bin"), false); err != nil {
 			t.Fatal(err)
 		}
+		c.Spec.Kubernetes.NodeSubnet = lab.InternalSubnet // the bridge CNI's one L2 segment: the private addresses'
 		return c
 	}
 	var spec string
@@ -116,6 +126,11 @@ func TestExternalLoadBalancer(t *testing.T) {
 			suite.ExecOn(t, userLBHost, "systemd-run", "--unit", userLBUnit, "haproxy", "-db", "-f", "/etc/user-lb/haproxy.cfg")
 			if err := suite.Lab.Recreate(ctx, "cp-a", "cp-b", "cp-c"); err != nil {
 				t.Fatal(err)
+			}
+			for h, a := range privateAddrs {
+				if err := suite.Lab.ConnectNetwork(ctx, h, lab.InternalNetworkName, a); err != nil {
+					t.Fatal(err)
+				}
 			}
 			spec = harness.WriteSpecIn(t, suite.Lab.Dir(), extSpec(t), "cluster-external.yaml")
 		}},
@@ -157,6 +172,23 @@ func TestExternalLoadBalancer(t *testing.T) {
 				}
 				return ""
 			})
+			// privateAddress carries kubelet's traffic: each node's InternalIP, and the pod routes'
+			// next hop to the other nodes.
+			out, err := runKubectl(ctx, kc, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for h, a := range privateAddrs {
+				if !strings.Contains(out, h+"="+a+"\n") {
+					t.Errorf("node %s's InternalIP is not its privateAddress %s:\n%s", h, a, out)
+				}
+			}
+			routes := suite.ExecOn(t, "cp-a", "ip", "route")
+			for _, h := range []string{"cp-b", "cp-c"} {
+				if !strings.Contains(routes, "via "+privateAddrs[h]) {
+					t.Errorf("cp-a has no pod route via %s's privateAddress %s:\n%s", h, privateAddrs[h], routes)
+				}
+			}
 		}},
 		{"status asks readyz through the user's load balancer; it going down is exit 3", func(t *testing.T) {
 			c := extSpec(t)
