@@ -90,6 +90,15 @@ type Options struct {
 	RequeuePeriod time.Duration
 }
 
+// CheckRequeuePeriod refuses a --requeue-period under MinRequeuePeriod (*UsageError, exit 2), the
+// operator's own lower bound.
+func CheckRequeuePeriod(d time.Duration) error {
+	if d < MinRequeuePeriod {
+		return &UsageError{"--requeue-period", fmt.Sprintf("%s: at least %s (each look asks every member)", d, MinRequeuePeriod)}
+	}
+	return nil
+}
+
 // DefaultRequeuePeriod and MinRequeuePeriod are hactl-operator's --requeue-period default and
 // lower bound (cmd/hactl-operator/internal/options).
 const (
@@ -134,8 +143,10 @@ func Build(o Options) (*Plan, error) {
 	if o.Replicas < 1 || o.Replicas > 5 {
 		return nil, &UsageError{"--replicas", fmt.Sprintf("%d: between 1 and 5 (one holds the Lease, the others wait)", o.Replicas)}
 	}
-	if o.RequeuePeriod != 0 && o.RequeuePeriod < MinRequeuePeriod {
-		return nil, &UsageError{"--requeue-period", fmt.Sprintf("%s: at least %s (each look asks every member)", o.RequeuePeriod, MinRequeuePeriod)}
+	if o.RequeuePeriod != 0 {
+		if err := CheckRequeuePeriod(o.RequeuePeriod); err != nil {
+			return nil, err
+		}
 	}
 	c := o.Cluster
 	st, err := state.Load(c.Spec.StateDir)

@@ -117,8 +117,8 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 			}
 			var rq time.Duration // 0: the operator's own default, and no flag in its Deployment
 			if cmd.Flags().Changed("requeue-period") {
-				if requeue < deploy.MinRequeuePeriod {
-					return &UsageError{Err: fmt.Errorf("--requeue-period %s: at least %s (each look asks every member)", requeue, deploy.MinRequeuePeriod)}
+				if err := deploy.CheckRequeuePeriod(requeue); err != nil {
+					return err
 				}
 				rq = requeue
 			}
