@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -174,10 +175,6 @@ func cell(imports []string) string {
 	return strings.Join(q, " ")
 }
 
-// leaves are the packages the page lists as importing no hactl package.
-var leaves = []string{"api/limits", "report", "phase", "ui", "templates", "internal/shell", "internal/atomicfile",
-	"internal/golden", "internal/exitcode"}
-
 // TestArchitectureRules checks the rules the page states about which way imports go, on the
 // transitive dependencies (go list -deps).
 func TestArchitectureRules(t *testing.T) {
@@ -194,17 +191,12 @@ func TestArchitectureRules(t *testing.T) {
 		return out
 	}
 	for name := range pkgs {
-		switch {
-		case strings.HasPrefix(name, "api/"):
-			// The spec is a leaf: nothing of hactl but its own constants.
+		if strings.HasPrefix(name, "api/") {
+			// The spec: nothing of hactl but its own constants.
 			for _, d := range deps(name) {
 				if d != "api/limits" {
 					t.Errorf("%s depends on %s: api/... may depend on api/limits only", name, d)
 				}
-			}
-		case slices.Contains(leaves, name):
-			if d := deps(name); len(d) > 0 {
-				t.Errorf("%s is a leaf but depends on %v", name, d)
 			}
 		}
 		isTool := strings.HasPrefix(name, "e2e/") || strings.HasPrefix(name, "bench/") || strings.HasPrefix(name, "cmd/")
@@ -239,6 +231,85 @@ func TestArchitectureRules(t *testing.T) {
 		for _, imp := range af.Imports {
 			if imp.Path.Value == `"`+module+`/bootstrap"` && filepath.Base(f) != "bootstrap.go" {
 				t.Errorf("%s imports bootstrap; only cmd/hactl/app/bootstrap.go may", f)
+			}
+		}
+	}
+}
+
+// readLayers reads the numbered list of "## Which way imports go": item N is layer N, and every
+// package named in backquotes in an item belongs to that layer. A package named in two items is an
+// error (the prose must say where each package sits, once).
+func readLayers(t *testing.T, pkgs map[string]pkg) (layer map[string]int, names map[int]string) {
+	t.Helper()
+	data, err := os.ReadFile("architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	itemRE := regexp.MustCompile(`^(\d+)\. \*\*([^*]+)\*\*`)
+	layer, names = map[string]int{}, map[int]string{}
+	in, cur := false, 0
+	for n, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## Which way imports go"
+			cur = 0
+			continue
+		}
+		if !in {
+			continue
+		}
+		if m := itemRE.FindStringSubmatch(line); m != nil {
+			cur++
+			if m[1] != strconv.Itoa(cur) {
+				t.Fatalf("architecture.md:%d: layer item %s out of order (want %d)", n+1, m[1], cur)
+			}
+			names[cur] = m[2]
+		} else if !strings.HasPrefix(line, "   ") {
+			cur = 0 // text outside the list
+		}
+		if cur == 0 {
+			continue
+		}
+		for _, c := range codeRE.FindAllStringSubmatch(line, -1) {
+			p := c[1]
+			if _, ok := pkgs[p]; !ok {
+				continue // a file, a phase or a pattern, not a package
+			}
+			if l, dup := layer[p]; dup && l != cur {
+				t.Errorf("architecture.md:%d: %s is named in layer %d (%s) and layer %d (%s)", n+1, p, l, names[l], cur, names[cur])
+			}
+			layer[p] = cur
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal(`architecture.md has no numbered layers under "## Which way imports go"`)
+	}
+	return layer, names
+}
+
+// TestArchitectureLayers keeps the layer prose true: every product package (all but the lab, the
+// benchmarks and hack/) sits in exactly one layer, imports only packages of its own layer or below
+// (nothing imports upwards), and the last layer's packages (the leaves) import no hactl package.
+func TestArchitectureLayers(t *testing.T) {
+	pkgs := listPackages(t)
+	layer, names := readLayers(t, pkgs)
+	last := len(names)
+	for name, p := range pkgs {
+		if strings.HasPrefix(name, "e2e/") || strings.HasPrefix(name, "bench/") || strings.HasPrefix(name, "hack/") {
+			continue
+		}
+		l, ok := layer[name]
+		if !ok {
+			t.Errorf("%s is in no layer of architecture.md's \"Which way imports go\"; name it in the layer it belongs to", name)
+			continue
+		}
+		for _, imp := range ours(p.Imports) {
+			if li, ok := layer[imp]; ok && li < l {
+				t.Errorf("%s (layer %d, %s) imports %s (layer %d, %s): an import upwards", name, l, names[l], imp, li, names[li])
+			}
+		}
+		if l == last {
+			if d := ours(p.Deps); len(d) > 0 {
+				t.Errorf("%s is in layer %d (%s) but depends on %v", name, l, names[l], d)
 			}
 		}
 	}
