@@ -193,9 +193,6 @@ func status(ctx context.Context, cl Client, endpoint string) (*clientv3.StatusRe
 // leaderCommitted is the raft index the leader had committed (its status' raft index), asked at the
 // first client URL the member list gives it.
 func leaderCommitted(ctx context.Context, cl Client, leader uint64) (uint64, error) {
-	if leader == 0 {
-		return 0, errors.New("no leader")
-	}
 	lctx, cancel := context.WithTimeout(ctx, listTimeout)
 	ml, err := cl.MemberList(lctx)
 	cancel()
