@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-multierror"
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -342,20 +340,12 @@ func (g *Group) checkRestartQuorum(ctx context.Context, m Member) error {
 // (--no-block: a founding member is only ready once a quorum of its peers is up; readiness is checked
 // through the client afterwards). A member of a running cluster is restarted with waiting
 // (Type=notify: systemctl returns once etcd has rejoined), so a rolling restart never checks the
-// health of the old process and never has two members down at once.
+// health of the old process and never has two members down at once (etcd.StartCommand).
 func (s *Start) systemctl(ctx context.Context, m Member, verb string, wait bool) error {
 	g := s.G
 	sctx, cancel := g.run.StepCtx(ctx)
 	defer cancel()
-	dir := shell.Quote(g.run.Spec.Spec.Etcd.DataDir)
-	noBlock := " --no-block"
-	if wait {
-		noBlock = ""
-	}
-	// A new data dir is created 0700 (etcd's recommendation); an existing one is left as it is.
-	cmd := fmt.Sprintf("{ [ -d %s ] || mkdir -p -m 0700 %s; } && systemctl daemon-reload && systemctl enable --quiet %s && systemctl %s%s %s",
-		dir, dir, unitName, verb, noBlock, unitName)
-	if _, err := g.run.Exec(sctx, m.Name, PhaseStart, cmd); err != nil {
+	if _, err := g.run.Exec(sctx, m.Name, PhaseStart, etcd.StartCommand(g.run.Spec.Spec.Etcd.DataDir, verb, wait)); err != nil {
 		return err
 	}
 	g.run.Printer.Hostf(m.Name, "etcd %sed", verb)
@@ -413,8 +403,10 @@ func retry(ctx context.Context, timeout time.Duration, try func(ctx context.Cont
 // errTimeout is retry's error when its timeout passed; callers say what did not happen.
 var errTimeout = errors.New("timed out")
 
-// join adds m to the running cluster as a learner (unless that already happened), starts it, waits
-// for it to catch up and promotes it to a voting member (etcd docs: "runtime reconfiguration",
+// join adds m to the running cluster with etcd/membership's learner join: added as a learner
+// (unless that already happened; etcd's post-join refusal waited out for up to WaitTimeout), its
+// unit's --initial-cluster set from the member list etcd returned, started, caught up
+// (membership.WaitCaughtUp), promoted, then checked healthy (etcd docs: "runtime reconfiguration",
 // learner).
 func (s *Start) join(ctx context.Context, m Member) error {
 	g := s.G
@@ -430,36 +422,21 @@ func (s *Start) join(ctx context.Context, m Member) error {
 		}
 	}
 	if p.ID == 0 {
-		// etcd's strict reconfiguration check refuses a member add (rpctypes.ErrUnhealthy) until the
-		// leader has been connected to every voting member for 5 s (etcdserver HealthInterval), e.g.
-		// right after the previous joiner was promoted: retry until WaitTimeout.
-		var resp *clientv3.MemberAddResponse
-		var last error
-		err := retry(ctx, g.opt.WaitTimeout, func(ctx context.Context) (bool, error) {
-			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			resp, last = cli.MemberAddAsLearner(actx, []string{m.PeerURL})
-			switch {
-			case last == nil:
-				return true, nil
-			case errors.Is(last, rpctypes.ErrUnhealthy):
-				g.run.Printer.Debugf("%s: member add refused for now (%v); retrying", m.Name, last)
-				return false, nil
-			}
-			return false, last
+		id, members, err := membership.AddLearner(ctx, cli, m.PeerURL, g.opt.WaitTimeout, func(err error) {
+			g.run.Printer.Debugf("%s: member add refused for now (%v); retrying", m.Name, err)
 		})
 		if err != nil {
-			if errors.Is(err, errTimeout) {
-				err = last
-			}
 			return fmt.Errorf("%s: adding %s as a learner: %w", PhaseStart, m.PeerURL, err)
 		}
-		p.ID = resp.Member.ID
+		p.ID = id
 		rec := g.st.Members[m.Name]
 		rec.ID = fmt.Sprintf("%x", p.ID)
 		// The learner starts with the member list etcd returned (etcd checks it against the
 		// membership): it differs from the plan's when the membership changed since.
-		ic := g.initialClusterFrom(resp.Members, m, p.ID)
+		ic, err := membership.JoinInitialCluster(members, p.ID, m.Name, g.peerNames())
+		if err != nil {
+			return fmt.Errorf("%s: %w", PhaseStart, err)
+		}
 		changed := !sameMembers(ic, rec.InitialCluster)
 		if changed {
 			rec.InitialCluster = ic
@@ -487,24 +464,23 @@ func (s *Start) join(ctx context.Context, m Member) error {
 			return err
 		}
 	}
-	// A learner is promoted once it caught up with the leader (rpctypes.ErrLearnerNotReady until
-	// then); one that is not a learner any more was promoted by an earlier, interrupted run.
-	var last error
-	promoted := true
-	err = retry(ctx, g.opt.WaitTimeout, func(ctx context.Context) (bool, error) {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_, last = cli.MemberPromote(pctx, p.ID)
-		if errors.Is(last, rpctypes.ErrMemberNotLearner) {
-			promoted, last = false, nil
-		}
-		return last == nil, nil
-	})
+	// A learner is promoted once its raft applied index reached the leader's committed index; one
+	// that is not a learner any more was promoted by an earlier, interrupted run.
+	cu, err := membership.WaitCaughtUp(ctx, cli, m.ClientURL, g.opt.WaitTimeout)
+	var ce *membership.CatchUpError
 	switch {
-	case errors.Is(err, errTimeout):
-		return fmt.Errorf("%s: learner %x did not catch up within %s: %w", PhaseStart, p.ID, g.opt.WaitTimeout, last)
+	case errors.As(err, &ce):
+		return fmt.Errorf("%s: learner %x did not catch up within %s: %w", PhaseStart, p.ID, g.opt.WaitTimeout, ce.Cause())
 	case err != nil:
 		return err
+	}
+	g.run.Printer.Debugf("%s: caught up with the leader (raft applied index %d ≥ %d)", m.Name, cu.Applied, cu.Committed)
+	promoted, err := membership.Promote(ctx, cli, p.ID, g.opt.WaitTimeout)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%s: learner %x did not catch up within %s: %w", PhaseStart, p.ID, g.opt.WaitTimeout, err)
 	}
 	if promoted {
 		g.run.Printer.Hostf(m.Name, "promoted to voting member")
@@ -540,26 +516,14 @@ func (s *Start) removeLost(ctx context.Context, m Member, p *HostPlan) error {
 	return g.SaveState()
 }
 
-// initialClusterFrom is a joiner's --initial-cluster from the member list MemberAddAsLearner
-// returned: name=peerURL for every peer URL, the spec's name for the spec's members, self's name
-// for the member just added (etcd lists it without a name until it starts).
-func (g *Group) initialClusterFrom(members []*etcdserverpb.Member, self Member, selfID uint64) string {
-	var out []string
-	for _, lm := range members {
-		for _, u := range lm.PeerURLs {
-			name := lm.Name
-			if lm.ID == selfID {
-				name = self.Name
-			}
-			for _, sm := range g.members {
-				if sm.PeerURL == u {
-					name = sm.Name
-				}
-			}
-			out = append(out, name+"="+u)
-		}
+// peerNames are the spec's member names by peer URL (a joiner's --initial-cluster names the spec's
+// members as the spec does: membership.JoinInitialCluster).
+func (g *Group) peerNames() map[string]string {
+	out := make(map[string]string, len(g.members))
+	for _, m := range g.members {
+		out[m.PeerURL] = m.Name
 	}
-	return strings.Join(out, ",")
+	return out
 }
 
 // sameMembers: the two --initial-cluster values list the same name=peerURL pairs (order aside).
@@ -598,62 +562,31 @@ func (g *Group) WaitMember(ctx context.Context, m Member, quiet bool) error {
 }
 
 // WaitCaughtUp waits, for at most Options.WaitTimeout, until m has applied every entry the leader
-// had committed once m was healthy again (m's raft applied index ≥ the leader's raft index then):
-// a member restarted in a roll is caught up before the next one goes down. Nil at once when m is
-// the leader. Errors: ctx's, the member or leader not answering, or the wait timing out (naming
-// both indexes).
+// had committed once m was healthy again (membership.WaitCaughtUp: m's raft applied index ≥ the
+// leader's committed index then): a member restarted in a roll is caught up before the next one
+// goes down. Nil at once when m is the leader. Errors: ctx's, the member or leader not answering
+// within the wait, or the wait timing out (naming both indexes).
 func (g *Group) WaitCaughtUp(ctx context.Context, m Member) error {
 	cli, err := g.Client(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	st, err := cli.Status(sctx, m.ClientURL)
-	if err != nil {
-		return fmt.Errorf("%s: status of %s: %w", PhaseStart, m.Name, err)
-	}
-	if st.Leader == st.Header.MemberId {
-		return nil
-	}
-	ml, err := cli.MemberList(sctx)
-	if err != nil {
-		return fmt.Errorf("%s: member list: %w", PhaseStart, err)
-	}
-	var leaderURL string
-	for _, lm := range ml.Members {
-		if lm.ID == st.Leader && len(lm.ClientURLs) > 0 {
-			leaderURL = lm.ClientURLs[0]
-		}
-	}
-	if leaderURL == "" {
-		return fmt.Errorf("%s: leader %x is not in the member list", PhaseStart, st.Leader)
-	}
-	lst, err := cli.Status(sctx, leaderURL)
-	if err != nil {
-		return fmt.Errorf("%s: status of the leader %x: %w", PhaseStart, st.Leader, err)
-	}
-	target := lst.RaftIndex
-	applied := st.RaftAppliedIndex
-	err = retry(ctx, g.opt.WaitTimeout, func(ctx context.Context) (bool, error) {
-		if applied >= target {
-			return true, nil
-		}
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		if st, err := cli.Status(pctx, m.ClientURL); err == nil {
-			applied = st.RaftAppliedIndex
-		}
-		return applied >= target, nil
-	})
+	cu, err := membership.WaitCaughtUp(ctx, cli, m.ClientURL, g.opt.WaitTimeout)
+	var ce *membership.CatchUpError
 	switch {
-	case errors.Is(err, errTimeout):
-		return fmt.Errorf("%s: %s has applied raft index %d, the leader had committed %d: not caught up within %s", PhaseStart, m.Name, applied, target, g.opt.WaitTimeout)
+	case errors.As(err, &ce) && ce.Err == nil:
+		return fmt.Errorf("%s: %s has applied raft index %d, the leader had committed %d: not caught up within %s", PhaseStart, m.Name, ce.Applied, ce.Committed, g.opt.WaitTimeout)
+	case errors.As(err, &ce) && ce.FromMember:
+		return fmt.Errorf("%s: status of %s: %w", PhaseStart, m.Name, ce.Err)
+	case errors.As(err, &ce):
+		return fmt.Errorf("%s: %w", PhaseStart, ce.Err)
 	case err != nil:
 		return err
+	case cu.Leader:
+		return nil
 	}
-	g.run.Printer.Hostf(m.Name, "caught up with the leader (raft applied index %d ≥ %d)", applied, target)
+	g.run.Printer.Hostf(m.Name, "caught up with the leader (raft applied index %d ≥ %d)", cu.Applied, cu.Committed)
 	return nil
 }
 

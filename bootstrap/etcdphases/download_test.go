@@ -483,7 +483,7 @@ func TestPlanDownload(t *testing.T) {
 
 // nonBinaryPaths are the files uploaded to a new member of a download install.
 func nonBinaryPaths() []string {
-	out := []string{remoteUnit, RemoteMarker}
+	out := []string{remoteUnit, remoteMarker}
 	for _, n := range []string{"ca.crt", "ca.key", "server.crt", "server.key", "peer.crt", "peer.key"} {
 		out = append(out, filepath.Join(remotePKIDir, n))
 	}

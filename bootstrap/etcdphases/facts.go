@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 )
@@ -24,14 +25,6 @@ const (
 	DataMember  DataState = "member"  // holds etcd data (a member/ directory)
 	DataForeign DataState = "foreign" // non-empty without member/: not etcd's, hactl won't touch it
 )
-
-// Marker is written to /etc/hactl/etcd-member.json on every member: it is how hactl recognises its own
-// data directories ("already ours") and never mistakes another cluster's data for its own.
-type Marker struct {
-	Cluster string `json:"cluster"`
-	Token   string `json:"token"`
-	Member  string `json:"member"`
-}
 
 // Facts is the etcd group's view of what preflight gathered on a member (factsFrom).
 type Facts struct {
@@ -57,7 +50,7 @@ type Facts struct {
 	EtcdStarted string // ExecMainStartTimestamp, to prove a re-run did not restart etcd
 	Data        DataState
 	DiskAvail   int64             // bytes free on the filesystem holding the data dir
-	Marker      *Marker           // nil when absent or unreadable
+	Marker      *etcd.Marker      // nil when absent or unreadable
 	Sums        map[string]string // path -> sha256 hex of files that exist
 	Stale       []string          // temp files left by interrupted uploads (removed by etcd/install)
 	ListenPorts map[int]bool      // TCP ports in LISTEN state (IPv4 and IPv6)
@@ -114,7 +107,7 @@ func factsRequestFor(dataDir string, paths, read []string) provision.FactsReques
 	return provision.FactsRequest{
 		Files:     paths,
 		SumCache:  provision.DefaultSumCache, // the etcd binaries are tens of MiB: hashed once, not every run
-		Read:      append(slices.Clone(read), RemoteMarker),
+		Read:      append(slices.Clone(read), remoteMarker),
 		Units:     append([]string{unitName}, TimeSyncServices...),
 		StaleDirs: sorted,
 		Listen:    true,
@@ -211,8 +204,8 @@ func factsFrom(pf *provision.Facts) *Facts {
 	if kb, err := strconv.ParseInt(pf.Value("etcd.disk_avail_kb"), 10, 64); err == nil {
 		f.DiskAvail = kb * 1024
 	}
-	if raw := pf.Files[RemoteMarker]; len(raw) > 0 {
-		var m Marker
+	if raw := pf.Files[remoteMarker]; len(raw) > 0 {
+		var m etcd.Marker
 		if json.Unmarshal(raw, &m) == nil {
 			f.Marker = &m
 		}

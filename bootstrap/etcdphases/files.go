@@ -2,7 +2,6 @@ package etcdphases
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,8 +21,7 @@ import (
 
 // Remote layout on every member (docs/design.md); the etcd package owns the rest of it.
 const (
-	// RemoteMarker is written on every member: it is how hactl recognises its own data directories.
-	RemoteMarker = "/etc/hactl/etcd-member.json"
+	remoteMarker = etcd.RemoteMarker
 	remoteUnit   = etcd.RemoteUnitPath
 	remotePKIDir = etcd.RemotePKIDir
 )
@@ -133,7 +131,7 @@ func (fs *fileSet) downloadInstall() bool { return fs.spec.Spec.Etcd.Download !=
 
 // remotePaths lists every file hactl manages on a member (checksummed by preflight).
 func (fs *fileSet) remotePaths() []string {
-	paths := []string{remoteUnit, RemoteMarker}
+	paths := []string{remoteUnit, remoteMarker}
 	paths = append(paths, fs.remoteBinaries()...)
 	for _, n := range []string{"ca.crt", "ca.key", "server.crt", "server.key", "peer.crt", "peer.key"} {
 		paths = append(paths, filepath.Join(remotePKIDir, n))
@@ -246,12 +244,11 @@ func (g *Group) desiredFiles(m Member, rec *state.Member) ([]DesiredFile, error)
 		return nil, fmt.Errorf("%s: rendering etcd unit: %w", m.Name, err)
 	}
 	files = append(files, DesiredFile{Path: remoteUnit, Mode: 0o644, Data: unit, Sum: runctx.Sum(unit)})
-	marker, err := json.MarshalIndent(Marker{Cluster: g.run.Spec.Metadata.Name, Token: g.st.Token, Member: m.Name}, "", "  ")
+	marker, err := etcd.Marker{Cluster: g.run.Spec.Metadata.Name, Token: g.st.Token, Member: m.Name}.File()
 	if err != nil {
 		return nil, err
 	}
-	marker = append(marker, '\n')
-	files = append(files, DesiredFile{Path: RemoteMarker, Mode: 0o644, Data: marker, Sum: runctx.Sum(marker)})
+	files = append(files, DesiredFile{Path: remoteMarker, Mode: 0o644, Data: marker, Sum: runctx.Sum(marker)})
 	return files, nil
 }
 
@@ -264,7 +261,7 @@ func (g *Group) UnitFiles(m Member) ([]provision.File, error) {
 	}
 	var up []provision.File
 	for _, f := range files {
-		if f.Path == remoteUnit || f.Path == RemoteMarker {
+		if f.Path == remoteUnit || f.Path == remoteMarker {
 			up = append(up, provision.File{Path: f.Path, Mode: f.Mode, Content: f.Data, SHA256: f.Sum})
 		}
 	}

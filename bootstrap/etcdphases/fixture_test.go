@@ -103,8 +103,8 @@ func (f *planFixture) member(name string) Member {
 func (f *planFixture) peerURL(name string) string { return f.member(name).PeerURL }
 
 // ourMarker is the marker hactl installs on name.
-func (f *planFixture) ourMarker(name string) *Marker {
-	return &Marker{Cluster: planTestCluster, Token: f.b.st.Token, Member: name}
+func (f *planFixture) ourMarker(name string) *etcd.Marker {
+	return &etcd.Marker{Cluster: planTestCluster, Token: f.b.st.Token, Member: name}
 }
 
 // installed makes name a host where an earlier run installed every file as the member's current

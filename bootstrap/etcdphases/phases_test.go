@@ -73,7 +73,7 @@ func TestPlanDryRunWithPKI(t *testing.T) {
 }
 
 func TestAnyUploadsAnyStarts(t *testing.T) {
-	file := []DesiredFile{{Path: RemoteMarker}}
+	file := []DesiredFile{{Path: remoteMarker}}
 	for _, tc := range []struct {
 		name            string
 		plans           []HostPlan

@@ -309,7 +309,7 @@ func (ph *Plan) Run(ctx context.Context) error {
 		restartWorthy := p.Download
 		for _, df := range p.Upload {
 			// etcd reads neither the marker nor the CA key (kept on members for recovery only).
-			if df.Path != RemoteMarker && df.Path != filepath.Join(remotePKIDir, "ca.key") {
+			if df.Path != remoteMarker && df.Path != filepath.Join(remotePKIDir, "ca.key") {
 				restartWorthy = true
 			}
 		}

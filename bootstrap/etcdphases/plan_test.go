@@ -129,11 +129,11 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-a"].Sums[RemoteMarker] = strings.Repeat("1", 64)
+			f.b.facts["cp-a"].Sums[remoteMarker] = strings.Repeat("1", 64)
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
-			"cp-a": {Action: report.ActionUnchanged, upload: []string{RemoteMarker}},
+			"cp-a": {Action: report.ActionUnchanged, upload: []string{remoteMarker}},
 			"cp-b": unchanged,
 			"cp-c": unchanged,
 		},
@@ -389,7 +389,7 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.b.facts["cp-a"] = &Facts{Data: DataMember, EtcdActive: "active", Sums: map[string]string{},
-				Marker: &Marker{Cluster: "other", Token: "other-0123456789abcdef", Member: "cp-a"}}
+				Marker: &etcd.Marker{Cluster: "other", Token: "other-0123456789abcdef", Member: "cp-a"}}
 			f.b.facts["cp-b"] = &Facts{Data: DataMember, Sums: map[string]string{}}
 		},
 		want: map[string]wantPlan{"cp-c": created},

@@ -60,7 +60,7 @@ type TokenMismatchError struct {
 }
 
 func (e *TokenMismatchError) Error() string {
-	return "the members' markers (" + RemoteMarker + ") name different cluster tokens (" + describeGroups(e.ByToken) + ")"
+	return "the members' markers (" + remoteMarker + ") name different cluster tokens (" + describeGroups(e.ByToken) + ")"
 }
 
 func describeGroups(m map[string][]string) string {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -344,7 +342,7 @@ func Remove(ctx context.Context, o RemoveOptions) (*RemoveResult, error) {
 		return res, fmt.Errorf("etcd/member-remove %s: %w", o.Name, err)
 	}
 	defer cli.Close()
-	if err := memberRemove(ctx, cli, target.ID); err != nil {
+	if _, err := RemoveMember(ctx, cli, target.ID, healthRetry); err != nil {
 		return res, fmt.Errorf("etcd/member-remove %s (ID %x): %w", o.Name, target.ID, err)
 	}
 	res.Removed = true
@@ -371,27 +369,6 @@ func Remove(ctx context.Context, o RemoveOptions) (*RemoveResult, error) {
 // for HealthInterval (5 s, etcd server's rule), so right after a member (re)joined a removal is
 // refused for a few seconds although it is safe.
 const healthRetry = 20 * time.Second
-
-// memberRemove removes id, retrying etcd's ErrUnhealthy (see healthRetry) once a second.
-func memberRemove(ctx context.Context, cli *clientv3.Client, id uint64) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, time.Second, healthRetry, true, func(ctx context.Context) (bool, error) {
-		rctx, cancel := context.WithTimeout(ctx, etcd.DefaultRequestTimeout)
-		defer cancel()
-		_, last = cli.MemberRemove(rctx, id)
-		switch {
-		case last == nil:
-			return true, nil
-		case errors.Is(last, rpctypes.ErrUnhealthy), errors.Is(last, rpctypes.ErrGRPCUnhealthy):
-			return false, nil
-		}
-		return false, last
-	})
-	if err != nil && last != nil {
-		return last
-	}
-	return err
-}
 
 // moveLeader asks the leader (through its own endpoints: etcd answers MoveLeader only there) to
 // hand leadership to id; etcd answers once the transfer is done (or failed).

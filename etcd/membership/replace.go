@@ -11,11 +11,10 @@ import (
 	"github.com/hactl/hactl/ui"
 )
 
-// Joiner adds one host to the running cluster as etcd's runtime reconfiguration guide describes
-// for a learner: MemberAddAsLearner, the member started with the member list etcd returned
-// (--initial-cluster-state existing), promoted once its raft log caught up, then checked serving.
+// Joiner adds one host to the running cluster with the learner join (AddLearner, the member
+// started with the member list etcd returned, WaitCaughtUp, Promote), then checks it serving.
 // Join returns the new member's ID. hactl's implementation runs the etcd phases of `hactl bootstrap`
-// for that host only (bootstrap/join); the operator brings its own.
+// for that host only (bootstrap/join); the operator's heal runs the same steps one at a time.
 type Joiner interface {
 	Join(ctx context.Context, host string) (id uint64, err error)
 }

@@ -1,9 +1,12 @@
 // Package heal carries out hactl-operator's replacement of a lost etcd member by a new member on
-// a spare host, one step at a time, as etcd's runtime reconfiguration guide describes: the new
-// member added as a learner, started with the member list etcd returned and
-// --initial-cluster-state existing, promoted once its raft log caught up; the lost member removed
-// before or after, as membership.ReplaceOrder decides (etcd's strict reconfiguration check refuses
-// an add while fewer than a quorum of the larger cluster is connected).
+// a spare host, one step at a time, with etcd/membership's learner join (the one bootstrap and
+// `hactl etcd member replace` use): the new member added as a learner (membership.AddLearner),
+// started with the member list etcd returned and --initial-cluster-state existing
+// (membership.JoinInitialCluster, etcd.StartCommand), promoted (membership.Promote) once its raft
+// applied index reached the leader's committed index (membership.WaitCaughtUp); the lost member
+// removed (membership.RemoveMember) before or after, as membership.ReplaceOrder decides (etcd's
+// strict reconfiguration check refuses an add while fewer than a quorum of the larger cluster is
+// connected).
 //
 // Every step is idempotent and the caller records the step reached (the EtcdCluster's
 // status.healing) before running it, so a replica that takes over the Lease continues where the
@@ -14,38 +17,26 @@ package heal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/bootstrap/etcdphases"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/provision"
 )
 
-// Cluster is what a heal asks of the running cluster: clientv3.Client's membership calls and a
-// member's status (Maintenance.Status, which dials the endpoint given).
-type Cluster interface {
-	MemberList(ctx context.Context, opts ...clientv3.OpOption) (*clientv3.MemberListResponse, error)
-	MemberAddAsLearner(ctx context.Context, peerAddrs []string) (*clientv3.MemberAddResponse, error)
-	MemberPromote(ctx context.Context, id uint64) (*clientv3.MemberPromoteResponse, error)
-	MemberRemove(ctx context.Context, id uint64) (*clientv3.MemberRemoveResponse, error)
-	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
-}
+// Cluster is what a heal asks of the running cluster: the join protocol's membership calls and a
+// member's status (membership.Client; *clientv3.Client satisfies it).
+type Cluster = membership.Client
 
 // Host is the spare, as root: provision.Client satisfies it.
 type Host interface {
@@ -82,8 +73,6 @@ func Begin(old, oldID, spare, order string, now time.Time) *v1.HealingStatus {
 	return &v1.HealingStatus{Member: old, MemberID: oldID, Spare: spare, Order: order, Step: v1.HealPlanned, StartedAt: t, StepAt: t}
 }
 
-type etcdMember = etcdserverpb.Member
-
 // Advance runs hs's step and moves hs to the next one (StepAt set, Attempts and LastError
 // cleared), returning finished once the new member is a voter and the lost one is gone. On an
 // error hs is left at its step (the caller counts attempts and records the error; a retry runs
@@ -108,7 +97,7 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 			next = v1.HealRemovingMember
 		}
 	case v1.HealRemovingMember:
-		if err := removeMember(ctx, cl, oldID); err != nil {
+		if _, err := membership.RemoveMember(ctx, cl, oldID, 0); err != nil {
 			return false, fmt.Errorf("removing %s (%s): %w", hs.Member, hs.MemberID, err)
 		}
 		job.logf("removed member %s (%s)", hs.Member, hs.MemberID)
@@ -140,7 +129,7 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 		if err != nil {
 			return false, fmt.Errorf("status.healing.newMemberID: %w", err)
 		}
-		if err := promote(ctx, cl, newID); err != nil {
+		if _, err := membership.Promote(ctx, cl, newID, 0); err != nil {
 			return false, fmt.Errorf("promoting %s (%s): %w", job.Spare.Name, hs.NewMemberID, err)
 		}
 		job.logf("promoted %s (%s) to a voting member", job.Spare.Name, hs.NewMemberID)
@@ -169,8 +158,8 @@ func RollBack(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healin
 			case err != nil:
 				errs = append(errs, fmt.Errorf("member list: %w", err))
 			default:
-				if m := findID(ml, id); m != nil && m.IsLearner {
-					if _, err := cl.MemberRemove(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
+				if m := membership.MemberByID(ml.Members, id); m != nil && m.IsLearner {
+					if _, err := membership.RemoveMember(ctx, cl, id, 0); err != nil {
 						errs = append(errs, fmt.Errorf("removing learner %s: %w", hs.NewMemberID, err))
 					}
 				}
@@ -201,27 +190,11 @@ func TouchedSpare(hs *v1.HealingStatus) bool {
 	return false
 }
 
-// removeMember removes id unless it is no member any more. etcd refuses a removal that would
-// leave the cluster without an active quorum (ErrUnhealthy): the caller retries.
-func removeMember(ctx context.Context, cl Cluster, id uint64) error {
-	ml, err := cl.MemberList(ctx)
-	if err != nil {
-		return fmt.Errorf("member list: %w", err)
-	}
-	if findID(ml, id) == nil {
-		return nil
-	}
-	if _, err := cl.MemberRemove(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) {
-		return err
-	}
-	return nil
-}
-
 // addLearner installs the binary, certificates and marker on the spare (first, when fresh, etcd
 // stopped there and a data dir left by an earlier heal moved aside, never deleted:
 // membership.RetireScript, so the learner starts empty), then adds the
-// spare's peer URL as a learner unless a member already has it (a retry after the add), and
-// returns its ID.
+// spare's peer URL as a learner (membership.AddLearner) unless a member already has it (a retry
+// after the add), and returns its ID. etcd's refusals are the caller's to retry.
 func addLearner(ctx context.Context, job Job, cl Cluster, host Host, fresh bool) (uint64, error) {
 	peer, err := job.peerURL()
 	if err != nil {
@@ -231,7 +204,7 @@ func addLearner(ctx context.Context, job Job, cl Cluster, host Host, fresh bool)
 	if err != nil {
 		return 0, fmt.Errorf("member list: %w", err)
 	}
-	if m := findPeer(ml, peer); m != nil {
+	if m := membership.MemberByPeer(ml.Members, peer); m != nil {
 		return m.ID, nil
 	}
 	if fresh {
@@ -247,25 +220,24 @@ func addLearner(ctx context.Context, job Job, cl Cluster, host Host, fresh bool)
 	if err := host.Upload(ctx, "heal/install", files); err != nil {
 		return 0, err
 	}
-	resp, err := cl.MemberAddAsLearner(ctx, []string{peer})
-	if err != nil {
-		return 0, err
-	}
-	return resp.Member.ID, nil
+	id, _, err := membership.AddLearner(ctx, cl, peer, 0, nil)
+	return id, err
 }
 
 // startMember renders the spare's unit with the member list etcd has now (the new member as
-// job.Spare.Name) and --initial-cluster-state existing, starts it, waits until its raft applied
-// index reached the leader's committed index, and returns the unit's --initial-cluster.
+// job.Spare.Name: membership.JoinInitialCluster) and --initial-cluster-state existing, starts it
+// (etcd.StartCommand, waiting for the unit), waits until its raft applied index reached the
+// leader's committed index (membership.WaitCaughtUp, for at most job.CatchUpTimeout), and returns
+// the unit's --initial-cluster.
 func startMember(ctx context.Context, job Job, cl Cluster, host Host, id uint64) (string, error) {
 	ml, err := cl.MemberList(ctx)
 	if err != nil {
 		return "", fmt.Errorf("member list: %w", err)
 	}
-	if findID(ml, id) == nil {
+	if membership.MemberByID(ml.Members, id) == nil {
 		return "", fmt.Errorf("member %x is not in the member list: the learner was removed meanwhile", id)
 	}
-	u, err := job.unitConfig(ml, id)
+	u, err := job.unitConfig(ml.Members, id)
 	if err != nil {
 		return "", err
 	}
@@ -276,89 +248,26 @@ func startMember(ctx context.Context, job Job, cl Cluster, host Host, id uint64)
 	if err := host.Upload(ctx, "heal/unit", []provision.File{{Path: etcd.RemoteUnitPath, Mode: 0o644, Content: unit}}); err != nil {
 		return "", err
 	}
-	if _, err := host.Run(ctx, "heal/start", "systemctl daemon-reload && systemctl enable "+etcd.UnitName+" && systemctl start "+etcd.UnitName); err != nil {
+	if _, err := host.Run(ctx, "heal/start", etcd.StartCommand(job.Template.DataDir, "start", true)); err != nil {
 		return "", err
 	}
-	return u.InitialCluster, waitCaughtUp(ctx, job, cl, ml)
-}
-
-// waitCaughtUp waits, for at most job.CatchUpTimeout, until the spare's raft applied index reached
-// the leader's committed index.
-func waitCaughtUp(ctx context.Context, job Job, cl Cluster, ml *clientv3.MemberListResponse) error {
 	client, err := job.clientURL()
 	if err != nil {
-		return err
+		return "", err
 	}
-	timeout := job.CatchUpTimeout
-	if timeout == 0 {
-		timeout = 2 * time.Minute
-	}
-	deadline := time.Now().Add(timeout)
-	var target, applied uint64
-	var last error
-	for {
-		st, err := status(ctx, cl, client)
-		if err == nil && target == 0 {
-			target, err = leaderCommitted(ctx, cl, ml, st)
-		}
-		if err == nil {
-			applied = st.RaftAppliedIndex
-			if target > 0 && applied >= target {
-				job.logf("%s caught up with the leader (raft applied index %d ≥ %d)", job.Spare.Name, applied, target)
-				return nil
-			}
-		}
-		last = err
-		if time.Now().After(deadline) {
-			if last != nil {
-				return fmt.Errorf("not caught up within %s: %w", timeout, last)
-			}
-			return fmt.Errorf("not caught up within %s: raft applied index %d, the leader had committed %d", timeout, applied, target)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// promote promotes id unless it is a voter already; etcd refuses while the learner is behind
-// (ErrLearnerNotReady): the caller retries.
-func promote(ctx context.Context, cl Cluster, id uint64) error {
-	ml, err := cl.MemberList(ctx)
+	cu, err := membership.WaitCaughtUp(ctx, cl, client, job.catchUpTimeout())
 	if err != nil {
-		return fmt.Errorf("member list: %w", err)
+		return "", err
 	}
-	m := findID(ml, id)
-	if m == nil {
-		return fmt.Errorf("member %x is not in the member list", id)
-	}
-	if !m.IsLearner {
-		return nil
-	}
-	_, err = cl.MemberPromote(ctx, id)
-	return err
+	job.logf("%s caught up with the leader (raft applied index %d ≥ %d)", job.Spare.Name, cu.Applied, cu.Committed)
+	return u.InitialCluster, nil
 }
 
-func status(ctx context.Context, cl Cluster, endpoint string) (*clientv3.StatusResponse, error) {
-	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	return cl.Status(sctx, endpoint)
-}
-
-// leaderCommitted is the raft index the leader st names had committed (the target a learner must
-// apply before it is promoted).
-func leaderCommitted(ctx context.Context, cl Cluster, ml *clientv3.MemberListResponse, st *clientv3.StatusResponse) (uint64, error) {
-	m := findID(ml, st.Leader)
-	if m == nil || len(m.ClientURLs) == 0 {
-		return 0, fmt.Errorf("leader %x is not in the member list", st.Leader)
+func (job Job) catchUpTimeout() time.Duration {
+	if job.CatchUpTimeout == 0 {
+		return 2 * time.Minute
 	}
-	lst, err := status(ctx, cl, m.ClientURLs[0])
-	if err != nil {
-		return 0, fmt.Errorf("status of the leader %x: %w", st.Leader, err)
-	}
-	return lst.RaftIndex, nil
+	return job.CatchUpTimeout
 }
 
 // files are what the spare needs before its member is added: the etcd binary, the certificates
@@ -377,11 +286,11 @@ func (job Job) files() ([]provision.File, error) {
 		}
 		out = append(out, provision.File{Path: c.path, Mode: c.mode, Content: job.Certificates[c.key]})
 	}
-	marker, err := json.MarshalIndent(etcdphases.Marker{Cluster: job.Cluster, Token: job.Template.InitialClusterToken, Member: job.Spare.Name}, "", "  ")
+	marker, err := etcd.Marker{Cluster: job.Cluster, Token: job.Template.InitialClusterToken, Member: job.Spare.Name}.File()
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, provision.File{Path: etcdphases.RemoteMarker, Mode: 0o644, Content: append(marker, '\n')})
+	out = append(out, provision.File{Path: etcd.RemoteMarker, Mode: 0o644, Content: marker})
 	f, err := os.Open(job.EtcdBinary)
 	if err != nil {
 		return nil, fmt.Errorf("the etcd binary to install: %w", err)
@@ -423,9 +332,9 @@ func (job Job) clientURL() (string, error) {
 }
 
 // unitConfig is the spare's etcd.service as hactl renders a member's (etcd.NewUnitConfig from the
-// template), with --initial-cluster the member list ml (the new member id as job.Spare.Name) and
-// --initial-cluster-state existing.
-func (job Job) unitConfig(ml *clientv3.MemberListResponse, id uint64) (etcd.UnitConfig, error) {
+// template), with --initial-cluster the member list members (membership.JoinInitialCluster, the new
+// member id as job.Spare.Name) and --initial-cluster-state existing.
+func (job Job) unitConfig(members []*etcdserverpb.Member, id uint64) (etcd.UnitConfig, error) {
 	self, err := job.Self()
 	if err != nil {
 		return etcd.UnitConfig{}, err
@@ -437,40 +346,10 @@ func (job Job) unitConfig(ml *clientv3.MemberListResponse, id uint64) (etcd.Unit
 		QuotaBackendBytes: t.QuotaBackendBytes, AutoCompaction: v1alpha1.AutoCompaction{Mode: t.AutoCompactionMode, Retention: t.AutoCompactionRetention},
 	}}}
 	u := etcd.NewUnitConfig(c, nil, self, etcd.StateExisting, t.InitialClusterToken)
-	var parts []string
-	for _, m := range ml.Members {
-		name := m.Name
-		if m.ID == id {
-			name = job.Spare.Name
-		}
-		if name == "" {
-			return etcd.UnitConfig{}, fmt.Errorf("member %x has no name yet (added, never started): only one member may join at a time", m.ID)
-		}
-		for _, p := range m.PeerURLs {
-			parts = append(parts, name+"="+p)
-		}
+	if u.InitialCluster, err = membership.JoinInitialCluster(members, id, job.Spare.Name, nil); err != nil {
+		return etcd.UnitConfig{}, err
 	}
-	slices.Sort(parts)
-	u.InitialCluster = strings.Join(parts, ",")
 	return u, u.Validate()
-}
-
-func findID(ml *clientv3.MemberListResponse, id uint64) *etcdMember {
-	for _, m := range ml.Members {
-		if m.ID == id {
-			return m
-		}
-	}
-	return nil
-}
-
-func findPeer(ml *clientv3.MemberListResponse, peer string) *etcdMember {
-	for _, m := range ml.Members {
-		if slices.Contains(m.PeerURLs, peer) {
-			return m
-		}
-	}
-	return nil
 }
 
 func parseID(hex string) (uint64, error) {
