@@ -25,19 +25,27 @@ func newEtcdCommand(s Streams, g *globalOptions) *cobra.Command {
 		Short: "Day-2 operations on the etcd cluster: membership, compaction, defragmentation, alarms",
 		Args:  usageArgs(cobra.NoArgs),
 	}
-	member := &cobra.Command{
+	cmd.AddCommand(newEtcdMemberCommand(s, g), newEtcdDefragCommand(s, g), newEtcdCompactCommand(s, g), newEtcdAlarmCommand(s, g))
+	return cmd
+}
+
+func newEtcdMemberCommand(s Streams, g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "member",
 		Short: "Change the etcd cluster's membership safely (quorum-guarded)",
 		Args:  usageArgs(cobra.NoArgs),
 	}
-	member.AddCommand(newEtcdMemberRemoveCommand(s, g), newEtcdMemberReplaceCommand(s, g))
-	alarm := &cobra.Command{
+	cmd.AddCommand(newEtcdMemberRemoveCommand(s, g), newEtcdMemberReplaceCommand(s, g))
+	return cmd
+}
+
+func newEtcdAlarmCommand(s Streams, g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "alarm",
 		Short: "List or disarm etcd's alarms (NOSPACE recovered in etcd's order)",
 		Args:  usageArgs(cobra.NoArgs),
 	}
-	alarm.AddCommand(newEtcdAlarmListCommand(s, g), newEtcdAlarmDisarmCommand(s, g))
-	cmd.AddCommand(member, newEtcdDefragCommand(s, g), newEtcdCompactCommand(s, g), alarm)
+	cmd.AddCommand(newEtcdAlarmListCommand(s, g), newEtcdAlarmDisarmCommand(s, g))
 	return cmd
 }
 
