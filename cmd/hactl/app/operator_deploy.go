@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/kubeadm/images"
+	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/operator/deploy"
 )
 
@@ -108,52 +110,26 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 			case heal.AutoReplace || fl.Changed("grace-period"):
 				ho = heal
 			}
-			plan, err := deploy.Build(deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun, Backup: bk, Healing: ho, RequeuePeriod: rq})
-			if err != nil {
-				return err
-			}
-			if dryRun {
-				out, err := plan.Print()
-				if err != nil {
-					return err
-				}
-				_, err = s.Out.Write(out)
-				return err
-			}
-			if archive != "" && f.kubeconfig == "" {
-				p.Infof("operator/image: %s into every Kubernetes node", image)
-				if err := deploy.ImportArchive(cmd.Context(), c, terminalPrompter(s.In, s.Err), archive, p); err != nil {
-					return err
-				}
-			}
-			api, err := apiClient(cmd, s, c, f.kubeFlags)
-			if err != nil {
-				return err
-			}
-			defer api.Close()
+			var nodes func(context.Context, *kubeapi.Client) error
 			switch {
 			case kindCluster != "":
-				if err := kindLoad(cmd.Context(), api, kind, kindCluster, archive, platforms, p); err != nil {
-					return err
+				nodes = func(ctx context.Context, api *kubeapi.Client) error {
+					return kindLoad(ctx, api, kind, kindCluster, archive, platforms, p)
 				}
 			case archive != "" && f.kubeconfig != "":
 				// The nodes must have the image already (kind load image-archive): the archive names it
 				// and says which nodes could run it.
-				if err := checkNodePlatforms(cmd.Context(), api, archive, platforms); err != nil {
-					return err
+				nodes = func(ctx context.Context, api *kubeapi.Client) error {
+					return checkNodePlatforms(ctx, api, archive, platforms)
 				}
 			}
-			p.Infof("operator/apply: through %s", api.Via)
-			if err := plan.Apply(cmd.Context(), api.Config, func(kind, name string) { p.Debugf("operator/apply: %s %s", kind, name) }); err != nil {
-				return api.Wrap(err)
-			}
-			p.Infof("operator/apply: %d objects applied", len(plan.Objects))
-			if err := deploy.Record(c, &deploy.Location{Namespace: nsOrDefault(f.namespace), Kubeconfig: absKubeconfig(f.given())}); err != nil {
-				return fmt.Errorf("operator/apply: recording where the operator runs in the state dir: %w", err)
-			}
-			ready, err := deploy.WaitReady(cmd.Context(), api.Config, nsOrDefault(f.namespace), c.Metadata.Name, timeout)
-			if err != nil {
-				return api.Wrap(err)
+			ready, err := deploy.Run(cmd.Context(), deploy.RunOptions{
+				Options:      deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun, Backup: bk, Healing: ho, RequeuePeriod: rq},
+				ImageArchive: archive, Kubeconfig: f.given(), Nodes: nodes,
+				Prompt: terminalPrompter(s.In, s.Err), Printer: p, Out: s.Out, Wait: timeout,
+			})
+			if err != nil || ready == nil { // ready nil: a dry run printed the manifests
+				return err
 			}
 			return writeReport(s.Out, output, ready, func(w io.Writer) {
 				fmt.Fprintf(w, "hactl-operator: %d replica(s) available; EtcdCluster %s/%s: %s, leader %s\n", ready.AvailableReplicas, nsOrDefault(f.namespace), c.Metadata.Name, ready.Phase, cmp.Or(ready.Leader, "-"))

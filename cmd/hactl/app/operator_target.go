@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -64,15 +63,4 @@ func locatedOperator(cmd *cobra.Command, s Streams, c *v1alpha1.Cluster, f *oper
 	}
 	api, err := loc.Client(cmd.Context(), c, terminalPrompter(s.In, s.Err))
 	return api, loc.Namespace, kubeErr(err)
-}
-
-// absKubeconfig makes the kubeconfig path absolute, for the state dir's record (nil stays nil).
-func absKubeconfig(kc *kubeapi.Kubeconfig) *kubeapi.Kubeconfig {
-	if kc == nil {
-		return nil
-	}
-	if p, err := filepath.Abs(kc.Path); err == nil {
-		kc.Path = p
-	}
-	return kc
 }
