@@ -3,12 +3,10 @@ package app
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/operator/deploy"
-	"github.com/hactl/hactl/state"
 )
 
 // adoptReport is what `hactl operator adopt` did (-o json).
@@ -48,35 +46,19 @@ working on a cluster that no longer exists.`,
 				return err
 			}
 			defer api.Close()
-			st, err := deploy.ReadStatus(cmd.Context(), api.Config, ns, c.Metadata.Name)
-			if err != nil {
-				return api.Wrap(err)
-			}
-			cur, err := state.Load(c.Spec.StateDir)
+			a, err := deploy.AdoptHeals(cmd.Context(), api, ns, c, dryRun, p)
 			if err != nil {
 				return err
 			}
-			if cur == nil {
-				return &UsageError{Err: fmt.Errorf("spec.stateDir %s holds no cluster.json: nothing to adopt into (hactl bootstrap recovers a lost state dir from the hosts)", c.Spec.StateDir)}
-			}
-			changes, err := deploy.Adopt(cur, st.Heals)
-			if err != nil {
-				return err
-			}
-			rep := adoptReport{Changes: changes, Drift: deploy.Drift(c, st.Heals), DryRun: dryRun}
-			if len(changes) > 0 && !dryRun {
-				if err := state.Save(c.Spec.StateDir, cur); err != nil {
-					return err
-				}
-				p.Infof("operator/adopt: %s updated", filepath.Join(c.Spec.StateDir, state.FileName))
-			}
+			changes := a.Changes
+			rep := adoptReport{Changes: changes, Drift: a.Drift, DryRun: dryRun}
 			return writeReport(s.Out, output, rep, func(w io.Writer) {
 				verb := "recorded"
 				if dryRun {
 					verb = "would record (dry run)"
 				}
 				if len(changes) == 0 {
-					fmt.Fprintf(w, "state dir: nothing to adopt (%d heal(s) in EtcdCluster %s/%s)\n", len(st.Heals), ns, c.Metadata.Name)
+					fmt.Fprintf(w, "state dir: nothing to adopt (%d heal(s) in EtcdCluster %s/%s)\n", a.Heals, ns, c.Metadata.Name)
 				}
 				for _, ch := range changes {
 					fmt.Fprintf(w, "state dir %s: %s\n", verb, ch)

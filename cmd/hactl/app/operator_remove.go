@@ -1,13 +1,10 @@
 package app
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/operator/deploy"
 )
 
@@ -40,30 +37,7 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer api.Close()
-			removed, err := deploy.Remove(cmd.Context(), api.Config, ns, c.Metadata.Name)
-			if err == nil {
-				if loc := deploy.Where(c, nil); loc.Namespace == ns {
-					err = deploy.Record(c, nil)
-				}
-			}
-			if err == nil && purge {
-				var more []deploy.Removed
-				more, err = deploy.Purge(cmd.Context(), api.Config, ns, c.Metadata.Name, func(ctx context.Context, stem string) error {
-					if c.Spec.Backup == nil {
-						return errors.New("the spec has no spec.backup: hactl cannot reach the bucket to carry out deletionPolicy Delete")
-					}
-					store, err := backup.OpenStore(ctx, c, backup.StoreOptions{})
-					if err != nil {
-						return err
-					}
-					l, err := backup.ListCluster(ctx, store, c)
-					if err != nil {
-						return err
-					}
-					return backup.Delete(ctx, store, l, stem)
-				})
-				removed = append(removed, more...)
-			}
+			removed, err := deploy.Uninstall(cmd.Context(), api.Config, c, ns, purge)
 			for _, r := range removed {
 				if r.Note != "" {
 					p.Infof("  %s %s: %s", r.Kind, r.Name, r.Note)
