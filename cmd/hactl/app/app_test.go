@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/pki/check"
-	"github.com/hactl/hactl/ui"
 )
 
 func runCmd(t *testing.T, args ...string) (string, string, int) {
@@ -237,16 +235,5 @@ func TestUnsetSecretEnvExitsTwo(t *testing.T) {
 	_, stderr, code := runCmd(t, "pki", "check", "-f", p)
 	if code != 2 || !strings.Contains(stderr, "spec.ssh.sudo.passwordEnv") || !strings.Contains(stderr, "HACTL_TEST_UNSET_SUDO_PW") {
 		t.Errorf("pki check: exit %d stderr %q; want 2 naming spec.ssh.sudo.passwordEnv", code, stderr)
-	}
-}
-
-// A first bootstrap of a Kubernetes spec (no state dir yet) asks no API about the operator's heals.
-func TestCheckOperatorDriftBeforeTheClusterFormed(t *testing.T) {
-	c := &v1alpha1.Cluster{}
-	c.Spec.Kubernetes = &v1alpha1.Kubernetes{}
-	c.Spec.StateDir = t.TempDir()
-	var out bytes.Buffer
-	if err := checkOperatorDrift(context.Background(), Streams{In: strings.NewReader(""), Out: &out, Err: &out}, c, nil, ui.New(&out, false, false)); err != nil {
-		t.Errorf("no state dir: %v, want nil", err)
 	}
 }

@@ -18,12 +18,9 @@ import (
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/internal/exitcode"
 	"github.com/hactl/hactl/internal/sumcache"
-	"github.com/hactl/hactl/kubeapi"
-	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
-	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -122,22 +119,6 @@ Re-running on a healthy cluster changes nothing and restarts nothing.`,
 	return cmd
 }
 
-func newPlanCommand(s Streams, g *globalOptions) *cobra.Command {
-	o := &bootstrapOptions{waitTimeout: 2 * time.Minute} // unused: plan starts nothing
-	cmd := &cobra.Command{
-		Use:   "plan",
-		Short: "Show what bootstrap would change on which host (same as bootstrap --dry-run)",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.dryRun = true
-			return runBootstrap(cmd, s, g, o)
-		},
-	}
-	o.addFlags(cmd, false)
-	cmd.Flags().BoolVar(&o.detailedExitCode, "detailed-exitcode", false, "exit 0 when the plan changes nothing and 4 when it has changes (2 and 3 keep their meaning): for CI drift checks")
-	return cmd
-}
-
 func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapOptions) error {
 	if err := outputFormat(o.output); err != nil {
 		return err
@@ -212,7 +193,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if len(o.replaceLost) > 0 && o.restoreFrom != "" {
 		return &UsageError{Err: errors.New("--replace-lost and --restore-from: a restore builds a new cluster, there is no member to replace; use one of them")}
 	}
-	if err := checkOperatorDrift(cmd.Context(), s, c, o.kube.given(), p); err != nil {
+	if err := bootstrap.CheckOperatorDrift(cmd.Context(), c, o.kube.given(), terminalPrompter(s.In, s.Err), p); err != nil {
 		return err
 	}
 	res, runErr := b.Run(cmd.Context())
@@ -230,40 +211,6 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 		}
 	}
 	return runErr
-}
-
-// checkOperatorDrift returns a *deploy.DriftError when hactl-operator has healed members that
-// cluster.yaml (c) does not show yet (deploy.Drift over the EtcdCluster's status.heals). It asks
-// only a cluster that has formed (hactl's state dir has its ID), where the operator is
-// (deploy.Where: --kubeconfig/--context when given, else where operator deploy recorded it, else
-// over SSH to a control plane of a spec with Kubernetes), bounded by 20 s; when the API cannot be
-// asked, or the operator is not deployed, there is nothing to refuse: bootstrap is also how a
-// broken control plane is repaired.
-func checkOperatorDrift(ctx context.Context, s Streams, c *v1alpha1.Cluster, given *kubeapi.Kubeconfig, p *ui.Printer) error {
-	if st, err := state.Load(c.Spec.StateDir); err != nil || st == nil || st.ClusterID == "" {
-		return nil
-	}
-	loc := deploy.Where(c, given)
-	if loc.Kubeconfig == nil && c.Spec.Kubernetes == nil {
-		return nil
-	}
-	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	api, err := loc.Client(actx, c, terminalPrompter(s.In, s.Err))
-	if err != nil {
-		p.Debugf("operator heals: the API could not be asked, not checked: %v", err)
-		return nil
-	}
-	defer api.Close()
-	st, err := deploy.ReadStatus(actx, api.Config, loc.Namespace, c.Metadata.Name)
-	if err != nil || !st.Deployed {
-		p.Debugf("operator heals: not checked (deployed %v): %v", st != nil && st.Deployed, err)
-		return nil
-	}
-	if drift := deploy.Drift(c, st.Heals); len(drift) > 0 {
-		return &deploy.DriftError{Drift: drift}
-	}
-	return nil
 }
 
 func printSummary(w io.Writer, r *report.Cluster, file string, c *v1alpha1.Cluster) {

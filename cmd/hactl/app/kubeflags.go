@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/kubeapi"
 )
 
@@ -71,4 +73,12 @@ func (k kubeFlags) given() *kubeapi.Kubeconfig {
 	}
 	kc := k.spec()
 	return &kc
+}
+
+// apiClient is the client of --kubeconfig/--context, or the spec's over SSH.
+func apiClient(cmd *cobra.Command, s Streams, c *v1alpha1.Cluster, kf kubeFlags) (*kubeapi.Client, error) {
+	if kf.kubeconfig != "" {
+		return kf.connect(cmd.Context())
+	}
+	return kubeapi.FromSpec(cmd.Context(), c, terminalPrompter(s.In, s.Err))
 }

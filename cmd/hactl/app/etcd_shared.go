@@ -1,0 +1,62 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd/membership"
+	"github.com/hactl/hactl/internal/bastion"
+	"github.com/hactl/hactl/state"
+	"github.com/hactl/hactl/ui"
+)
+
+// etcdAccess loads the spec and opens what reaching its members takes (the bastion, when there is
+// one); close releases both.
+func etcdAccess(s Streams, g *globalOptions) (p *ui.Printer, cl membership.Cluster, closeFn func(), err error) {
+	p, c, _, closeLog, err := hostRun(s, g)
+	if err != nil {
+		return nil, cl, nil, err
+	}
+	tunnel, err := bastion.Open(c, terminalPrompter(s.In, s.Err))
+	if err != nil {
+		closeLog()
+		return nil, cl, nil, fmt.Errorf("ssh: %w", err)
+	}
+	if cl, err = membership.ClusterFromSpec(c, tunnel.Etcd()); err != nil {
+		tunnel.Close()
+		closeLog()
+		return nil, cl, nil, &UsageError{Err: err}
+	}
+	return p, cl, func() { tunnel.Close(); closeLog() }, nil
+}
+
+// planConfirm is a confirmer that shows the plan first; nil with --yes.
+func planConfirm(s Streams, yes bool, question string) (func(string) (bool, error), error) {
+	ask, err := confirmer(s, yes, ", or --dry-run to see the plan only")
+	if err != nil || ask == nil {
+		return nil, err
+	}
+	return func(plan string) (bool, error) {
+		fmt.Fprintf(s.Err, "Plan:\n%s\n", strings.TrimRight(plan, "\n"))
+		return ask(question)
+	}, nil
+}
+
+// forgetRemoved drops the removed members' records from the state dir (state.ForgetRemoved), so
+// their hosts join later as new members (hactl etcd member replace --with, hactl bootstrap).
+func forgetRemoved(c *v1alpha1.Cluster, removals ...*membership.RemoveResult) error {
+	removed := map[string]string{}
+	for _, r := range removals {
+		if r != nil && r.Removed {
+			removed[r.Member] = r.ID
+		}
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	if err := state.ForgetRemoved(c.Spec.StateDir, removed); err != nil {
+		return fmt.Errorf("state dir %s: the removed members' records stay: %w", c.Spec.StateDir, err)
+	}
+	return nil
+}
