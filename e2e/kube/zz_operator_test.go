@@ -3,6 +3,7 @@
 package kubee2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/backup"
@@ -340,7 +342,13 @@ func TestOperator(t *testing.T) {
 	}
 	plantDelta := func(from, to int64) *backup.DeltaMetadata {
 		t.Helper()
-		m, err := backup.PutDelta(ctx, bucket, from, to, nil, 0, backup.PutDeltaOptions{Prefix: bk.ObjectStore.Prefix, Cluster: name, Writer: "e2e-planted"})
+		var raw bytes.Buffer // one event at revision to, as the agent writes them (never an empty delta)
+		ew := backup.NewEventWriter(&raw)
+		if err := ew.Write(&mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte("/hactl-e2e/planted-delta"), Value: []byte("x"),
+			CreateRevision: to, ModRevision: to, Version: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := backup.PutDelta(ctx, bucket, from, to, raw.Bytes(), ew.Count(), backup.PutDeltaOptions{Prefix: bk.ObjectStore.Prefix, Cluster: name, Writer: "e2e-planted"})
 		if err != nil {
 			t.Fatal(err)
 		}
