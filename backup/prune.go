@@ -55,8 +55,10 @@ type PrunePlan struct {
 	// Deltas are the delta snapshots deleted with their full snapshots (AddDeltas).
 	Deltas []Delta `json:"deltas,omitempty"`
 
-	// prefix is the listing's Prefix (Print shows keys relative to it).
-	prefix string
+	// prefix is the listing's Prefix (Print shows keys relative to it); listing the listing itself
+	// when PlanRetention made the plan (Kept).
+	prefix  string
+	listing *Listing
 }
 
 // Empty reports whether the plan deletes nothing: no snapshot, no orphan, no incomplete upload, no

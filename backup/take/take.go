@@ -157,20 +157,10 @@ func choose(st *etcd.ClusterStatus, members []etcd.Member, member string) *etcd.
 	return chosen
 }
 
-// prune applies o.Prune to the cluster's snapshots with a one-hour grace for incomplete uploads.
+// prune applies o.Prune to the cluster's snapshots and deltas (backup.Prune) with `backup prune`'s
+// one-hour grace for incomplete uploads.
 func prune(ctx context.Context, o Options) error {
-	l, err := backup.ListCluster(ctx, o.Store, o.Cluster)
-	if err != nil {
-		return err
-	}
-	plan := backup.Plan(l, o.Prune, time.Now(), time.Hour)
-	ds, err := backup.ListDeltas(ctx, o.Store, o.Cluster.Spec.Backup.ObjectStore.Prefix, o.Cluster.Metadata.Name)
-	if err != nil {
-		return err
-	}
-	plan.AddDeltas(ds)
-	if plan.Empty() {
-		return nil
-	}
-	return backup.Apply(ctx, o.Store, plan, o.Printer.Infof)
+	_, err := backup.Prune(ctx, o.Store, backup.RetentionOptions{Prefix: o.Cluster.Spec.Backup.ObjectStore.Prefix, Cluster: o.Cluster.Metadata.Name,
+		Policy: o.Prune, Grace: time.Hour}, o.Printer.Infof)
+	return err
 }

@@ -3,8 +3,10 @@
 package kubee2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/backup"
@@ -132,7 +135,8 @@ func leaseHolderIn(t *testing.T, ns string) string {
 // the operator snapshots etcd into the lab's object store every minute (--backup-every 1m
 // --keep-last 20): every slot from the first to the one after the takeover is in the bucket, each
 // the operator's and started within its slot; every: 2m and keepLast: 3 set in the EtcdCluster take
-// effect at the next (even) slot. EtcdSnapshots mirror the bucket; one without a key is a snapshot
+// effect at the next (even) slot, and its retention removes a delta older than every kept snapshot
+// (metadata and events) while keeping one that continues them. EtcdSnapshots mirror the bucket; one without a key is a snapshot
 // taken now; deleting one deletes its snapshot only with deletionPolicy Delete. A database
 // fragmented past defragThresholdPercent is defragmented, the leader last. A bad EtcdCluster is
 // refused by the API server naming the field; remove leaves the CRDs and EtcdSnapshots; remove
@@ -321,6 +325,46 @@ func TestOperator(t *testing.T) {
 	}
 	t.Logf("%d slots from %s to %s in the bucket, none skipped across the member's outage and the Lease takeover (one object per slot)", len(want), firstSlot, lastSlot)
 
+	// Deltas beside the operator's schedule (hactl backup agent writes them; the operator does not):
+	// its retention must remove those ending at or before every snapshot it keeps, events object and
+	// metadata, and keep those carrying a kept snapshot forward. Two are planted straight into the
+	// bucket: `live`, from the newest snapshot's revision to far past any revision the cluster will
+	// reach (it continues every kept snapshot), then `stale`, (0, 1], before every snapshot. live is
+	// written first, so a retention pass that saw stale saw live too.
+	bk := labSpec(t).Spec.Backup
+	bucket, err := backup.OpenStore(ctx, labSpec(t), backup.StoreOptions{Getenv: os.Getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := listSlots()
+	if len(before) == 0 {
+		t.Fatal("no snapshot in the bucket to plant deltas beside")
+	}
+	plantDelta := func(from, to int64) *backup.DeltaMetadata {
+		t.Helper()
+		var raw bytes.Buffer // one event at revision to, as the agent writes them (never an empty delta)
+		ew := backup.NewEventWriter(&raw)
+		if err := ew.Write(&mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte("/hactl-e2e/planted-delta"), Value: []byte("x"),
+			CreateRevision: to, ModRevision: to, Version: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := backup.PutDelta(ctx, bucket, from, to, raw.Bytes(), ew.Count(), backup.PutDeltaOptions{Prefix: bk.ObjectStore.Prefix, Cluster: name, Writer: "e2e-planted"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { // after a failure too: no later test may read a planted delta
+			for _, k := range []string{m.MetadataKey, m.Key} {
+				if err := bucket.Remove(context.Background(), k); err != nil {
+					t.Errorf("removing the planted delta's %s: %v", k, err)
+				}
+			}
+		})
+		return m
+	}
+	newestRev := before[len(before)-1].Metadata.Revision
+	live := plantDelta(newestRev, newestRev+1<<30)
+	stale := plantDelta(0, 1)
+
 	// every and retention changed in the EtcdCluster: the next snapshot is at an even minute's
 	// slot, and prunes the bucket down to the newest 3.
 	changed := time.Now()
@@ -339,6 +383,33 @@ func TestOperator(t *testing.T) {
 	for _, s := range snaps {
 		if st := slotTime(t, s.Slot); st.After(changed) && st.Minute()%2 != 0 {
 			t.Errorf("slot %s snapshotted after every was changed to 2m", s.Slot)
+		}
+	}
+	// The retention pass after that snapshot (or, if it failed, the next slot's) removed the stale
+	// delta's metadata and events object and kept the live one.
+	harness.WaitFor(t, "the operator's retention removing the delta (0,1] older than every kept snapshot", 5*time.Minute, 2*time.Second, func() string {
+		var left []string
+		for _, k := range []string{stale.MetadataKey, stale.Key} {
+			if _, err := bucket.Stat(ctx, k); err == nil {
+				left = append(left, k)
+			} else if !errors.Is(err, backup.ErrNotFound) {
+				return fmt.Sprintf("stat %s: %v", k, err)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Sprintf("still in the bucket: %s", strings.Join(left, ", "))
+		}
+		return ""
+	})
+	for _, k := range []string{live.MetadataKey, live.Key} {
+		if _, err := bucket.Stat(ctx, k); err != nil {
+			t.Errorf("the operator's retention removed %s of the delta (%d,%d], which continues every kept snapshot: %v", k, live.FromRevision, live.ToRevision, err)
+		}
+	}
+	t.Logf("the operator's retention removed the delta (0,1] (before every kept snapshot) and kept (%d,%d]", live.FromRevision, live.ToRevision)
+	for _, k := range []string{live.MetadataKey, live.Key} { // planted: gone before anything reads the chain
+		if err := bucket.Remove(ctx, k); err != nil {
+			t.Errorf("removing the planted delta's %s: %v", k, err)
 		}
 	}
 

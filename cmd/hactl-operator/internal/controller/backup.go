@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -136,38 +135,24 @@ func (r *EtcdClusterReconciler) backupStep(ctx context.Context, ec *v1.EtcdClust
 	}
 	res.listing = l
 	if policy := observe.Policy(b); policy != (backup.Policy{}) {
-		if res.listing, err = prune(ctx, store, l, policy, now); err != nil {
+		if res.listing, err = prune(ctx, store, l, prefix, ec.Name, policy, now); err != nil {
 			res.look = observe.BackupLook{Problem: fmt.Sprintf("snapshot %s stored, but pruning failed: %v", res.last.Name, err)}
 		}
 	}
 	return res
 }
 
-// prune applies policy to the listing l (backup.Plan: the newest verified snapshot is always kept)
+// prune applies policy to the snapshots of the listing l and to the cluster's deltas (backup.Prune:
+// the newest verified snapshot is always kept, the deltas ending before every kept snapshot go)
 // with pruneGrace for incomplete uploads, and returns l without the snapshots it deleted (on an
 // error: nil, the sync then waits for the next listing).
-func prune(ctx context.Context, store backup.Store, l *backup.Listing, policy backup.Policy, now time.Time) (*backup.Listing, error) {
-	if err := policy.Validate(); err != nil {
+func prune(ctx context.Context, store backup.Store, l *backup.Listing, prefix, cluster string, policy backup.Policy, now time.Time) (*backup.Listing, error) {
+	plan, err := backup.Prune(ctx, store, backup.RetentionOptions{Prefix: prefix, Cluster: cluster, Policy: policy, Now: now, Grace: pruneGrace, Listing: l},
+		func(format string, args ...any) { log.FromContext(ctx).Info("prune: " + fmt.Sprintf(format, args...)) })
+	if err != nil {
 		return nil, err
 	}
-	plan := backup.Plan(l, policy, now, pruneGrace)
-	if plan.Empty() {
-		return l, nil
-	}
-	if err := backup.Apply(ctx, store, plan, func(format string, args ...any) {
-		log.FromContext(ctx).Info("prune: " + fmt.Sprintf(format, args...))
-	}); err != nil {
-		return nil, err
-	}
-	kept := *l
-	kept.Snapshots = nil
-	for _, d := range plan.Decisions {
-		if d.Keep {
-			kept.Snapshots = append(kept.Snapshots, *d.Snapshot)
-		}
-	}
-	slices.Reverse(kept.Snapshots) // Decisions are newest first; a Listing is oldest first
-	return &kept, nil
+	return plan.Kept(), nil
 }
 
 // releaseSnapshotMemory gives the pages of a finished snapshot's buffers (its multipart part, the

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/backup/memstore"
 	"github.com/hactl/hactl/backup/s3test"
 	"github.com/hactl/hactl/etcd"
 	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
@@ -288,5 +290,52 @@ func waitGone(t *testing.T, c client.Client, name string) {
 			t.Fatalf("EtcdSnapshot %s still there after 30s (err %v): %+v", name, err, s)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestPruneRemovesDeltas: the operator's retention (prune after a stored snapshot) removes the
+// deltas that end at or before every snapshot it keeps, not only the snapshots: before, it planned
+// without the deltas and delta chains under an operator-managed schedule grew without bound. The
+// deltas that carry a kept snapshot forward stay, and the listing it returns holds only the kept
+// snapshots (oldest first). An in-memory store: no envtest, no MinIO.
+func TestPruneRemovesDeltas(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	const prefix, cluster = "backups", "lab"
+	t0 := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	for i, rev := range []int64{10, 50, 90} {
+		if _, err := memstore.PutSnapshot(ctx, store, prefix, cluster, t0.Add(time.Duration(i)*time.Hour), rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range [][2]int64{{10, 30}, {30, 50}, {50, 70}, {70, 95}} {
+		if _, err := backup.PutDelta(ctx, store, d[0], d[1], nil, 0, backup.PutDeltaOptions{Prefix: prefix, Cluster: cluster}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := backup.List(ctx, store, prefix, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := prune(ctx, store, l, prefix, cluster, backup.Policy{KeepLast: 2}, t0.Add(3*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept.Snapshots) != 2 || kept.Snapshots[0].Revision != 50 || kept.Snapshots[1].Revision != 90 {
+		t.Errorf("the listing after prune holds %+v, want revisions 50 and 90", kept.Snapshots)
+	}
+	ds, err := backup.ListDeltas(ctx, store, prefix, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, d := range ds {
+		left = append(left, fmt.Sprintf("(%d,%d]", d.Metadata.FromRevision, d.Metadata.ToRevision))
+	}
+	if strings.Join(left, " ") != "(50,70] (70,95]" {
+		t.Errorf("deltas left after keepLast 2: %v, want (50,70] (70,95] (those ending at or before revision 50, the oldest kept snapshot, removed)", left)
+	}
+	if objs := store.Keys(backup.DeltasPrefix(prefix, cluster)); len(objs) != 4 {
+		t.Errorf("objects under the deltas prefix: %q, want the 2 kept deltas' events and metadata", objs)
 	}
 }
