@@ -299,6 +299,14 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w, "dry run: nothing was done")
 		return
 	}
+	r.printTable(w)
+	r.printSummary(w)
+	r.printConclusion(w)
+	r.printVerdict(w)
+}
+
+// printTable writes one row per iteration, with the columns of the drill's kind.
+func (r *Report) printTable(w io.Writer) {
 	switch {
 	case r.Drill == Restore:
 		rows := [][]string{}
@@ -352,6 +360,10 @@ func (r *Report) Print(w io.Writer) {
 		}
 		ui.Table(w, []string{"#", "DOWN", "LEADER", "NEW LEADER", "ELECTION", "RTO", "LONGEST GAP", "WRITE P50/P99", "CATCH-UP", "ACKED", "LOST", "RESULT"}, rows)
 	}
+}
+
+// printSummary writes min/median/max over several iterations, the notes and the prediction.
+func (r *Report) printSummary(w io.Writer) {
 	if len(r.Iterations) > 1 {
 		fmt.Fprintln(w)
 		var rows [][]string
@@ -378,6 +390,10 @@ func (r *Report) Print(w io.Writer) {
 			}
 		}
 	}
+}
+
+// printConclusion writes the report's conclusion in a sentence.
+func (r *Report) printConclusion(w io.Writer) {
 	fmt.Fprintln(w)
 	var sent, ackedHold int
 	for _, it := range r.Iterations {
@@ -418,6 +434,10 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "%d OF %d ACKNOWLEDGED WRITES WERE LOST.\n", r.LostWrites, acked)
 		}
 	}
+}
+
+// printVerdict writes the verdict and the failures.
+func (r *Report) printVerdict(w io.Writer) {
 	switch r.Verdict {
 	case "error":
 		fmt.Fprintf(w, "verdict: ERROR — the drill did not complete: %s\n", r.Error)
