@@ -29,6 +29,10 @@ type drillOptions struct {
 	yes          bool
 	dryRun       bool
 	output       string
+	// kind is the drill; kindFlags parses the flags only it takes into do (parseMethod,
+	// parseComponent).
+	kind      drill.Kind
+	kindFlags func(o *drillOptions, do *drill.Options) error
 	// kill-leader --target lease/...: the Lease drill.
 	kubeFlags
 	target, schedulerName, podImage string
@@ -106,7 +110,19 @@ func addDrillFlags(cmd *cobra.Command, o *drillOptions) {
 	outputFlag(cmd, &o.output, "report", " on stdout (progress goes to stderr)")
 }
 
-func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, kind drill.Kind) error {
+// parseMethod is the etcd drills' kindFlags: --method.
+func parseMethod(o *drillOptions, do *drill.Options) (err error) {
+	do.Method, err = drill.ParseMethod("--method", o.method)
+	return err
+}
+
+// parseComponent is lb-failover's kindFlags: --component.
+func parseComponent(o *drillOptions, do *drill.Options) (err error) {
+	do.Component, err = drill.ParseComponent("--component", o.component)
+	return err
+}
+
+func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions) error {
 	if err := outputFormat(o.output); err != nil {
 		return err
 	}
@@ -123,14 +139,10 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions, 
 		return err
 	}
 	defer closeLog()
-	do := &drill.Options{Cluster: c, Kind: kind, Zone: o.zone, ExpectOutage: o.expectOutage, Hold: o.hold, Count: o.count,
+	do := &drill.Options{Cluster: c, Kind: o.kind, Zone: o.zone, ExpectOutage: o.expectOutage, Hold: o.hold, Count: o.count,
 		MaxRTO: o.maxRTO, Rate: o.rate, RequestTimeout: o.reqTimeout, CAFile: o.caFile, Force: o.force, DryRun: o.dryRun,
 		Report: o.report, Printer: p, Prompt: terminalPrompter(s.In, s.Err)}
-	if kind != drill.LBFailover {
-		if do.Method, err = drill.ParseMethod("--method", o.method); err != nil {
-			return err
-		}
-	} else if do.Component, err = drill.ParseComponent("--component", o.component); err != nil {
+	if err := o.kindFlags(o, do); err != nil {
 		return err
 	}
 	do.Backend = o.backend

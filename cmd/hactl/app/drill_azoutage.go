@@ -9,7 +9,7 @@ import (
 // newDrillAZOutageCommand is `hactl drill az-outage`: every etcd member and LB host of --zone
 // taken down, prediction vs observation.
 func newDrillAZOutageCommand(s Streams, g *globalOptions) *cobra.Command {
-	o := &drillOptions{}
+	o := &drillOptions{kind: drill.AZOutage, kindFlags: parseMethod}
 	cmd := &cobra.Command{Use: string(drill.AZOutage), Args: usageArgs(cobra.NoArgs)}
 	cmd.Short = "Take down every etcd member and LB host of one availability zone; prediction vs observation"
 	cmd.Long = `Predicts from the spec what losing --zone must do ("losing az-b leaves 2 of 3 members: quorum
@@ -21,7 +21,7 @@ back and reports prediction vs observation (exit 3 when they differ).
 
 A zone whose loss breaks quorum is refused unless --expect-outage; the drill then measures the time
 to recovery after the zone returns.`
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runDrill(cmd, s, g, o, drill.AZOutage) }
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runDrill(cmd, s, g, o) }
 	f := cmd.Flags()
 	addMethodFlags(cmd, o, drill.MethodNetwork, "process, network or host")
 	f.StringVar(&o.zone, "zone", "", "the availability zone to take down (spec.hosts[*].zone)")

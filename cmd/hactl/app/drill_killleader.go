@@ -10,7 +10,7 @@ import (
 // newDrillKillLeaderCommand is `hactl drill kill-leader`: the etcd leader taken down by --method,
 // or with --target lease/NS/NAME the holder of a Lease (drill/lease).
 func newDrillKillLeaderCommand(s Streams, g *globalOptions) *cobra.Command {
-	o := &drillOptions{}
+	o := &drillOptions{kind: drill.KillLeader, kindFlags: parseMethod}
 	cmd := &cobra.Command{Use: string(drill.KillLeader), Args: usageArgs(cobra.NoArgs)}
 	cmd.Short = "Take down the etcd leader; measure the election, the RTO and the catch-up; prove no acknowledged write was lost"
 	cmd.Long = `Finds the etcd leader and takes it down while writers put keys at --rate (each with a
@@ -60,7 +60,7 @@ not at all is exit 3.
   hactl drill kill-leader -f cluster.yaml --target lease/kube-system/hactl-scheduler --method graceful --count 10 --report takeover.json --yes
   hactl drill kill-leader --kubeconfig kind.conf --target lease/kube-system/hactl-scheduler --yes
   hactl drill kill-leader --kubeconfig admin.conf --target lease/hactl-system/hactl-operator --method graceful --yes`
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runDrill(cmd, s, g, o, drill.KillLeader) }
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runDrill(cmd, s, g, o) }
 	f := cmd.Flags()
 	addMethodFlags(cmd, o, drill.MethodProcess, "process, network or host; with --target: process or graceful", "graceful") // graceful: with --target (drill/lease)
 	f.StringVar(&o.target, "target", "", "lease/NAMESPACE/NAME: take down the holder of that Lease instead of the etcd leader (e.g. lease/kube-system/hactl-scheduler; --method process or graceful)")

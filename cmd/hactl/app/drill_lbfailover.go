@@ -10,7 +10,7 @@ import (
 // newDrillLBFailoverCommand is `hactl drill lb-failover`: --component stopped on the VIP holder,
 // or with spec.loadBalancer.external a backend cut off the user's load balancer.
 func newDrillLBFailoverCommand(s Streams, g *globalOptions) *cobra.Command {
-	o := &drillOptions{}
+	o := &drillOptions{kind: drill.LBFailover, kindFlags: parseComponent}
 	cmd := &cobra.Command{Use: string(drill.LBFailover), Args: usageArgs(cobra.NoArgs)}
 	cmd.Short = "Stop HAProxy (or Keepalived) on the VIP holder, or cut a backend off your own load balancer; measure until readyz answers again"
 	cmd.Long = `Finds the LB host holding the VIP, stops --component there (haproxy or keepalived) and polls
@@ -28,7 +28,7 @@ through your load balancer every 20 ms. Measured: failed requests and the time u
 
 The kube-apiserver's certificate is verified: --ca-file (the cluster CA) or
 spec.loadBalancer.healthCheck.caFile.`
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runDrill(cmd, s, g, o, drill.LBFailover) }
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runDrill(cmd, s, g, o) }
 	f := cmd.Flags()
 	f.StringVar(&o.component, "component", "", "what to stop on the VIP holder: haproxy (default) or keepalived; kube-apiserver (the only one) with spec.loadBalancer.external")
 	_ = cmd.RegisterFlagCompletionFunc("component", cobra.FixedCompletions([]string{string(drill.ComponentHAProxy), string(drill.ComponentKeepalived), string(drill.ComponentAPIServer)}, cobra.ShellCompDirectiveNoFileComp))
