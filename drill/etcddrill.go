@@ -346,18 +346,19 @@ func memberName(id uint64, obs []Observation, pre *preflightState) string {
 }
 
 // catchUp waits until every named member's applied index reaches commit and returns how long the
-// slowest took from start (the put-back's start: the member's own start-up is part of it). Each member gets a new connection per failed attempt (a reused gRPC connection
-// would back off for seconds while the member starts).
+// slowest took from start (the put-back's start: the member's own start-up is part of it). Each
+// member gets a new connection per failed attempt (a reused gRPC connection would back off for
+// seconds while the member starts).
 func (d *etcdDrill) catchUp(names []string, commit uint64, start time.Time) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
 	var slowest time.Duration
 	var mu sync.Mutex
 	err := provision.ForEach(ctx, names, 0, func(n string) string { return n }, func(ctx context.Context, n string) error {
-		d, err := d.catchUpOne(ctx, n, commit, start)
+		took, err := d.catchUpOne(ctx, n, commit, start)
 		mu.Lock()
 		defer mu.Unlock()
-		slowest = max(slowest, d)
+		slowest = max(slowest, took)
 		return err
 	})
 	return slowest, err
