@@ -163,6 +163,15 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 			return res, &InputError{Err: errors.New("not confirmed: nothing was done")}
 		}
 	}
+	return res, putBackLeftovers(ctx, o, hs, res, down, restore, unreachable)
+}
+
+// putBackLeftovers brings back the hosts taken down from here (down: host → --up-command, then
+// the restore script), runs the restore script on restore, removes the journal once everything is
+// back and finishes the cleanup. Errors: a *NotRestoredError naming what is left (unreachable
+// hosts too), the journal's, finishCleanup's.
+func putBackLeftovers(ctx context.Context, o CleanupOptions, hs *hosts, res *CleanupResult, down map[string]string, restore []string, unreachable []hostLeftovers) error {
+	p := o.Printer
 	var left []string
 	var errs []error
 	for h, cmd := range down {
@@ -196,13 +205,13 @@ func Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, error) {
 		left = append(left, fmt.Sprintf("%s: unreachable over SSH (%v): bring the host back, then run `hactl drill cleanup` again", hl.Host, hl.Err))
 	}
 	if len(left) > 0 {
-		return res, &NotRestoredError{Left: left, Err: errors.Join(errs...)}
+		return &NotRestoredError{Left: left, Err: errors.Join(errs...)}
 	}
 	if err := removeJournal(o.Cluster.Spec.StateDir); err != nil {
-		return res, err
+		return err
 	}
 	res.Clean = true
-	return res, finishCleanup(ctx, o, res)
+	return finishCleanup(ctx, o, res)
 }
 
 // finishCleanup waits (up to 2 minutes) for every member to be healthy (a member put back is still

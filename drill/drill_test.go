@@ -15,6 +15,7 @@ import (
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/drill/workload"
+	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/testcert"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/provision"
@@ -43,7 +44,7 @@ var three = [][2]string{{"a", "az-a"}, {"b", "az-b"}, {"c", "az-c"}}
 
 func TestQuorum(t *testing.T) {
 	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
-		if got := Quorum(n); got != want {
+		if got := membership.Quorum(n); got != want {
 			t.Errorf("Quorum(%d) = %d, want %d", n, got, want)
 		}
 	}
@@ -192,11 +193,11 @@ func TestValidateExternal(t *testing.T) {
 	if err := o.Validate(); err != nil || o.Component != ComponentAPIServer || o.Backend != "a" || o.Hold != DefaultHold {
 		t.Fatalf("defaults: %v, component %q backend %q hold %s", err, o.Component, o.Backend, o.Hold)
 	}
-	r := &runner{o: &o, c: c, report: &Report{ID: "x"}, hosts: newHosts(c, nil)}
+	r := newBackendCut(&env{o: &o, c: c, report: &Report{ID: "x"}, hosts: newHosts(c, nil)})
 	if got := r.readyzURL(); got != "https://api.example.com:8443/readyz" {
 		t.Errorf("readyz URL %s", got)
 	}
-	if f := r.faultFor(c.Spec.Hosts[0]); len(f.DropPorts) != 1 || f.DropPorts[0] != 6443 || len(f.StopUnits) != 0 {
+	if f := r.faults.faultFor(c.Spec.Hosts[0]); len(f.DropPorts) != 1 || f.DropPorts[0] != 6443 || len(f.StopUnits) != 0 {
 		t.Errorf("fault %+v: want port 6443 dropped, nothing stopped", f)
 	}
 	if plan := strings.Join(r.externalPlan(), "\n"); !strings.Contains(plan, "cut backend a off your load balancer (spec.loadBalancer.external api.example.com:8443)") {

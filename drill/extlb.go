@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/lb"
 )
@@ -28,9 +29,44 @@ import (
 // nothing a load balancer can react to.
 const minExternalHold = 2 * time.Second
 
-// validateExternal checks lb-failover's options with spec.loadBalancer.external (defaulting
-// Component and Backend) and returns an *InputError naming the flag.
-func (o *Options) validateExternal() error {
+// backendCut is lb-failover with spec.loadBalancer.external.
+type backendCut struct {
+	*env
+	faults *faulter
+}
+
+// newBackendCut returns lb-failover through an external load balancer on e (nil: for
+// Options.Validate only).
+func newBackendCut(e *env) *backendCut {
+	return &backendCut{env: e, faults: &faulter{env: e, atStart: true,
+		text: func(v1alpha1.Host) string {
+			return fmt.Sprintf("iptables drops TCP to and from kube-apiserver's port %d, in and out", e.c.APIServerPort())
+		},
+		of: func(v1alpha1.Host) fault.Fault { return fault.Fault{DropPorts: []int{e.c.APIServerPort()}} },
+	}}
+}
+
+func (*backendCut) checkFlags(o *Options) error { return noRestoreFlags(o) }
+
+func (*backendCut) minHold(*Options) (time.Duration, string, error) {
+	return minExternalHold, "the minimum for a load balancer's health check", nil
+}
+
+func (k *backendCut) header(rep *Report)                             { rep.Component = k.o.Component }
+func (*backendCut) vipHolder() vipNeed                               { return vipNone }
+func (*backendCut) preflight(context.Context, *preflightState) error { return nil }
+
+func (k *backendCut) plan(*preflightState) []string {
+	out := append(k.externalPlan(), k.faults.holdPlan()...)
+	if k.o.MaxRTO > 0 {
+		return append(out, fmt.Sprintf("verdict: fail (exit 3) if requests through your load balancer fail for longer than %s, or still fail within %s of the put-back (the backend never taken out)", k.o.MaxRTO, minQuietBeforePut))
+	}
+	return append(out, fmt.Sprintf("verdict: fail (exit 3) if requests through your load balancer still fail within %s of the put-back (the backend never taken out); add --max-rto for a verdict on the RTO", minQuietBeforePut))
+}
+
+// checkSpec checks lb-failover's options with spec.loadBalancer.external (defaulting Component
+// and Backend) and returns an *InputError naming the flag.
+func (*backendCut) checkSpec(o *Options) error {
 	c := o.Cluster
 	switch o.Component {
 	case "":
@@ -66,37 +102,37 @@ func externalURL(c *v1alpha1.Cluster) string {
 }
 
 // externalPlan is the plan's lines for lb-failover through an external load balancer.
-func (r *runner) externalPlan() []string {
+func (k *backendCut) externalPlan() []string {
 	return []string{
 		fmt.Sprintf("cut backend %s off your load balancer (spec.loadBalancer.external %s) and poll GET %s every %s on fresh connections:",
-			r.o.Backend, strings.TrimSuffix(strings.TrimPrefix(r.readyzURL(), "https://"), lb.ReadyzPath), r.readyzURL(), PollInterval),
-		"  " + r.faultText(r.o.Backend),
+			k.o.Backend, strings.TrimSuffix(strings.TrimPrefix(k.readyzURL(), "https://"), lb.ReadyzPath), k.readyzURL(), PollInterval),
+		"  " + k.faults.faultText(k.o.Backend),
 		"  expect: your load balancer's health check takes the backend out; until then requests sent to it time out (measured: failed requests, time from the fault until they stop failing)",
 		"  after the hold, drop the rules again: the backend must be taken back by your load balancer's health check",
 	}
 }
 
-// externalIteration is one lb-failover iteration through an external load balancer.
-func (r *runner) externalIteration(ctx context.Context, n int) (*Iteration, error) {
-	h, ok := r.hosts.host(r.o.Backend)
+// iterate is one lb-failover iteration through an external load balancer.
+func (k *backendCut) iterate(ctx context.Context, n int, _ *preflightState) (*Iteration, error) {
+	h, ok := k.hosts.host(k.o.Backend)
 	if !ok {
-		return nil, fmt.Errorf("--backend %q is not a host of the spec", r.o.Backend)
+		return nil, fmt.Errorf("--backend %q is not a host of the spec", k.o.Backend)
 	}
-	if err := r.checkReadyz(ctx); err != nil {
+	if err := k.checkReadyz(ctx); err != nil {
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("readyz through your load balancer does not answer 200 before the drill: %v", err)},
 			Fix: "the API must be up through your load balancer before its failover can be measured: see `hactl status`"}
 	}
-	cfg, err := r.readyzTLS()
+	cfg, err := k.readyzTLS()
 	if err != nil {
 		return nil, err
 	}
-	it := &Iteration{N: n, Targets: []string{h.Name}, Fault: r.faultText(h.Name)}
+	it := &Iteration{N: n, Targets: []string{h.Name}, Fault: k.faults.faultText(h.Name)}
 	// Measured until the put-back, also after Ctrl-C.
-	rz, err := probe.StartReadyz(context.WithoutCancel(ctx), probe.ReadyzConfig{URL: r.readyzURL(), TLS: cfg, Interval: PollInterval, Timeout: readyzTimeout})
+	rz, err := probe.StartReadyz(context.WithoutCancel(ctx), probe.ReadyzConfig{URL: k.readyzURL(), TLS: cfg, Interval: PollInterval, Timeout: readyzTimeout})
 	if err != nil {
 		return nil, err
 	}
-	t0, tPut, putErr, err := r.holdFault(ctx, it, h, fmt.Sprintf("iteration %d: cutting %s's kube-apiserver (port %d) off your load balancer", n, h.Name, r.c.APIServerPort()))
+	t0, tPut, putErr, err := k.faults.hold(ctx, it, h, fmt.Sprintf("iteration %d: cutting %s's kube-apiserver (port %d) off your load balancer", n, h.Name, k.c.APIServerPort()))
 	if err != nil {
 		rz.Stop()
 		return nil, err

@@ -2,327 +2,116 @@ package drill
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
+	"errors"
 	"fmt"
-	"net/http"
-	"net/netip"
-	"os"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/lb"
-	"github.com/hactl/hactl/provision"
 )
 
-// readyzTimeout bounds each readyz request through the VIP.
-const readyzTimeout = 500 * time.Millisecond
-
-// vip returns spec.loadBalancer.vip's address.
-func (r *runner) vip() netip.Addr { return r.lbPlan.VIP.Addr() }
-
-// readyzURL is https://VIP:frontendPort/readyz, or through spec.loadBalancer.external.
-func (r *runner) readyzURL() string {
-	if r.lbPlan == nil {
-		return externalURL(r.c)
-	}
-	return "https://" + netip.AddrPortFrom(r.vip(), uint16(r.lbPlan.FrontendPort)).String() + lb.ReadyzPath
+// vipFailover is lb-failover with hactl's load balancer: --component (HAProxy or Keepalived) is
+// stopped on the VIP holder while readyz is asked through the VIP and every LB host reports it;
+// the VIP must move, readyz answer again, and the VIP settle after the put-back.
+type vipFailover struct {
+	*env
+	faults *faulter
 }
 
-// readyzTLS trusts the kube-apiserver CA (--ca-file or spec.loadBalancer.healthCheck.caFile).
-func (r *runner) readyzTLS() (*tls.Config, error) {
-	raw, err := os.ReadFile(r.o.caFile())
-	if err != nil {
-		return nil, fmt.Errorf("reading the kube-apiserver CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(raw) {
-		return nil, &InputError{Err: fmt.Errorf("--ca-file %s: no PEM certificate in it", r.o.caFile())}
-	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+// newVIPFailover returns lb-failover on e (nil: for Options.Validate only).
+func newVIPFailover(e *env) *vipFailover {
+	return &vipFailover{env: e, faults: &faulter{env: e, atStart: true,
+		text: func(v1alpha1.Host) string { return fmt.Sprintf("%s stopped (systemctl stop)", e.o.Component.Unit()) },
+		of:   func(v1alpha1.Host) fault.Fault { return fault.Fault{StopUnits: []string{e.o.Component.Unit()}} },
+	}}
 }
 
-// checkReadyz asks readyz through the VIP once (preflight of lb-failover).
-func (r *runner) checkReadyz(ctx context.Context) error {
-	cfg, err := r.readyzTLS()
-	if err != nil {
-		return err
+func (*vipFailover) checkFlags(o *Options) error { return noRestoreFlags(o) }
+
+func (*vipFailover) checkSpec(o *Options) error {
+	c := o.Cluster
+	if c.Spec.LoadBalancer == nil {
+		return &InputError{Err: errors.New("spec.loadBalancer is not set: lb-failover needs the VIP and its LB hosts, or spec.loadBalancer.external")}
 	}
-	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.readyzURL(), nil)
-	if err != nil {
-		return err
+	switch {
+	case o.Component == "":
+		o.Component = ComponentHAProxy
+	case o.Component == ComponentAPIServer:
+		return &InputError{Err: errors.New("--component kube-apiserver is for spec.loadBalancer.external (a backend cut off your load balancer); hactl's load balancer fails over with --component haproxy or keepalived")}
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
+	if o.Backend != "" {
+		return &InputError{Err: errors.New("--backend is for spec.loadBalancer.external; with hactl's load balancer lb-failover stops --component on the VIP holder")}
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", r.readyzURL(), resp.Status)
+	if n := len(c.LBHosts()); n < 2 {
+		return &InputError{Err: fmt.Errorf("spec.hosts: %d LB host(s): lb-failover needs at least 2 (a VIP holder and a backup)", n)}
+	}
+	if o.caFile() == "" {
+		return &InputError{Err: errors.New("lb-failover asks https://VIP/readyz and must verify the kube-apiserver's certificate: pass --ca-file (the cluster CA, /etc/kubernetes/pki/ca.crt on a control-plane host) or set spec.loadBalancer.healthCheck.caFile")}
 	}
 	return nil
 }
 
-// vipHolders asks every LB host over SSH whether it holds the VIP.
-func (r *runner) vipHolders(ctx context.Context) ([]string, error) {
-	script := fmt.Sprintf("ip -o addr show | grep -F ' %s/' >/dev/null && echo held || echo free", r.vip())
-	var mu sync.Mutex
-	var holders []string
-	err := provision.ForEach(ctx, r.c.LBHosts(), r.c.Spec.SSH.MaxParallel, func(h v1alpha1.Host) string { return h.Name }, func(ctx context.Context, h v1alpha1.Host) error {
-		res, err := r.hosts.run(ctx, h.Name, "drill/vip", script)
-		if err == nil && strings.TrimSpace(string(res.Stdout)) == "held" {
-			mu.Lock()
-			holders = append(holders, h.Name)
-			mu.Unlock()
-		}
-		return err
-	})
-	slices.Sort(holders)
-	return holders, err
+// minHold: the VIP moves after keepalived's check fails and the backup's master-down interval
+// (RFC 5798).
+func (*vipFailover) minHold(o *Options) (time.Duration, string, error) {
+	p, err := lb.Plan(o.Cluster)
+	if err != nil {
+		return 0, "", &InputError{Err: err}
+	}
+	return expectedVIPMove(p, o.Component) + time.Second, "the expected VIP move + 1s", nil
 }
 
-// lbWatch watches the VIP on every LB host (and readyz through it when a CA is known).
-type lbWatch struct {
-	watches []*probe.VIPWatch
-	rz      *probe.ReadyzRun
+func (k *vipFailover) header(rep *Report)                             { rep.Component = k.o.Component }
+func (*vipFailover) vipHolder() vipNeed                               { return vipRequired }
+func (*vipFailover) preflight(context.Context, *preflightState) error { return nil }
+
+func (k *vipFailover) plan(pre *preflightState) []string {
+	o := k.o
+	out := []string{fmt.Sprintf("stop %s on the VIP holder (now %s) and poll GET %s every %s on fresh connections",
+		o.Component.Unit(), dash(pre.vipHolder), k.readyzURL(), PollInterval)}
+	if o.Component == ComponentKeepalived {
+		out = append(out, fmt.Sprintf("  expect: the VIP on %s within about %s (keepalived sends a priority-0 advertisement as it stops: the backup takes over after its skew time, RFC 5798 §6.4.3)",
+			strings.Join(k.otherLB(pre.vipHolder), " or "), expectedVIPMove(k.lbPlan, o.Component)))
+	} else {
+		out = append(out, fmt.Sprintf("  expect: the VIP on %s within about %s (keepalived's check of HAProxy fails after %ds x%d, then the backup waits out the RFC 5798 master-down interval %s)",
+			strings.Join(k.otherLB(pre.vipHolder), " or "), expectedVIPMove(k.lbPlan, o.Component).Round(10*time.Millisecond), lb.ScriptInterval, k.lbPlan.ScriptFall, masterDown(k.lbPlan).Round(10*time.Millisecond)))
+	}
+	out = append(out, fmt.Sprintf("  after the hold, start %s again and wait for the VIP to settle on %s", o.Component.Unit(), k.expectedSettle(pre.vipHolder)))
+	out = append(out, k.faults.holdPlan()...)
+	if o.MaxRTO > 0 {
+		return append(out, fmt.Sprintf("verdict: fail (exit 3) if readyz through the VIP takes longer than %s to answer again, the VIP does not move or does not settle", o.MaxRTO))
+	}
+	return append(out, "verdict: fail (exit 3) if the VIP does not move, readyz does not answer again or the VIP does not settle; add --max-rto for a verdict on the RTO")
 }
 
-// lbObserved is what an lbWatch saw.
-type lbObserved struct {
-	events  []probe.VIPEvent
-	samples []probe.Sample
-	readyz  bool
-	from    string
-	err     error
-}
-
-// startLBWatch starts a VIP watcher on every LB host, and readyz when a CA is known (required when
-// requireReadyz).
-func (r *runner) startLBWatch(ctx context.Context, requireReadyz bool) (*lbWatch, error) {
-	w := &lbWatch{}
-	for _, h := range r.c.LBHosts() {
-		cli, err := r.hosts.client(ctx, h.Name)
-		if err != nil {
-			w.stop()
-			return nil, fmt.Errorf("%s: %w", h.Name, err)
-		}
-		w.watches = append(w.watches, probe.WatchVIP(ctx, h.Name, cli, r.vip(), PollInterval))
-	}
-	// Every watcher must have reported its host's state before the fault, or a move is invisible.
-	deadline := time.After(10 * time.Second)
-	for _, vw := range w.watches {
-		select {
-		case <-vw.Ready():
-			if err := vw.Err(); err != nil {
-				w.stop()
-				return nil, fmt.Errorf("watching the VIP on %s: %w", vw.Host(), err)
-			}
-		case <-deadline:
-			w.stop()
-			return nil, fmt.Errorf("watching the VIP on %s: no state reported within 10s", vw.Host())
+// otherLB returns the LB hosts other than holder.
+func (k *vipFailover) otherLB(holder string) []string {
+	var out []string
+	for _, h := range k.c.LBHosts() {
+		if h.Name != holder {
+			out = append(out, h.Name)
 		}
 	}
-	if r.o.caFile() != "" || requireReadyz {
-		cfg, err := r.readyzTLS()
-		if err != nil {
-			w.stop()
-			return nil, err
-		}
-		if w.rz, err = probe.StartReadyz(ctx, probe.ReadyzConfig{URL: r.readyzURL(), TLS: cfg, Interval: PollInterval, Timeout: readyzTimeout}); err != nil {
-			w.stop()
-			return nil, err
-		}
-	}
-	return w, nil
-}
-
-// stop ends the watchers (nil-safe) and returns what they saw.
-func (w *lbWatch) stop() *lbObserved {
-	if w == nil {
-		return nil
-	}
-	o := &lbObserved{}
-	var merr *multierror.Error
-	for _, vw := range w.watches {
-		ev, err := vw.Stop()
-		o.events = append(o.events, ev...)
-		if err != nil {
-			merr = multierror.Append(merr, err)
-		}
-	}
-	slices.SortFunc(o.events, func(a, b probe.VIPEvent) int { return a.At.Compare(b.At) })
-	if w.rz != nil {
-		o.samples, o.readyz = w.rz.Stop(), true
-	}
-	o.err = merr.ErrorOrNil()
-	return o
-}
-
-// holderAt is who held the VIP at t.
-func (o *lbObserved) holderAt(t time.Time) []string { return probe.Holders(o.events, t) }
-
-// after returns where the VIP went after t0 (from the holder before t0), when it got there, and
-// how many readyz requests failed. Hosts in cut (the zone taken down) are not where clients can
-// reach the VIP: a move to them does not count (an isolated backup hears no advertisement and
-// makes itself master on its side of the partition, RFC 5798 §6.4.2); such claims are returned as
-// notes.
-func (o *lbObserved) after(t0 time.Time, cut map[string]bool) (string, *float64, int, []string) {
-	before := o.holderAt(t0)
-	failures := 0
-	for _, s := range o.samples {
-		if !s.OK && !s.Sent.Before(t0) {
-			failures++
-		}
-	}
-	var reachable []probe.VIPEvent
-	var notes []string
-	for _, e := range o.events {
-		switch {
-		case !cut[e.Host]:
-			reachable = append(reachable, e)
-		case e.Held && e.At.After(t0) && !slices.Contains(before, e.Host):
-			notes = append(notes, fmt.Sprintf("%s (cut off) claimed the VIP on its side of the partition %s after t0: a backup that hears no advertisement becomes master (RFC 5798); clients cannot reach it", e.Host, fmtMs(msp(e.At.Sub(t0)))))
-		}
-	}
-	if len(before) != 1 {
-		return "", nil, failures, notes
-	}
-	to, at, ok := probe.FirstMove(reachable, before[0], t0)
-	if !ok {
-		return before[0], nil, failures, notes
-	}
-	return to, msp(at.Sub(t0)), failures, notes
-}
-
-// dualVIP returns the longest time after t0 during which two or more hosts outside cut held the
-// VIP at once, and those hosts. VRRP allows a brief overlap while mastership changes hands (RFC
-// 5798 §6.4.3); seconds of it mean two hosts answer ARP for the VIP (e.g. keepalived killed with
-// SIGKILL leaves its address configured while the backup takes over).
-func dualVIP(events []probe.VIPEvent, cut map[string]bool, t0 time.Time) (time.Duration, []string) {
-	held := map[string]bool{}
-	var longest time.Duration
-	var who []string
-	var since time.Time
-	count := func() []string {
-		var hs []string
-		for h, ok := range held {
-			if ok && !cut[h] {
-				hs = append(hs, h)
-			}
-		}
-		slices.Sort(hs)
-		return hs
-	}
-	for _, e := range events { // sorted by time
-		before := count()
-		held[e.Host] = e.Held
-		after := count()
-		switch {
-		case len(before) < 2 && len(after) >= 2:
-			since = e.At
-			if since.Before(t0) {
-				since = t0
-			}
-		case len(before) >= 2 && len(after) < 2 && !since.IsZero():
-			if d := e.At.Sub(since); e.At.After(t0) && d > longest {
-				longest, who = d, before
-			}
-			since = time.Time{}
-		}
-	}
-	return longest, who
-}
-
-// maxDualVIP is how long two reachable hosts may both hold the VIP before a drill fails.
-const maxDualVIP = time.Second
-
-// outage returns an error when readyz never answered 200 again after failing following t0.
-func (o *lbObserved) outage(t0 time.Time) error {
-	st := probe.Outage(o.samples, t0)
-	if st.Failed > 0 && !st.Recovered {
-		return fmt.Errorf("readyz through the VIP did not answer 200 again before the drill ended (%s)", failedSince(o.samples, t0))
-	}
-	return nil
-}
-
-// failedSince summarises the readyz samples sent at or after t0 that failed: how many, the first
-// error and the last, e.g. "212 failed requests; first: dial tcp 172.28.0.100:6443: connect:
-// connection refused; last: ...". It says why a failover did not complete.
-func failedSince(samples []probe.Sample, t0 time.Time) string {
-	var n int
-	var first, last string
-	for _, s := range samples {
-		if s.OK || s.Sent.Before(t0) {
-			continue
-		}
-		n++
-		if first == "" {
-			first = s.Err
-		}
-		last = s.Err
-	}
-	if n == 0 {
-		return "no failed request"
-	}
-	what := fmt.Sprintf("%d failed requests", n)
-	if n == 1 {
-		what = "1 failed request"
-	}
-	if first == last {
-		return what + ": " + first
-	}
-	return fmt.Sprintf("%s; first: %s; last: %s", what, first, last)
-}
-
-// masterDown is RFC 5798 §6.1's Master_Down_Interval of the best backup: 3 x Advertisement_Interval
-// + Skew_Time, Skew_Time = ((256 - Priority) x Advertisement_Interval) / 256.
-func masterDown(c *lb.Config) time.Duration {
-	if c == nil || len(c.Nodes) < 2 {
-		return 0
-	}
-	pr := slices.SortedFunc(slices.Values(c.Nodes), func(a, b lb.Node) int { return b.Priority - a.Priority })
-	adv := c.AdvertInterval
-	skew := time.Duration(256-pr[1].Priority) * adv / 256
-	return 3*adv + skew
-}
-
-// expectedVIPMove is a rough expectation of the VIP's move: Keepalived stopped sends a
-// priority-0 advertisement, so the backup waits only its skew time (about one advert interval at
-// most); HAProxy stopped is noticed by the check after interval x fall, then the lowered priority is
-// advertised (with a weight, the backup waits for the master-down interval, RFC 5798 §6.4.2; with
-// weight 0, FAULT sends priority 0).
-func expectedVIPMove(p *lb.Config, c Component) time.Duration {
-	adv := p.AdvertInterval
-	if c == ComponentKeepalived {
-		return adv
-	}
-	detect := time.Duration(lb.ScriptInterval*p.ScriptFall) * time.Second
-	if p.Weight == 0 {
-		return detect + adv
-	}
-	return detect + masterDown(p)
+	return out
 }
 
 // expectedSettle names where the VIP must settle after the put-back: the highest-priority LB host,
 // or (nopreempt) wherever it moved to.
-func (r *runner) expectedSettle(holder string) string {
-	if r.lbPlan.Nopreempt {
+func (k *vipFailover) expectedSettle(holder string) string {
+	if k.lbPlan.Nopreempt {
 		return "the host it moved to (nopreempt)"
 	}
-	return r.highestPriority()
+	return k.highestPriority()
 }
 
-func (r *runner) highestPriority() string {
-	best := r.lbPlan.Nodes[0]
-	for _, n := range r.lbPlan.Nodes[1:] {
+func (k *vipFailover) highestPriority() string {
+	best := k.lbPlan.Nodes[0]
+	for _, n := range k.lbPlan.Nodes[1:] {
 		if n.Priority > best.Priority {
 			best = n
 		}
@@ -330,29 +119,26 @@ func (r *runner) highestPriority() string {
 	return best.Name
 }
 
-// lbIteration is one lb-failover iteration.
-func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*Iteration, error) {
-	if r.c.ExternalLB() != nil {
-		return r.externalIteration(ctx, n)
-	}
+// iterate is one lb-failover iteration with hactl's load balancer.
+func (k *vipFailover) iterate(ctx context.Context, n int, pre *preflightState) (*Iteration, error) {
 	holder := pre.vipHolder
-	h, ok := r.hosts.host(holder)
+	h, ok := k.hosts.host(holder)
 	if !ok {
 		return nil, fmt.Errorf("the VIP holder %q is not a host of the spec", holder)
 	}
-	if err := r.checkReadyz(ctx); err != nil {
+	if err := k.checkReadyz(ctx); err != nil {
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("readyz through the VIP does not answer 200 before the drill: %v", err)},
 			Fix: "the API must be up through the VIP before its failover can be measured: see `hactl status`"}
 	}
-	it := &Iteration{N: n, Targets: []string{holder}, VIPBefore: holder, Fault: r.faultText(holder)}
-	it.Fault = fmt.Sprintf("%s: %s stopped", holder, r.o.Component.Unit())
-	w, err := r.startLBWatch(context.WithoutCancel(ctx), true) // measures until the put-back, also after Ctrl-C
+	it := &Iteration{N: n, Targets: []string{holder}, VIPBefore: holder, Fault: k.faults.faultText(holder)}
+	it.Fault = fmt.Sprintf("%s: %s stopped", holder, k.o.Component.Unit())
+	w, err := k.startLBWatch(context.WithoutCancel(ctx), true) // measures until the put-back, also after Ctrl-C
 	if err != nil {
 		return nil, err
 	}
 	// The hold ends at tPut: the put-back can hand the VIP back (preemption) before it returns, so
 	// samples sent from tPut on belong to the failback, not to the outage being measured.
-	t0, tPut, putErr, err := r.holdFault(ctx, it, h, fmt.Sprintf("iteration %d: stopping %s on the VIP holder %s", n, r.o.Component.Unit(), holder))
+	t0, tPut, putErr, err := k.faults.hold(ctx, it, h, fmt.Sprintf("iteration %d: stopping %s on the VIP holder %s", n, k.o.Component.Unit(), holder))
 	if err != nil {
 		w.stop()
 		return nil, err
@@ -361,12 +147,12 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 	if putErr == nil {
 		// Wait for the VIP to settle: the highest-priority host, or (nopreempt) where it is.
 		want := ""
-		if !r.lbPlan.Nopreempt {
-			want = r.highestPriority()
+		if !k.lbPlan.Nopreempt {
+			want = k.highestPriority()
 		}
 		// The watchers already stream every LB host's VIP state: read them, no SSH round trips.
 		// A fresh context: the put-back and its checks finish also after Ctrl-C.
-		_ = wait.PollUntilContextTimeout(context.Background(), PollInterval, 10*masterDown(r.lbPlan)+10*time.Second, true, func(context.Context) (bool, error) {
+		_ = wait.PollUntilContextTimeout(context.Background(), PollInterval, 10*masterDown(k.lbPlan)+10*time.Second, true, func(context.Context) (bool, error) {
 			hs := probe.Holders(probe.Merge(w.watches...), time.Now())
 			if len(hs) == 1 && (want == "" || hs[0] == want) {
 				moved = hs[0]
@@ -375,7 +161,7 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 			return false, nil
 		})
 		if moved == "" {
-			it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not settle on %s within %s of the put-back", dash(want), 10*masterDown(r.lbPlan)+10*time.Second))
+			it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not settle on %s within %s of the put-back", dash(want), 10*masterDown(k.lbPlan)+10*time.Second))
 		}
 	}
 	sleepCtx(context.Background(), settle)
@@ -391,7 +177,7 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 		it.Failures = append(it.Failures, fmt.Sprintf("the VIP was on %s at once for %s: both answer ARP for it", strings.Join(who, " and "), fmtMs(msp(d))))
 	}
 	if it.VIPMovedMs == nil {
-		it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not move off %s while %s was stopped (%s)", holder, r.o.Component, r.o.Hold))
+		it.Failures = append(it.Failures, fmt.Sprintf("the VIP did not move off %s while %s was stopped (%s)", holder, k.o.Component, k.o.Hold))
 	}
 	rs := splitReadyz(o.samples, t0, tPut)
 	it.ReadyzFailures, it.RTOMs, it.FailbackOutageMs = rs.failed, rs.rto, rs.failback
@@ -408,83 +194,4 @@ func (r *runner) lbIteration(ctx context.Context, n int, pre *preflightState) (*
 		}
 	}
 	return it, putErr
-}
-
-// holdFault runs one iteration's fault on h after the warm-up: applied (what says what, for the
-// progress line), held for --hold from its instant t0, then put back from tPut. It records the fault's
-// instant and the put-back's duration in it. err is the apply's error (nothing is held then);
-// putErr the put-back's.
-func (r *runner) holdFault(ctx context.Context, it *Iteration, h v1alpha1.Host, what string) (t0, tPut time.Time, putErr, err error) {
-	sleepCtx(ctx, warmup)
-	r.p.Infof("drill/fault: %s", what)
-	app, err := r.applyFaults(ctx, []v1alpha1.Host{h})
-	if err != nil {
-		return t0, tPut, nil, err
-	}
-	t0 = app[0].at
-	it.FaultAt, it.FaultUncertaintyMs = wallOf(t0), ms(app[0].uncertainty)
-	r.p.Infof("drill/hold: %s", r.o.Hold)
-	sleepCtx(ctx, time.Until(t0.Add(r.o.Hold)))
-	tPut = time.Now()
-	putErr = r.putBack([]v1alpha1.Host{h})
-	it.PutBackMs = ms(time.Since(t0))
-	return t0, tPut, putErr, nil
-}
-
-// readyzSplit is what the readyz samples of one lb-failover iteration show: failed, the requests
-// sent from t0 that failed and ended before the put-back's start; rto, from t0 until readyz answered
-// 200 again after the first of them (0 when none failed; nil when it never did before the put-back,
-// why says how they failed); failback, the longest run of failed requests sent once the put-back
-// started (the VIP handed back by preemption; nil when none failed).
-type readyzSplit struct {
-	// held are the samples that ended before the put-back's start, heldStats their outage from t0.
-	held      []probe.Sample
-	heldStats probe.OutageStats
-	failed    int
-	rto       *float64
-	why       string
-	failback  *float64
-}
-
-// splitReadyz computes the [readyzSplit] of samples for a fault at t0 put back from tPut on.
-// Samples that ended before tPut measure the outage, those sent from tPut on the failback, and
-// those in flight at tPut neither: the put-back can hand the VIP back before it returns, and a
-// failure then belongs to the failback, not to the outage being measured.
-func splitReadyz(samples []probe.Sample, t0, tPut time.Time) readyzSplit {
-	var held, after []probe.Sample
-	for _, s := range samples {
-		switch {
-		case s.Done.Before(tPut):
-			held = append(held, s)
-		case !s.Sent.Before(tPut):
-			after = append(after, s)
-		}
-		// A request in flight at tPut belongs to neither: its result may be the put-back's.
-	}
-	st := probe.Outage(held, t0)
-	rs := readyzSplit{failed: st.Failed, held: held, heldStats: st}
-	switch {
-	case st.Failed == 0:
-		zero := 0.0
-		rs.rto = &zero
-	case st.Recovered:
-		rs.rto = msp(st.RecoveredAfter)
-	default:
-		rs.why = failedSince(held, t0)
-	}
-	if fb := probe.Outage(after, tPut); fb.Failed > 0 {
-		rs.failback = msp(fb.LongestFailRun)
-	}
-	return rs
-}
-
-// settledAt is the last time after t that host took the VIP.
-func settledAt(ev []probe.VIPEvent, host string, t time.Time) (time.Time, bool) {
-	var at time.Time
-	for _, e := range ev {
-		if e.Host == host && e.Held && e.At.After(t) {
-			at = e.At
-		}
-	}
-	return at, !at.IsZero()
 }

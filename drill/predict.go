@@ -7,18 +7,15 @@ import (
 	"strings"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/etcd/membership"
 )
-
-// Quorum returns the number of members a cluster of n voting members needs to commit a write or
-// elect a leader: floor(n/2)+1 (etcd docs, "Failure tolerance": https://etcd.io/docs/v3.6/faq/).
-func Quorum(n int) int { return n/2 + 1 }
 
 // ZonePrediction is what losing one zone must do, derived from the spec's topology before anything
 // is touched (and completed with the leader and VIP holder found at run time).
 type ZonePrediction struct {
 	Zone string `json:"zone"`
 	// Members are the etcd members in the zone, Survivors the count outside it, of Total; Quorum is
-	// Quorum(Total).
+	// membership.Quorum(Total).
 	Members   []string `json:"members"`
 	Survivors int      `json:"survivors"`
 	Total     int      `json:"total"`
@@ -77,7 +74,7 @@ func PredictZone(c *v1alpha1.Cluster, zone string) (*ZonePrediction, error) {
 			p.LBSurvivors = append(p.LBSurvivors, h.Name)
 		}
 	}
-	p.Quorum = Quorum(p.Total)
+	p.Quorum = membership.Quorum(p.Total)
 	p.QuorumHolds = p.Survivors >= p.Quorum
 	return p, nil
 }

@@ -299,59 +299,99 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w, "dry run: nothing was done")
 		return
 	}
+	l := layoutOf(r)
+	l.table(r, w)
+	r.printSummary(w)
+	fmt.Fprintln(w)
+	l.conclusion(r, w)
+	r.printVerdict(w)
+}
+
+// reportLayout is how the report of one kind of drill prints: its table (one row per iteration)
+// and its conclusion in a sentence.
+type reportLayout struct {
+	table, conclusion func(r *Report, w io.Writer)
+}
+
+// layoutOf chooses the layout of r by its drill (and, for lb-failover, its component): the one
+// place the report looks at the kind.
+func layoutOf(r *Report) reportLayout {
 	switch {
 	case r.Drill == Restore:
-		rows := [][]string{}
-		for _, it := range r.Iterations {
-			x := it.Restore
-			if x == nil {
-				rows = append(rows, []string{fmt.Sprint(it.N), "-", "-", "-", "-", fmtMs(it.RTOMs), "-", "-", "-", "-", verdictOf(it)})
-				continue
-			}
-			kept, lost, window := "-", "-", "-"
-			if v := x.Verification; v != nil {
-				kept = fmt.Sprintf("%d/%d", v.HeldBefore, v.AckedBefore)
-				lost = fmt.Sprint(v.LostBefore)
-				if x.LostFromMs != nil {
-					window = fmt.Sprintf("t0-%s..t0-%s", fmtMs(x.LostFromMs), fmtMs(x.LostToMs))
-				}
-			}
-			snap := fmt.Sprintf("%s (rev %d)", x.Snapshot.Key, x.Snapshot.Revision)
-			if x.Deltas > 0 {
-				snap += fmt.Sprintf(" + %d deltas to rev %d", x.Deltas, x.Snapshot.DeltasTo)
-			}
-			rows = append(rows, []string{fmt.Sprint(it.N), snap, fmtMs(&x.SnapshotAgeMs),
-				fmtMs(&x.FetchMs), fmtMs(&x.RestoreMs), fmtMs(it.RTOMs), fmtMs(x.ReadyzRTOMs), fmtMs(&x.RPOMs) + " (" + x.RPOFrom + ")", kept, lost + " " + window, verdictOf(it)})
-		}
-		ui.Table(w, []string{"#", "SNAPSHOT", "AGE AT t0", "FETCH", "RESTORE", "RTO (etcd)", "RTO (READYZ)", "RPO", "KEPT", "LOST (ACKED BEFORE t0)", "RESULT"}, rows)
-		fmt.Fprintf(w, "budgets: RTO %s, RPO %s\n", fmtMs(&r.MaxRTOMs), fmtMs(&r.MaxRPOMs))
+		return reportLayout{table: restoreTable, conclusion: etcdConclusion}
 	case r.Drill == LBFailover && r.Component == ComponentAPIServer:
-		rows := [][]string{}
-		for _, it := range r.Iterations {
-			rows = append(rows, []string{fmt.Sprint(it.N), strings.Join(it.Targets, ","), fmtMs(it.RTOMs), fmt.Sprint(it.ReadyzFailures), fmtMs(it.LongestGapMs), fmtMs(it.FailbackOutageMs), verdictOf(it)})
-		}
-		ui.Table(w, []string{"#", "BACKEND CUT OFF", "FAILING FOR (RTO)", "FAILED REQS", "LONGEST GAP", "FAILBACK OUTAGE", "RESULT"}, rows)
+		return reportLayout{table: backendTable, conclusion: backendConclusion}
 	case r.Drill == LBFailover:
-		rows := [][]string{}
-		for _, it := range r.Iterations {
-			rows = append(rows, []string{fmt.Sprint(it.N), it.VIPBefore, dash(it.VIPAfter), fmtMs(it.VIPMovedMs), fmtMs(it.RTOMs),
-				fmt.Sprint(it.ReadyzFailures), dash(it.SettledOn), fmtMs(it.SettleMs), fmtMs(it.FailbackOutageMs), verdictOf(it)})
-		}
-		ui.Table(w, []string{"#", "VIP HOLDER", "MOVED TO", "VIP MOVED", "READYZ BACK (RTO)", "FAILED REQS", "SETTLED ON", "SETTLE", "FAILBACK OUTAGE", "RESULT"}, rows)
-	default:
-		rows := [][]string{}
-		for _, it := range r.Iterations {
-			lost, acked := "-", "-"
-			if it.Verification != nil {
-				lost = fmt.Sprint(it.Verification.Lost)
-				acked = fmt.Sprint(it.Verification.Acked)
-			}
-			rows = append(rows, []string{fmt.Sprint(it.N), strings.Join(it.Targets, ","), dash(it.LeaderBefore), dash(it.LeaderAfter),
-				fmtMs(it.ElectionMs), fmtMs(it.RTOMs), fmtMs(it.LongestGapMs), fmtMs(it.WriteP50Ms) + "/" + fmtMs(it.WriteP99Ms),
-				fmtMs(it.CatchUpMs), acked, lost, verdictOf(it)})
-		}
-		ui.Table(w, []string{"#", "DOWN", "LEADER", "NEW LEADER", "ELECTION", "RTO", "LONGEST GAP", "WRITE P50/P99", "CATCH-UP", "ACKED", "LOST", "RESULT"}, rows)
+		return reportLayout{table: vipTable, conclusion: vipConclusion}
 	}
+	return reportLayout{table: etcdTable, conclusion: etcdConclusion}
+}
+
+// restoreTable is the restore drill's table and its budgets.
+func restoreTable(r *Report, w io.Writer) {
+	rows := [][]string{}
+	for _, it := range r.Iterations {
+		x := it.Restore
+		if x == nil {
+			rows = append(rows, []string{fmt.Sprint(it.N), "-", "-", "-", "-", fmtMs(it.RTOMs), "-", "-", "-", "-", verdictOf(it)})
+			continue
+		}
+		kept, lost, window := "-", "-", "-"
+		if v := x.Verification; v != nil {
+			kept = fmt.Sprintf("%d/%d", v.HeldBefore, v.AckedBefore)
+			lost = fmt.Sprint(v.LostBefore)
+			if x.LostFromMs != nil {
+				window = fmt.Sprintf("t0-%s..t0-%s", fmtMs(x.LostFromMs), fmtMs(x.LostToMs))
+			}
+		}
+		snap := fmt.Sprintf("%s (rev %d)", x.Snapshot.Key, x.Snapshot.Revision)
+		if x.Deltas > 0 {
+			snap += fmt.Sprintf(" + %d deltas to rev %d", x.Deltas, x.Snapshot.DeltasTo)
+		}
+		rows = append(rows, []string{fmt.Sprint(it.N), snap, fmtMs(&x.SnapshotAgeMs),
+			fmtMs(&x.FetchMs), fmtMs(&x.RestoreMs), fmtMs(it.RTOMs), fmtMs(x.ReadyzRTOMs), fmtMs(&x.RPOMs) + " (" + x.RPOFrom + ")", kept, lost + " " + window, verdictOf(it)})
+	}
+	ui.Table(w, []string{"#", "SNAPSHOT", "AGE AT t0", "FETCH", "RESTORE", "RTO (etcd)", "RTO (READYZ)", "RPO", "KEPT", "LOST (ACKED BEFORE t0)", "RESULT"}, rows)
+	fmt.Fprintf(w, "budgets: RTO %s, RPO %s\n", fmtMs(&r.MaxRTOMs), fmtMs(&r.MaxRPOMs))
+}
+
+// backendTable is lb-failover's table through an external load balancer.
+func backendTable(r *Report, w io.Writer) {
+	rows := [][]string{}
+	for _, it := range r.Iterations {
+		rows = append(rows, []string{fmt.Sprint(it.N), strings.Join(it.Targets, ","), fmtMs(it.RTOMs), fmt.Sprint(it.ReadyzFailures), fmtMs(it.LongestGapMs), fmtMs(it.FailbackOutageMs), verdictOf(it)})
+	}
+	ui.Table(w, []string{"#", "BACKEND CUT OFF", "FAILING FOR (RTO)", "FAILED REQS", "LONGEST GAP", "FAILBACK OUTAGE", "RESULT"}, rows)
+}
+
+// vipTable is lb-failover's table with hactl's load balancer.
+func vipTable(r *Report, w io.Writer) {
+	rows := [][]string{}
+	for _, it := range r.Iterations {
+		rows = append(rows, []string{fmt.Sprint(it.N), it.VIPBefore, dash(it.VIPAfter), fmtMs(it.VIPMovedMs), fmtMs(it.RTOMs),
+			fmt.Sprint(it.ReadyzFailures), dash(it.SettledOn), fmtMs(it.SettleMs), fmtMs(it.FailbackOutageMs), verdictOf(it)})
+	}
+	ui.Table(w, []string{"#", "VIP HOLDER", "MOVED TO", "VIP MOVED", "READYZ BACK (RTO)", "FAILED REQS", "SETTLED ON", "SETTLE", "FAILBACK OUTAGE", "RESULT"}, rows)
+}
+
+// etcdTable is kill-leader's and az-outage's table.
+func etcdTable(r *Report, w io.Writer) {
+	rows := [][]string{}
+	for _, it := range r.Iterations {
+		lost, acked := "-", "-"
+		if it.Verification != nil {
+			lost = fmt.Sprint(it.Verification.Lost)
+			acked = fmt.Sprint(it.Verification.Acked)
+		}
+		rows = append(rows, []string{fmt.Sprint(it.N), strings.Join(it.Targets, ","), dash(it.LeaderBefore), dash(it.LeaderAfter),
+			fmtMs(it.ElectionMs), fmtMs(it.RTOMs), fmtMs(it.LongestGapMs), fmtMs(it.WriteP50Ms) + "/" + fmtMs(it.WriteP99Ms),
+			fmtMs(it.CatchUpMs), acked, lost, verdictOf(it)})
+	}
+	ui.Table(w, []string{"#", "DOWN", "LEADER", "NEW LEADER", "ELECTION", "RTO", "LONGEST GAP", "WRITE P50/P99", "CATCH-UP", "ACKED", "LOST", "RESULT"}, rows)
+}
+
+// printSummary writes min/median/max over several iterations, the notes and the prediction.
+func (r *Report) printSummary(w io.Writer) {
 	if len(r.Iterations) > 1 {
 		fmt.Fprintln(w)
 		var rows [][]string
@@ -378,46 +418,59 @@ func (r *Report) Print(w io.Writer) {
 			}
 		}
 	}
-	fmt.Fprintln(w)
+}
+
+// backendConclusion says how long requests through the user's load balancer failed.
+func backendConclusion(r *Report, w io.Writer) {
+	if d, ok := r.Summary["rtoMs"]; ok {
+		fmt.Fprintf(w, "Requests through your load balancer failed for %s (median of %d) after a backend's kube-apiserver was cut off: until its health check took the backend out (the others answered meanwhile).\n", fmtMs(&d.Median), d.N)
+	}
+}
+
+// vipConclusion says how long the API through the VIP was unavailable.
+func vipConclusion(r *Report, w io.Writer) {
+	if d, ok := r.Summary["rtoMs"]; ok {
+		fmt.Fprintf(w, "The API through the VIP was unavailable for %s (median of %d) after %s stopped on the VIP holder.\n", fmtMs(&d.Median), d.N, r.Component)
+	}
+}
+
+// etcdConclusion says how the writes fared during the hold, how long etcd was unavailable for
+// writes and whether an acknowledged write was lost.
+func etcdConclusion(r *Report, w io.Writer) {
 	var sent, ackedHold int
 	for _, it := range r.Iterations {
 		sent += it.SentDuringHold
 		ackedHold += it.AckedDuringHold
 	}
-	if r.Drill != LBFailover && sent > 0 && ackedHold < sent {
+	if sent > 0 && ackedHold < sent {
 		fmt.Fprintf(w, "While the fault was held, %d of %d writes (%.0f%%) were acknowledged; the others timed out (during the election, or sent to the unreachable member until the client gave up on it).\n",
 			ackedHold, sent, 100*float64(ackedHold)/float64(sent))
 	}
-	switch r.Drill {
-	case LBFailover:
-		if d, ok := r.Summary["rtoMs"]; ok && r.Component == ComponentAPIServer {
-			fmt.Fprintf(w, "Requests through your load balancer failed for %s (median of %d) after a backend's kube-apiserver was cut off: until its health check took the backend out (the others answered meanwhile).\n", fmtMs(&d.Median), d.N)
-		} else if ok {
-			fmt.Fprintf(w, "The API through the VIP was unavailable for %s (median of %d) after %s stopped on the VIP holder.\n", fmtMs(&d.Median), d.N, r.Component)
-		}
-	default:
-		var acked int
-		for _, it := range r.Iterations {
-			if it.Verification != nil {
-				acked += it.Verification.Acked
-			}
-		}
-		if d, ok := r.Summary["rtoMs"]; ok {
-			res := r.Settings.ResolutionMs
-			if d.N == 1 {
-				fmt.Fprintf(w, "etcd was unavailable for writes for %s (±%s); ", fmtMs(&d.Median), fmtMs(&res))
-			} else {
-				fmt.Fprintf(w, "etcd was unavailable for writes for %s (median of %d iterations, max %s, ±%s); ", fmtMs(&d.Median), d.N, fmtMs(&d.Max), fmtMs(&res))
-			}
-		}
-		if r.LostWrites == 0 && r.Verdict != "error" {
-			fmt.Fprintf(w, "all %d acknowledged writes were read back: nothing was lost (RPO 0).\n", acked)
-		} else if r.LostWrites == 0 {
-			fmt.Fprintf(w, "%d acknowledged writes were read back, none lost.\n", acked)
-		} else {
-			fmt.Fprintf(w, "%d OF %d ACKNOWLEDGED WRITES WERE LOST.\n", r.LostWrites, acked)
+	var acked int
+	for _, it := range r.Iterations {
+		if it.Verification != nil {
+			acked += it.Verification.Acked
 		}
 	}
+	if d, ok := r.Summary["rtoMs"]; ok {
+		res := r.Settings.ResolutionMs
+		if d.N == 1 {
+			fmt.Fprintf(w, "etcd was unavailable for writes for %s (±%s); ", fmtMs(&d.Median), fmtMs(&res))
+		} else {
+			fmt.Fprintf(w, "etcd was unavailable for writes for %s (median of %d iterations, max %s, ±%s); ", fmtMs(&d.Median), d.N, fmtMs(&d.Max), fmtMs(&res))
+		}
+	}
+	if r.LostWrites == 0 && r.Verdict != "error" {
+		fmt.Fprintf(w, "all %d acknowledged writes were read back: nothing was lost (RPO 0).\n", acked)
+	} else if r.LostWrites == 0 {
+		fmt.Fprintf(w, "%d acknowledged writes were read back, none lost.\n", acked)
+	} else {
+		fmt.Fprintf(w, "%d OF %d ACKNOWLEDGED WRITES WERE LOST.\n", r.LostWrites, acked)
+	}
+}
+
+// printVerdict writes the verdict and the failures.
+func (r *Report) printVerdict(w io.Writer) {
 	switch r.Verdict {
 	case "error":
 		fmt.Fprintf(w, "verdict: ERROR — the drill did not complete: %s\n", r.Error)

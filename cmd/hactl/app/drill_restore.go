@@ -187,34 +187,9 @@ func (d *drillRestorer) Preflight(ctx context.Context, snap *drill.SnapshotRef) 
 	return nil
 }
 
+// Newest is drill.NewestSnapshot of the drilled cluster.
 func (d *drillRestorer) Newest(ctx context.Context) (*drill.SnapshotRef, error) {
-	st, err := backup.OpenStore(ctx, d.c, backup.StoreOptions{Source: d.specFile, Getenv: os.Getenv})
-	if err != nil {
-		return nil, err
-	}
-	l, err := backup.ListCluster(ctx, st, d.c)
-	if err != nil {
-		return nil, err
-	}
-	sn := l.Latest()
-	if sn == nil {
-		return nil, nil
-	}
-	ref := &drill.SnapshotRef{Key: sn.Data.Key, Revision: sn.Metadata.Revision, TakenAt: sn.Metadata.StartedAt}
-	// The deltas that continue it bring the restorable point forward.
-	ds, err := backup.ListDeltas(ctx, st, d.c.Spec.Backup.ObjectStore.Prefix, d.c.Metadata.Name)
-	if err != nil {
-		return nil, err
-	}
-	chain, err := backup.Chain(ds, sn.Metadata.Revision)
-	if err != nil { // the restore would refuse it after the disaster: refuse it now
-		return nil, fmt.Errorf("the deltas continuing %s: %w", sn.Data.Key, err)
-	}
-	if len(chain) > 0 {
-		last := chain[len(chain)-1].Metadata
-		ref.DeltasTo, ref.DeltasAt = last.ToRevision, last.CompletedAt
-	}
-	return ref, nil
+	return drill.NewestSnapshot(ctx, d.c, d.specFile)
 }
 
 func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) {
@@ -251,13 +226,6 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 		}
 		revision = res.RestoredRevision
 	}
-	run := &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: revision, Deltas: deltas,
-		Snapshot: drill.SnapshotRef{Key: snap.Path, Revision: snap.Revision}}
-	if m := snap.Metadata; m != nil {
-		run.Snapshot.Key, run.Snapshot.Revision, run.Snapshot.TakenAt = m.Key, m.Revision, m.StartedAt
-	}
-	if last != nil {
-		run.Snapshot.DeltasTo, run.Snapshot.DeltasAt = last.ToRevision, last.CompletedAt
-	}
-	return run, nil
+	return &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: revision, Deltas: deltas,
+		Snapshot: drill.RestoredSnapshot(snap, last)}, nil
 }
