@@ -1,8 +1,7 @@
 // Package kit is what every benchmark main under bench/ shares: the lab bring-up (UpLab, Lab),
-// progress lines on stderr, the exit
-// on a failed run, nearest-rank percentiles, the "met"/"MISSED" column against a goal, and running
-// the hactl binary under test. Benchmarks print figures; they never assert timings (the brief's
-// "performance is measured, not asserted").
+// progress lines on stderr, the exit on a failed run, nearest-rank percentiles, the "met"/"MISSED"
+// column against a goal, and running the hactl binary under test. Benchmarks print figures; they
+// never assert timings (the brief's "performance is measured, not asserted").
 package kit
 
 import (
