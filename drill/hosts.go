@@ -2,9 +2,7 @@ package drill
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -21,17 +19,15 @@ import (
 // may wait up to 30 s per unit it starts).
 const sshTimeout = 3 * time.Minute
 
-// hosts keeps one SSH connection per host for the drill, dialled on first use and redialled when
-// a command fails on a dead connection (a host that was down and came back).
+// hosts keeps one SSH connection per host for the drill (a provision.Pool), dialled on first use
+// and redialled when a command fails on a dead connection (a host that was down and came back).
 type hosts struct {
-	c      *v1alpha1.Cluster
-	dialer *provision.Dialer
-	mu     sync.Mutex
-	conns  map[string]*provision.Client
+	c     *v1alpha1.Cluster
+	conns *provision.Pool[*provision.Client]
 }
 
 func newHosts(c *v1alpha1.Cluster, d *provision.Dialer) *hosts {
-	return &hosts{c: c, dialer: d, conns: map[string]*provision.Client{}}
+	return &hosts{c: c, conns: provision.NewPool(d)}
 }
 
 func (hs *hosts) host(name string) (v1alpha1.Host, bool) {
@@ -43,70 +39,38 @@ func (hs *hosts) host(name string) (v1alpha1.Host, bool) {
 	return v1alpha1.Host{}, false
 }
 
-func targetOf(h v1alpha1.Host) provision.Target {
-	addr := h.Address
-	if a, err := netip.ParseAddr(h.Address); err == nil {
-		addr = a.Unmap().String()
+// target is the SSH target of the spec host name (provision.TargetOf: IPv4-mapped addresses
+// unmapped); an error when the spec has no such host.
+func (hs *hosts) target(name string) (provision.Target, error) {
+	h, ok := hs.host(name)
+	if !ok {
+		return provision.Target{}, fmt.Errorf("host %s is not in the spec", name)
 	}
-	t := provision.TargetOf(h)
-	t.Address = addr
-	return t
+	return provision.TargetOf(h), nil
 }
 
 // client returns the host's connection, dialling it when there is none.
 func (hs *hosts) client(ctx context.Context, name string) (*provision.Client, error) {
-	hs.mu.Lock()
-	cli := hs.conns[name]
-	hs.mu.Unlock()
-	if cli != nil {
-		return cli, nil
-	}
-	h, ok := hs.host(name)
-	if !ok {
-		return nil, fmt.Errorf("host %s is not in the spec", name)
-	}
-	cli, err := hs.dialer.Dial(ctx, targetOf(h))
+	t, err := hs.target(name)
 	if err != nil {
 		return nil, err
 	}
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if old := hs.conns[name]; old != nil {
-		cli.Close()
-		return old, nil
-	}
-	hs.conns[name] = cli
-	return cli, nil
+	return hs.conns.Client(ctx, t)
 }
 
 // forget closes and drops the host's connection (the host went down: the next command redials).
-func (hs *hosts) forget(name string) {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if cli := hs.conns[name]; cli != nil {
-		cli.Close()
-		delete(hs.conns, name)
-	}
-}
+func (hs *hosts) forget(name string) { hs.conns.Forget(name) }
 
 // run runs script on host as root, bounded by sshTimeout. A command that fails because the
-// connection died is retried once on a new connection.
+// connection died is retried once on a new connection (provision.Pool.Run).
 func (hs *hosts) run(ctx context.Context, name, step, script string, opts ...provision.RunOption) (provision.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, sshTimeout)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
-		cli, err := hs.client(ctx, name)
-		if err != nil {
-			return provision.Result{}, err
-		}
-		res, err := cli.Run(ctx, step, script, opts...)
-		var ce *provision.CommandError
-		if err != nil && attempt == 0 && ctx.Err() == nil && errors.As(err, &ce) && ce.ExitCode == -1 {
-			hs.forget(name) // a dead connection (the host was down): dial again once
-			continue
-		}
-		return res, err
+	t, err := hs.target(name)
+	if err != nil {
+		return provision.Result{}, err
 	}
+	return hs.conns.Run(ctx, t, step, script, opts...)
 }
 
 // hostRunner is a provision.Runner on one host through hosts.run (sshTimeout, one redial), for
@@ -130,14 +94,7 @@ func (hs *hosts) facts(ctx context.Context, name, step string, req provision.Fac
 }
 
 // close closes every connection.
-func (hs *hosts) close() {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	for n, c := range hs.conns {
-		c.Close()
-		delete(hs.conns, n)
-	}
-}
+func (hs *hosts) close() { _ = hs.conns.Close() }
 
 // unitsOf returns the units a drill may stop on h: etcd on members, haproxy and keepalived on LB
 // hosts.

@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"bytes"
-	"flag"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -12,9 +11,8 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 func specWith(addrs ...string) *v1alpha1.Cluster {
 	c := &v1alpha1.Cluster{
@@ -117,19 +115,7 @@ func TestRenderUnitGolden(t *testing.T) {
 			if !bytes.Equal(got, again) {
 				t.Error("RenderUnit is not deterministic")
 			}
-			path := filepath.Join("testdata", tt.golden)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./etcd -run TestRenderUnitGolden -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("rendered unit differs from %s (run with -update to accept):\n%s", path, got)
-			}
+			golden.Check(t, filepath.Join("testdata", tt.golden), got, "go test ./etcd -run TestRenderUnitGolden -update")
 			assertNoEnvironment(t, got)
 			systemdVerify(t, tt.unit)
 		})

@@ -2,8 +2,10 @@ package etcd
 
 import (
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // UpgradeError refuses a change of spec.etcd.version that etcd's upgrade guide does not allow
@@ -48,13 +50,14 @@ func CheckUpgrade(member, from, to string) error {
 	if !okF || !okT {
 		return nil
 	}
+	// The release numbers only: a pre-release of the same numbers is neither older nor newer here.
 	switch {
-	case t[0] < f[0] || (t[0] == f[0] && (t[1] < f[1] || (t[1] == f[1] && t[2] < f[2]))):
+	case slices.Compare(t.Components(), f.Components()) < 0:
 		return &UpgradeError{Member: member, From: "v" + strings.TrimPrefix(from, "v"), To: to, Downgrade: true}
-	case t[0] != f[0] || t[1] > f[1]+1:
+	case t.Major() != f.Major() || t.Minor() > f.Minor()+1:
 		return &UpgradeError{Member: member, From: "v" + strings.TrimPrefix(from, "v"), To: to}
-	case f[0] == 3 && f[1] == 5 && t[1] == 6:
-		if min, _ := parseVersion(MinPatchBeforeV36); f[2] < min[2] {
+	case f.Major() == 3 && f.Minor() == 5 && t.Minor() == 6:
+		if min, _ := parseVersion(MinPatchBeforeV36); f.Patch() < min.Patch() {
 			return &UpgradeError{Member: member, From: "v" + strings.TrimPrefix(from, "v"), To: to, MinPatch: MinPatchBeforeV36}
 		}
 	}
@@ -69,22 +72,15 @@ func MinorOf(version string) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%d.%d.0", v[0], v[1])
+	return fmt.Sprintf("%d.%d.0", v.Major(), v.Minor())
 }
 
-func parseVersion(s string) ([3]int, bool) {
-	var v [3]int
-	parts := strings.SplitN(strings.TrimPrefix(s, "v"), ".", 3)
-	if len(parts) != 3 {
-		return v, false
-	}
-	parts[2], _, _ = strings.Cut(parts[2], "-")
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil {
-			return v, false
-		}
-		v[i] = n
+// parseVersion parses an etcd release version, "v" optional ("v3.6.16", "3.5.26", "3.6.0-rc.1"),
+// with k8s.io/apimachinery/pkg/util/version's semantic parser; false when s is not one.
+func parseVersion(s string) (*version.Version, bool) {
+	v, err := version.ParseSemantic(s)
+	if err != nil {
+		return nil, false
 	}
 	return v, true
 }
@@ -94,5 +90,5 @@ func nextMinor(from string) string {
 	if !ok {
 		return "next minor"
 	}
-	return fmt.Sprintf("v%d.%d.x", v[0], v[1]+1)
+	return fmt.Sprintf("v%d.%d.x", v.Major(), v.Minor()+1)
 }

@@ -3,7 +3,6 @@ package kubeadm
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,10 +15,9 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/golden"
 	"github.com/hactl/hactl/specload"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 func load(t *testing.T, name string) *v1alpha1.Cluster {
 	t.Helper()
@@ -69,19 +67,7 @@ func TestConfigGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./kubeadm -run TestConfigGolden -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("rendered config differs from %s (run with -update to accept):\n%s", path, got)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.name+".golden"), got, "go test ./kubeadm -run TestConfigGolden -update")
 		})
 	}
 }

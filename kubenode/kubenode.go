@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // Paths on the node.
@@ -116,14 +118,14 @@ type Containerd struct {
 	CNIBinDir string
 }
 
-// Major returns containerd's major version (0 when unknown).
+// Major returns containerd's major version (0 when unknown): Version read by
+// k8s.io/apimachinery/pkg/util/version's generic parser ("1.7.24", "v2.0.0", "1.6.20~ds1").
 func (c Containerd) Major() int {
-	v := strings.TrimPrefix(c.Version, "v")
-	var major int
-	if _, err := fmt.Sscanf(v, "%d.", &major); err != nil {
+	v, err := version.ParseGeneric(c.Version)
+	if err != nil {
 		return 0
 	}
-	return major
+	return int(v.Major())
 }
 
 // ContainerdConfig renders /etc/containerd/config.toml: only what differs from containerd's

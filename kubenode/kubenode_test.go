@@ -29,8 +29,10 @@ func TestContainerdConfig(t *testing.T) {
 	if string(ContainerdConfig(c)) != v3 {
 		t.Error("the same inputs rendered two different files")
 	}
-	if (Containerd{Version: "garbage"}).Major() != 0 || (Containerd{Version: "1.7.24"}).Major() != 1 {
-		t.Error("Major")
+	for v, want := range map[string]int{"garbage": 0, "": 0, "1.7.24": 1, "1.6.20~ds1": 1, "v2.0.0": 2, "2.1.4": 2} {
+		if got := (Containerd{Version: v}).Major(); got != want {
+			t.Errorf("Containerd{Version: %q}.Major() = %d, want %d", v, got, want)
+		}
 	}
 }
 

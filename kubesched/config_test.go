@@ -8,7 +8,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
-	"flag"
 	"math/big"
 	"os"
 	"os/exec"
@@ -20,8 +19,6 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/* from the current output")
 
 // labScheduler returns a defaulted, valid spec.scheduler of the lab's three zones.
 func labScheduler(t *testing.T, mutate func(s *v1alpha1.Scheduler)) *v1alpha1.Scheduler {
@@ -40,7 +37,7 @@ func TestConfigGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "testdata/config.yaml", out, *update, "go test ./kubesched -update")
+	golden.Check(t, "testdata/config.yaml", out, "go test ./kubesched -update")
 }
 
 // TestConfigValidatedByScheduler: every rendered variant passes hactl-scheduler's own validation
@@ -101,7 +98,7 @@ func TestManifestsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "testdata/static-pod.yaml", pod, *update, "go test ./kubesched -update")
+	golden.Check(t, "testdata/static-pod.yaml", pod, "go test ./kubesched -update")
 	objs, _, err := Objects(s, "ghcr.io/hactl/hactl-scheduler:dev")
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +107,7 @@ func TestManifestsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "testdata/deployment.yaml", out, *update, "go test ./kubesched -update")
+	golden.Check(t, "testdata/deployment.yaml", out, "go test ./kubesched -update")
 	for _, want := range []string{"resourceNames:\n  - hactl-scheduler", "name: system:kube-scheduler", "name: system:volume-scheduler",
 		"name: extension-apiserver-authentication-reader", "topologyKey: kubernetes.io/hostname", "priorityClassName: system-cluster-critical",
 		"kind: PodDisruptionBudget", "maxUnavailable: 1"} {

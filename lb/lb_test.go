@@ -3,7 +3,6 @@ package lb
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -19,8 +18,6 @@ import (
 	"github.com/hactl/hactl/internal/testcert"
 	"github.com/hactl/hactl/lb/vrrp"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // The specs of the golden cases, decoded (defaulted and validated) like a user's.
 const specHead = `apiVersion: hactl.io/v1alpha1
@@ -156,7 +153,7 @@ func TestGolden(t *testing.T) {
 					if !bytes.Equal(got, again) {
 						t.Error("two renders differ")
 					}
-					golden.Check(t, filepath.Join("testdata", name), got, *update, "go test ./lb -update")
+					golden.Check(t, filepath.Join("testdata", name), got, "go test ./lb -update")
 				})
 			}
 		}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hactl/hactl/internal/golden"
 )
 
 // Captured outputs of the real tools (testdata):
@@ -346,7 +348,7 @@ func TestStatusScriptRealHAProxy(t *testing.T) {
 	if st.VRRPState != "" || !strings.Contains(st.VRRPNote, "keepalived is not running") || !strings.Contains(st.VRRPNote, "does not hold the VIP") {
 		t.Errorf("VRRP state %q, note %q: want unknown, keepalived not running, does not hold the VIP", st.VRRPState, st.VRRPNote)
 	}
-	if *update {
+	if *golden.Update {
 		if err := os.WriteFile(csvFixture, []byte(splitStatus(out)[sectionStats].body+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}

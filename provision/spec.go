@@ -109,7 +109,7 @@ func TunnelFromSpec(c *v1alpha1.Cluster, o SpecOptions) (*Dialer, error) {
 // TargetOf is the SSH target of spec host h: its name, address and port (0: the Dialer's default),
 // and its hosts[*].ssh overrides (user, key file; "" for spec.ssh's).
 func TargetOf(h v1alpha1.Host) Target {
-	t := Target{Name: h.Name, Address: h.Address, Port: h.Port}
+	t := Target{Name: h.Name, Address: v1alpha1.CanonicalAddress(h.Address), Port: h.Port}
 	if h.SSH != nil {
 		t.User, t.IdentityFile = h.SSH.User, h.SSH.IdentityFile
 		t.Bastion = bastionConfig(h.SSH.Bastion, "bastion of "+h.Name)

@@ -1,15 +1,14 @@
 package specload
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/invalid-messages.golden from the current output")
+	"github.com/hactl/hactl/internal/golden"
+)
 
 // TestMessagesGolden records, for every spec fixture under testdata (invalid-*.yaml, valid-*.yaml,
 // and the same under testdata/backup) plus a missing and an endless file, every message loading
@@ -77,37 +76,5 @@ func TestMessagesGolden(t *testing.T) {
 	}
 	got := strings.ReplaceAll(strings.ReplaceAll(b.String(), testdata, "<testdata>"), home, "<home>")
 
-	golden := filepath.Join("testdata", "invalid-messages.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("messages differ from %s (run with -update after checking the change):\n%s", golden, diffLines(string(want), got))
-	}
-}
-
-// diffLines lists the lines of want and got that differ, by line number.
-func diffLines(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n- %s\n+ %s\n", i+1, wl, gl)
-		}
-	}
-	return b.String()
+	golden.Check(t, filepath.Join("testdata", "invalid-messages.golden"), []byte(got), "go test ./specload -run TestMessagesGolden -update")
 }

@@ -810,7 +810,7 @@ func (v *validator) topology(c *Cluster, p *field.Path) {
 		}
 	}
 	n := len(members)
-	quorum := n/2 + 1
+	quorum := Quorum(n)
 	switch {
 	case len(c.Spec.Hosts) == 0:
 		return // already reported
@@ -829,7 +829,7 @@ func (v *validator) topology(c *Cluster, p *field.Path) {
 			use = "use 3 etcd members (or 1 for a test cluster without fault tolerance)"
 		}
 		v.add(field.Invalid(p, n, fmt.Sprintf("%d hosts have role etcd; an even member count is refused: %d members tolerate %d failure(s), no more than %d members do, yet need a larger quorum (%d instead of %d) for every write, so they are no more available and slower; %s",
-			n, n, (n-1)/2, n-1, quorum, (n-1)/2+1, use)))
+			n, n, (n-1)/2, n-1, quorum, Quorum(n-1), use)))
 		return
 	}
 
@@ -857,12 +857,18 @@ func (v *validator) topology(c *Cluster, p *field.Path) {
 	v.add(field.Invalid(zp, name, fmt.Sprintf("%s; %s, or set spec.etcd.acceptZoneQuorumLoss: true to accept this", what, spreadAdvice(n))))
 }
 
+// Quorum is the number of votes n voting members need to commit: a majority, ⌊n/2⌋+1 (raft; etcd
+// FAQ "Failure tolerance"). It is hactl's one copy of the formula: the spec's topology check uses it
+// here, and etcd/membership.Quorum (the removal guard, bootstrap's rolling restart, the operator's
+// status) returns it.
+func Quorum(n int) int { return n/2 + 1 }
+
 // ZoneHoldingQuorum returns the zone that holds a quorum (⌊n/2⌋+1, raft's majority) of n members,
 // given each member's zone, and the indexes of its members; "" and nil when none does (at most one
 // zone can). Empty zones are not counted. Losing that zone loses the cluster: the rule of the spec's
 // topology check and of a removal's result (etcd/membership.CheckTopology).
 func ZoneHoldingQuorum(zones []string) (string, []int) {
-	quorum := len(zones)/2 + 1
+	quorum := Quorum(len(zones))
 	at := map[string][]int{}
 	for i, z := range zones {
 		if z == "" {

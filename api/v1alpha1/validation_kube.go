@@ -5,10 +5,10 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/hactl/hactl/api/limits"
 )
@@ -25,28 +25,17 @@ func kubeMinor(v string) (string, bool) {
 	return m[1] + "." + m[2], true
 }
 
-// semver parses "vMAJOR.MINOR.PATCH[-pre]" into its three numbers (no leading zeros: semver §2).
-func semver(v string) (nums [3]int, ok bool) {
-	m := versionRE.FindStringSubmatch(v)
-	if m == nil {
-		return nums, false
+// semver parses a "vMAJOR.MINOR.PATCH[-pre]" release version (versionRE's shape, then semver's rules
+// through k8s.io/apimachinery/pkg/util/version: no leading zeros); nil when v is not one.
+func semver(v string) *version.Version {
+	if !versionRE.MatchString(v) {
+		return nil
 	}
-	for i := range 3 {
-		n, err := strconv.Atoi(m[i+1])
-		if err != nil || (len(m[i+1]) > 1 && m[i+1][0] == '0') {
-			return nums, false
-		}
-		nums[i] = n
+	parsed, err := version.ParseSemantic(v)
+	if err != nil {
+		return nil
 	}
-	return nums, true
-}
-
-// prerelease returns a version's pre-release part ("rc.1" of "v1.37.0-rc.1"), "" for a release.
-func prerelease(v string) string {
-	if m := versionRE.FindStringSubmatch(v); m != nil {
-		return strings.TrimPrefix(m[4], "-")
-	}
-	return ""
+	return parsed
 }
 
 func familyName(a netip.Addr) string {
@@ -128,7 +117,8 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 
 	// Versions.
 	vp := p.Child("version")
-	cpVer, cpOK := semver(k.Version)
+	cpVer := semver(k.Version)
+	cpOK := cpVer != nil
 	switch minor, _ := kubeMinor(k.Version); {
 	case k.Version == "":
 		v.add(field.Required(vp, "set the Kubernetes release, e.g. v1.37.2"))
@@ -139,23 +129,19 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 		cpOK = false
 	}
 	kp := p.Child("kubeletVersion")
-	if kv, ok := semver(k.KubeletVersion); !ok && k.KubeletVersion != k.Version {
+	if kv := semver(k.KubeletVersion); kv == nil && k.KubeletVersion != k.Version {
 		v.add(field.Invalid(kp, k.KubeletVersion, "must be a release version such as v1.37.2"))
-	} else if ok && cpOK {
-		newer := slices.Compare(kv[:], cpVer[:]) > 0
-		// Same numbers: a release is newer than its pre-releases (semver §11).
-		if !newer && kv == cpVer {
-			newer = prerelease(k.Version) != "" && prerelease(k.KubeletVersion) != prerelease(k.Version) &&
-				(prerelease(k.KubeletVersion) == "" || prerelease(k.KubeletVersion) > prerelease(k.Version))
-		}
+	} else if kv != nil && cpOK {
+		// A release is newer than its pre-releases (semver §11).
+		cpMinor, kvMinor := int(cpVer.Minor()), int(kv.Minor())
 		switch {
-		case newer:
+		case kv.GreaterThan(cpVer):
 			v.add(field.Invalid(kp, k.KubeletVersion, fmt.Sprintf("kubelet must not be newer than the control plane (%s): Kubernetes' version-skew policy; upgrade the control plane first", k.Version)))
-		case kv[0] != cpVer[0]:
+		case kv.Major() != cpVer.Major():
 			v.add(field.Invalid(kp, k.KubeletVersion, fmt.Sprintf("kubelet must be of the control plane's major version (%s): Kubernetes' version-skew policy", k.Version)))
-		case cpVer[1]-kv[1] > limits.MaxKubeletMinorSkew:
+		case cpMinor-kvMinor > limits.MaxKubeletMinorSkew:
 			v.add(field.Invalid(kp, k.KubeletVersion, fmt.Sprintf("kubelet may be at most %d minor versions older than the control plane (%s): Kubernetes' version-skew policy; use v%d.%d or newer",
-				limits.MaxKubeletMinorSkew, k.Version, cpVer[0], cpVer[1]-limits.MaxKubeletMinorSkew)))
+				limits.MaxKubeletMinorSkew, k.Version, cpVer.Major(), cpMinor-limits.MaxKubeletMinorSkew)))
 		}
 	}
 

@@ -122,33 +122,21 @@ type bench struct {
 
 func run(hactl string, sizes []int, keep bool) error {
 	ctx := context.Background()
-	root, err := lab.FindRepoRoot(".")
+	hactl, err := filepath.Abs(hactl)
 	if err != nil {
 		return err
 	}
-	if hactl, err = filepath.Abs(hactl); err != nil {
-		return err
-	}
-	dir := filepath.Join(root, ".lab-bench-backup")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Dir: dir, ObjectStore: true, Logf: kit.Logf})
+	l, err := kit.UpLab(ctx, ".lab-bench-backup", keep, lab.Options{Members: 3, ObjectStore: true})
 	if err != nil {
 		return err
 	}
-	if !keep {
-		defer func() {
-			if err := l.Down(context.WithoutCancel(ctx)); err != nil {
-				kit.Logf("lab down: %v", err)
-			}
-		}()
-	}
-	o, err := l.ObjectStore()
+	defer l.Teardown(ctx)
+	root, dir := l.Root, l.Dir()
+	o, err := l.ObjectStoreEnv()
 	if err != nil {
 		return err
 	}
-	if err := o.Setenv(); err != nil {
-		return err
-	}
-	b := &bench{hactl: hactl, etcdctl: filepath.Join(root, "bin", "etcdctl"), l: l, store: o, tmp: filepath.Join(dir, "bench-tmp")}
+	b := &bench{hactl: hactl, etcdctl: filepath.Join(root, "bin", "etcdctl"), l: l.Lab, store: o, tmp: filepath.Join(dir, "bench-tmp")}
 	if err := os.MkdirAll(b.tmp, 0o700); err != nil {
 		return err
 	}

@@ -115,18 +115,12 @@ func run(hactl, before string, runs int, keep bool) error {
 		}
 		bins[i].path = p
 	}
-	root, err := lab.FindRepoRoot(".")
+	l, err := kit.UpLab(ctx, ".lab-bench", keep, lab.Options{Members: 5})
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(root, ".lab-bench")
-	l, err := lab.Up(ctx, lab.Options{Members: 5, RepoRoot: root, Dir: dir, Logf: kit.Logf})
-	if err != nil {
-		return err
-	}
-	if !keep {
-		defer l.Down(ctx)
-	}
+	defer l.Teardown(ctx)
+	root, dir := l.Root, l.Dir()
 	var rows []*measurement
 	for _, members := range []int{3, 5} {
 		// Every host of the spec is fresh, the LB hosts too: a fresh run installs HAProxy and
@@ -265,18 +259,12 @@ func runKube(hactl string, runs int, keep bool) error {
 	if err != nil {
 		return err
 	}
-	root, err := lab.FindRepoRoot(".")
+	l, err := kit.UpLab(ctx, ".lab-bench", keep, lab.Options{Members: 3, Workers: true})
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(root, ".lab-bench")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
-	if err != nil {
-		return err
-	}
-	if !keep {
-		defer l.Down(ctx)
-	}
+	defer l.Teardown(ctx)
+	dir := l.Dir()
 	c, err := lab.ReadSpec(l.SpecPath(3))
 	if err != nil {
 		return err

@@ -113,18 +113,12 @@ func killLeader(hactl, spec, dir, label string, runs int, election time.Duration
 func run(hactl string, runs, vipRuns int, keep bool) error {
 	ctx := context.Background()
 	hactl, _ = filepath.Abs(hactl)
-	root, err := lab.FindRepoRoot(".")
+	l, err := kit.UpLab(ctx, ".lab-bench", keep, lab.Options{Members: 3, Kubernetes: true})
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(root, ".lab-bench")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
-	if err != nil {
-		return err
-	}
-	if !keep {
-		defer l.Down(ctx)
-	}
+	defer l.Teardown(ctx)
+	root, dir := l.Root, l.Dir()
 	spec := l.SpecPath(3)
 	if err := kit.Hactl(hactl, "bootstrap", "-f", spec); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)

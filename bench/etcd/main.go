@@ -97,19 +97,12 @@ func client(ctx context.Context, tls etcd.TLSFiles, l *lab.Lab, hosts []string) 
 func run(hactl string, runs, defragMiB, upgrades int, keep bool) error {
 	ctx := context.Background()
 	hactl, _ = filepath.Abs(hactl)
-	root, err := lab.FindRepoRoot(".")
+	l, err := kit.UpLab(ctx, ".lab-bench-etcd", keep, lab.Options{Members: 5})
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(root, ".lab-bench-etcd")
-	binDir := filepath.Join(root, "bin")
-	l, err := lab.Up(ctx, lab.Options{Members: 5, RepoRoot: root, Dir: dir, Logf: kit.Logf})
-	if err != nil {
-		return err
-	}
-	if !keep {
-		defer l.Down(ctx)
-	}
+	defer l.Teardown(ctx)
+	dir, binDir := l.Dir(), filepath.Join(l.Root, "bin")
 	members := []string{"cp-a", "cp-b", "cp-c"}
 	spare := "etcd-d"
 	first, err := spec(dir, binDir, "etcd-bench-0.yaml", members)
@@ -125,7 +118,7 @@ func run(hactl string, runs, defragMiB, upgrades int, keep bool) error {
 		return err
 	}
 	tls := etcd.HactlClientTLS(c)
-	cli, err := client(ctx, tls, l, []string{"cp-a", "cp-b", "cp-c", "etcd-d"})
+	cli, err := client(ctx, tls, l.Lab, []string{"cp-a", "cp-b", "cp-c", "etcd-d"})
 	if err != nil {
 		return err
 	}
@@ -183,7 +176,7 @@ func run(hactl string, runs, defragMiB, upgrades int, keep bool) error {
 		}
 	}
 	if upgrades > 0 {
-		return upgrade(ctx, hactl, l, dir, binDir, members, upgrades)
+		return upgrade(ctx, hactl, l.Lab, dir, binDir, members, upgrades)
 	}
 	return nil
 }

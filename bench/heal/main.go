@@ -78,14 +78,12 @@ type result struct {
 func round(root, hactl string, grace time.Duration, follower, keep bool) (result, error) {
 	var r result
 	ctx := context.Background()
-	dir := filepath.Join(root, ".lab-bench-heal")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, Spares: true, RepoRoot: root, Dir: dir, Logf: logf})
+	l, err := kit.UpLab(ctx, ".lab-bench-heal", keep, lab.Options{Members: 3, Workers: true, Spares: true, RepoRoot: root, Logf: logf})
 	if err != nil {
 		return r, err
 	}
-	if !keep {
-		defer l.Down(ctx)
-	}
+	defer l.Teardown(ctx)
+	dir := l.Dir()
 	base := l.SpecPath(3)
 	c, err := lab.ReadSpec(base)
 	if err != nil {

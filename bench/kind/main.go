@@ -85,17 +85,13 @@ func run(root, hactl string, runs int, cold bool) error {
 		return err
 	}
 
-	dir := filepath.Join(root, ".lab-bench-kind")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
+	l, err := kit.UpLab(ctx, ".lab-bench-kind", false, lab.Options{Members: 3, Workers: true, ObjectStore: true, RepoRoot: root})
 	if err != nil {
 		return err
 	}
-	defer l.Down(ctx)
-	store, err := l.ObjectStore()
-	if err != nil {
-		return err
-	}
-	if err := store.Setenv(); err != nil {
+	defer l.Teardown(ctx)
+	dir := l.Dir()
+	if _, err := l.ObjectStoreEnv(); err != nil {
 		return err
 	}
 	spec := l.SpecPath(3)

@@ -1,7 +1,7 @@
-// Package kit is what every benchmark main under bench/ shares: progress lines on stderr, the exit
-// on a failed run, nearest-rank percentiles, the "met"/"MISSED" column against a goal, and running
-// the hactl binary under test. Benchmarks print figures; they never assert timings (the brief's
-// "performance is measured, not asserted").
+// Package kit is what every benchmark main under bench/ shares: the lab bring-up (UpLab, Lab),
+// progress lines on stderr, the exit on a failed run, nearest-rank percentiles, the "met"/"MISSED"
+// column against a goal, and running the hactl binary under test. Benchmarks print figures; they
+// never assert timings (the brief's "performance is measured, not asserted").
 package kit
 
 import (
@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hactl/hactl/internal/percentile"
 )
 
 // Logf writes one progress line to stderr (stdout is kept for the figures).
@@ -32,8 +34,7 @@ func Pct(xs []float64, p float64) float64 {
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
+	return percentile.NearestRank(s, p)
 }
 
 // Verdict is a figure's column against its goal: "met" or "MISSED".

@@ -123,17 +123,11 @@ func stats(ds []time.Duration) (med, lo, hi time.Duration) {
 func run(hactl string, runs int, keep bool) error {
 	ctx := context.Background()
 	hactl, _ = filepath.Abs(hactl)
-	root, err := lab.FindRepoRoot(".")
+	l, err := kit.UpLab(ctx, ".lab-bench", keep, lab.Options{Members: 3, Kubernetes: true})
 	if err != nil {
 		return err
 	}
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, RepoRoot: root, Dir: filepath.Join(root, ".lab-bench"), Logf: kit.Logf})
-	if err != nil {
-		return err
-	}
-	if !keep {
-		defer l.Down(ctx)
-	}
+	defer l.Teardown(ctx)
 	spec := l.SpecPath(3)
 	boot := func() error {
 		start := time.Now()

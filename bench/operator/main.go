@@ -56,19 +56,12 @@ const ns, name = "hactl-system", "hactl-operator"
 
 func run(root, hactl string, duration, idle time.Duration, runs int, keep bool) error {
 	ctx := context.Background()
-	dir := filepath.Join(root, ".lab-bench-operator")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
+	l, err := kit.UpLab(ctx, ".lab-bench-operator", keep, lab.Options{Members: 3, Workers: true, ObjectStore: true, RepoRoot: root})
 	if err != nil {
 		return err
 	}
-	if !keep {
-		defer l.Down(ctx)
-	}
-	store, err := l.ObjectStore()
-	if err != nil {
-		return err
-	}
-	if err := store.Setenv(); err != nil {
+	defer l.Teardown(ctx)
+	if _, err := l.ObjectStoreEnv(); err != nil {
 		return err
 	}
 	spec := l.SpecPath(3)

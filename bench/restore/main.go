@@ -57,23 +57,13 @@ func main() {
 func run(hactl string, mibs []int, warmup time.Duration, keep bool) error {
 	ctx := context.Background()
 	hactl, _ = filepath.Abs(hactl)
-	root, err := lab.FindRepoRoot(".")
+	l, err := kit.UpLab(ctx, ".lab-bench-restore", keep, lab.Options{Members: 3, Kubernetes: true, ObjectStore: true})
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(root, ".lab-bench-restore")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Kubernetes: true, ObjectStore: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
-	if err != nil {
-		return err
-	}
-	if !keep {
-		defer l.Down(ctx)
-	}
-	o, err := l.ObjectStore()
-	if err != nil {
-		return err
-	}
-	if err := o.Setenv(); err != nil {
+	defer l.Teardown(ctx)
+	dir := l.Dir()
+	if _, err := l.ObjectStoreEnv(); err != nil {
 		return err
 	}
 	spec := l.SpecPath(3)

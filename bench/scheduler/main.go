@@ -493,14 +493,12 @@ func leaseTakeover(root, hactl string, runs int, keep bool, series []string) err
 		}
 	}
 	ctx := context.Background()
-	dir := filepath.Join(root, ".lab-bench-scheduler")
-	l, err := lab.Up(ctx, lab.Options{Members: 3, Workers: true, RepoRoot: root, Dir: dir, Logf: kit.Logf})
+	l, err := kit.UpLab(ctx, ".lab-bench-scheduler", keep, lab.Options{Members: 3, Workers: true, RepoRoot: root})
 	if err != nil {
 		return err
 	}
-	if !keep {
-		defer l.Down(ctx)
-	}
+	defer l.Teardown(ctx)
+	dir := l.Dir()
 	spec := l.SpecPath(3)
 	if err := kit.Hactl(hactl, "bootstrap", "-f", spec); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/internal/percentile"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 )
@@ -250,15 +251,9 @@ func (p *FsyncProbe) fill(base, samples []int64) {
 	}
 	slices.Sort(lat)
 	p.Samples = len(lat)
-	p.P50 = percentile(lat, 50)
-	p.P99 = percentile(lat, 99)
+	p.P50 = percentile.NearestRank(lat, 50)
+	p.P99 = percentile.NearestRank(lat, 99)
 	p.Err = ""
-}
-
-// percentile returns the nearest-rank q-th percentile of sorted (not empty).
-func percentile(sorted []time.Duration, q int) time.Duration {
-	rank := (q*len(sorted) + 99) / 100 // ceil(q/100 * n)
-	return sorted[max(rank, 1)-1]
 }
 
 // timeSyncSummary is "chrony active, synchronised" and the like, for the preflight line.

@@ -40,10 +40,9 @@ func Sum(b []byte) string {
 
 // Remote is what phases use of a host's SSH connection (a *provision.Client; tests use fakes).
 type Remote interface {
-	Run(ctx context.Context, step, command string, opts ...provision.RunOption) (provision.Result, error)
+	provision.Conn
 	Upload(ctx context.Context, step string, files []provision.File) error
 	Commands() int
-	Close() error
 }
 
 var _ Remote = (*provision.Client)(nil)
@@ -60,7 +59,7 @@ type Run struct {
 
 	mu      sync.Mutex
 	dialer  *provision.Dialer
-	clients map[string]Remote
+	clients *provision.Pool[Remote] // dialled with dialer, made at the first Connect that dials
 	facts   map[string]*provision.Facts
 	needs   []need // in the order groups asked
 }
@@ -72,7 +71,9 @@ type need struct {
 
 // New returns the context of a run over spec. It contacts nothing.
 func New(spec *v1alpha1.Cluster, p *ui.Printer, dryRun bool, ssh provision.SpecOptions) *Run {
-	return &Run{Spec: spec, Printer: p, DryRun: dryRun, SSH: ssh, clients: map[string]Remote{}, facts: map[string]*provision.Facts{}}
+	r := &Run{Spec: spec, Printer: p, DryRun: dryRun, SSH: ssh, facts: map[string]*provision.Facts{}}
+	r.clients = provision.NewPoolFunc(r.dialTarget)
+	return r
 }
 
 // Need registers that a group needs the facts req from host h. Connect gathers every host's
@@ -106,7 +107,8 @@ func (r *Run) Connect(ctx context.Context, then func(ctx context.Context, host s
 	}
 	dial := false
 	for _, h := range hosts {
-		dial = dial || r.clients[h.Name] == nil
+		_, ok := r.clients.Get(h.Name)
+		dial = dial || !ok
 	}
 	r.mu.Unlock()
 	if dial {
@@ -155,37 +157,33 @@ func (r *Run) ensureDialer() error {
 	return nil
 }
 
-// dial returns h's connection, opening it when there is none.
+// dial returns h's connection, opening it when there is none (the pool's, dialled by dialTarget).
 func (r *Run) dial(ctx context.Context, h v1alpha1.Host) (Remote, error) {
-	if c := r.Client(h.Name); c != nil {
-		return c, nil
-	}
+	return r.clients.Client(ctx, provision.TargetOf(h))
+}
+
+// dialTarget opens t's connection with the run's dialer (ensureDialer made it) and logs it.
+func (r *Run) dialTarget(ctx context.Context, t provision.Target) (Remote, error) {
 	r.mu.Lock()
 	d := r.dialer
 	r.mu.Unlock()
 	start := time.Now()
-	c, err := d.Dial(ctx, provision.TargetOf(h))
-	r.Printer.Debugf("%s: [connect] ssh connection and privilege probe (%s, err=%v)", h.Name, time.Since(start).Round(time.Millisecond), err)
+	c, err := d.Dial(ctx, t)
+	r.Printer.Debugf("%s: [connect] ssh connection and privilege probe (%s, err=%v)", t.Name, time.Since(start).Round(time.Millisecond), err)
 	if err != nil {
 		return nil, err
 	}
-	r.SetClient(h.Name, c)
 	return c, nil
 }
 
 // Client returns host's connection (nil before Connect, or when it failed).
 func (r *Run) Client(host string) Remote {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.clients[host]
+	c, _ := r.clients.Get(host)
+	return c
 }
 
 // SetClient sets host's connection (tests set fakes).
-func (r *Run) SetClient(host string, c Remote) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.clients[host] = c
-}
+func (r *Run) SetClient(host string, c Remote) { r.clients.Set(host, c) }
 
 // Facts returns host's gathered facts (nil before Connect, or when it failed).
 func (r *Run) Facts(host string) *provision.Facts {
@@ -255,11 +253,9 @@ func (r *Run) EtcdDial() etcd.Option {
 
 // Close closes every connection and the dialer.
 func (r *Run) Close() {
+	_ = r.clients.Close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.clients {
-		c.Close()
-	}
 	if r.dialer != nil {
 		r.dialer.Close()
 	}

@@ -2,7 +2,6 @@ package fault
 
 import (
 	"errors"
-	"flag"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,8 +12,6 @@ import (
 	"github.com/hactl/hactl/internal/golden"
 	"github.com/hactl/hactl/provision"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 const testID = "20261201-051144-a3f9"
 
@@ -79,7 +76,7 @@ func TestGolden(t *testing.T) {
 		if strings.HasPrefix(name, "inspect-") || name == "apply-stop" || name == "apply-ports" {
 			continue
 		}
-		golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(s), *update, "go test ./drill/fault -update")
+		golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(s), "go test ./drill/fault -update")
 	}
 }
 

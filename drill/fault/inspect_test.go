@@ -121,7 +121,7 @@ func TestInspectSameLeftovers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden.Check(t, filepath.Join("testdata", "inspect", tc.name+".json"), append(got, '\n'), *update, "go test ./drill/fault -update")
+			golden.Check(t, filepath.Join("testdata", "inspect", tc.name+".json"), append(got, '\n'), "go test ./drill/fault -update")
 		})
 	}
 }

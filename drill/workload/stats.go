@@ -1,9 +1,10 @@
 package workload
 
 import (
-	"math"
 	"slices"
 	"time"
+
+	"github.com/hactl/hactl/internal/percentile"
 )
 
 // Stats are availability figures computed from a Record. Every duration is a time.Duration in Go
@@ -98,8 +99,8 @@ func (r *Record) Stats(t0 time.Time) Stats {
 		lat = append(lat, w.Done.Sub(w.Sent))
 	}
 	slices.Sort(lat)
-	s.LatencyP50 = percentile(lat, 50)
-	s.LatencyP99 = percentile(lat, 99)
+	s.LatencyP50 = percentile.NearestRank(lat, 50)
+	s.LatencyP99 = percentile.NearestRank(lat, 99)
 	if len(lat) > 0 {
 		s.LatencyMax = lat[len(lat)-1]
 	}
@@ -115,16 +116,6 @@ func (r *Record) Stats(t0 time.Time) Stats {
 		}
 	}
 	return s
-}
-
-// percentile returns the nearest-rank p-th percentile of sorted: the ⌈p·n/100⌉-th smallest value,
-// 0 when empty.
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(float64(p) * float64(len(sorted)) / 100))
-	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
 // Window returns a copy of r holding only the writes, reads and skipped ticks sent (or scheduled)

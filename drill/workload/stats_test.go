@@ -105,31 +105,6 @@ func TestStats(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	hundred := make([]time.Duration, 100)
-	for i := range hundred {
-		hundred[i] = ms(i + 1)
-	}
-	for _, tc := range []struct {
-		in   []time.Duration
-		p    int
-		want time.Duration
-	}{
-		{nil, 50, 0},
-		{[]time.Duration{ms(7)}, 50, ms(7)},
-		{[]time.Duration{ms(7)}, 99, ms(7)},
-		{[]time.Duration{ms(1), ms(2)}, 50, ms(1)},
-		{[]time.Duration{ms(1), ms(2)}, 99, ms(2)},
-		{hundred, 50, ms(50)},
-		{hundred, 99, ms(99)},
-		{hundred, 100, ms(100)},
-	} {
-		if got := percentile(tc.in, tc.p); got != tc.want {
-			t.Errorf("percentile(%d values, %d) = %s, want %s", len(tc.in), tc.p, got, tc.want)
-		}
-	}
-}
-
 func TestStatsJSON(t *testing.T) {
 	s := fabricated().Stats(at(100))
 	b, err := json.Marshal(s)

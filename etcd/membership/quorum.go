@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/hactl/hactl/api/v1alpha1"
 )
 
 // Voter is a member as a quorum check sees it: its name (empty when added but never started), ID,
@@ -21,8 +23,9 @@ type Voter struct {
 	Healthy bool
 }
 
-// Quorum is the number of votes n voting members need to commit: a majority, ⌊n/2⌋+1 (raft).
-func Quorum(n int) int { return n/2 + 1 }
+// Quorum is the number of votes n voting members need to commit: a majority, ⌊n/2⌋+1 (raft). The
+// formula lives once, in api/v1alpha1 (the spec's topology check needs it and may import no more).
+func Quorum(n int) int { return v1alpha1.Quorum(n) }
 
 // QuorumError refuses a removal that would leave fewer healthy voting members than the quorum of
 // those that remain. Its message does the arithmetic; callers pass --force to override.

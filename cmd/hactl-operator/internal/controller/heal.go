@@ -451,30 +451,25 @@ func (r *EtcdClusterReconciler) checkEtcdBinary(ec *v1.EtcdCluster, want string)
 }
 
 // lazyHost dials the spare at its first use, so steps that need only etcd (removing the lost
-// member) do not depend on it.
+// member) do not depend on it: a provision.Pool of the one host, dialled with cfg.
 type lazyHost struct {
 	target provision.Target
 	cfg    provision.Config
-	mu     sync.Mutex
-	c      *provision.Client
+	once   sync.Once
+	pool   *provision.Pool[*provision.Client]
 }
 
-func (h *lazyHost) client(ctx context.Context) (*provision.Client, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.c != nil {
-		return h.c, nil
-	}
-	c, err := provision.Dial(ctx, h.target, h.cfg)
-	if err != nil {
-		return nil, err
-	}
-	h.c = c
-	return c, nil
+func (h *lazyHost) conns() *provision.Pool[*provision.Client] {
+	h.once.Do(func() {
+		h.pool = provision.NewPoolFunc(func(ctx context.Context, t provision.Target) (*provision.Client, error) {
+			return provision.Dial(ctx, t, h.cfg)
+		})
+	})
+	return h.pool
 }
 
 func (h *lazyHost) Upload(ctx context.Context, step string, files []provision.File) error {
-	c, err := h.client(ctx)
+	c, err := h.conns().Client(ctx, h.target)
 	if err != nil {
 		return err
 	}
@@ -482,7 +477,7 @@ func (h *lazyHost) Upload(ctx context.Context, step string, files []provision.Fi
 }
 
 func (h *lazyHost) Run(ctx context.Context, step, command string, opts ...provision.RunOption) (provision.Result, error) {
-	c, err := h.client(ctx)
+	c, err := h.conns().Client(ctx, h.target)
 	if err != nil {
 		return provision.Result{}, err
 	}
@@ -493,10 +488,5 @@ func (h *lazyHost) close() {
 	if h == nil {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.c != nil {
-		_ = h.c.Close()
-		h.c = nil
-	}
+	_ = h.conns().Close()
 }
