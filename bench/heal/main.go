@@ -33,7 +33,7 @@ import (
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 func main() {
@@ -168,7 +168,7 @@ func round(root, hactl string, grace time.Duration, follower, keep bool) (result
 	if err != nil {
 		return r, err
 	}
-	var ec v1.EtcdCluster
+	var ec hactlv1.EtcdCluster
 	if err := json.Unmarshal([]byte(out), &ec); err != nil {
 		return r, err
 	}

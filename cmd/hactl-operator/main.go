@@ -25,7 +25,7 @@ import (
 
 	"github.com/hactl/hactl/cmd/hactl-operator/internal/controller"
 	"github.com/hactl/hactl/cmd/hactl-operator/internal/options"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 func main() {
@@ -70,7 +70,7 @@ func run(o options.Options) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := v1.AddToScheme(scheme); err != nil {
+	if err := hactlv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	lease, renew, retry := o.LeaseDuration, o.RenewDeadline, o.RetryPeriod

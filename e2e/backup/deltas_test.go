@@ -13,9 +13,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/e2e/harness"
-	"github.com/hactl/hactl/schedule"
 )
 
 // TestDeltas: `backup schedule --deltas` runs an agent on every member; one writes deltas, and

@@ -14,8 +14,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/e2e/harness"
-	"github.com/hactl/hactl/schedule"
 )
 
 // scheduleEvery is the e2e interval (under a minute: --allow-short-interval).

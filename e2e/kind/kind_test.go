@@ -23,7 +23,7 @@ import (
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/e2e/workflow"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/status"
 )
@@ -183,10 +183,10 @@ func TestWorkflowOnKind(t *testing.T) {
 	})
 
 	t.Run("the operator in kind snapshots the lab's etcd into the lab's MinIO; the status step records it", func(t *testing.T) {
-		var ec v1.EtcdCluster
+		var ec hactlv1.EtcdCluster
 		harness.WaitFor(t, "a snapshot taken by the operator", 3*time.Minute, 2*time.Second, func() string {
 			out := kubectl(t, s.kubeconfig, "get", "etcdcluster", "-n", deploy.DefaultNamespace, s.name, "-o", "json")
-			ec = v1.EtcdCluster{}
+			ec = hactlv1.EtcdCluster{}
 			if err := json.Unmarshal([]byte(out), &ec); err != nil {
 				return err.Error()
 			}
@@ -195,7 +195,7 @@ func TestWorkflowOnKind(t *testing.T) {
 			}
 			return ""
 		})
-		if ec.Status.Phase != v1.PhaseRunning {
+		if ec.Status.Phase != hactlv1.PhaseRunning {
 			t.Errorf("EtcdCluster phase %s, conditions %+v", ec.Status.Phase, ec.Status.Conditions)
 		}
 		runSteps(t, s.runner, s.job, "status", "status")
@@ -214,7 +214,7 @@ func TestWorkflowOnKind(t *testing.T) {
 		if err := harness.ReadJSON(filepath.Join(s.reports, "status.json"), &rep); err != nil {
 			t.Fatal(err)
 		}
-		if o := rep.Operator; o == nil || o.Phase != v1.PhaseRunning || o.Holder == "" {
+		if o := rep.Operator; o == nil || o.Phase != hactlv1.PhaseRunning || o.Holder == "" {
 			t.Errorf("status.json: operator %+v (hactl status reads it where operator deploy recorded the kubeconfig)", rep.Operator)
 		}
 		s.hactl.MustHactl(t, "backup", "verify", "-f", s.spec, l.Snapshots[i].Stem)

@@ -20,7 +20,7 @@ import (
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/drill/lease"
 	"github.com/hactl/hactl/e2e/harness"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/status"
 )
@@ -36,15 +36,15 @@ func operatorArchive(t *testing.T) string {
 }
 
 // etcdCluster reads the lab's EtcdCluster (in the operator's default namespace) through the VIP.
-func etcdCluster(t *testing.T, name string) v1.EtcdCluster {
+func etcdCluster(t *testing.T, name string) hactlv1.EtcdCluster {
 	t.Helper()
 	return etcdClusterIn(t, deploy.DefaultNamespace, name)
 }
 
 // etcdClusterIn reads the EtcdCluster ns/name through the VIP.
-func etcdClusterIn(t *testing.T, ns, name string) v1.EtcdCluster {
+func etcdClusterIn(t *testing.T, ns, name string) hactlv1.EtcdCluster {
 	t.Helper()
-	var ec v1.EtcdCluster
+	var ec hactlv1.EtcdCluster
 	if err := json.Unmarshal([]byte(kubectl(t, "get", "etcdcluster", "-n", ns, name, "-o", "json")), &ec); err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +52,13 @@ func etcdClusterIn(t *testing.T, ns, name string) v1.EtcdCluster {
 }
 
 // waitEtcdCluster polls the EtcdCluster (the operator requeues every 30 s ± 10%) until ok.
-func waitEtcdCluster(t *testing.T, name, what string, within time.Duration, ok func(v1.EtcdCluster) bool) v1.EtcdCluster {
+func waitEtcdCluster(t *testing.T, name, what string, within time.Duration, ok func(hactlv1.EtcdCluster) bool) hactlv1.EtcdCluster {
 	t.Helper()
 	return waitEtcdClusterIn(t, deploy.DefaultNamespace, name, what, within, ok)
 }
 
 // waitEtcdClusterIn is waitEtcdCluster for the EtcdCluster ns/name.
-func waitEtcdClusterIn(t *testing.T, ns, name, what string, within time.Duration, ok func(v1.EtcdCluster) bool) v1.EtcdCluster {
+func waitEtcdClusterIn(t *testing.T, ns, name, what string, within time.Duration, ok func(hactlv1.EtcdCluster) bool) hactlv1.EtcdCluster {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	start := time.Now()
@@ -98,7 +98,7 @@ func operatorDiagnosticsIn(t *testing.T, ns string) {
 	}
 }
 
-func condition(ec v1.EtcdCluster, typ string) (status, reason, msg string) {
+func condition(ec hactlv1.EtcdCluster, typ string) (status, reason, msg string) {
 	for _, c := range ec.Status.Conditions {
 		if c.Type == typ {
 			return string(c.Status), c.Reason, c.Message
@@ -197,26 +197,26 @@ func TestOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("operator deploy: %s", time.Since(start).Round(100*time.Millisecond))
-	if ready.AvailableReplicas < 1 || ready.Phase == v1.PhasePending {
+	if ready.AvailableReplicas < 1 || ready.Phase == hactlv1.PhasePending {
 		t.Fatalf("deploy: %+v", ready)
 	}
 	if out, err := suite.Lab.Kubectl(ctx, "get", "deployment", "-n", deploy.DefaultNamespace, deploy.Name,
 		"-o", "jsonpath={.spec.template.spec.containers[0].args}"); err != nil || !strings.Contains(out, "--requeue-period=5s") {
 		t.Errorf("the Deployment's args %s (%v) lack --requeue-period=5s", out, err)
 	}
-	ec := waitEtcdCluster(t, name, "Running with every member healthy", 90*time.Second, func(ec v1.EtcdCluster) bool {
+	ec := waitEtcdCluster(t, name, "Running with every member healthy", 90*time.Second, func(ec hactlv1.EtcdCluster) bool {
 		healthy := 0
 		for _, m := range ec.Status.Members {
 			if m.Healthy && m.ID != "" {
 				healthy++
 			}
 		}
-		st, _, _ := condition(ec, v1.ConditionAvailable)
-		return ec.Status.Phase == v1.PhaseRunning && healthy == 3 && ec.Status.Leader != "" && st == "True"
+		st, _, _ := condition(ec, hactlv1.ConditionAvailable)
+		return ec.Status.Phase == hactlv1.PhaseRunning && healthy == 3 && ec.Status.Leader != "" && st == "True"
 	})
 	t.Logf("leader %s, conditions %+v", ec.Status.Leader, ec.Status.Conditions)
-	ec = waitEtcdCluster(t, name, "holding a fresh snapshot of the operator's", 90*time.Second, func(ec v1.EtcdCluster) bool {
-		st, _, _ := condition(ec, v1.ConditionBackupFresh)
+	ec = waitEtcdCluster(t, name, "holding a fresh snapshot of the operator's", 90*time.Second, func(ec hactlv1.EtcdCluster) bool {
+		st, _, _ := condition(ec, hactlv1.ConditionBackupFresh)
 		return st == "True" && ec.Status.LastSnapshot != nil && ec.Status.LastSnapshot.TakenBy == backup.TakenByOperator
 	})
 	firstSlot := ec.Status.LastSnapshot.Slot
@@ -227,7 +227,7 @@ func TestOperator(t *testing.T) {
 	if err := json.Unmarshal([]byte(suite.MustHactl(t, "status", "-f", spec, "-o", "json").Stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if o := rep.Operator; o == nil || !o.Deployed || o.Holder == "" || o.Phase != v1.PhaseRunning || o.LastSnapshot == nil || len(o.Conditions) < 4 {
+	if o := rep.Operator; o == nil || !o.Deployed || o.Holder == "" || o.Phase != hactlv1.PhaseRunning || o.LastSnapshot == nil || len(o.Conditions) < 4 {
 		t.Errorf("hactl status: operator %+v", o)
 	}
 	if r := suite.MustHactl(t, "status", "-f", spec); !strings.Contains(r.Stdout, "operator: "+deploy.DefaultNamespace+"/"+deploy.Name) || !strings.Contains(r.Stdout, "BackupFresh") {
@@ -236,15 +236,15 @@ func TestOperator(t *testing.T) {
 
 	// A member down: Degraded, one failure from quorum loss.
 	suite.ExecOn(t, "cp-c", "systemctl", "stop", "etcd.service")
-	ec = waitEtcdCluster(t, name, "Degraded with QuorumAtRisk", 90*time.Second, func(ec v1.EtcdCluster) bool {
-		st, reason, _ := condition(ec, v1.ConditionQuorumAtRisk)
-		return ec.Status.Phase == v1.PhaseDegraded && st == "True" && reason == "OneFailureFromQuorumLoss"
+	ec = waitEtcdCluster(t, name, "Degraded with QuorumAtRisk", 90*time.Second, func(ec hactlv1.EtcdCluster) bool {
+		st, reason, _ := condition(ec, hactlv1.ConditionQuorumAtRisk)
+		return ec.Status.Phase == hactlv1.PhaseDegraded && st == "True" && reason == "OneFailureFromQuorumLoss"
 	})
-	if _, _, msg := condition(ec, v1.ConditionDegraded); !strings.Contains(msg, "cp-c") {
+	if _, _, msg := condition(ec, hactlv1.ConditionDegraded); !strings.Contains(msg, "cp-c") {
 		t.Errorf("Degraded does not name cp-c: %q", msg)
 	}
 	suite.ExecOn(t, "cp-c", "systemctl", "start", "etcd.service")
-	waitEtcdCluster(t, name, "Running again", 90*time.Second, func(ec v1.EtcdCluster) bool { return ec.Status.Phase == v1.PhaseRunning })
+	waitEtcdCluster(t, name, "Running again", 90*time.Second, func(ec hactlv1.EtcdCluster) bool { return ec.Status.Phase == hactlv1.PhaseRunning })
 	// cp-c's control plane lost its local etcd member meanwhile: the test goes on only once every
 	// control-plane static pod is Ready again, so the cluster is left as it was found.
 	waitControlPlaneReady(t, 5*time.Minute)
@@ -289,7 +289,7 @@ func TestOperator(t *testing.T) {
 
 	// The slot after the takeover is taken too; then every slot since the first was taken once.
 	takeover := time.Now()
-	ec = waitEtcdCluster(t, name, "holding the snapshot of a slot after the takeover", 100*time.Second, func(ec v1.EtcdCluster) bool {
+	ec = waitEtcdCluster(t, name, "holding the snapshot of a slot after the takeover", 100*time.Second, func(ec hactlv1.EtcdCluster) bool {
 		s := ec.Status.LastSnapshot
 		return s != nil && slotTime(t, s.Slot).After(takeover)
 	})
@@ -369,7 +369,7 @@ func TestOperator(t *testing.T) {
 	// slot, and prunes the bucket down to the newest 3.
 	changed := time.Now()
 	kubectl(t, "patch", "etcdcluster", "-n", deploy.DefaultNamespace, name, "--type", "merge", "-p", `{"spec":{"backup":{"every":"2m","retention":{"keepLast":3}}}}`)
-	ec = waitEtcdCluster(t, name, "holding a snapshot of a slot after every: 2m", 150*time.Second, func(ec v1.EtcdCluster) bool {
+	ec = waitEtcdCluster(t, name, "holding a snapshot of a slot after every: 2m", 150*time.Second, func(ec hactlv1.EtcdCluster) bool {
 		s := ec.Status.LastSnapshot
 		return s != nil && slotTime(t, s.Slot).After(changed)
 	})
@@ -415,10 +415,10 @@ func TestOperator(t *testing.T) {
 
 	// EtcdSnapshots mirror the bucket; one without a key is a snapshot taken now; the finalizer
 	// deletes from the bucket only with deletionPolicy Delete.
-	var objs []v1.EtcdSnapshot
+	var objs []hactlv1.EtcdSnapshot
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var sl v1.EtcdSnapshotList
+		var sl hactlv1.EtcdSnapshotList
 		if err := json.Unmarshal([]byte(kubectl(t, "get", "etcdsnapshots", "-n", deploy.DefaultNamespace, "-l", "hactl.io/cluster="+name, "-o", "json")), &sl); err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +442,7 @@ func TestOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubectl(t, "create", "-f", onDemand)
-	var now1 v1.EtcdSnapshot
+	var now1 hactlv1.EtcdSnapshot
 	deadline = time.Now().Add(60 * time.Second)
 	for {
 		if err := json.Unmarshal([]byte(kubectl(t, "get", "etcdsnapshot", "-n", deploy.DefaultNamespace, "e2e-now", "-o", "json")), &now1); err != nil {
@@ -517,11 +517,11 @@ func TestOperator(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	kubectl(t, "patch", "etcdcluster", "-n", deploy.DefaultNamespace, name, "--type", "merge", "-p", `{"spec":{"maintenance":{"defragThresholdPercent":30}}}`)
-	ec = waitEtcdCluster(t, name, "defragmented", 90*time.Second, func(ec v1.EtcdCluster) bool {
-		st, _, msg := condition(ec, v1.ConditionMaintenance)
+	ec = waitEtcdCluster(t, name, "defragmented", 90*time.Second, func(ec hactlv1.EtcdCluster) bool {
+		st, _, msg := condition(ec, hactlv1.ConditionMaintenance)
 		return ec.Status.LastDefragmentation != nil && st == "False" && strings.Contains(msg, "defragmented")
 	})
-	_, _, msg := condition(ec, v1.ConditionMaintenance)
+	_, _, msg := condition(ec, hactlv1.ConditionMaintenance)
 	t.Logf("maintenance: %s", msg)
 	for _, ep := range eps {
 		sr, err := cli.Status(ctx, ep)

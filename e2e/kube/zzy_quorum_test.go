@@ -17,7 +17,7 @@ import (
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
 	"github.com/hactl/hactl/kubeadm/images"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/status"
@@ -86,28 +86,28 @@ func TestOperatorQuorumLost(t *testing.T) {
 	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--kubeconfig", kubeconfig, "--namespace", quorumNamespace,
 		"--image", refs[0], "--replicas", "1", "--auto-replace", "--grace-period", "20s", "--requeue-period", "5s")
 	name := c.Metadata.Name
-	before := waitEtcdClusterIn(t, quorumNamespace, name, "Running with spare-c in the pool", 90*time.Second, func(ec v1.EtcdCluster) bool {
+	before := waitEtcdClusterIn(t, quorumNamespace, name, "Running with spare-c in the pool", 90*time.Second, func(ec hactlv1.EtcdCluster) bool {
 		h := ec.Spec.Healing
-		st, _, _ := condition(ec, v1.ConditionHealing)
-		return ec.Status.Phase == v1.PhaseRunning && h != nil && h.AutoReplace && len(h.Spares) == 1 && st == "False"
+		st, _, _ := condition(ec, hactlv1.ConditionHealing)
+		return ec.Status.Phase == hactlv1.PhaseRunning && h != nil && h.AutoReplace && len(h.Spares) == 1 && st == "False"
 	})
 
 	for _, h := range []string{"w-a", "w-b"} {
 		suite.ExecOn(t, h, "systemctl", "stop", "etcd.service")
 	}
 	stopped := time.Now()
-	lost := waitEtcdClusterIn(t, quorumNamespace, name, "reporting the lost quorum", 2*time.Minute, func(ec v1.EtcdCluster) bool {
-		_, reason, _ := condition(ec, v1.ConditionHealing)
+	lost := waitEtcdClusterIn(t, quorumNamespace, name, "reporting the lost quorum", 2*time.Minute, func(ec hactlv1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, hactlv1.ConditionHealing)
 		return reason == observe.ReasonHealQuorumLost
 	})
-	st, reason, msg := condition(lost, v1.ConditionAvailable)
+	st, reason, msg := condition(lost, hactlv1.ConditionAvailable)
 	if st != "False" {
 		t.Errorf("Available: %s %s: %s; want False", st, reason, msg)
 	}
-	if st, reason, msg := condition(lost, v1.ConditionQuorumAtRisk); st != "True" || reason != observe.ReasonQuorumLost {
+	if st, reason, msg := condition(lost, hactlv1.ConditionQuorumAtRisk); st != "True" || reason != observe.ReasonQuorumLost {
 		t.Errorf("QuorumAtRisk: %s %s: %s; want True QuorumLost", st, reason, msg)
 	}
-	if _, _, msg := condition(lost, v1.ConditionHealing); !strings.Contains(msg, "changes nothing") || !strings.Contains(msg, "hactl restore -f cluster.yaml --from latest") {
+	if _, _, msg := condition(lost, hactlv1.ConditionHealing); !strings.Contains(msg, "changes nothing") || !strings.Contains(msg, "hactl restore -f cluster.yaml --from latest") {
 		t.Errorf("the Healing condition does not give the restore command: %s", msg)
 	}
 
@@ -117,11 +117,11 @@ func TestOperatorQuorumLost(t *testing.T) {
 		time.Sleep(wait)
 	}
 	after := etcdClusterIn(t, quorumNamespace, name)
-	if _, reason, _ := condition(after, v1.ConditionHealing); reason != observe.ReasonHealQuorumLost {
+	if _, reason, _ := condition(after, hactlv1.ConditionHealing); reason != observe.ReasonHealQuorumLost {
 		t.Errorf("Healing reason past the grace period: %s, want %s", reason, observe.ReasonHealQuorumLost)
 	}
 	if after.Status.Healing != nil || len(after.Status.Heals) != 0 || len(after.Spec.Healing.Spares) != 1 ||
-		!slices.EqualFunc(after.Spec.Members, before.Spec.Members, func(a, b v1.MemberEndpoint) bool { return a.Name == b.Name }) {
+		!slices.EqualFunc(after.Spec.Members, before.Spec.Members, func(a, b hactlv1.MemberEndpoint) bool { return a.Name == b.Name }) {
 		t.Errorf("the operator acted without a quorum: healing %+v, heals %+v, spares %+v, members %+v",
 			after.Status.Healing, after.Status.Heals, after.Spec.Healing.Spares, after.Spec.Members)
 	}
@@ -138,7 +138,7 @@ func TestOperatorQuorumLost(t *testing.T) {
 	pod, _, _ := strings.Cut(leaseHolderIn(t, quorumNamespace), "_")
 	metrics := kubectl(t, "get", "--raw", "/api/v1/namespaces/"+quorumNamespace+"/pods/"+pod+":8080/proxy/metrics")
 	cluster := quorumNamespace + "/" + name
-	if !hasSeries(t, metrics, "hactl_operator_condition", 1, map[string]string{"cluster": cluster, "type": v1.ConditionQuorumAtRisk, "reason": observe.ReasonQuorumLost}) ||
+	if !hasSeries(t, metrics, "hactl_operator_condition", 1, map[string]string{"cluster": cluster, "type": hactlv1.ConditionQuorumAtRisk, "reason": observe.ReasonQuorumLost}) ||
 		!hasSeries(t, metrics, "hactl_operator_etcd_has_leader", 0, map[string]string{"cluster": cluster}) {
 		t.Errorf("the operator's metrics lack the quorum-lost series:\n%s", grepLines(metrics, "hactl_operator_"))
 	}
@@ -146,9 +146,9 @@ func TestOperatorQuorumLost(t *testing.T) {
 	for _, h := range []string{"w-a", "w-b"} {
 		suite.ExecOn(t, h, "systemctl", "start", "etcd.service")
 	}
-	back := waitEtcdClusterIn(t, quorumNamespace, name, "Running again, no heal", 2*time.Minute, func(ec v1.EtcdCluster) bool {
-		_, reason, _ := condition(ec, v1.ConditionHealing)
-		return ec.Status.Phase == v1.PhaseRunning && (reason == observe.ReasonMemberRecovered || reason == observe.ReasonAllMembersServe)
+	back := waitEtcdClusterIn(t, quorumNamespace, name, "Running again, no heal", 2*time.Minute, func(ec hactlv1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, hactlv1.ConditionHealing)
+		return ec.Status.Phase == hactlv1.PhaseRunning && (reason == observe.ReasonMemberRecovered || reason == observe.ReasonAllMembersServe)
 	})
 	if back.Status.Healing != nil || len(back.Status.Heals) != 0 {
 		t.Errorf("healed after the quorum came back: %+v %+v", back.Status.Healing, back.Status.Heals)
@@ -158,7 +158,7 @@ func TestOperatorQuorumLost(t *testing.T) {
 	r := suite.MustHactl(t, "status", "-f", spec, "-o", "json")
 	var rep status.Report
 	harness.DecodeJSON(t, r, &rep)
-	if rep.Operator == nil || rep.Operator.Namespace != quorumNamespace || rep.Operator.Phase != v1.PhaseRunning || rep.Operator.Error != "" {
+	if rep.Operator == nil || rep.Operator.Namespace != quorumNamespace || rep.Operator.Phase != hactlv1.PhaseRunning || rep.Operator.Error != "" {
 		t.Errorf("status of lab-quorum: operator section %+v, want %s's, Running", rep.Operator, quorumNamespace)
 	}
 	if st, err := state.Load(c.Spec.StateDir); err != nil || st.Operator == nil || st.Operator.Namespace != quorumNamespace || st.Operator.Kubeconfig != kubeconfig {

@@ -17,7 +17,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/deploy"
 	"github.com/hactl/hactl/operator/observe"
 	"github.com/hactl/hactl/state"
@@ -70,10 +70,10 @@ func TestOperatorHeal(t *testing.T) {
 	}
 	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--image-archive", archive, "--no-backups", "--auto-replace", "--grace-period", "20s",
 		"--requeue-period", "5s")
-	ec := waitEtcdCluster(t, name, "Running with spare-c in the pool", 90*time.Second, func(ec v1.EtcdCluster) bool {
+	ec := waitEtcdCluster(t, name, "Running with spare-c in the pool", 90*time.Second, func(ec hactlv1.EtcdCluster) bool {
 		h := ec.Spec.Healing
-		st, _, _ := condition(ec, v1.ConditionHealing)
-		return ec.Status.Phase == v1.PhaseRunning && h != nil && h.AutoReplace && len(h.Spares) == 1 && len(h.Spares[0].HostKeys) > 0 && st == "False"
+		st, _, _ := condition(ec, hactlv1.ConditionHealing)
+		return ec.Status.Phase == hactlv1.PhaseRunning && h != nil && h.AutoReplace && len(h.Spares) == 1 && len(h.Spares[0].HostKeys) > 0 && st == "False"
 	})
 	if ec.Spec.Healing.Spares[0].Zone != "az-c" || ec.Spec.Members[2].Zone != "az-c" {
 		t.Errorf("zones not carried into the EtcdCluster: %+v / %+v", ec.Spec.Healing.Spares, ec.Spec.Members)
@@ -81,14 +81,14 @@ func TestOperatorHeal(t *testing.T) {
 
 	// cp-c's etcd stopped for less than the grace period: no heal, the member is kept.
 	suite.ExecOn(t, "cp-c", "systemctl", "stop", "etcd.service")
-	waitEtcdCluster(t, name, "waiting out the grace period of cp-c's stopped etcd", 90*time.Second, func(ec v1.EtcdCluster) bool {
-		_, reason, _ := condition(ec, v1.ConditionHealing)
+	waitEtcdCluster(t, name, "waiting out the grace period of cp-c's stopped etcd", 90*time.Second, func(ec hactlv1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, hactlv1.ConditionHealing)
 		return reason == observe.ReasonGracePeriod
 	})
 	suite.ExecOn(t, "cp-c", "systemctl", "start", "etcd.service")
-	back := waitEtcdCluster(t, name, "cp-c back within the grace period, no heal", 90*time.Second, func(ec v1.EtcdCluster) bool {
-		_, reason, _ := condition(ec, v1.ConditionHealing)
-		return ec.Status.Phase == v1.PhaseRunning && (reason == observe.ReasonMemberRecovered || reason == observe.ReasonAllMembersServe)
+	back := waitEtcdCluster(t, name, "cp-c back within the grace period, no heal", 90*time.Second, func(ec hactlv1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, hactlv1.ConditionHealing)
+		return ec.Status.Phase == hactlv1.PhaseRunning && (reason == observe.ReasonMemberRecovered || reason == observe.ReasonAllMembersServe)
 	})
 	if back.Status.Healing != nil || len(back.Status.Heals) != 0 || len(back.Spec.Healing.Spares) != 1 {
 		t.Fatalf("a member back within the grace period was healed: healing %+v, heals %+v", back.Status.Healing, back.Status.Heals)
@@ -105,17 +105,17 @@ func TestOperatorHeal(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "docker", "kill", h.Container).CombinedOutput(); err != nil {
 		t.Fatalf("docker kill: %v: %s", err, out)
 	}
-	waitEtcdCluster(t, name, "waiting out cp-c's grace period", time.Minute, func(ec v1.EtcdCluster) bool {
-		_, reason, _ := condition(ec, v1.ConditionHealing)
+	waitEtcdCluster(t, name, "waiting out cp-c's grace period", time.Minute, func(ec hactlv1.EtcdCluster) bool {
+		_, reason, _ := condition(ec, hactlv1.ConditionHealing)
 		return reason == observe.ReasonGracePeriod || ec.Status.Healing != nil || len(ec.Status.Heals) > 0
 	})
 	// The operator's leader killed in the middle of the heal (cp-c's member removed, the learner
 	// not yet promoted: etcd refuses the add for a few seconds after a removal, so the heal waits
 	// there): the new leader continues from the recorded step instead of starting over.
 	var started metav1.Time
-	mid := waitEtcdCluster(t, name, "in the middle of the heal", 2*time.Minute, func(ec v1.EtcdCluster) bool {
+	mid := waitEtcdCluster(t, name, "in the middle of the heal", 2*time.Minute, func(ec hactlv1.EtcdCluster) bool {
 		h := ec.Status.Healing
-		return len(ec.Status.Heals) > 0 || h != nil && (h.Step == v1.HealAddingLearner || h.Step == v1.HealStartingMember || h.Step == v1.HealPromoting)
+		return len(ec.Status.Heals) > 0 || h != nil && (h.Step == hactlv1.HealAddingLearner || h.Step == hactlv1.HealStartingMember || h.Step == hactlv1.HealPromoting)
 	})
 	if h := mid.Status.Healing; h != nil {
 		started = h.StartedAt
@@ -132,7 +132,7 @@ func TestOperatorHeal(t *testing.T) {
 			t.Logf("spare-c's etcd journal (err %v):\n%s", err, out)
 		}
 	})
-	ec = waitEtcdCluster(t, name, "healed onto spare-c", 4*time.Minute, func(ec v1.EtcdCluster) bool {
+	ec = waitEtcdCluster(t, name, "healed onto spare-c", 4*time.Minute, func(ec hactlv1.EtcdCluster) bool {
 		if ec.Status.Healing != nil {
 			return false
 		}
@@ -140,7 +140,7 @@ func TestOperatorHeal(t *testing.T) {
 	})
 	healedIn := time.Since(killed)
 	rec := ec.Status.Heals[len(ec.Status.Heals)-1]
-	if rec.Result != v1.HealSucceeded || rec.Member != "cp-c" || rec.Spare != "spare-c" || rec.NewMemberID == "" {
+	if rec.Result != hactlv1.HealSucceeded || rec.Member != "cp-c" || rec.Spare != "spare-c" || rec.NewMemberID == "" {
 		t.Fatalf("heal record %+v", rec)
 	}
 	t.Logf("healed %s after the kill (grace period 20s): %s", healedIn.Round(100*time.Millisecond), rec.Message)
@@ -184,15 +184,15 @@ func TestOperatorHeal(t *testing.T) {
 		return ""
 	})
 	w.Verify("across the heal")
-	ec = waitEtcdCluster(t, name, "Running on the healed members", time.Minute, func(ec v1.EtcdCluster) bool {
+	ec = waitEtcdCluster(t, name, "Running on the healed members", time.Minute, func(ec hactlv1.EtcdCluster) bool {
 		healthy := 0
 		for _, m := range ec.Status.Members {
 			if m.Healthy {
 				healthy++
 			}
 		}
-		_, reason, _ := condition(ec, v1.ConditionHealing)
-		return ec.Status.Phase == v1.PhaseRunning && healthy == 3 && reason == observe.ReasonHealSucceeded
+		_, reason, _ := condition(ec, hactlv1.ConditionHealing)
+		return ec.Status.Phase == hactlv1.PhaseRunning && healthy == 3 && reason == observe.ReasonHealSucceeded
 	})
 	events := kubectl(t, "get", "events", "-n", deploy.DefaultNamespace, "-o", "jsonpath={range .items[*]}{.reason}{\"\\n\"}{end}")
 	if !strings.Contains(events, observe.ReasonHealSucceeded) {

@@ -8,7 +8,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/internal/exitcode"
 	"github.com/hactl/hactl/kubeapi"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
@@ -60,10 +60,10 @@ func AdoptHeals(ctx context.Context, api *kubeapi.Client, namespace string, c *v
 // record holds its ID) changes nothing. It returns each change in words. Errors: a heal recorded
 // without the new member's ID, URLs or initial cluster (an operator older than this hactl): nothing
 // is changed then.
-func Adopt(st *state.Cluster, heals []v1.HealRecord) ([]string, error) {
-	var todo []v1.HealRecord
+func Adopt(st *state.Cluster, heals []hactlv1.HealRecord) ([]string, error) {
+	var todo []hactlv1.HealRecord
 	for _, h := range heals {
-		if h.Result != v1.HealSucceeded {
+		if h.Result != hactlv1.HealSucceeded {
 			continue
 		}
 		if rec := st.Members[h.Spare]; rec != nil && rec.ID == h.NewMemberID {

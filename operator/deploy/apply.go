@@ -26,7 +26,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/backup"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // FieldManager is hactl's server-side apply field manager.
@@ -37,7 +37,7 @@ var scheme = func() *runtime.Scheme {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
 	}
-	if err := v1.AddToScheme(s); err != nil {
+	if err := hactlv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -146,7 +146,7 @@ func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string
 		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", Name},
 		{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, "Lease", Name},
 		{schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget", Name},
-		{v1.GroupVersion.WithResource("etcdclusters"), "EtcdCluster", clusterName},
+		{hactlv1.GroupVersion.WithResource("etcdclusters"), "EtcdCluster", clusterName},
 		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", ClientSecret},
 		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", S3Secret},
 		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", S3CASecret},
@@ -221,7 +221,7 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 	}
 	var out []Removed
 	var errs *multierror.Error
-	snaps := dyn.Resource(v1.GroupVersion.WithResource("etcdsnapshots"))
+	snaps := dyn.Resource(hactlv1.GroupVersion.WithResource("etcdsnapshots"))
 	list, err := snaps.Namespace(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil && !isGone(err) {
 		return nil, fmt.Errorf("list EtcdSnapshots in %s: %w", namespace, err)
@@ -229,7 +229,7 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 	if list != nil {
 		for i := range list.Items {
 			u := &list.Items[i]
-			var sn v1.EtcdSnapshot
+			var sn hactlv1.EtcdSnapshot
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &sn); err != nil {
 				errs = multierror.Append(errs, err)
 				continue
@@ -241,7 +241,7 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 			if key == "" {
 				key = sn.Status.Key
 			}
-			if sn.Spec.DeletionPolicy == v1.DeletionDelete && key != "" {
+			if sn.Spec.DeletionPolicy == hactlv1.DeletionDelete && key != "" {
 				switch err := deleteSnapshot(ctx, key); {
 				case errors.Is(err, backup.ErrNewestVerified):
 					out = append(out, Removed{Kind: "snapshot in the bucket", Name: key, Note: "kept: the newest verified snapshot is never deleted"})
@@ -271,7 +271,7 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 	}
 	// The CRDs only when nothing else uses them.
 	for _, res := range []string{"etcdclusters", "etcdsnapshots"} {
-		l, err := dyn.Resource(v1.GroupVersion.WithResource(res)).List(ctx, metav1.ListOptions{Limit: 1})
+		l, err := dyn.Resource(hactlv1.GroupVersion.WithResource(res)).List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil && !isGone(err) {
 			return out, fmt.Errorf("list %s: %w", res, err)
 		}
@@ -281,7 +281,7 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 		}
 	}
 	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	for _, n := range []string{"etcdclusters." + v1.GroupVersion.Group, "etcdsnapshots." + v1.GroupVersion.Group} {
+	for _, n := range []string{"etcdclusters." + hactlv1.GroupVersion.Group, "etcdsnapshots." + hactlv1.GroupVersion.Group} {
 		err := crds.Delete(ctx, n, metav1.DeleteOptions{})
 		switch {
 		case err == nil:
@@ -296,7 +296,7 @@ func Purge(ctx context.Context, cfg *rest.Config, namespace, clusterName string,
 	// customresourcecleanup finalizer): wait for that, so that a deploy right after finds no CRD
 	// still terminating.
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, n := range []string{"etcdclusters." + v1.GroupVersion.Group, "etcdsnapshots." + v1.GroupVersion.Group} {
+		for _, n := range []string{"etcdclusters." + hactlv1.GroupVersion.Group, "etcdsnapshots." + hactlv1.GroupVersion.Group} {
 			if _, err := crds.Get(ctx, n, metav1.GetOptions{}); !isGone(err) {
 				return false, nil
 			}

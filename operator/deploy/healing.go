@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
 )
@@ -50,7 +50,7 @@ type HealingOptions struct {
 // spec.ssh.knownHostsFile. No spares and no options: nothing. Errors (*UsageError): --auto-replace
 // without spares, a grace period under 3 × the election timeout, a spare without a host key in
 // known_hosts, an SSH key that is missing, unreadable, not a private key or encrypted.
-func healingSpec(ec *v1.EtcdCluster, o Options, ca *pki.CA, pkiDir, token string) ([]*corev1.Secret, error) {
+func healingSpec(ec *hactlv1.EtcdCluster, o Options, ca *pki.CA, pkiDir, token string) ([]*corev1.Secret, error) {
 	c := o.Cluster
 	h := o.Healing
 	spares := c.Spec.Etcd.Spares
@@ -75,8 +75,8 @@ func healingSpec(ec *v1.EtcdCluster, o Options, ca *pki.CA, pkiDir, token string
 		return nil, &UsageError{"--grace-period", fmt.Sprintf("%s: between 3 × spec.etcd.electionTimeout (%s) and 24h: a member is declared lost only after several elections could have brought it back", grace, 3*et)}
 	}
 	e := c.Spec.Etcd
-	hs := &v1.HealingSpec{AutoReplace: h.AutoReplace, GracePeriod: &metav1.Duration{Duration: grace}, SSHUser: c.Spec.SSH.User,
-		Member: &v1.MemberTemplate{Version: e.Version, DataDir: e.DataDir, ClientPort: int32(e.ClientPort), PeerPort: int32(e.PeerPort),
+	hs := &hactlv1.HealingSpec{AutoReplace: h.AutoReplace, GracePeriod: &metav1.Duration{Duration: grace}, SSHUser: c.Spec.SSH.User,
+		Member: &hactlv1.MemberTemplate{Version: e.Version, DataDir: e.DataDir, ClientPort: int32(e.ClientPort), PeerPort: int32(e.PeerPort),
 			HeartbeatInterval: metav1.Duration{Duration: e.HeartbeatInterval.Duration}, QuotaBackendBytes: e.QuotaBackendBytes,
 			AutoCompactionMode: e.AutoCompaction.Mode, AutoCompactionRetention: e.AutoCompaction.Retention, InitialClusterToken: token}}
 	var secrets []*corev1.Secret
@@ -89,8 +89,8 @@ func healingSpec(ec *v1.EtcdCluster, o Options, ca *pki.CA, pkiDir, token string
 			return nil, &UsageError{fmt.Sprintf("spec.etcd.spares[%d]", i), fmt.Sprintf("%s (%s port %d) has no host key in %s: the operator pins a spare's host keys and never accepts one blindly. Add it after checking its fingerprint with the machine's owner: ssh-keyscan -p %d %s >> %s",
 				s.Name, s.Address, s.Port, c.Spec.SSH.KnownHostsFile, s.Port, s.Address, c.Spec.SSH.KnownHostsFile)}
 		}
-		sh := v1.SpareHost{Name: s.Name, Address: s.Address, SSHPort: int32(s.Port), Zone: s.Zone,
-			CertificatesSecret: v1.SecretRef{Name: SpareSecretPrefix + s.Name}}
+		sh := hactlv1.SpareHost{Name: s.Name, Address: s.Address, SSHPort: int32(s.Port), Zone: s.Zone,
+			CertificatesSecret: hactlv1.SecretRef{Name: SpareSecretPrefix + s.Name}}
 		for _, k := range keys {
 			sh.HostKeys = append(sh.HostKeys, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))))
 		}
@@ -108,7 +108,7 @@ func healingSpec(ec *v1.EtcdCluster, o Options, ca *pki.CA, pkiDir, token string
 		}
 		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SSHKeySecret}, Type: corev1.SecretTypeSSHAuth,
 			Data: map[string][]byte{corev1.SSHAuthPrivateKey: key}})
-		hs.SSHKeySecret = &v1.SecretRef{Name: SSHKeySecret}
+		hs.SSHKeySecret = &hactlv1.SecretRef{Name: SSHKeySecret}
 	}
 	ec.Spec.Healing = hs
 	return secrets, nil
@@ -167,7 +167,7 @@ func readSSHKey(file, fallback string) ([]byte, error) {
 }
 
 // healingSecrets are the Secrets the operator reads for self-healing, for its Role.
-func healingSecrets(ec *v1.EtcdCluster) []string {
+func healingSecrets(ec *hactlv1.EtcdCluster) []string {
 	h := ec.Spec.Healing
 	if h == nil {
 		return nil

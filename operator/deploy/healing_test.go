@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/pki"
 )
 
@@ -73,9 +73,9 @@ func sshKeyFile(t *testing.T, passphrase string) string {
 	return f
 }
 
-func etcdCluster(t *testing.T, p *Plan) *v1.EtcdCluster {
+func etcdCluster(t *testing.T, p *Plan) *hactlv1.EtcdCluster {
 	t.Helper()
-	var ec v1.EtcdCluster
+	var ec hactlv1.EtcdCluster
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(find(p, "EtcdCluster").Object, &ec); err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,11 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/crds"
 	"github.com/hactl/hactl/pki"
-	"github.com/hactl/hactl/schedule"
 	"github.com/hactl/hactl/specload"
 	"github.com/hactl/hactl/state"
 )
@@ -198,12 +198,12 @@ func Build(o Options) (*Plan, error) {
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	}
-	ec := &v1.EtcdCluster{
+	ec := &hactlv1.EtcdCluster{
 		ObjectMeta: meta(c.Metadata.Name),
-		Spec: v1.EtcdClusterSpec{
+		Spec: hactlv1.EtcdClusterSpec{
 			ClusterID:               st.ClusterID,
 			ElectionTimeout:         &metav1.Duration{Duration: c.Spec.Etcd.ElectionTimeout.Duration},
-			ClientCertificateSecret: v1.SecretRef{Name: ClientSecret},
+			ClientCertificateSecret: hactlv1.SecretRef{Name: ClientSecret},
 		},
 	}
 	zones := map[string]string{}
@@ -211,7 +211,7 @@ func Build(o Options) (*Plan, error) {
 		zones[h.Name] = h.Zone
 	}
 	for _, m := range members {
-		ec.Spec.Members = append(ec.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: m.ClientURL(), Zone: zones[m.Name]})
+		ec.Spec.Members = append(ec.Spec.Members, hactlv1.MemberEndpoint{Name: m.Name, ClientURL: m.ClientURL(), Zone: zones[m.Name]})
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.Metadata.Name); len(msgs) > 0 {
 		return nil, &UsageError{"metadata.name", fmt.Sprintf("%q cannot name the EtcdCluster: %s", c.Metadata.Name, msgs[0])}
@@ -306,7 +306,7 @@ func Build(o Options) (*Plan, error) {
 // Secrets it refers to (names only in their ObjectMeta). Errors (*UsageError): an interval the
 // slots can't follow, a policy keeping nothing, credentials that can't be read (the spec's
 // variables unset, the file unreadable), a CA file that can't be read, bad recipients.
-func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
+func backupSpec(ec *hactlv1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 	c := o.Cluster
 	if o.Backup == nil {
 		return nil, nil
@@ -339,10 +339,10 @@ func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 		return nil, &UsageError{"spec.backup.encryption", err.Error()}
 	}
 	store := c.Spec.Backup.ObjectStore
-	b := &v1.BackupSpec{
-		ObjectStore: v1.ObjectStore{Endpoint: store.Endpoint, Bucket: store.Bucket, Prefix: store.Prefix, Region: store.Region,
+	b := &hactlv1.BackupSpec{
+		ObjectStore: hactlv1.ObjectStore{Endpoint: store.Endpoint, Bucket: store.Bucket, Prefix: store.Prefix, Region: store.Region,
 			BucketLookup: store.BucketLookup, PlainHTTP: store.PlainHTTP},
-		CredentialsSecret:    v1.SecretRef{Name: S3Secret},
+		CredentialsSecret:    hactlv1.SecretRef{Name: S3Secret},
 		Every:                &metav1.Duration{Duration: every},
 		Compression:          c.Spec.Backup.Compression,
 		EncryptionRecipients: recipients,
@@ -351,7 +351,7 @@ func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 		b.Compression = v1alpha1.DefaultBackupCompression
 	}
 	if p := o.Backup.Policy; p != (backup.Policy{}) {
-		r := &v1.Retention{}
+		r := &hactlv1.Retention{}
 		for _, f := range []struct {
 			n   int
 			dst **int32
@@ -373,7 +373,7 @@ func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 			return nil, &UsageError{"spec.backup.objectStore.tls.caFile", err.Error()}
 		}
 		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: S3CASecret}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"ca.crt": pem}})
-		b.ObjectStore.CASecret = &v1.SecretRef{Name: S3CASecret}
+		b.ObjectStore.CASecret = &hactlv1.SecretRef{Name: S3CASecret}
 	}
 	ec.Spec.Backup = b
 	return secrets, nil
@@ -386,11 +386,11 @@ func backupSpec(ec *v1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 // member in spec.members.
 func Rules(healingSecrets ...string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdclusters"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{hactlv1.GroupVersion.Group}, Resources: []string{"etcdclusters"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		// EtcdSnapshots mirror the bucket (created, deleted), carry the finalizer (update) and get
 		// their key when taken on demand.
-		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdsnapshots"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{v1.GroupVersion.Group}, Resources: []string{"etcdclusters/status", "etcdsnapshots/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{hactlv1.GroupVersion.Group}, Resources: []string{"etcdsnapshots"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{hactlv1.GroupVersion.Group}, Resources: []string{"etcdclusters/status", "etcdsnapshots/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: append([]string{ClientSecret, S3Secret, S3CASecret}, healingSecrets...), Verbs: []string{"get"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{Name}, Verbs: []string{"get", "update"}},

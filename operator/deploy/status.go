@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // Status is what `hactl status` shows of the operator: its Deployment, the Lease holder and the
@@ -33,14 +33,14 @@ type Status struct {
 	RenewTime time.Time `json:"renewTime,omitempty"`
 	// Phase, Leader (the etcd leader as the operator saw it), Conditions and LastSnapshot are the
 	// EtcdCluster's status; ObservedAt the newest condition transition.
-	Phase        v1.Phase           `json:"phase,omitempty"`
-	Leader       string             `json:"leader,omitempty"`
-	Conditions   []metav1.Condition `json:"conditions,omitempty"`
-	LastSnapshot *v1.SnapshotRef    `json:"lastSnapshot,omitempty"`
+	Phase        hactlv1.Phase        `json:"phase,omitempty"`
+	Leader       string               `json:"leader,omitempty"`
+	Conditions   []metav1.Condition   `json:"conditions,omitempty"`
+	LastSnapshot *hactlv1.SnapshotRef `json:"lastSnapshot,omitempty"`
 	// Healing is the member replacement in progress; Heals the finished ones (the EtcdCluster's
 	// status.healing and status.heals).
-	Healing *v1.HealingStatus `json:"healing,omitempty"`
-	Heals   []v1.HealRecord   `json:"heals,omitempty"`
+	Healing *hactlv1.HealingStatus `json:"healing,omitempty"`
+	Heals   []hactlv1.HealRecord   `json:"heals,omitempty"`
 }
 
 // ReadStatus reads the operator's Deployment and Lease in namespace and the EtcdCluster
@@ -80,14 +80,14 @@ func ReadStatus(ctx context.Context, cfg *rest.Config, namespace, clusterName st
 			st.RenewTime = l.Spec.RenewTime.Time
 		}
 	}
-	u, err := dyn.Resource(v1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, clusterName, metav1.GetOptions{})
+	u, err := dyn.Resource(hactlv1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, clusterName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return st, nil
 	case err != nil:
 		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, clusterName, err)
 	}
-	var ec v1.EtcdCluster
+	var ec hactlv1.EtcdCluster
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ec); err != nil {
 		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, clusterName, err)
 	}
@@ -100,7 +100,7 @@ func ReadStatus(ctx context.Context, cfg *rest.Config, namespace, clusterName st
 // describe the cluster the operator left: the new member's spare is not yet an etcd host of the
 // spec, or the lost member still is. A heal whose result the spec already shows says nothing. The
 // words are the ones hactl status, plan and bootstrap print; none means the spec agrees.
-func Drift(c *v1alpha1.Cluster, heals []v1.HealRecord) []string {
+func Drift(c *v1alpha1.Cluster, heals []hactlv1.HealRecord) []string {
 	etcdHost := map[string]bool{}
 	for _, h := range c.EtcdHosts() {
 		etcdHost[h.Name] = true
@@ -109,7 +109,7 @@ func Drift(c *v1alpha1.Cluster, heals []v1.HealRecord) []string {
 	var out []string
 	for i := len(heals) - 1; i >= 0; i-- {
 		h := heals[i]
-		if h.Result != v1.HealSucceeded {
+		if h.Result != hactlv1.HealSucceeded {
 			continue
 		}
 		if replaced[h.Spare] { // a later heal replaced the new member again: that one speaks
@@ -148,8 +148,8 @@ func (st *Status) Problems(leaseDuration time.Duration, now time.Time) []string 
 		out = append(out, fmt.Sprintf("Lease %s/%s last renewed %s ago by %s: its holder stopped renewing", st.Namespace, Name, now.Sub(st.RenewTime).Round(time.Second), st.Holder))
 	}
 	for _, c := range st.Conditions {
-		bad := (c.Type == v1.ConditionAvailable || c.Type == v1.ConditionBackupFresh) && c.Status == metav1.ConditionFalse ||
-			(c.Type == v1.ConditionDegraded || c.Type == v1.ConditionQuorumAtRisk) && c.Status == metav1.ConditionTrue
+		bad := (c.Type == hactlv1.ConditionAvailable || c.Type == hactlv1.ConditionBackupFresh) && c.Status == metav1.ConditionFalse ||
+			(c.Type == hactlv1.ConditionDegraded || c.Type == hactlv1.ConditionQuorumAtRisk) && c.Status == metav1.ConditionTrue
 		if bad {
 			out = append(out, fmt.Sprintf("%s=%s (%s): %s", c.Type, c.Status, c.Reason, c.Message))
 		}
@@ -165,21 +165,21 @@ const LeaseDuration = 15 * time.Second
 // operator takes scheduled snapshots (what the Lease drill's slot check counts). No CRD installed
 // is an empty list. Errors: the API server's, other than not found, or an object that does not
 // convert.
-func BackedUpClusters(ctx context.Context, cfg *rest.Config, namespace string) ([]v1.EtcdCluster, error) {
+func BackedUpClusters(ctx context.Context, cfg *rest.Config, namespace string) ([]hactlv1.EtcdCluster, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	l, err := dyn.Resource(v1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	l, err := dyn.Resource(hactlv1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("listing etcdclusters in %s: %w", namespace, err)
 	}
-	var out []v1.EtcdCluster
+	var out []hactlv1.EtcdCluster
 	for _, u := range l.Items {
-		var ec v1.EtcdCluster
+		var ec hactlv1.EtcdCluster
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ec); err != nil {
 			return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, u.GetName(), err)
 		}

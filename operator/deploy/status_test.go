@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 func TestStatusProblems(t *testing.T) {
@@ -17,8 +17,8 @@ func TestStatusProblems(t *testing.T) {
 	}
 	healthy := &Status{Namespace: "hactl-system", Deployed: true, Replicas: 2, AvailableReplicas: 2, Holder: "pod-1_x", RenewTime: now.Add(-3 * time.Second),
 		Conditions: []metav1.Condition{
-			{Type: v1.ConditionAvailable, Status: metav1.ConditionTrue}, {Type: v1.ConditionDegraded, Status: metav1.ConditionFalse},
-			{Type: v1.ConditionQuorumAtRisk, Status: metav1.ConditionFalse}, {Type: v1.ConditionBackupFresh, Status: metav1.ConditionTrue},
+			{Type: hactlv1.ConditionAvailable, Status: metav1.ConditionTrue}, {Type: hactlv1.ConditionDegraded, Status: metav1.ConditionFalse},
+			{Type: hactlv1.ConditionQuorumAtRisk, Status: metav1.ConditionFalse}, {Type: hactlv1.ConditionBackupFresh, Status: metav1.ConditionTrue},
 		}}
 	if p := healthy.Problems(LeaseDuration, now); p != nil {
 		t.Errorf("healthy: %v", p)
@@ -26,8 +26,8 @@ func TestStatusProblems(t *testing.T) {
 	bad := *healthy
 	bad.AvailableReplicas, bad.RenewTime = 0, now.Add(-time.Minute)
 	bad.Conditions = []metav1.Condition{
-		{Type: v1.ConditionQuorumAtRisk, Status: metav1.ConditionTrue, Reason: "OneFailureFromQuorumLoss", Message: "2 of 3"},
-		{Type: v1.ConditionBackupFresh, Status: metav1.ConditionFalse, Reason: "SnapshotStale", Message: "old"},
+		{Type: hactlv1.ConditionQuorumAtRisk, Status: metav1.ConditionTrue, Reason: "OneFailureFromQuorumLoss", Message: "2 of 3"},
+		{Type: hactlv1.ConditionBackupFresh, Status: metav1.ConditionFalse, Reason: "SnapshotStale", Message: "old"},
 	}
 	got := strings.Join(bad.Problems(LeaseDuration, now), "\n")
 	for _, want := range []string{"no replica of 2 available", "stopped renewing", "QuorumAtRisk=True (OneFailureFromQuorumLoss): 2 of 3", "BackupFresh=False (SnapshotStale): old"} {
@@ -44,25 +44,25 @@ func TestStatusProblems(t *testing.T) {
 func TestDrift(t *testing.T) {
 	c := testCluster(t, false) // etcd hosts cp-a, cp-b, cp-c
 	at := metav1.NewTime(time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC))
-	healed := v1.HealRecord{Member: "cp-c", Spare: "spare-c", Result: v1.HealSucceeded, FinishedAt: at}
+	healed := hactlv1.HealRecord{Member: "cp-c", Spare: "spare-c", Result: hactlv1.HealSucceeded, FinishedAt: at}
 	if d := Drift(c, nil); len(d) != 0 {
 		t.Errorf("no heals: %v", d)
 	}
-	if d := Drift(c, []v1.HealRecord{{Member: "cp-c", Spare: "spare-c", Result: v1.HealFailed}}); len(d) != 0 {
+	if d := Drift(c, []hactlv1.HealRecord{{Member: "cp-c", Spare: "spare-c", Result: hactlv1.HealFailed}}); len(d) != 0 {
 		t.Errorf("a failed heal: %v", d)
 	}
-	d := Drift(c, []v1.HealRecord{healed})
+	d := Drift(c, []hactlv1.HealRecord{healed})
 	if len(d) != 1 || !strings.Contains(d[0], "cp-c was replaced by spare-c at 2026-12-05T03:00:00Z") || !strings.Contains(d[0], "hactl operator adopt") {
 		t.Errorf("a heal the spec does not show: %v", d)
 	}
 	// The spec edited as told: nothing to say.
 	c.Spec.Hosts[2].Name = "spare-c"
-	if d := Drift(c, []v1.HealRecord{healed}); len(d) != 0 {
+	if d := Drift(c, []hactlv1.HealRecord{healed}); len(d) != 0 {
 		t.Errorf("the spec shows the heal: %v", d)
 	}
 	// spare-c replaced again by spare-d: only the newest heal speaks.
-	again := v1.HealRecord{Member: "spare-c", Spare: "spare-d", Result: v1.HealSucceeded, FinishedAt: at}
-	if d := Drift(c, []v1.HealRecord{healed, again}); len(d) != 1 || !strings.Contains(d[0], "spare-c was replaced by spare-d") {
+	again := hactlv1.HealRecord{Member: "spare-c", Spare: "spare-d", Result: hactlv1.HealSucceeded, FinishedAt: at}
+	if d := Drift(c, []hactlv1.HealRecord{healed, again}); len(d) != 1 || !strings.Contains(d[0], "spare-c was replaced by spare-d") {
 		t.Errorf("two heals in a row: %v", d)
 	}
 }

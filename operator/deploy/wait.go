@@ -18,16 +18,16 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/kubeadm/images"
 	"github.com/hactl/hactl/kubeapi"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
 // Ready is what WaitReady saw: the Deployment's available replicas and the EtcdCluster's phase.
 type Ready struct {
-	AvailableReplicas int32    `json:"availableReplicas"`
-	Phase             v1.Phase `json:"phase"`
-	Leader            string   `json:"leader,omitempty"`
+	AvailableReplicas int32         `json:"availableReplicas"`
+	Phase             hactlv1.Phase `json:"phase"`
+	Leader            string        `json:"leader,omitempty"`
 	// Conditions are the EtcdCluster's, as TYPE=STATUS (REASON).
 	Conditions []string `json:"conditions,omitempty"`
 }
@@ -56,12 +56,12 @@ func WaitReady(ctx context.Context, cfg *rest.Config, namespace, clusterName str
 			return false, nil
 		}
 		r.AvailableReplicas = d.Status.AvailableReplicas
-		u, err := dyn.Resource(v1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, clusterName, metav1.GetOptions{})
+		u, err := dyn.Resource(hactlv1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, clusterName, metav1.GetOptions{})
 		if err != nil {
 			last = err
 			return false, nil
 		}
-		var ec v1.EtcdCluster
+		var ec hactlv1.EtcdCluster
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ec); err != nil {
 			return false, err
 		}
@@ -71,7 +71,7 @@ func WaitReady(ctx context.Context, cfg *rest.Config, namespace, clusterName str
 		}
 		last = fmt.Errorf("%d available replica(s), EtcdCluster phase %q (observed generation %d of %d; conditions %s)",
 			r.AvailableReplicas, r.Phase, ec.Status.ObservedGeneration, ec.Generation, strings.Join(r.Conditions, ", "))
-		return r.AvailableReplicas > 0 && r.Phase != "" && r.Phase != v1.PhasePending && ec.Status.ObservedGeneration == ec.Generation, nil
+		return r.AvailableReplicas > 0 && r.Phase != "" && r.Phase != hactlv1.PhasePending && ec.Status.ObservedGeneration == ec.Generation, nil
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err) {

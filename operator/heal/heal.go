@@ -30,7 +30,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/provision"
 )
 
@@ -49,8 +49,8 @@ type Job struct {
 	// Cluster is the EtcdCluster's name (hactl's metadata.name: the marker file names it).
 	Cluster string
 	// Spare receives the new member; Template and ElectionTimeout are how it runs.
-	Spare           v1.SpareHost
-	Template        v1.MemberTemplate
+	Spare           hactlv1.SpareHost
+	Template        hactlv1.MemberTemplate
 	ElectionTimeout time.Duration
 	// Certificates is the spare's certificate Secret's data: ca.crt, server.crt, server.key,
 	// peer.crt and peer.key.
@@ -68,9 +68,9 @@ type Job struct {
 // Begin returns the status of a new heal of member old (ID oldID, hex) onto spare in order
 // (membership.OrderAddFirst or OrderRemoveFirst, as membership.ReplaceOrder decides), started at
 // now: step Planned.
-func Begin(old, oldID, spare, order string, now time.Time) *v1.HealingStatus {
+func Begin(old, oldID, spare, order string, now time.Time) *hactlv1.HealingStatus {
 	t := metav1.NewTime(now)
-	return &v1.HealingStatus{Member: old, MemberID: oldID, Spare: spare, Order: order, Step: v1.HealPlanned, StartedAt: t, StepAt: t}
+	return &hactlv1.HealingStatus{Member: old, MemberID: oldID, Spare: spare, Order: order, Step: hactlv1.HealPlanned, StartedAt: t, StepAt: t}
 }
 
 // Advance runs hs's step and moves hs to the next one (StepAt set, Attempts and LastError
@@ -78,25 +78,25 @@ func Begin(old, oldID, spare, order string, now time.Time) *v1.HealingStatus {
 // error hs is left at its step (the caller counts attempts and records the error; a retry runs
 // the step again). Errors: etcd's, the host's (*provision.CommandError, *provision.UploadError,
 // a *provision.HostKeyError from dialing is the caller's), a catch-up that timed out.
-func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.HealingStatus) (finished bool, err error) {
+func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus) (finished bool, err error) {
 	oldID, err := parseID(hs.MemberID)
 	if err != nil {
 		return false, fmt.Errorf("status.healing.memberID: %w", err)
 	}
 	removeFirst := hs.Order == membership.OrderRemoveFirst
-	var next v1.HealStep
+	var next hactlv1.HealStep
 	switch hs.Step {
-	case v1.HealPlanned:
+	case hactlv1.HealPlanned:
 		// Nothing is changed before the spare is known to answer with a pinned host key and run
 		// systemd: a lost member is never removed for a spare that cannot take its place.
 		if _, err := host.Run(ctx, "heal/preflight", preflightScript); err != nil {
 			return false, fmt.Errorf("spare %s: %w", job.Spare.Name, err)
 		}
-		next = v1.HealAddingLearner
+		next = hactlv1.HealAddingLearner
 		if removeFirst {
-			next = v1.HealRemovingMember
+			next = hactlv1.HealRemovingMember
 		}
-	case v1.HealRemovingMember:
+	case hactlv1.HealRemovingMember:
 		if _, err := membership.RemoveMember(ctx, cl, oldID, 0); err != nil {
 			return false, fmt.Errorf("removing %s (%s): %w", hs.Member, hs.MemberID, err)
 		}
@@ -104,16 +104,16 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 		if !removeFirst {
 			return true, nil
 		}
-		next = v1.HealAddingLearner
-	case v1.HealAddingLearner:
+		next = hactlv1.HealAddingLearner
+	case hactlv1.HealAddingLearner:
 		id, err := addLearner(ctx, job, cl, host, hs.NewMemberID == "")
 		if err != nil {
 			return false, fmt.Errorf("adding %s as a learner: %w", job.Spare.Name, err)
 		}
 		hs.NewMemberID = fmt.Sprintf("%x", id)
 		job.logf("added learner %s (%s)", job.Spare.Name, hs.NewMemberID)
-		next = v1.HealStartingMember
-	case v1.HealStartingMember:
+		next = hactlv1.HealStartingMember
+	case hactlv1.HealStartingMember:
 		newID, err := parseID(hs.NewMemberID)
 		if err != nil {
 			return false, fmt.Errorf("status.healing.newMemberID: %w", err)
@@ -123,8 +123,8 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 			return false, fmt.Errorf("starting %s: %w", job.Spare.Name, err)
 		}
 		hs.InitialCluster = initial
-		next = v1.HealPromoting
-	case v1.HealPromoting:
+		next = hactlv1.HealPromoting
+	case hactlv1.HealPromoting:
 		newID, err := parseID(hs.NewMemberID)
 		if err != nil {
 			return false, fmt.Errorf("status.healing.newMemberID: %w", err)
@@ -136,7 +136,7 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 		if removeFirst {
 			return true, nil
 		}
-		next = v1.HealRemovingMember
+		next = hactlv1.HealRemovingMember
 	default:
 		return false, fmt.Errorf("status.healing.step %q: not a step Advance runs", hs.Step)
 	}
@@ -149,7 +149,7 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.Healing
 // membership change of its own), and, when the heal got as far as the spare (TouchedSpare), etcd
 // stopped and disabled there and its data dir moved aside (never deleted). The lost member, when it was removed, stays removed. Errors are
 // joined: the caller records them and the heal as failed either way.
-func RollBack(ctx context.Context, job Job, cl Cluster, host Host, hs *v1.HealingStatus) error {
+func RollBack(ctx context.Context, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus) error {
 	var errs []error
 	if hs.NewMemberID != "" {
 		if id, err := parseID(hs.NewMemberID); err == nil {
@@ -180,11 +180,11 @@ const preflightScript = `command -v systemctl >/dev/null || { echo "no systemctl
 
 // TouchedSpare reports whether the heal hs may have installed anything on the spare: from the
 // learner's add on (with add-first, the lost member's removal comes after it too).
-func TouchedSpare(hs *v1.HealingStatus) bool {
+func TouchedSpare(hs *hactlv1.HealingStatus) bool {
 	switch hs.Step {
-	case v1.HealAddingLearner, v1.HealStartingMember, v1.HealPromoting:
+	case hactlv1.HealAddingLearner, hactlv1.HealStartingMember, hactlv1.HealPromoting:
 		return true
-	case v1.HealRemovingMember:
+	case hactlv1.HealRemovingMember:
 		return hs.Order == membership.OrderAddFirst
 	}
 	return false

@@ -25,7 +25,7 @@ import (
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/etcdtest"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/pki"
 	"github.com/hactl/hactl/provision"
 )
@@ -188,8 +188,8 @@ func fixture(t *testing.T) (*etcdtest.Cluster, Job, *fakeSpare) {
 	}
 	job := Job{
 		Cluster: "lab",
-		Spare:   v1.SpareHost{Name: "spare-a", Address: "127.0.0.1", CertificatesSecret: v1.SecretRef{Name: "hactl-etcd-spare-spare-a"}},
-		Template: v1.MemberTemplate{Version: "v3.6.16", DataDir: "/var/lib/etcd", ClientPort: freePort(t), PeerPort: freePort(t),
+		Spare:   hactlv1.SpareHost{Name: "spare-a", Address: "127.0.0.1", CertificatesSecret: hactlv1.SecretRef{Name: "hactl-etcd-spare-spare-a"}},
+		Template: hactlv1.MemberTemplate{Version: "v3.6.16", DataDir: "/var/lib/etcd", ClientPort: freePort(t), PeerPort: freePort(t),
 			HeartbeatInterval: metav1.Duration{Duration: 100 * time.Millisecond}, AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
 			InitialClusterToken: "hactl-etcdtest"},
 		ElectionTimeout: time.Second,
@@ -218,11 +218,11 @@ func memberID(t *testing.T, cli *clientv3.Client, name string) uint64 {
 
 // run advances hs until the heal finishes, retrying a failed step up to 20 times (as the operator
 // does on its requeues); steps are recorded in order.
-func run(t *testing.T, job Job, cl Cluster, host Host, hs *v1.HealingStatus) []v1.HealStep {
+func run(t *testing.T, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus) []hactlv1.HealStep {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	steps := []v1.HealStep{hs.Step}
+	steps := []hactlv1.HealStep{hs.Step}
 	for tries := 0; tries < 20; {
 		done, err := Advance(ctx, job, cl, host, hs)
 		if err != nil {
@@ -243,7 +243,7 @@ func run(t *testing.T, job Job, cl Cluster, host Host, hs *v1.HealingStatus) []v
 // step runs Advance once to completion, retrying what etcd refuses for a while (a removal or add
 // right after a member was lost: etcd's strict reconfiguration counts a peer only after 5 s
 // connected).
-func step(t *testing.T, job Job, cl Cluster, host Host, hs *v1.HealingStatus) {
+func step(t *testing.T, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus) {
 	t.Helper()
 	var err error
 	for range 20 {
@@ -311,19 +311,19 @@ func TestHealRemoveFirst(t *testing.T) {
 	hs := Begin("m2", fmt.Sprintf("%x", oldID), job.Spare.Name, order, job.now())
 
 	// Up to the learner's add, then the same step again as a new leader would run it.
-	for _, want := range []v1.HealStep{v1.HealRemovingMember, v1.HealAddingLearner, v1.HealStartingMember} {
+	for _, want := range []hactlv1.HealStep{hactlv1.HealRemovingMember, hactlv1.HealAddingLearner, hactlv1.HealStartingMember} {
 		step(t, job, cli, spare, hs)
 		if hs.Step != want {
 			t.Fatalf("step %s, want %s", hs.Step, want)
 		}
 	}
 	added := hs.NewMemberID
-	hs.Step = v1.HealAddingLearner
+	hs.Step = hactlv1.HealAddingLearner
 	if _, err := Advance(ctx, job, cli, spare, hs); err != nil || hs.NewMemberID != added {
 		t.Fatalf("the add again: %v, new member %s (first %s)", err, hs.NewMemberID, added)
 	}
 	steps := run(t, job, cli, spare, hs)
-	if !slices.Equal(steps, []v1.HealStep{v1.HealStartingMember, v1.HealPromoting}) {
+	if !slices.Equal(steps, []hactlv1.HealStep{hactlv1.HealStartingMember, hactlv1.HealPromoting}) {
 		t.Errorf("steps %v", steps)
 	}
 	if got := voters(t, cli); !slices.Equal(got, []string{"m0", "m1", "spare-a"}) {
@@ -378,7 +378,7 @@ func TestHealAddFirst(t *testing.T) {
 	}
 	hs := Begin("m2", fmt.Sprintf("%x", oldID), job.Spare.Name, order, job.now())
 	steps := run(t, job, cli, spare, hs)
-	if !slices.Equal(steps, []v1.HealStep{v1.HealPlanned, v1.HealAddingLearner, v1.HealStartingMember, v1.HealPromoting, v1.HealRemovingMember}) {
+	if !slices.Equal(steps, []hactlv1.HealStep{hactlv1.HealPlanned, hactlv1.HealAddingLearner, hactlv1.HealStartingMember, hactlv1.HealPromoting, hactlv1.HealRemovingMember}) {
 		t.Errorf("steps %v", steps)
 	}
 	if got := voters(t, cli); !slices.Equal(got, []string{"m0", "m1", "spare-a"}) {
@@ -398,7 +398,7 @@ func TestRollBack(t *testing.T) {
 		step(t, job, cli, spare, hs)
 	}
 	spare.failStart = true
-	if _, err := Advance(ctx, job, cli, spare, hs); err == nil || hs.Step != v1.HealStartingMember {
+	if _, err := Advance(ctx, job, cli, spare, hs); err == nil || hs.Step != hactlv1.HealStartingMember {
 		t.Fatalf("a failed start: %v, step %s", err, hs.Step)
 	}
 	if err := RollBack(ctx, job, cli, spare, hs); err != nil {
@@ -419,17 +419,17 @@ func TestRollBack(t *testing.T) {
 
 func TestAdvanceRefusesBadRecords(t *testing.T) {
 	job := Job{}
-	for _, hs := range []*v1.HealingStatus{
-		{MemberID: "", Step: v1.HealPlanned},
-		{MemberID: "zz", Step: v1.HealPlanned},
-		{MemberID: "a2", Step: v1.HealStartingMember},
+	for _, hs := range []*hactlv1.HealingStatus{
+		{MemberID: "", Step: hactlv1.HealPlanned},
+		{MemberID: "zz", Step: hactlv1.HealPlanned},
+		{MemberID: "a2", Step: hactlv1.HealStartingMember},
 		{MemberID: "a2", Step: "Dancing"},
 	} {
 		if _, err := Advance(context.Background(), job, nil, nil, hs); err == nil {
 			t.Errorf("%+v: no error", hs)
 		}
 	}
-	if _, err := (Job{Spare: v1.SpareHost{Name: "s", CertificatesSecret: v1.SecretRef{Name: "sec"}}}).files(); err == nil || !strings.Contains(err.Error(), "sec has no ca.crt") {
+	if _, err := (Job{Spare: hactlv1.SpareHost{Name: "s", CertificatesSecret: hactlv1.SecretRef{Name: "sec"}}}).files(); err == nil || !strings.Contains(err.Error(), "sec has no ca.crt") {
 		t.Errorf("files without certificates: %v", err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl/hactl/backup"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
-	"github.com/hactl/hactl/schedule"
+	"github.com/hactl/hactl/backup/schedule"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // Reasons of the BackupFresh condition.
@@ -32,7 +32,7 @@ const EventSnapshotTaken = "SnapshotTaken"
 const DefaultEvery = 5 * time.Minute
 
 // Every is spec.backup.every, DefaultEvery when unset.
-func Every(b *v1.BackupSpec) time.Duration {
+func Every(b *hactlv1.BackupSpec) time.Duration {
 	if b == nil || b.Every == nil || b.Every.Duration <= 0 {
 		return DefaultEvery
 	}
@@ -41,7 +41,7 @@ func Every(b *v1.BackupSpec) time.Duration {
 
 // Policy is spec.backup.retention as `hactl backup prune`'s policy; the zero Policy (prune
 // nothing) when retention is unset.
-func Policy(b *v1.BackupSpec) backup.Policy {
+func Policy(b *hactlv1.BackupSpec) backup.Policy {
 	if b == nil || b.Retention == nil {
 		return backup.Policy{}
 	}
@@ -90,8 +90,8 @@ func TimerSnapshots(l *backup.Listing, since time.Time) []backup.Snapshot {
 }
 
 // Ref is the status' record of a stored snapshot.
-func Ref(s *backup.Snapshot) *v1.SnapshotRef {
-	r := &v1.SnapshotRef{Name: s.Stem, Time: metav1.NewTime(s.Time), Revision: s.Revision, SizeBytes: s.Data.Size, Slot: s.Slot}
+func Ref(s *backup.Snapshot) *hactlv1.SnapshotRef {
+	r := &hactlv1.SnapshotRef{Name: s.Stem, Time: metav1.NewTime(s.Time), Revision: s.Revision, SizeBytes: s.Data.Size, Slot: s.Slot}
 	if s.Metadata != nil {
 		r.TakenBy = s.Metadata.TakenBy
 		if !s.Metadata.CompletedAt.IsZero() {
@@ -102,9 +102,9 @@ func Ref(s *backup.Snapshot) *v1.SnapshotRef {
 }
 
 // RefFromMetadata is Ref of a snapshot just taken (backup.Take's metadata).
-func RefFromMetadata(m *backup.Metadata) *v1.SnapshotRef {
+func RefFromMetadata(m *backup.Metadata) *hactlv1.SnapshotRef {
 	stem := strings.TrimSuffix(m.MetadataKey[strings.LastIndex(m.MetadataKey, "/")+1:], ".json")
-	return &v1.SnapshotRef{Name: stem, Time: metav1.NewTime(m.CompletedAt), Revision: m.Revision, SizeBytes: m.StoredSizeBytes, Slot: m.Slot, TakenBy: m.TakenBy}
+	return &hactlv1.SnapshotRef{Name: stem, Time: metav1.NewTime(m.CompletedAt), Revision: m.Revision, SizeBytes: m.StoredSizeBytes, Slot: m.Slot, TakenBy: m.TakenBy}
 }
 
 // BackupLook is what one backup step saw: Problem (a failed snapshot, an unreachable store, the
@@ -119,9 +119,9 @@ type BackupLook struct {
 // reason even while the snapshot is still fresh enough, except a failed attempt within the grace
 // (the next slot retries), which is reported in the message only. With spec.backup unset the
 // condition is removed.
-func ApplyBackup(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int64, look BackupLook, now time.Time) {
+func ApplyBackup(st *hactlv1.EtcdClusterStatus, spec hactlv1.EtcdClusterSpec, generation int64, look BackupLook, now time.Time) {
 	if spec.Backup == nil {
-		removeCondition(st, v1.ConditionBackupFresh)
+		removeCondition(st, hactlv1.ConditionBackupFresh)
 		return
 	}
 	every := Every(spec.Backup)
@@ -129,29 +129,29 @@ func ApplyBackup(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation i
 	last := st.LastSnapshot
 	switch {
 	case look.Reason == ReasonTimersScheduled || look.Reason == ReasonStoreUnavailable:
-		set(st, generation, now, v1.ConditionBackupFresh, false, look.Reason, look.Problem)
+		set(st, generation, now, hactlv1.ConditionBackupFresh, false, look.Reason, look.Problem)
 	case last == nil:
 		msg := fmt.Sprintf("no snapshot yet (every %s)", every)
 		if look.Problem != "" {
 			msg += ": " + look.Problem
 		}
-		set(st, generation, now, v1.ConditionBackupFresh, false, cmp.Or(look.Reason, ReasonNoSnapshot), msg)
+		set(st, generation, now, hactlv1.ConditionBackupFresh, false, cmp.Or(look.Reason, ReasonNoSnapshot), msg)
 	case now.Sub(last.Time.Time) > limit:
 		msg := fmt.Sprintf("the newest snapshot %s was stored at %s, more than 2 × every (%s) ago", last.Name, last.Time.UTC().Format(time.RFC3339), limit)
 		if look.Problem != "" {
 			msg += "; " + look.Problem
 		}
-		set(st, generation, now, v1.ConditionBackupFresh, false, cmp.Or(look.Reason, ReasonBackupStale), msg)
+		set(st, generation, now, hactlv1.ConditionBackupFresh, false, cmp.Or(look.Reason, ReasonBackupStale), msg)
 	default:
 		msg := fmt.Sprintf("the newest snapshot %s (revision %d) was stored at %s, within 2 × every (%s)", last.Name, last.Revision, last.Time.UTC().Format(time.RFC3339), limit)
 		if look.Problem != "" {
 			msg += "; the last attempt failed: " + look.Problem
 		}
-		set(st, generation, now, v1.ConditionBackupFresh, true, ReasonBackupFresh, msg)
+		set(st, generation, now, hactlv1.ConditionBackupFresh, true, ReasonBackupFresh, msg)
 	}
 }
 
-func removeCondition(st *v1.EtcdClusterStatus, typ string) {
+func removeCondition(st *hactlv1.EtcdClusterStatus, typ string) {
 	out := st.Conditions[:0]
 	for _, c := range st.Conditions {
 		if c.Type != typ {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl/hactl/backup"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 func TestSlots(t *testing.T) {
@@ -31,13 +31,13 @@ func TestSlots(t *testing.T) {
 			t.Errorf("every %s: next slot %s, want %s", c.every, got, c.next)
 		}
 	}
-	if Every(nil) != DefaultEvery || Every(&v1.BackupSpec{}) != DefaultEvery {
+	if Every(nil) != DefaultEvery || Every(&hactlv1.BackupSpec{}) != DefaultEvery {
 		t.Error("Every's default is not 5m")
 	}
-	if p := Policy(&v1.BackupSpec{Retention: &v1.Retention{KeepLast: ptr.To[int32](3), KeepDaily: ptr.To[int32](7)}}); p != (backup.Policy{KeepLast: 3, KeepDaily: 7}) {
+	if p := Policy(&hactlv1.BackupSpec{Retention: &hactlv1.Retention{KeepLast: ptr.To[int32](3), KeepDaily: ptr.To[int32](7)}}); p != (backup.Policy{KeepLast: 3, KeepDaily: 7}) {
 		t.Errorf("policy %+v", p)
 	}
-	if p := Policy(&v1.BackupSpec{}); p != (backup.Policy{}) {
+	if p := Policy(&hactlv1.BackupSpec{}); p != (backup.Policy{}) {
 		t.Errorf("no retention: policy %+v, want none", p)
 	}
 }
@@ -67,13 +67,13 @@ func TestFindSlotAndTimers(t *testing.T) {
 func TestApplyBackup(t *testing.T) {
 	now := time.Date(2026, 12, 3, 10, 7, 0, 0, time.UTC)
 	sp := spec()
-	sp.Backup = &v1.BackupSpec{Every: &metav1.Duration{Duration: 5 * time.Minute}}
-	last := func(age time.Duration) *v1.SnapshotRef {
-		return &v1.SnapshotRef{Name: "x-slot", Time: metav1.NewTime(now.Add(-age)), Revision: 9}
+	sp.Backup = &hactlv1.BackupSpec{Every: &metav1.Duration{Duration: 5 * time.Minute}}
+	last := func(age time.Duration) *hactlv1.SnapshotRef {
+		return &hactlv1.SnapshotRef{Name: "x-slot", Time: metav1.NewTime(now.Add(-age)), Revision: 9}
 	}
 	for _, c := range []struct {
 		name   string
-		last   *v1.SnapshotRef
+		last   *hactlv1.SnapshotRef
 		look   BackupLook
 		status metav1.ConditionStatus
 		reason string
@@ -88,19 +88,19 @@ func TestApplyBackup(t *testing.T) {
 		{"timers", last(time.Minute), BackupLook{Reason: ReasonTimersScheduled, Problem: "timers"}, metav1.ConditionFalse, ReasonTimersScheduled, "timers"},
 		{"store", last(time.Minute), BackupLook{Reason: ReasonStoreUnavailable, Problem: "no secret"}, metav1.ConditionFalse, ReasonStoreUnavailable, "no secret"},
 	} {
-		st := &v1.EtcdClusterStatus{LastSnapshot: c.last}
+		st := &hactlv1.EtcdClusterStatus{LastSnapshot: c.last}
 		ApplyBackup(st, sp, 3, c.look, now)
-		b := meta.FindStatusCondition(st.Conditions, v1.ConditionBackupFresh)
+		b := meta.FindStatusCondition(st.Conditions, hactlv1.ConditionBackupFresh)
 		if b == nil || b.Status != c.status || b.Reason != c.reason || !strings.Contains(b.Message, c.msg) || b.ObservedGeneration != 3 {
 			t.Errorf("%s: %+v, want %s %s containing %q", c.name, b, c.status, c.reason, c.msg)
 		}
 	}
 	// Without spec.backup the condition goes.
-	st := &v1.EtcdClusterStatus{}
+	st := &hactlv1.EtcdClusterStatus{}
 	ApplyBackup(st, sp, 1, BackupLook{}, now)
 	sp.Backup = nil
 	ApplyBackup(st, sp, 2, BackupLook{}, now)
-	if meta.FindStatusCondition(st.Conditions, v1.ConditionBackupFresh) != nil {
+	if meta.FindStatusCondition(st.Conditions, hactlv1.ConditionBackupFresh) != nil {
 		t.Error("BackupFresh kept without spec.backup")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // Reasons of the Maintenance condition.
@@ -23,7 +23,7 @@ const (
 const DefaultDefragThreshold = 50
 
 // DefragThreshold is spec.maintenance.defragThresholdPercent, its default when unset.
-func DefragThreshold(m *v1.MaintenanceSpec) float64 {
+func DefragThreshold(m *hactlv1.MaintenanceSpec) float64 {
 	if m == nil || m.DefragThresholdPercent == 0 {
 		return DefaultDefragThreshold
 	}
@@ -31,13 +31,13 @@ func DefragThreshold(m *v1.MaintenanceSpec) float64 {
 }
 
 // RecoverNoSpace is spec.maintenance.recoverNoSpace (default true).
-func RecoverNoSpace(m *v1.MaintenanceSpec) bool {
+func RecoverNoSpace(m *hactlv1.MaintenanceSpec) bool {
 	return m != nil && (m.RecoverNoSpace == nil || *m.RecoverNoSpace)
 }
 
 // InWindow reports whether now falls in the daily UTC window w (nil: always) and when the window
 // now falls in started (zero for nil). A window may cross midnight (start 23:00, 2h).
-func InWindow(now time.Time, w *v1.MaintenanceWindow) (bool, time.Time) {
+func InWindow(now time.Time, w *hactlv1.MaintenanceWindow) (bool, time.Time) {
 	if w == nil {
 		return true, time.Time{}
 	}
@@ -87,18 +87,18 @@ func HasNoSpace(cs *etcd.ClusterStatus) bool {
 // (running), else False with the outcome of the last action (reason Idle, or MaintenanceFailed with
 // the error); with no reason (nothing done) the last outcome stays. Removed without
 // spec.maintenance.
-func ApplyMaintenance(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int64, running bool, reason, msg string, now time.Time) {
+func ApplyMaintenance(st *hactlv1.EtcdClusterStatus, spec hactlv1.EtcdClusterSpec, generation int64, running bool, reason, msg string, now time.Time) {
 	if spec.Maintenance == nil {
-		removeCondition(st, v1.ConditionMaintenance)
+		removeCondition(st, hactlv1.ConditionMaintenance)
 		return
 	}
 	if reason == "" { // nothing done now: the last outcome stays
 		for _, c := range st.Conditions {
-			if c.Type == v1.ConditionMaintenance && c.Status == "False" {
+			if c.Type == hactlv1.ConditionMaintenance && c.Status == "False" {
 				return
 			}
 		}
 		reason, msg = ReasonMaintenanceIdle, "no maintenance done yet"
 	}
-	set(st, generation, now, v1.ConditionMaintenance, running, reason, msg)
+	set(st, generation, now, hactlv1.ConditionMaintenance, running, reason, msg)
 }

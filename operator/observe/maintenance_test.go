@@ -10,16 +10,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 func TestInWindow(t *testing.T) {
-	w := func(start string, d time.Duration) *v1.MaintenanceWindow {
-		return &v1.MaintenanceWindow{Start: start, Duration: metav1.Duration{Duration: d}}
+	w := func(start string, d time.Duration) *hactlv1.MaintenanceWindow {
+		return &hactlv1.MaintenanceWindow{Start: start, Duration: metav1.Duration{Duration: d}}
 	}
 	at := func(s string) time.Time { x, _ := time.Parse(time.RFC3339, s); return x }
 	for _, c := range []struct {
-		w     *v1.MaintenanceWindow
+		w     *hactlv1.MaintenanceWindow
 		now   string
 		in    bool
 		start string
@@ -52,10 +52,10 @@ func TestFragmentedAndNoSpace(t *testing.T) {
 	if !HasNoSpace(cs) || HasNoSpace(&etcd.ClusterStatus{}) || HasNoSpace(nil) {
 		t.Error("HasNoSpace")
 	}
-	if DefragThreshold(nil) != 50 || DefragThreshold(&v1.MaintenanceSpec{DefragThresholdPercent: 20}) != 20 {
+	if DefragThreshold(nil) != 50 || DefragThreshold(&hactlv1.MaintenanceSpec{DefragThresholdPercent: 20}) != 20 {
 		t.Error("DefragThreshold")
 	}
-	if !RecoverNoSpace(&v1.MaintenanceSpec{}) || RecoverNoSpace(&v1.MaintenanceSpec{RecoverNoSpace: ptr.To(false)}) || RecoverNoSpace(nil) {
+	if !RecoverNoSpace(&hactlv1.MaintenanceSpec{}) || RecoverNoSpace(&hactlv1.MaintenanceSpec{RecoverNoSpace: ptr.To(false)}) || RecoverNoSpace(nil) {
 		t.Error("RecoverNoSpace")
 	}
 }
@@ -63,30 +63,30 @@ func TestFragmentedAndNoSpace(t *testing.T) {
 func TestApplyMaintenance(t *testing.T) {
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	sp := spec()
-	sp.Maintenance = &v1.MaintenanceSpec{}
-	st := &v1.EtcdClusterStatus{}
+	sp.Maintenance = &hactlv1.MaintenanceSpec{}
+	st := &hactlv1.EtcdClusterStatus{}
 	ApplyMaintenance(st, sp, 1, false, "", "", now)
-	if m := meta.FindStatusCondition(st.Conditions, v1.ConditionMaintenance); m == nil || m.Status != metav1.ConditionFalse || m.Reason != ReasonMaintenanceIdle {
+	if m := meta.FindStatusCondition(st.Conditions, hactlv1.ConditionMaintenance); m == nil || m.Status != metav1.ConditionFalse || m.Reason != ReasonMaintenanceIdle {
 		t.Fatalf("first look: %+v", m)
 	}
 	ApplyMaintenance(st, sp, 1, true, ReasonDefragmenting, "defragmenting cp-a", now)
-	if m := meta.FindStatusCondition(st.Conditions, v1.ConditionMaintenance); m.Status != metav1.ConditionTrue || m.Reason != ReasonDefragmenting {
+	if m := meta.FindStatusCondition(st.Conditions, hactlv1.ConditionMaintenance); m.Status != metav1.ConditionTrue || m.Reason != ReasonDefragmenting {
 		t.Fatalf("running: %+v", m)
 	}
 	ApplyMaintenance(st, sp, 1, false, ReasonMaintenanceIdle, "cp-a defragmented", now)
 	ApplyMaintenance(st, sp, 1, false, "", "", now) // nothing done: the outcome stays
-	if m := meta.FindStatusCondition(st.Conditions, v1.ConditionMaintenance); m.Status != metav1.ConditionFalse || m.Message != "cp-a defragmented" {
+	if m := meta.FindStatusCondition(st.Conditions, hactlv1.ConditionMaintenance); m.Status != metav1.ConditionFalse || m.Message != "cp-a defragmented" {
 		t.Fatalf("after: %+v", m)
 	}
 	// A True left by a replica that died mid-run is reset by the next look.
 	ApplyMaintenance(st, sp, 1, true, ReasonCompacting, "compacting", now)
 	ApplyMaintenance(st, sp, 1, false, "", "", now)
-	if m := meta.FindStatusCondition(st.Conditions, v1.ConditionMaintenance); m.Status != metav1.ConditionFalse {
+	if m := meta.FindStatusCondition(st.Conditions, hactlv1.ConditionMaintenance); m.Status != metav1.ConditionFalse {
 		t.Fatalf("stale True kept: %+v", m)
 	}
 	sp.Maintenance = nil
 	ApplyMaintenance(st, sp, 2, false, "", "", now)
-	if meta.FindStatusCondition(st.Conditions, v1.ConditionMaintenance) != nil {
+	if meta.FindStatusCondition(st.Conditions, hactlv1.ConditionMaintenance) != nil {
 		t.Error("Maintenance kept without spec.maintenance")
 	}
 }

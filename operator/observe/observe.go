@@ -16,7 +16,7 @@ import (
 
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // Condition reasons (CamelCase, as metav1.Condition requires).
@@ -51,7 +51,7 @@ type Look struct {
 // lastTransitionTime when their status does not change) for spec at generation, at now. The
 // phase goes Pending → Running ⇄ Degraded: Pending until the cluster was once seen with spec's
 // cluster ID, Running while Available and not Degraded.
-func Apply(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int64, look Look, now time.Time) {
+func Apply(st *hactlv1.EtcdClusterStatus, spec hactlv1.EtcdClusterSpec, generation int64, look Look, now time.Time) {
 	st.ObservedGeneration = generation
 	cs := look.Status
 	if look.CredentialsErr != nil {
@@ -75,31 +75,31 @@ func Apply(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int64, 
 			reason = ReasonCertificateRejected
 			msg = "the members refuse the operator's client certificate or present one its CA did not sign: " + msg
 		}
-		set(st, generation, now, v1.ConditionAvailable, false, reason, msg)
-		set(st, generation, now, v1.ConditionQuorumAtRisk, true, reason, "the operator cannot see the quorum: "+msg)
-		set(st, generation, now, v1.ConditionDegraded, true, reason, msg)
+		set(st, generation, now, hactlv1.ConditionAvailable, false, reason, msg)
+		set(st, generation, now, hactlv1.ConditionQuorumAtRisk, true, reason, "the operator cannot see the quorum: "+msg)
+		set(st, generation, now, hactlv1.ConditionDegraded, true, reason, msg)
 	case cs.ClusterID != spec.ClusterID:
 		st.Members = unseenMembers(spec, nil, unhealthySince(st.Members), now)
 		st.Leader = ""
 		msg := fmt.Sprintf("the members answer as etcd cluster %s, not spec.clusterID %s: the operator does nothing to them", cs.ClusterID, spec.ClusterID)
-		set(st, generation, now, v1.ConditionAvailable, false, ReasonClusterMismatch, msg)
-		set(st, generation, now, v1.ConditionQuorumAtRisk, true, ReasonClusterMismatch, msg)
-		set(st, generation, now, v1.ConditionDegraded, true, ReasonClusterMismatch, msg)
+		set(st, generation, now, hactlv1.ConditionAvailable, false, ReasonClusterMismatch, msg)
+		set(st, generation, now, hactlv1.ConditionQuorumAtRisk, true, ReasonClusterMismatch, msg)
+		set(st, generation, now, hactlv1.ConditionDegraded, true, ReasonClusterMismatch, msg)
 		seen = false
 	default:
 		observed(st, spec, generation, cs, now)
 	}
 	switch {
-	case seen && meta.IsStatusConditionTrue(st.Conditions, v1.ConditionAvailable) && !meta.IsStatusConditionTrue(st.Conditions, v1.ConditionDegraded):
-		st.Phase = v1.PhaseRunning
-	case seen || (st.Phase != "" && st.Phase != v1.PhasePending):
-		st.Phase = v1.PhaseDegraded
+	case seen && meta.IsStatusConditionTrue(st.Conditions, hactlv1.ConditionAvailable) && !meta.IsStatusConditionTrue(st.Conditions, hactlv1.ConditionDegraded):
+		st.Phase = hactlv1.PhaseRunning
+	case seen || (st.Phase != "" && st.Phase != hactlv1.PhasePending):
+		st.Phase = hactlv1.PhaseDegraded
 	default:
-		st.Phase = v1.PhasePending
+		st.Phase = hactlv1.PhasePending
 	}
 }
 
-func observed(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int64, cs *etcd.ClusterStatus, now time.Time) {
+func observed(st *hactlv1.EtcdClusterStatus, spec hactlv1.EtcdClusterSpec, generation int64, cs *etcd.ClusterStatus, now time.Time) {
 	byURL := map[string]etcd.EndpointStatus{}
 	for _, ep := range cs.Endpoints {
 		byURL[ep.Endpoint] = ep
@@ -114,7 +114,7 @@ func observed(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int6
 	var unhealthy, alarmed []string
 	for _, m := range spec.Members {
 		ep, ok := byURL[m.ClientURL]
-		ms := v1.MemberStatus{Name: m.Name}
+		ms := hactlv1.MemberStatus{Name: m.Name}
 		if !ok {
 			ms.Error = "not asked"
 		} else {
@@ -142,7 +142,7 @@ func observed(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int6
 		st.Members = append(st.Members, ms)
 	}
 	for id, as := range alarms { // alarms of members the spec does not name
-		if !slices.ContainsFunc(st.Members, func(ms v1.MemberStatus) bool { return ms.ID == id }) {
+		if !slices.ContainsFunc(st.Members, func(ms hactlv1.MemberStatus) bool { return ms.ID == id }) {
 			for _, a := range as {
 				alarmed = append(alarmed, id+": "+a)
 			}
@@ -175,49 +175,49 @@ func observed(st *v1.EtcdClusterStatus, spec v1.EtcdClusterSpec, generation int6
 	quorum := membership.Quorum(voters)
 
 	if cs.QuorumReachable && cs.LeaderID != "" {
-		set(st, generation, now, v1.ConditionAvailable, true, ReasonQuorumHealthy,
+		set(st, generation, now, hactlv1.ConditionAvailable, true, ReasonQuorumHealthy,
 			fmt.Sprintf("leader %s; %d of %d voting members healthy (quorum %d)", cmp.Or(cs.LeaderName, cs.LeaderID), healthyVoters, voters, quorum))
 	} else {
-		set(st, generation, now, v1.ConditionAvailable, false, ReasonNoQuorum,
+		set(st, generation, now, hactlv1.ConditionAvailable, false, ReasonNoQuorum,
 			fmt.Sprintf("no leader or no quorum: %d of %d voting members healthy, a quorum is %d; unhealthy: %s", healthyVoters, voters, quorum, orNone(unhealthy)))
 	}
 	switch {
 	case healthyVoters < quorum:
-		set(st, generation, now, v1.ConditionQuorumAtRisk, true, ReasonQuorumLost,
+		set(st, generation, now, hactlv1.ConditionQuorumAtRisk, true, ReasonQuorumLost,
 			fmt.Sprintf("%d of %d voting members healthy, fewer than the quorum of %d: the cluster cannot commit", healthyVoters, voters, quorum))
 	case healthyVoters-1 < quorum:
-		set(st, generation, now, v1.ConditionQuorumAtRisk, true, ReasonOneFailureAway,
+		set(st, generation, now, hactlv1.ConditionQuorumAtRisk, true, ReasonOneFailureAway,
 			fmt.Sprintf("%d of %d voting members healthy and a quorum is %d: one more failure stops writes (unhealthy: %s)", healthyVoters, voters, quorum, orNone(unhealthy)))
 	default:
-		set(st, generation, now, v1.ConditionQuorumAtRisk, false, ReasonTolerates,
+		set(st, generation, now, hactlv1.ConditionQuorumAtRisk, false, ReasonTolerates,
 			fmt.Sprintf("%d of %d voting members healthy, a quorum is %d: %d more failure(s) tolerated", healthyVoters, voters, quorum, healthyVoters-quorum))
 	}
 	switch {
 	case len(unhealthy) > 0:
-		set(st, generation, now, v1.ConditionDegraded, true, ReasonMembersUnhealthy, "unhealthy: "+memberErrors(st.Members))
+		set(st, generation, now, hactlv1.ConditionDegraded, true, ReasonMembersUnhealthy, "unhealthy: "+memberErrors(st.Members))
 	case len(alarmed) > 0:
-		set(st, generation, now, v1.ConditionDegraded, true, ReasonAlarm, "alarms: "+strings.Join(alarmed, ", "))
+		set(st, generation, now, hactlv1.ConditionDegraded, true, ReasonAlarm, "alarms: "+strings.Join(alarmed, ", "))
 	case len(unknown) > 0:
-		set(st, generation, now, v1.ConditionDegraded, true, ReasonUnknownMember,
+		set(st, generation, now, hactlv1.ConditionDegraded, true, ReasonUnknownMember,
 			"members not in spec.members: "+strings.Join(unknown, ", ")+" (add them to the EtcdCluster or remove them with hactl etcd member remove)")
 	default:
-		set(st, generation, now, v1.ConditionDegraded, false, ReasonAllHealthy, fmt.Sprintf("all %d members healthy, no alarm", len(spec.Members)))
+		set(st, generation, now, hactlv1.ConditionDegraded, false, ReasonAllHealthy, fmt.Sprintf("all %d members healthy, no alarm", len(spec.Members)))
 	}
 }
 
 // MarkDuplicate makes st Degraded and not Available because owner (namespace/name) is the
 // EtcdCluster that watches this etcd cluster ID; the duplicate never acts.
-func MarkDuplicate(st *v1.EtcdClusterStatus, generation int64, clusterID, owner string, now time.Time) {
+func MarkDuplicate(st *hactlv1.EtcdClusterStatus, generation int64, clusterID, owner string, now time.Time) {
 	msg := fmt.Sprintf("EtcdCluster %s already watches etcd cluster %s; this one does nothing: delete it", owner, clusterID)
 	st.ObservedGeneration = generation
-	set(st, generation, now, v1.ConditionAvailable, false, ReasonDuplicateCluster, msg)
-	set(st, generation, now, v1.ConditionDegraded, true, ReasonDuplicateCluster, msg)
-	st.Phase = v1.PhaseDegraded
+	set(st, generation, now, hactlv1.ConditionAvailable, false, ReasonDuplicateCluster, msg)
+	set(st, generation, now, hactlv1.ConditionDegraded, true, ReasonDuplicateCluster, msg)
+	st.Phase = hactlv1.PhaseDegraded
 }
 
 // Owner returns the EtcdCluster among items that owns clusterID: the oldest by creationTimestamp,
 // then by namespace/name (so every replica picks the same one). ok is false when none has it.
-func Owner(items []v1.EtcdCluster, clusterID string) (owner v1.EtcdCluster, ok bool) {
+func Owner(items []hactlv1.EtcdCluster, clusterID string) (owner hactlv1.EtcdCluster, ok bool) {
 	for _, c := range items {
 		if c.Spec.ClusterID != clusterID || c.DeletionTimestamp != nil {
 			continue
@@ -229,14 +229,14 @@ func Owner(items []v1.EtcdCluster, clusterID string) (owner v1.EtcdCluster, ok b
 	return owner, ok
 }
 
-func older(a, b v1.EtcdCluster) bool {
+func older(a, b hactlv1.EtcdCluster) bool {
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
 	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 }
 
-func set(st *v1.EtcdClusterStatus, generation int64, now time.Time, typ string, status bool, reason, msg string) {
+func set(st *hactlv1.EtcdClusterStatus, generation int64, now time.Time, typ string, status bool, reason, msg string) {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
@@ -250,7 +250,7 @@ func set(st *v1.EtcdClusterStatus, generation int64, now time.Time, typ string, 
 }
 
 // unhealthySince maps each member of ms to its UnhealthySince (nil entries left out).
-func unhealthySince(ms []v1.MemberStatus) map[string]*metav1.Time {
+func unhealthySince(ms []hactlv1.MemberStatus) map[string]*metav1.Time {
 	out := map[string]*metav1.Time{}
 	for _, m := range ms {
 		if m.UnhealthySince != nil {
@@ -262,10 +262,10 @@ func unhealthySince(ms []v1.MemberStatus) map[string]*metav1.Time {
 
 // unseenMembers is every member of spec as not reachable (err says why), unhealthy since the time
 // since records, or now.
-func unseenMembers(spec v1.EtcdClusterSpec, err error, since map[string]*metav1.Time, now time.Time) []v1.MemberStatus {
-	var out []v1.MemberStatus
+func unseenMembers(spec hactlv1.EtcdClusterSpec, err error, since map[string]*metav1.Time, now time.Time) []hactlv1.MemberStatus {
+	var out []hactlv1.MemberStatus
 	for _, m := range spec.Members {
-		ms := v1.MemberStatus{Name: m.Name, Error: "not reachable", UnhealthySince: cmp.Or(since[m.Name], &metav1.Time{Time: now})}
+		ms := hactlv1.MemberStatus{Name: m.Name, Error: "not reachable", UnhealthySince: cmp.Or(since[m.Name], &metav1.Time{Time: now})}
 		if err != nil {
 			ms.Error = "not reachable: " + err.Error()
 		}
@@ -280,7 +280,7 @@ func anyReachable(cs *etcd.ClusterStatus) bool {
 
 func isTLSRejection(err error) bool { return err != nil && etcd.IsTLSRejection(err) }
 
-func memberErrors(ms []v1.MemberStatus) string {
+func memberErrors(ms []hactlv1.MemberStatus) string {
 	var parts []string
 	for _, m := range ms {
 		if !m.Healthy {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/backup/take"
-	"github.com/hactl/hactl/schedule"
 	"github.com/hactl/hactl/ui"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/api/v1alpha1"
-	"github.com/hactl/hactl/schedule"
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/ui"
 )
 

@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/kubeadm"
-	"github.com/hactl/hactl/schedule"
 )
 
 // addScheduledRunFlags binds the flags `backup now` takes for scheduled runs to o (the units

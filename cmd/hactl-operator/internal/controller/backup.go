@@ -13,7 +13,7 @@ import (
 
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 	"github.com/hactl/hactl/specload"
 )
@@ -36,7 +36,7 @@ const pruneGrace = time.Hour
 type backupResult struct {
 	look observe.BackupLook
 	// last is the newest snapshot the step took or found (nil: unchanged).
-	last *v1.SnapshotRef
+	last *hactlv1.SnapshotRef
 	// taken is set when the step stored a snapshot.
 	taken *backup.Metadata
 	// took is how long the snapshot took.
@@ -56,7 +56,7 @@ type backupResult struct {
 // compressed and encrypted as spec.backup says) under the slot's key, and the retention policy
 // is applied after the success. Every failure is in the result's look, never an error: the next
 // reconcile retries.
-func (r *EtcdClusterReconciler) backupStep(ctx context.Context, ec *v1.EtcdCluster, look observe.Look, now time.Time) backupResult {
+func (r *EtcdClusterReconciler) backupStep(ctx context.Context, ec *hactlv1.EtcdCluster, look observe.Look, now time.Time) backupResult {
 	b := ec.Spec.Backup
 	if b == nil {
 		return backupResult{}
@@ -177,7 +177,7 @@ func leaderOf(st *etcd.ClusterStatus) (endpoint, member string) {
 
 // openStore builds the object store client of ec's spec.backup from its Secrets. Errors name the
 // Secret and the missing key, never a value.
-func (r *EtcdClusterReconciler) openStore(ctx context.Context, ec *v1.EtcdCluster) (backup.Store, error) {
+func (r *EtcdClusterReconciler) openStore(ctx context.Context, ec *hactlv1.EtcdCluster) (backup.Store, error) {
 	if r.OpenStore != nil {
 		return r.OpenStore(ctx, ec)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/hactl/hactl/backup/memstore"
 	"github.com/hactl/hactl/backup/s3test"
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 	"github.com/hactl/hactl/specload"
 )
@@ -54,12 +54,12 @@ func TestScheduledSnapshots(t *testing.T) {
 
 	const prefix = "backups"
 	obj := f.cluster("lab", f.id, "etcd-client")
-	obj.Spec.Backup = &v1.BackupSpec{
-		ObjectStore:       v1.ObjectStore{Endpoint: s3.Endpoint, Bucket: s3test.Bucket, Prefix: prefix, PlainHTTP: true},
-		CredentialsSecret: v1.SecretRef{Name: "s3"},
+	obj.Spec.Backup = &hactlv1.BackupSpec{
+		ObjectStore:       hactlv1.ObjectStore{Endpoint: s3.Endpoint, Bucket: s3test.Bucket, Prefix: prefix, PlainHTTP: true},
+		CredentialsSecret: hactlv1.SecretRef{Name: "s3"},
 		Every:             &metav1.Duration{Duration: 5 * time.Minute},
 		Compression:       "zstd",
-		Retention:         &v1.Retention{KeepLast: ptr.To[int32](2)},
+		Retention:         &hactlv1.Retention{KeepLast: ptr.To[int32](2)},
 	}
 	must(t, c.Create(ctx, obj))
 
@@ -102,8 +102,8 @@ func TestScheduledSnapshots(t *testing.T) {
 		now := base.Add(time.Duration(i) * 5 * time.Minute)
 		clk.Set(now)
 		slot := slotOf(now)
-		got := waitFor(t, c, "lab", "holding the snapshot of slot "+slot, func(s v1.EtcdClusterStatus) bool {
-			return s.LastSnapshot != nil && s.LastSnapshot.Slot == slot && meta.IsStatusConditionTrue(s.Conditions, v1.ConditionBackupFresh)
+		got := waitFor(t, c, "lab", "holding the snapshot of slot "+slot, func(s hactlv1.EtcdClusterStatus) bool {
+			return s.LastSnapshot != nil && s.LastSnapshot.Slot == slot && meta.IsStatusConditionTrue(s.Conditions, hactlv1.ConditionBackupFresh)
 		})
 		if got.LastSnapshot.TakenBy != backup.TakenByOperator || got.LastSnapshot.Name != slot+"-slot" || got.LastSnapshot.Revision == 0 {
 			t.Errorf("slot %s: lastSnapshot %+v", slot, got.LastSnapshot)
@@ -129,12 +129,12 @@ func TestScheduledSnapshots(t *testing.T) {
 
 	// A replica taking over with a status that never recorded the slot: the bucket's snapshot of
 	// the slot is found and recorded, not taken again.
-	var cur v1.EtcdCluster
+	var cur hactlv1.EtcdCluster
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(obj), &cur))
 	cur.Status.LastSnapshot = nil
 	must(t, c.Status().Update(ctx, &cur))
 	clk.Set(base.Add(10*time.Minute + 2*time.Minute))
-	waitFor(t, c, "lab", "the slot recorded again from the bucket", func(s v1.EtcdClusterStatus) bool {
+	waitFor(t, c, "lab", "the slot recorded again from the bucket", func(s hactlv1.EtcdClusterStatus) bool {
 		return s.LastSnapshot != nil && s.LastSnapshot.Slot == slotOf(base.Add(10*time.Minute))
 	})
 	time.Sleep(2 * time.Second) // a few more reconciles
@@ -162,7 +162,7 @@ func TestScheduledSnapshots(t *testing.T) {
 	if n := testutil.ToFloat64(metricSnapshots.WithLabelValues("default/lab", "stored")); n != 3 {
 		t.Errorf("hactl_operator_snapshots_total{result=stored} %v, want 3", n)
 	}
-	if v := testutil.ToFloat64(metricCondition.WithLabelValues("default/lab", v1.ConditionBackupFresh, observe.ReasonBackupFresh)); v != 1 {
+	if v := testutil.ToFloat64(metricCondition.WithLabelValues("default/lab", hactlv1.ConditionBackupFresh, observe.ReasonBackupFresh)); v != 1 {
 		t.Errorf("hactl_operator_condition{type=BackupFresh} %v, want 1", v)
 	}
 	if v := testutil.ToFloat64(metricHealthy.WithLabelValues("default/lab")); v != 3 {
@@ -170,13 +170,13 @@ func TestScheduledSnapshots(t *testing.T) {
 	}
 
 	// One EtcdSnapshot per snapshot in the bucket: the pruned slot's object is gone.
-	snapObjects := func(want int) map[string]v1.EtcdSnapshot {
+	snapObjects := func(want int) map[string]hactlv1.EtcdSnapshot {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			var sl v1.EtcdSnapshotList
+			var sl hactlv1.EtcdSnapshotList
 			must(t, c.List(ctx, &sl, client.InNamespace("default"), client.MatchingLabels{LabelCluster: "lab"}))
-			out := map[string]v1.EtcdSnapshot{}
+			out := map[string]hactlv1.EtcdSnapshot{}
 			ready := 0
 			for _, s := range sl.Items {
 				out[s.Spec.Key] = s
@@ -197,15 +197,15 @@ func TestScheduledSnapshots(t *testing.T) {
 	for _, sl := range []string{slotOf(base.Add(5 * time.Minute)), slotOf(base.Add(10 * time.Minute))} {
 		o, ok := objs[sl+"-slot"]
 		if !ok || o.Name != SnapshotObjectName("lab", sl+"-slot") || o.Status.Revision == 0 || o.Status.SHA256 == "" ||
-			len(o.Finalizers) != 1 || o.Spec.DeletionPolicy != v1.DeletionRetain {
+			len(o.Finalizers) != 1 || o.Spec.DeletionPolicy != hactlv1.DeletionRetain {
 			t.Errorf("EtcdSnapshot of slot %s: %+v", sl, o)
 		}
 	}
 
 	// On demand: an EtcdSnapshot without a key is a snapshot taken now.
-	must(t, c.Create(ctx, &v1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "now", Namespace: "default"},
-		Spec: v1.EtcdSnapshotSpec{ClusterName: "lab", DeletionPolicy: v1.DeletionDelete}}))
-	var now1 v1.EtcdSnapshot
+	must(t, c.Create(ctx, &hactlv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "now", Namespace: "default"},
+		Spec: hactlv1.EtcdSnapshotSpec{ClusterName: "lab", DeletionPolicy: hactlv1.DeletionDelete}}))
+	var now1 hactlv1.EtcdSnapshot
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		must(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "now"}, &now1))
@@ -242,11 +242,11 @@ func TestScheduledSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Set(timerNow.Add(time.Minute))
-	got := waitFor(t, c, "lab", "BackupFresh false for the timers' snapshots", func(s v1.EtcdClusterStatus) bool {
-		b := meta.FindStatusCondition(s.Conditions, v1.ConditionBackupFresh)
+	got := waitFor(t, c, "lab", "BackupFresh false for the timers' snapshots", func(s hactlv1.EtcdClusterStatus) bool {
+		b := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionBackupFresh)
 		return b != nil && b.Status == metav1.ConditionFalse && b.Reason == observe.ReasonTimersScheduled
 	})
-	if b := meta.FindStatusCondition(got.Conditions, v1.ConditionBackupFresh); !strings.Contains(b.Message, "hactl backup schedule --disable") {
+	if b := meta.FindStatusCondition(got.Conditions, hactlv1.ConditionBackupFresh); !strings.Contains(b.Message, "hactl backup schedule --disable") {
 		t.Errorf("BackupFresh message does not say how to resolve it: %s", b.Message)
 	}
 
@@ -254,8 +254,8 @@ func TestScheduledSnapshots(t *testing.T) {
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(obj), &cur))
 	cur.Spec.Backup.CredentialsSecret.Name = "s3-nokey"
 	must(t, c.Update(ctx, &cur))
-	waitFor(t, c, "lab", "BackupFresh false for the missing key", func(s v1.EtcdClusterStatus) bool {
-		b := meta.FindStatusCondition(s.Conditions, v1.ConditionBackupFresh)
+	waitFor(t, c, "lab", "BackupFresh false for the missing key", func(s hactlv1.EtcdClusterStatus) bool {
+		b := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionBackupFresh)
 		return b != nil && b.Status == metav1.ConditionFalse && b.Reason == observe.ReasonStoreUnavailable && strings.Contains(b.Message, SecretSecretAccessKey)
 	})
 }
@@ -281,7 +281,7 @@ func waitGone(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var s v1.EtcdSnapshot
+		var s hactlv1.EtcdSnapshot
 		err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &s)
 		if apierrors.IsNotFound(err) {
 			return

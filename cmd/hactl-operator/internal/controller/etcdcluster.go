@@ -27,7 +27,7 @@ import (
 
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
 
@@ -62,7 +62,7 @@ type EtcdClusterReconciler struct {
 	// Version is recorded in the snapshots' metadata (hactlVersion).
 	Version string
 	// OpenStore, when set, replaces the S3 client spec.backup describes (tests).
-	OpenStore func(ctx context.Context, ec *v1.EtcdCluster) (backup.Store, error)
+	OpenStore func(ctx context.Context, ec *hactlv1.EtcdCluster) (backup.Store, error)
 
 	// EtcdBinary is the etcd binary a heal installs on a spare (the image's).
 	EtcdBinary string
@@ -82,7 +82,7 @@ type EtcdClusterReconciler struct {
 // (spec changes; status writes do not retrigger it) and the periodic requeue.
 func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.EtcdCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&hactlv1.EtcdCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("etcdcluster").
 		Complete(r)
 }
@@ -91,7 +91,7 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // of the API server (reading the object, writing its status); etcd's are conditions.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
-	var ec v1.EtcdCluster
+	var ec hactlv1.EtcdCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &ec); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Namespace, req.Name)
@@ -104,12 +104,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	now := r.now()
 
-	var all v1.EtcdClusterList
+	var all hactlv1.EtcdClusterList
 	if err := r.Client.List(ctx, &all); err != nil {
 		return ctrl.Result{}, err
 	}
 	if owner, ok := observe.Owner(all.Items, ec.Spec.ClusterID); ok && (owner.Namespace != ec.Namespace || owner.Name != ec.Name) {
-		return requeue, r.writeStatus(ctx, &ec, func(st *v1.EtcdClusterStatus) {
+		return requeue, r.writeStatus(ctx, &ec, func(st *hactlv1.EtcdClusterStatus) {
 			observe.MarkDuplicate(st, ec.Generation, ec.Spec.ClusterID, owner.Namespace+"/"+owner.Name, now)
 		})
 	}
@@ -137,7 +137,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	r.backupEvents(&ec, bk)
 	var hd observe.HealDecision
-	if err := r.writeStatus(ctx, &ec, func(st *v1.EtcdClusterStatus) {
+	if err := r.writeStatus(ctx, &ec, func(st *hactlv1.EtcdClusterStatus) {
 		observe.Apply(st, ec.Spec, ec.Generation, look, now)
 		if bk.last != nil {
 			st.LastSnapshot = bk.last
@@ -178,7 +178,7 @@ const slotDelay = 500 * time.Millisecond
 
 // backupEvents counts the step in hactl_operator_snapshots_total and records a stored snapshot
 // (Normal SnapshotTaken) and a problem (Warning with the reason).
-func (r *EtcdClusterReconciler) backupEvents(ec *v1.EtcdCluster, bk backupResult) {
+func (r *EtcdClusterReconciler) backupEvents(ec *hactlv1.EtcdCluster, bk backupResult) {
 	cluster := ec.Namespace + "/" + ec.Name
 	if bk.taken != nil {
 		metricSnapshots.WithLabelValues(cluster, "stored").Inc()
@@ -194,7 +194,7 @@ func (r *EtcdClusterReconciler) backupEvents(ec *v1.EtcdCluster, bk backupResult
 		// Events with the same regarding, related, reason and reporting instance into one series
 		// whatever their notes, so without it each slot's Event would be counted into the first one's
 		// series and the per-slot record (the Lease drill's proof of one snapshot per slot) lost.
-		related := &v1.EtcdSnapshot{TypeMeta: metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "EtcdSnapshot"},
+		related := &hactlv1.EtcdSnapshot{TypeMeta: metav1.TypeMeta{APIVersion: hactlv1.GroupVersion.String(), Kind: "EtcdSnapshot"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ec.Namespace, Name: SnapshotObjectName(ec.Name, bk.last.Name)}}
 		r.Recorder.Eventf(ec, related, corev1.EventTypeNormal, observe.EventSnapshotTaken, "Snapshot", "slot %s: member %s at revision %d, %d bytes stored as %s in %s",
 			m.Slot, m.MemberName, m.Revision, m.StoredSizeBytes, m.Key, bk.took.Round(time.Millisecond))
@@ -205,7 +205,7 @@ func (r *EtcdClusterReconciler) backupEvents(ec *v1.EtcdCluster, bk backupResult
 }
 
 // look reads the client certificate and asks every member of ec.
-func (r *EtcdClusterReconciler) look(ctx context.Context, ec *v1.EtcdCluster) observe.Look {
+func (r *EtcdClusterReconciler) look(ctx context.Context, ec *hactlv1.EtcdCluster) observe.Look {
 	cfg, err := r.clientTLS(ctx, ec)
 	if err != nil {
 		return observe.Look{CredentialsErr: err}
@@ -220,7 +220,7 @@ func (r *EtcdClusterReconciler) look(ctx context.Context, ec *v1.EtcdCluster) ob
 
 // clientTLS builds the client tls.Config from ec's client certificate Secret. Errors name the
 // Secret and the missing or bad key.
-func (r *EtcdClusterReconciler) clientTLS(ctx context.Context, ec *v1.EtcdCluster) (*tls.Config, error) {
+func (r *EtcdClusterReconciler) clientTLS(ctx context.Context, ec *hactlv1.EtcdCluster) (*tls.Config, error) {
 	name := types.NamespacedName{Namespace: ec.Namespace, Name: ec.Spec.ClientCertificateSecret.Name}
 	var s corev1.Secret
 	if err := r.Client.Get(ctx, name, &s); err != nil {
@@ -241,11 +241,11 @@ func (r *EtcdClusterReconciler) clientTLS(ctx context.Context, ec *v1.EtcdCluste
 // writeStatus applies change to ec's status and writes it through the status subresource when it
 // differs, re-reading the object on a conflict; it records an event for a phase change and for
 // each condition whose status flipped.
-func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, ec *v1.EtcdCluster, change func(*v1.EtcdClusterStatus)) error {
+func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, ec *hactlv1.EtcdCluster, change func(*hactlv1.EtcdClusterStatus)) error {
 	before := ec.Status.DeepCopy()
-	var after *v1.EtcdClusterStatus
+	var after *hactlv1.EtcdClusterStatus
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cur v1.EtcdCluster
+		var cur hactlv1.EtcdCluster
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ec), &cur); err != nil {
 			return err
 		}
@@ -274,13 +274,13 @@ func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, ec *v1.EtcdClus
 	return nil
 }
 
-func (r *EtcdClusterReconciler) events(ec *v1.EtcdCluster, before, after *v1.EtcdClusterStatus) {
+func (r *EtcdClusterReconciler) events(ec *hactlv1.EtcdCluster, before, after *hactlv1.EtcdClusterStatus) {
 	if r.Recorder == nil || after == nil {
 		return
 	}
 	if before.Phase != after.Phase {
 		typ := corev1.EventTypeNormal
-		if after.Phase == v1.PhaseDegraded {
+		if after.Phase == hactlv1.PhaseDegraded {
 			typ = corev1.EventTypeWarning
 		}
 		from := before.Phase
@@ -297,8 +297,8 @@ func (r *EtcdClusterReconciler) events(ec *v1.EtcdCluster, before, after *v1.Etc
 			continue
 		}
 		typ := corev1.EventTypeNormal
-		if bad := (c.Type == v1.ConditionAvailable || c.Type == v1.ConditionBackupFresh) && c.Status == "False" ||
-			(c.Type == v1.ConditionDegraded || c.Type == v1.ConditionQuorumAtRisk) && c.Status == "True"; bad {
+		if bad := (c.Type == hactlv1.ConditionAvailable || c.Type == hactlv1.ConditionBackupFresh) && c.Status == "False" ||
+			(c.Type == hactlv1.ConditionDegraded || c.Type == hactlv1.ConditionQuorumAtRisk) && c.Status == "True"; bad {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(ec, nil, typ, c.Reason, "Observe", "%s=%s: %s", c.Type, c.Status, c.Message)

@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
 
@@ -33,9 +33,9 @@ func TestEtcdClusterReconciler(t *testing.T) {
 			RequeuePeriod: time.Second, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}).SetupWithManager(mgr)
 	})
 
-	got := waitFor(t, c, "main", "Running with every member seen", func(s v1.EtcdClusterStatus) bool {
-		return s.Phase == v1.PhaseRunning && s.Leader != "" && len(s.Members) == 3 && s.Members[0].Healthy && s.Members[0].ID != "" &&
-			meta.IsStatusConditionTrue(s.Conditions, v1.ConditionAvailable) && meta.IsStatusConditionFalse(s.Conditions, v1.ConditionQuorumAtRisk)
+	got := waitFor(t, c, "main", "Running with every member seen", func(s hactlv1.EtcdClusterStatus) bool {
+		return s.Phase == hactlv1.PhaseRunning && s.Leader != "" && len(s.Members) == 3 && s.Members[0].Healthy && s.Members[0].ID != "" &&
+			meta.IsStatusConditionTrue(s.Conditions, hactlv1.ConditionAvailable) && meta.IsStatusConditionFalse(s.Conditions, hactlv1.ConditionQuorumAtRisk)
 	})
 	if got.ObservedGeneration != 1 {
 		t.Errorf("observedGeneration %d, want 1", got.ObservedGeneration)
@@ -43,32 +43,32 @@ func TestEtcdClusterReconciler(t *testing.T) {
 
 	victim := (ec.LeaderIndex(ctx) + 1) % 3
 	ec.Kill(victim)
-	got = waitFor(t, c, "main", "Degraded with QuorumAtRisk after a member was killed", func(s v1.EtcdClusterStatus) bool {
-		r := meta.FindStatusCondition(s.Conditions, v1.ConditionQuorumAtRisk)
-		return s.Phase == v1.PhaseDegraded && r != nil && r.Status == "True" && r.Reason == observe.ReasonOneFailureAway &&
-			!s.Members[victim].Healthy && meta.IsStatusConditionTrue(s.Conditions, v1.ConditionAvailable)
+	got = waitFor(t, c, "main", "Degraded with QuorumAtRisk after a member was killed", func(s hactlv1.EtcdClusterStatus) bool {
+		r := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionQuorumAtRisk)
+		return s.Phase == hactlv1.PhaseDegraded && r != nil && r.Status == "True" && r.Reason == observe.ReasonOneFailureAway &&
+			!s.Members[victim].Healthy && meta.IsStatusConditionTrue(s.Conditions, hactlv1.ConditionAvailable)
 	})
-	if d := meta.FindStatusCondition(got.Conditions, v1.ConditionDegraded); d == nil || !strings.Contains(d.Message, ec.Members()[victim].Name) {
+	if d := meta.FindStatusCondition(got.Conditions, hactlv1.ConditionDegraded); d == nil || !strings.Contains(d.Message, ec.Members()[victim].Name) {
 		t.Errorf("Degraded does not name the killed member %s: %+v", ec.Members()[victim].Name, d)
 	}
 	if err := ec.Restart(victim); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, c, "main", "Running again after the restart", func(s v1.EtcdClusterStatus) bool {
-		return s.Phase == v1.PhaseRunning && s.Members[victim].Healthy
+	waitFor(t, c, "main", "Running again after the restart", func(s hactlv1.EtcdClusterStatus) bool {
+		return s.Phase == hactlv1.PhaseRunning && s.Members[victim].Healthy
 	})
 
 	// A second EtcdCluster for the same etcd cluster never acts: a Degraded duplicate.
 	must(t, c.Create(ctx, f.cluster("copy", f.id, "etcd-client")))
-	waitFor(t, c, "copy", "a Degraded duplicate", func(s v1.EtcdClusterStatus) bool {
-		d := meta.FindStatusCondition(s.Conditions, v1.ConditionDegraded)
-		return s.Phase == v1.PhaseDegraded && d != nil && d.Reason == observe.ReasonDuplicateCluster && strings.Contains(d.Message, "default/main")
+	waitFor(t, c, "copy", "a Degraded duplicate", func(s hactlv1.EtcdClusterStatus) bool {
+		d := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionDegraded)
+		return s.Phase == hactlv1.PhaseDegraded && d != nil && d.Reason == observe.ReasonDuplicateCluster && strings.Contains(d.Message, "default/main")
 	})
 	// A Secret without tls.key: Pending, with the reason and the missing key named.
 	must(t, c.Create(ctx, f.cluster("nokey", "beef", "no-key")))
-	waitFor(t, c, "nokey", "Pending for want of the client key", func(s v1.EtcdClusterStatus) bool {
-		a := meta.FindStatusCondition(s.Conditions, v1.ConditionAvailable)
-		return s.Phase == v1.PhasePending && a != nil && a.Reason == observe.ReasonSecret && strings.Contains(a.Message, "tls.key")
+	waitFor(t, c, "nokey", "Pending for want of the client key", func(s hactlv1.EtcdClusterStatus) bool {
+		a := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionAvailable)
+		return s.Phase == hactlv1.PhasePending && a != nil && a.Reason == observe.ReasonSecret && strings.Contains(a.Message, "tls.key")
 	})
 
 	// Every phase transition of main was an event.
@@ -92,9 +92,9 @@ func TestEtcdClusterReconciler(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, c client.Client, name, what string, ok func(v1.EtcdClusterStatus) bool) v1.EtcdClusterStatus {
+func waitFor(t *testing.T, c client.Client, name, what string, ok func(hactlv1.EtcdClusterStatus) bool) hactlv1.EtcdClusterStatus {
 	t.Helper()
-	var e v1.EtcdCluster
+	var e hactlv1.EtcdCluster
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &e); err == nil && ok(e.Status) {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
 
@@ -70,17 +70,17 @@ type EtcdSnapshotReconciler struct {
 
 // SetupWithManager registers the reconciler for EtcdSnapshots.
 func (r *EtcdSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&v1.EtcdSnapshot{}).Named("etcdsnapshot").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&hactlv1.EtcdSnapshot{}).Named("etcdsnapshot").Complete(r)
 }
 
 // Reconcile handles one EtcdSnapshot. Errors (retried with backoff): the API server's, and a
 // deletion with policy Delete that the store refused.
 func (r *EtcdSnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var s v1.EtcdSnapshot
+	var s hactlv1.EtcdSnapshot
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	var ec v1.EtcdCluster
+	var ec hactlv1.EtcdCluster
 	ecErr := r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Spec.ClusterName}, &ec)
 	if ecErr != nil && !apierrors.IsNotFound(ecErr) {
 		return ctrl.Result{}, ecErr
@@ -92,12 +92,12 @@ func (r *EtcdSnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if s.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, &s, &ec, ecErr)
 	}
-	if !controllerutil.ContainsFinalizer(&s, v1.SnapshotProtectionFinalizer) {
-		controllerutil.AddFinalizer(&s, v1.SnapshotProtectionFinalizer)
+	if !controllerutil.ContainsFinalizer(&s, hactlv1.SnapshotProtectionFinalizer) {
+		controllerutil.AddFinalizer(&s, hactlv1.SnapshotProtectionFinalizer)
 		return ctrl.Result{}, r.Client.Update(ctx, &s)
 	}
 	if ecErr != nil {
-		return ctrl.Result{RequeueAfter: time.Minute}, r.writeStatus(ctx, &s, func(st *v1.EtcdSnapshotStatus) {
+		return ctrl.Result{RequeueAfter: time.Minute}, r.writeStatus(ctx, &s, func(st *hactlv1.EtcdSnapshotStatus) {
 			if st.Phase == "" {
 				st.Phase = SnapshotPending
 			}
@@ -112,22 +112,22 @@ func (r *EtcdSnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	store, err := r.Clusters.openStore(ctx, &ec)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: time.Minute}, r.writeStatus(ctx, &s, func(st *v1.EtcdSnapshotStatus) {
+		return ctrl.Result{RequeueAfter: time.Minute}, r.writeStatus(ctx, &s, func(st *hactlv1.EtcdSnapshotStatus) {
 			setSnapCondition(st, s.Generation, false, observe.ReasonStoreUnavailable, err.Error())
 		})
 	}
 	l, err := backup.List(ctx, store, ec.Spec.Backup.ObjectStore.Prefix, ec.Name)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: time.Minute}, r.writeStatus(ctx, &s, func(st *v1.EtcdSnapshotStatus) {
+		return ctrl.Result{RequeueAfter: time.Minute}, r.writeStatus(ctx, &s, func(st *hactlv1.EtcdSnapshotStatus) {
 			setSnapCondition(st, s.Generation, false, observe.ReasonStoreUnavailable, err.Error())
 		})
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, &s, func(st *v1.EtcdSnapshotStatus) { fillFromListing(st, s.Generation, s.Spec.Key, l) })
+	return ctrl.Result{}, r.writeStatus(ctx, &s, func(st *hactlv1.EtcdSnapshotStatus) { fillFromListing(st, s.Generation, s.Spec.Key, l) })
 }
 
 // takeOnDemand takes the snapshot an EtcdSnapshot without a key asks for, then records its stem in
 // spec.key (immutable from then on) and its status.
-func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *v1.EtcdSnapshot, ec *v1.EtcdCluster) (ctrl.Result, error) {
+func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *hactlv1.EtcdSnapshot, ec *hactlv1.EtcdCluster) (ctrl.Result, error) {
 	if s.Status.Phase == SnapshotFailed {
 		return ctrl.Result{}, nil // one attempt per object: create another to try again
 	}
@@ -135,7 +135,7 @@ func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *v1.EtcdSna
 		if r.Recorder != nil {
 			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonTakeFailed, "Snapshot", "%s", msg)
 		}
-		return ctrl.Result{}, r.writeStatus(ctx, s, func(st *v1.EtcdSnapshotStatus) {
+		return ctrl.Result{}, r.writeStatus(ctx, s, func(st *hactlv1.EtcdSnapshotStatus) {
 			st.Phase = SnapshotFailed
 			setSnapCondition(st, s.Generation, false, ReasonTakeFailed, msg)
 		})
@@ -184,7 +184,7 @@ func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *v1.EtcdSna
 	// The key must land, or the next reconcile would take a second snapshot: retry conflicts on
 	// a fresh copy.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cur v1.EtcdSnapshot
+		var cur hactlv1.EtcdSnapshot
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
 			return err
 		}
@@ -200,14 +200,14 @@ func (r *EtcdSnapshotReconciler) takeOnDemand(ctx context.Context, s *v1.EtcdSna
 	if r.Recorder != nil {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonStored, "Snapshot", "member %s at revision %d, %d bytes stored as %s", member, m.Revision, m.StoredSizeBytes, m.Key)
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, s, func(st *v1.EtcdSnapshotStatus) {
+	return ctrl.Result{}, r.writeStatus(ctx, s, func(st *hactlv1.EtcdSnapshotStatus) {
 		fillFromMetadata(st, s.Generation, ref.Name, m, nil)
 	})
 }
 
 // finalize carries out the deletion policy, then removes the finalizer.
-func (r *EtcdSnapshotReconciler) finalize(ctx context.Context, s *v1.EtcdSnapshot, ec *v1.EtcdCluster, ecErr error) error {
-	if !controllerutil.ContainsFinalizer(s, v1.SnapshotProtectionFinalizer) {
+func (r *EtcdSnapshotReconciler) finalize(ctx context.Context, s *hactlv1.EtcdSnapshot, ec *hactlv1.EtcdCluster, ecErr error) error {
+	if !controllerutil.ContainsFinalizer(s, hactlv1.SnapshotProtectionFinalizer) {
 		return nil
 	}
 	key := s.Spec.Key
@@ -216,11 +216,11 @@ func (r *EtcdSnapshotReconciler) finalize(ctx context.Context, s *v1.EtcdSnapsho
 			r.Recorder.Eventf(s, nil, typ, reason, "Delete", format, args...)
 		}
 	}
-	if s.Spec.DeletionPolicy == v1.DeletionDelete && key != "" && ecErr != nil {
+	if s.Spec.DeletionPolicy == hactlv1.DeletionDelete && key != "" && ecErr != nil {
 		// No EtcdCluster (or no spec.backup) says where the bucket is: nothing can be deleted, and
 		// holding the object forever would block its namespace. It goes; the snapshot stays.
 		event(corev1.EventTypeWarning, ReasonDeletionBlocked, "snapshot %s left in the bucket: %v (delete it with hactl backup prune or the store's tools)", key, ecErr)
-	} else if s.Spec.DeletionPolicy == v1.DeletionDelete && key != "" {
+	} else if s.Spec.DeletionPolicy == hactlv1.DeletionDelete && key != "" {
 		err := ecErr
 		if err == nil {
 			var store backup.Store
@@ -237,7 +237,7 @@ func (r *EtcdSnapshotReconciler) finalize(ctx context.Context, s *v1.EtcdSnapsho
 		case err != nil:
 			msg := fmt.Sprintf("deleting snapshot %s from the bucket: %v (retried)", key, err)
 			event(corev1.EventTypeWarning, ReasonDeletionBlocked, "%s", msg)
-			if werr := r.writeStatus(ctx, s, func(st *v1.EtcdSnapshotStatus) {
+			if werr := r.writeStatus(ctx, s, func(st *hactlv1.EtcdSnapshotStatus) {
 				setCondition(&st.Conditions, s.Generation, "DeletionBlocked", true, ReasonDeletionBlocked, msg)
 			}); werr != nil {
 				log.FromContext(ctx).Error(werr, "status")
@@ -249,14 +249,14 @@ func (r *EtcdSnapshotReconciler) finalize(ctx context.Context, s *v1.EtcdSnapsho
 	} else if key != "" {
 		event(corev1.EventTypeNormal, ReasonRetainedInBucket, "snapshot %s left in the bucket (deletionPolicy Retain)", key)
 	}
-	controllerutil.RemoveFinalizer(s, v1.SnapshotProtectionFinalizer)
+	controllerutil.RemoveFinalizer(s, hactlv1.SnapshotProtectionFinalizer)
 	return client.IgnoreNotFound(r.Client.Update(ctx, s))
 }
 
 // writeStatus applies change to s's status through the status subresource when it differs.
-func (r *EtcdSnapshotReconciler) writeStatus(ctx context.Context, s *v1.EtcdSnapshot, change func(*v1.EtcdSnapshotStatus)) error {
+func (r *EtcdSnapshotReconciler) writeStatus(ctx context.Context, s *hactlv1.EtcdSnapshot, change func(*hactlv1.EtcdSnapshotStatus)) error {
 	return client.IgnoreNotFound(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cur v1.EtcdSnapshot
+		var cur hactlv1.EtcdSnapshot
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
 			return err
 		}
@@ -274,7 +274,7 @@ func (r *EtcdSnapshotReconciler) writeStatus(ctx context.Context, s *v1.EtcdSnap
 }
 
 // fillFromListing sets st from the listing's snapshot key: Ready, or Failed when it is not there.
-func fillFromListing(st *v1.EtcdSnapshotStatus, generation int64, key string, l *backup.Listing) {
+func fillFromListing(st *hactlv1.EtcdSnapshotStatus, generation int64, key string, l *backup.Listing) {
 	sn := l.Find(key)
 	if sn == nil {
 		st.Phase, st.Key = SnapshotFailed, key
@@ -284,14 +284,14 @@ func fillFromListing(st *v1.EtcdSnapshotStatus, generation int64, key string, l 
 	fillFromMetadata(st, generation, key, sn.Metadata, sn.Verified)
 }
 
-func fillFromMetadata(st *v1.EtcdSnapshotStatus, generation int64, key string, m *backup.Metadata, verified *backup.VerifiedMarker) {
+func fillFromMetadata(st *hactlv1.EtcdSnapshotStatus, generation int64, key string, m *backup.Metadata, verified *backup.VerifiedMarker) {
 	t := metav1.NewTime(m.CompletedAt)
 	st.Phase, st.Key, st.Time, st.Revision, st.SizeBytes, st.SHA256 = SnapshotReady, key, &t, m.Revision, m.StoredSizeBytes, m.StoredSHA256
 	st.Verified, st.Encrypted = verified != nil, m.Encrypted()
 	setSnapCondition(st, generation, true, ReasonStored, fmt.Sprintf("%s stored (%d bytes, sha256 %s)", m.Key, m.StoredSizeBytes, m.StoredSHA256))
 }
 
-func setSnapCondition(st *v1.EtcdSnapshotStatus, generation int64, ready bool, reason, msg string) {
+func setSnapCondition(st *hactlv1.EtcdSnapshotStatus, generation int64, ready bool, reason, msg string) {
 	setCondition(&st.Conditions, generation, "Ready", ready, reason, msg)
 }
 
@@ -312,12 +312,12 @@ func SnapshotObjectName(cluster, stem string) string {
 // syncSnapshots makes the EtcdSnapshots of ec match the listing: one per snapshot in the bucket
 // (created with the finalizer and its status from the listing), and the objects of snapshots no
 // longer there (pruned) deleted; objects asked for on demand and not taken yet are left alone.
-func (r *EtcdClusterReconciler) syncSnapshots(ctx context.Context, ec *v1.EtcdCluster, l *backup.Listing) error {
-	var list v1.EtcdSnapshotList
+func (r *EtcdClusterReconciler) syncSnapshots(ctx context.Context, ec *hactlv1.EtcdCluster, l *backup.Listing) error {
+	var list hactlv1.EtcdSnapshotList
 	if err := r.Client.List(ctx, &list, client.InNamespace(ec.Namespace)); err != nil {
 		return err
 	}
-	byKey := map[string]*v1.EtcdSnapshot{}
+	byKey := map[string]*hactlv1.EtcdSnapshot{}
 	for i := range list.Items {
 		s := &list.Items[i]
 		if s.Spec.ClusterName == ec.Name && s.Spec.Key != "" {
@@ -331,10 +331,10 @@ func (r *EtcdClusterReconciler) syncSnapshots(ctx context.Context, ec *v1.EtcdCl
 		if byKey[sn.Stem] != nil {
 			continue
 		}
-		obj := &v1.EtcdSnapshot{
+		obj := &hactlv1.EtcdSnapshot{
 			ObjectMeta: metav1.ObjectMeta{Name: SnapshotObjectName(ec.Name, sn.Stem), Namespace: ec.Namespace,
-				Labels: map[string]string{LabelCluster: ec.Name}, Finalizers: []string{v1.SnapshotProtectionFinalizer}},
-			Spec: v1.EtcdSnapshotSpec{ClusterName: ec.Name, Key: sn.Stem, DeletionPolicy: v1.DeletionRetain},
+				Labels: map[string]string{LabelCluster: ec.Name}, Finalizers: []string{hactlv1.SnapshotProtectionFinalizer}},
+			Spec: hactlv1.EtcdSnapshotSpec{ClusterName: ec.Name, Key: sn.Stem, DeletionPolicy: hactlv1.DeletionRetain},
 		}
 		if err := r.Client.Create(ctx, obj); err != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -342,7 +342,7 @@ func (r *EtcdClusterReconciler) syncSnapshots(ctx context.Context, ec *v1.EtcdCl
 			}
 			return fmt.Errorf("EtcdSnapshot for %s: %w", sn.Stem, err)
 		}
-		obj.Status = v1.EtcdSnapshotStatus{}
+		obj.Status = hactlv1.EtcdSnapshotStatus{}
 		fillFromMetadata(&obj.Status, obj.Generation, sn.Stem, sn.Metadata, sn.Verified)
 		if err := r.Client.Status().Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("EtcdSnapshot %s status: %w", obj.Name, err)
@@ -362,7 +362,7 @@ func (r *EtcdClusterReconciler) syncSnapshots(ctx context.Context, ec *v1.EtcdCl
 			continue
 		}
 		// Gone from the bucket (retention): the object goes too; nothing is left to protect.
-		controllerutil.RemoveFinalizer(s, v1.SnapshotProtectionFinalizer)
+		controllerutil.RemoveFinalizer(s, hactlv1.SnapshotProtectionFinalizer)
 		if err := r.Client.Update(ctx, s); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
 
@@ -16,9 +16,9 @@ import (
 func TestEventsOnReasonChange(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	r := &EtcdClusterReconciler{Recorder: rec}
-	ec := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "lab", Namespace: "hactl-system"}}
-	cond := func(reason, msg string) v1.EtcdClusterStatus {
-		return v1.EtcdClusterStatus{Phase: v1.PhaseDegraded, Conditions: []metav1.Condition{{Type: v1.ConditionHealing, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}}
+	ec := &hactlv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "lab", Namespace: "hactl-system"}}
+	cond := func(reason, msg string) hactlv1.EtcdClusterStatus {
+		return hactlv1.EtcdClusterStatus{Phase: hactlv1.PhaseDegraded, Conditions: []metav1.Condition{{Type: hactlv1.ConditionHealing, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}}
 	}
 	before := cond(observe.ReasonAllMembersServe, "all 3 members healthy")
 	after := cond(observe.ReasonHealQuorumLost, "the quorum is lost … hactl restore -f cluster.yaml --from latest")

@@ -17,7 +17,7 @@ import (
 	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/internal/etcdtest"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // fixture is one test's kube-apiserver (envtest), real 3-member etcd and the Secret "etcd-client"
@@ -52,11 +52,11 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // cluster is an EtcdCluster name of the fixture's etcd (its members, the client Secret secret).
-func (f *fixture) cluster(name, id, secret string) *v1.EtcdCluster {
-	e := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: v1.EtcdClusterSpec{ClusterID: id, ClientCertificateSecret: v1.SecretRef{Name: secret}}}
+func (f *fixture) cluster(name, id, secret string) *hactlv1.EtcdCluster {
+	e := &hactlv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: hactlv1.EtcdClusterSpec{ClusterID: id, ClientCertificateSecret: hactlv1.SecretRef{Name: secret}}}
 	for i, m := range f.etcd.Members() {
-		e.Spec.Members = append(e.Spec.Members, v1.MemberEndpoint{Name: m.Name, ClientURL: f.etcd.Endpoints()[i]})
+		e.Spec.Members = append(e.Spec.Members, hactlv1.MemberEndpoint{Name: m.Name, ClientURL: f.etcd.Endpoints()[i]})
 	}
 	return e
 }

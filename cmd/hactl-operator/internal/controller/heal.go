@@ -26,7 +26,7 @@ import (
 
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/heal"
 	"github.com/hactl/hactl/operator/observe"
 	"github.com/hactl/hactl/provision"
@@ -50,13 +50,13 @@ const SecretSSHKey = corev1.SSHAuthPrivateKey
 
 // planHeal runs inside the status write after observe.Apply: the heal decision, the Healing
 // condition and, for a start, status.healing's first record (step Planned, the order etcd allows).
-func planHeal(ec *v1.EtcdCluster, st *v1.EtcdClusterStatus, look observe.Look, now time.Time) observe.HealDecision {
+func planHeal(ec *hactlv1.EtcdCluster, st *hactlv1.EtcdClusterStatus, look observe.Look, now time.Time) observe.HealDecision {
 	cs := look.Status
 	if look.CredentialsErr != nil {
 		cs = nil
 	}
 	d := observe.Decide(ec.Spec, st, cs, now)
-	if c := findCondition(st.Conditions, v1.ConditionHealing); d.Action == observe.HealNothing && c != nil {
+	if c := findCondition(st.Conditions, hactlv1.ConditionHealing); d.Action == observe.HealNothing && c != nil {
 		switch {
 		case c.Reason == observe.ReasonGracePeriod:
 			d.Reason, d.Message = observe.ReasonMemberRecovered, "answers again within the grace period, no heal: "+c.Message
@@ -91,7 +91,7 @@ func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
 // the attempt count; retried at the next requeue), the step has failed healMaxAttempts times or
 // cannot succeed (a pinned host key refused, a spare no longer listed, the image's etcd of
 // another version): then it is rolled back and recorded as failed. It returns the requeue.
-func (r *EtcdClusterReconciler) healStep(ctx context.Context, ec *v1.EtcdCluster) (time.Duration, error) {
+func (r *EtcdClusterReconciler) healStep(ctx context.Context, ec *hactlv1.EtcdCluster) (time.Duration, error) {
 	if ec.Status.Healing == nil || ec.Spec.Healing == nil {
 		return 0, nil
 	}
@@ -126,16 +126,16 @@ func (r *EtcdClusterReconciler) healStep(ctx context.Context, ec *v1.EtcdCluster
 }
 
 // recordHeal writes hs as status.healing with the Healing condition's message msg.
-func (r *EtcdClusterReconciler) recordHeal(ctx context.Context, ec *v1.EtcdCluster, hs *v1.HealingStatus, msg string) error {
+func (r *EtcdClusterReconciler) recordHeal(ctx context.Context, ec *hactlv1.EtcdCluster, hs *hactlv1.HealingStatus, msg string) error {
 	now := r.now()
-	return r.writeStatus(ctx, ec, func(st *v1.EtcdClusterStatus) {
+	return r.writeStatus(ctx, ec, func(st *hactlv1.EtcdClusterStatus) {
 		st.Healing = hs.DeepCopy()
 		observe.SetHealing(st, ec.Generation, observe.HealDecision{Action: observe.HealContinue, Reason: observe.ReasonHealing, Message: msg}, now)
 	})
 }
 
 // healFailedStep records a failed step; a permanent failure, or the last attempt, ends the heal.
-func (r *EtcdClusterReconciler) healFailedStep(ctx context.Context, ec *v1.EtcdCluster, hs *v1.HealingStatus, env *healEnv, stepErr error) (time.Duration, error) {
+func (r *EtcdClusterReconciler) healFailedStep(ctx context.Context, ec *hactlv1.EtcdCluster, hs *hactlv1.HealingStatus, env *healEnv, stepErr error) (time.Duration, error) {
 	stepErr = explainHostKey(stepErr, hs.Spare)
 	hs.Attempts++
 	hs.LastError = stepErr.Error()
@@ -176,7 +176,7 @@ func explainHostKey(err error, spare string) error {
 
 // failHeal rolls the heal back (operator/heal.RollBack, best effort) and records it as failed:
 // status.heals, no status.healing, the Healing condition False with the error, an event.
-func (r *EtcdClusterReconciler) failHeal(ctx context.Context, ec *v1.EtcdCluster, hs *v1.HealingStatus, env *healEnv, cause error) error {
+func (r *EtcdClusterReconciler) failHeal(ctx context.Context, ec *hactlv1.EtcdCluster, hs *hactlv1.HealingStatus, env *healEnv, cause error) error {
 	msg := cause.Error()
 	if env != nil && env.cluster != nil {
 		var host heal.Host
@@ -187,14 +187,14 @@ func (r *EtcdClusterReconciler) failHeal(ctx context.Context, ec *v1.EtcdCluster
 			msg += "; rolling back: " + err.Error()
 		}
 	}
-	rec := v1.HealRecord{Member: hs.Member, MemberID: hs.MemberID, Spare: hs.Spare, NewMemberID: hs.NewMemberID, Result: v1.HealFailed,
+	rec := hactlv1.HealRecord{Member: hs.Member, MemberID: hs.MemberID, Spare: hs.Spare, NewMemberID: hs.NewMemberID, Result: hactlv1.HealFailed,
 		Message: fmt.Sprintf("step %s: %s", hs.Step, msg), StartedAt: hs.StartedAt, FinishedAt: metav1.NewTime(r.now())}
-	metricHeals.WithLabelValues(ec.Namespace+"/"+ec.Name, string(v1.HealFailed)).Inc()
+	metricHeals.WithLabelValues(ec.Namespace+"/"+ec.Name, string(hactlv1.HealFailed)).Inc()
 	if r.Recorder != nil {
 		r.Recorder.Eventf(ec, nil, corev1.EventTypeWarning, observe.ReasonHealFailed, "Heal", "replacing %s by a member on %s failed at step %s, rolled back: %s", hs.Member, hs.Spare, hs.Step, msg)
 	}
 	now := r.now()
-	return r.writeStatus(ctx, ec, func(st *v1.EtcdClusterStatus) {
+	return r.writeStatus(ctx, ec, func(st *hactlv1.EtcdClusterStatus) {
 		st.Healing = nil
 		st.Heals = appendHeal(st.Heals, rec)
 		observe.SetHealing(st, ec.Generation, observe.HealDecision{Action: observe.HealReport, Reason: observe.ReasonHealFailed,
@@ -206,18 +206,18 @@ func (r *EtcdClusterReconciler) failHeal(ctx context.Context, ec *v1.EtcdCluster
 // place and spec.healing.spares loses the spare (one update, retried on conflicts), then the
 // status gets the record in status.heals and loses status.healing, and the Healing condition and
 // an event say what hactl's spec should now say.
-func (r *EtcdClusterReconciler) finishHeal(ctx context.Context, ec *v1.EtcdCluster, hs *v1.HealingStatus, env *healEnv) error {
+func (r *EtcdClusterReconciler) finishHeal(ctx context.Context, ec *hactlv1.EtcdCluster, hs *hactlv1.HealingStatus, env *healEnv) error {
 	clientURL := etcd.URL("https", env.self.Address, env.self.ClientPort)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cur v1.EtcdCluster
+		var cur hactlv1.EtcdCluster
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ec), &cur); err != nil {
 			return err
 		}
 		spec := &cur.Spec
-		i := slices.IndexFunc(spec.Members, func(m v1.MemberEndpoint) bool { return m.Name == hs.Member })
-		newMember := v1.MemberEndpoint{Name: hs.Spare, ClientURL: clientURL, Zone: env.job.Spare.Zone}
+		i := slices.IndexFunc(spec.Members, func(m hactlv1.MemberEndpoint) bool { return m.Name == hs.Member })
+		newMember := hactlv1.MemberEndpoint{Name: hs.Spare, ClientURL: clientURL, Zone: env.job.Spare.Zone}
 		switch {
-		case slices.ContainsFunc(spec.Members, func(m v1.MemberEndpoint) bool { return m.Name == hs.Spare }):
+		case slices.ContainsFunc(spec.Members, func(m hactlv1.MemberEndpoint) bool { return m.Name == hs.Spare }):
 			// recorded by an earlier try whose status write was lost
 		case i >= 0:
 			spec.Members[i] = newMember
@@ -225,7 +225,7 @@ func (r *EtcdClusterReconciler) finishHeal(ctx context.Context, ec *v1.EtcdClust
 			spec.Members = append(spec.Members, newMember)
 		}
 		if spec.Healing != nil {
-			spec.Healing.Spares = slices.DeleteFunc(spec.Healing.Spares, func(s v1.SpareHost) bool { return s.Name == hs.Spare })
+			spec.Healing.Spares = slices.DeleteFunc(spec.Healing.Spares, func(s hactlv1.SpareHost) bool { return s.Name == hs.Spare })
 		}
 		if err := r.Client.Update(ctx, &cur); err != nil {
 			return err
@@ -237,23 +237,23 @@ func (r *EtcdClusterReconciler) finishHeal(ctx context.Context, ec *v1.EtcdClust
 		return fmt.Errorf("recording the new member %s in spec.members: %w", hs.Spare, err)
 	}
 	now := r.now()
-	rec := v1.HealRecord{Member: hs.Member, MemberID: hs.MemberID, Spare: hs.Spare, NewMemberID: hs.NewMemberID, Result: v1.HealSucceeded,
+	rec := hactlv1.HealRecord{Member: hs.Member, MemberID: hs.MemberID, Spare: hs.Spare, NewMemberID: hs.NewMemberID, Result: hactlv1.HealSucceeded,
 		ClientURL: clientURL, PeerURL: env.self.PeerURL(), InitialCluster: hs.InitialCluster,
 		Message: fmt.Sprintf("%s (ID %s) replaced by %s (ID %s, %s): move %s into the etcd hosts of cluster.yaml in place of %s (hactl operator adopt records it in hactl's state dir)",
 			hs.Member, hs.MemberID, hs.Spare, hs.NewMemberID, clientURL, hs.Spare, hs.Member),
 		StartedAt: hs.StartedAt, FinishedAt: metav1.NewTime(now)}
-	metricHeals.WithLabelValues(ec.Namespace+"/"+ec.Name, string(v1.HealSucceeded)).Inc()
+	metricHeals.WithLabelValues(ec.Namespace+"/"+ec.Name, string(hactlv1.HealSucceeded)).Inc()
 	if r.Recorder != nil {
 		r.Recorder.Eventf(ec, nil, corev1.EventTypeNormal, observe.ReasonHealSucceeded, "Heal", "%s in %s", rec.Message, now.Sub(hs.StartedAt.Time).Round(time.Second))
 	}
-	return r.writeStatus(ctx, ec, func(st *v1.EtcdClusterStatus) {
+	return r.writeStatus(ctx, ec, func(st *hactlv1.EtcdClusterStatus) {
 		st.Healing = nil
 		st.Heals = appendHeal(st.Heals, rec)
 		observe.SetHealing(st, ec.Generation, observe.HealDecision{Action: observe.HealReport, Reason: observe.ReasonHealSucceeded, Message: rec.Message}, now)
 	})
 }
 
-func appendHeal(heals []v1.HealRecord, rec v1.HealRecord) []v1.HealRecord {
+func appendHeal(heals []hactlv1.HealRecord, rec hactlv1.HealRecord) []hactlv1.HealRecord {
 	heals = append(heals, rec)
 	if len(heals) > maxHealRecords {
 		heals = heals[len(heals)-maxHealRecords:]
@@ -285,19 +285,19 @@ func (e *healEnv) close() {
 // lost one, and the spare's SSH connection (made at first use, its host keys pinned). Errors
 // wrapping errPermanent can't be cured by waiting: a spare no longer listed, no member template,
 // the image's etcd not of the members' version.
-func (r *EtcdClusterReconciler) healEnv(ctx context.Context, ec *v1.EtcdCluster, hs *v1.HealingStatus) (*healEnv, error) {
+func (r *EtcdClusterReconciler) healEnv(ctx context.Context, ec *hactlv1.EtcdCluster, hs *hactlv1.HealingStatus) (*healEnv, error) {
 	h := ec.Spec.Healing
-	i := slices.IndexFunc(h.Spares, func(s v1.SpareHost) bool { return s.Name == hs.Spare })
+	i := slices.IndexFunc(h.Spares, func(s hactlv1.SpareHost) bool { return s.Name == hs.Spare })
 	if i < 0 {
 		// A retry after the spec update of a finished heal: the spare is a member now.
-		if !slices.ContainsFunc(ec.Spec.Members, func(m v1.MemberEndpoint) bool { return m.Name == hs.Spare }) {
+		if !slices.ContainsFunc(ec.Spec.Members, func(m hactlv1.MemberEndpoint) bool { return m.Name == hs.Spare }) {
 			return nil, fmt.Errorf("spare %s is no longer in spec.healing.spares: %w", hs.Spare, errPermanent)
 		}
 	}
 	if h.Member == nil {
 		return nil, fmt.Errorf("spec.healing.member is not set (hactl operator deploy sets it): %w", errPermanent)
 	}
-	var spare v1.SpareHost
+	var spare hactlv1.SpareHost
 	if i >= 0 {
 		spare = h.Spares[i]
 	} else {
@@ -366,21 +366,21 @@ func (r *EtcdClusterReconciler) healEnv(ctx context.Context, ec *v1.EtcdCluster,
 // recordedSpare rebuilds the spare of a heal whose spec update already happened (the spare moved
 // from spec.healing.spares into spec.members): what the last steps need of it is its name and
 // zone.
-func recordedSpare(ec *v1.EtcdCluster, hs *v1.HealingStatus) v1.SpareHost {
+func recordedSpare(ec *hactlv1.EtcdCluster, hs *hactlv1.HealingStatus) hactlv1.SpareHost {
 	for _, m := range ec.Spec.Members {
 		if m.Name == hs.Spare {
-			return v1.SpareHost{Name: m.Name, Zone: m.Zone}
+			return hactlv1.SpareHost{Name: m.Name, Zone: m.Zone}
 		}
 	}
-	return v1.SpareHost{Name: hs.Spare}
+	return hactlv1.SpareHost{Name: hs.Spare}
 }
 
-func selfOf(s v1.SpareHost, t *v1.MemberTemplate) (etcd.Member, error) {
+func selfOf(s hactlv1.SpareHost, t *hactlv1.MemberTemplate) (etcd.Member, error) {
 	job := heal.Job{Spare: s, Template: *t}
 	return job.Self()
 }
 
-func electionTimeout(ec *v1.EtcdCluster) time.Duration {
+func electionTimeout(ec *hactlv1.EtcdCluster) time.Duration {
 	if ec.Spec.ElectionTimeout != nil {
 		return ec.Spec.ElectionTimeout.Duration
 	}
@@ -388,7 +388,7 @@ func electionTimeout(ec *v1.EtcdCluster) time.Duration {
 }
 
 // knownHostsFor is a known_hosts file holding the spare's pinned host keys.
-func knownHostsFor(s v1.SpareHost) ([]byte, error) {
+func knownHostsFor(s hactlv1.SpareHost) ([]byte, error) {
 	port := int(s.SSHPort)
 	if port == 0 {
 		port = 22
@@ -421,7 +421,7 @@ var etcdVersionRE = regexp.MustCompile(`(?m)^etcd Version: (\S+)$`)
 // checkEtcdBinary runs the etcd binary a heal installs (`etcd --version`) and checks it reports
 // want, the version of the template and of every member that answered. Errors wrap errPermanent
 // (another image is the cure).
-func (r *EtcdClusterReconciler) checkEtcdBinary(ec *v1.EtcdCluster, want string) error {
+func (r *EtcdClusterReconciler) checkEtcdBinary(ec *hactlv1.EtcdCluster, want string) error {
 	r.binOnce.Do(func() {
 		out, err := exec.Command(r.EtcdBinary, "--version").Output()
 		if err != nil {

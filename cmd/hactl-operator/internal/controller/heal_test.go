@@ -22,7 +22,7 @@ import (
 
 	"github.com/hactl/hactl/cmd/hactl-operator/internal/testenv"
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
 
@@ -95,40 +95,40 @@ func TestHealRefusedHostKey(t *testing.T) {
 		Data: map[string][]byte{"ca.crt": f.secret[SecretCA], "server.crt": []byte("x"), "server.key": []byte("x"), "peer.crt": []byte("x"), "peer.key": []byte("x")}}))
 
 	e := f.cluster("healing", f.id, "etcd-client")
-	e.Spec.Healing = &v1.HealingSpec{AutoReplace: true, GracePeriod: &metav1.Duration{Duration: 3 * time.Second}, SSHKeySecret: &v1.SecretRef{Name: "ssh"},
-		Spares: []v1.SpareHost{{Name: "spare-a", Address: "127.0.0.2", SSHPort: sshServer(t), HostKeys: []string{pinned}, CertificatesSecret: v1.SecretRef{Name: "spare-certs"}}},
-		Member: &v1.MemberTemplate{Version: "v" + version, DataDir: "/var/lib/etcd", ClientPort: 42379, PeerPort: 42380,
+	e.Spec.Healing = &hactlv1.HealingSpec{AutoReplace: true, GracePeriod: &metav1.Duration{Duration: 3 * time.Second}, SSHKeySecret: &hactlv1.SecretRef{Name: "ssh"},
+		Spares: []hactlv1.SpareHost{{Name: "spare-a", Address: "127.0.0.2", SSHPort: sshServer(t), HostKeys: []string{pinned}, CertificatesSecret: hactlv1.SecretRef{Name: "spare-certs"}}},
+		Member: &hactlv1.MemberTemplate{Version: "v" + version, DataDir: "/var/lib/etcd", ClientPort: 42379, PeerPort: 42380,
 			HeartbeatInterval: metav1.Duration{Duration: 100 * time.Millisecond}, AutoCompactionMode: "periodic", AutoCompactionRetention: "1h", InitialClusterToken: "t"}}
 	must(t, c.Create(ctx, e))
 	f.start(t, func(mgr ctrl.Manager) error {
 		return (&EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"), EtcdBinary: bin,
 			RequeuePeriod: time.Second, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}).SetupWithManager(mgr)
 	})
-	waitFor(t, c, "healing", "Running, nothing lost", func(s v1.EtcdClusterStatus) bool {
-		h := meta.FindStatusCondition(s.Conditions, v1.ConditionHealing)
-		return s.Phase == v1.PhaseRunning && h != nil && h.Reason == observe.ReasonAllMembersServe
+	waitFor(t, c, "healing", "Running, nothing lost", func(s hactlv1.EtcdClusterStatus) bool {
+		h := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionHealing)
+		return s.Phase == hactlv1.PhaseRunning && h != nil && h.Reason == observe.ReasonAllMembersServe
 	})
 
 	// Back inside the grace period: no heal.
 	f.etcd.Kill(2)
-	waitFor(t, c, "healing", "waiting out the grace period", func(s v1.EtcdClusterStatus) bool {
-		h := meta.FindStatusCondition(s.Conditions, v1.ConditionHealing)
+	waitFor(t, c, "healing", "waiting out the grace period", func(s hactlv1.EtcdClusterStatus) bool {
+		h := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionHealing)
 		return h != nil && h.Reason == observe.ReasonGracePeriod && s.Members[2].UnhealthySince != nil
 	})
 	must(t, f.etcd.Restart(2))
-	waitFor(t, c, "healing", "recovered, no heal", func(s v1.EtcdClusterStatus) bool {
-		h := meta.FindStatusCondition(s.Conditions, v1.ConditionHealing)
+	waitFor(t, c, "healing", "recovered, no heal", func(s hactlv1.EtcdClusterStatus) bool {
+		h := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionHealing)
 		return h != nil && (h.Reason == observe.ReasonMemberRecovered || h.Reason == observe.ReasonAllMembersServe) && s.Healing == nil && len(s.Heals) == 0
 	})
 
 	// Lost for good: the heal starts, the spare's host key is refused, nothing changes.
 	f.etcd.Kill(2)
-	got := waitFor(t, c, "healing", "a failed heal recorded", func(s v1.EtcdClusterStatus) bool { return len(s.Heals) == 1 && s.Healing == nil })
+	got := waitFor(t, c, "healing", "a failed heal recorded", func(s hactlv1.EtcdClusterStatus) bool { return len(s.Heals) == 1 && s.Healing == nil })
 	rec := got.Heals[0]
-	if rec.Result != v1.HealFailed || rec.Member != "m2" || rec.Spare != "spare-a" || !strings.Contains(rec.Message, "not pinned in spec.healing.spares") || !strings.Contains(rec.Message, "step Planned") || strings.Contains(rec.Message, "rolling back") {
+	if rec.Result != hactlv1.HealFailed || rec.Member != "m2" || rec.Spare != "spare-a" || !strings.Contains(rec.Message, "not pinned in spec.healing.spares") || !strings.Contains(rec.Message, "step Planned") || strings.Contains(rec.Message, "rolling back") {
 		t.Errorf("heal record %+v", rec)
 	}
-	h := meta.FindStatusCondition(got.Conditions, v1.ConditionHealing)
+	h := meta.FindStatusCondition(got.Conditions, hactlv1.ConditionHealing)
 	if h == nil || h.Status != metav1.ConditionFalse || !strings.Contains(h.Message, "failed") {
 		t.Errorf("Healing condition %+v", h)
 	}
@@ -139,7 +139,7 @@ func TestHealRefusedHostKey(t *testing.T) {
 	if len(ml.Members) != 3 {
 		t.Errorf("%d members after a heal refused at the preflight, want 3 (nothing removed)", len(ml.Members))
 	}
-	var cur v1.EtcdCluster
+	var cur hactlv1.EtcdCluster
 	must(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "healing"}, &cur))
 	if len(cur.Spec.Members) != 3 || cur.Spec.Members[2].Name != "m2" || len(cur.Spec.Healing.Spares) != 1 {
 		t.Errorf("spec changed by a failed heal: %+v", cur.Spec)
@@ -152,11 +152,11 @@ func TestHealRefusedHostKey(t *testing.T) {
 	}
 	// The quorum lost too: nothing destructive, the condition gives the restore command.
 	f.etcd.Kill(1)
-	got = waitFor(t, c, "healing", "reporting the lost quorum", func(s v1.EtcdClusterStatus) bool {
-		h := meta.FindStatusCondition(s.Conditions, v1.ConditionHealing)
+	got = waitFor(t, c, "healing", "reporting the lost quorum", func(s hactlv1.EtcdClusterStatus) bool {
+		h := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionHealing)
 		return h != nil && h.Reason == observe.ReasonHealQuorumLost
 	})
-	if h := meta.FindStatusCondition(got.Conditions, v1.ConditionHealing); !strings.Contains(h.Message, "hactl restore -f cluster.yaml --from latest") || got.Healing != nil || len(got.Heals) != 1 {
+	if h := meta.FindStatusCondition(got.Conditions, hactlv1.ConditionHealing); !strings.Contains(h.Message, "hactl restore -f cluster.yaml --from latest") || got.Healing != nil || len(got.Heals) != 1 {
 		t.Errorf("quorum lost: condition %+v, healing %+v, %d heal records", h, got.Healing, len(got.Heals))
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -187,18 +187,18 @@ func TestFinishHealUsesUpThePool(t *testing.T) {
 	_, c := testenv.Start(t)
 	ctx := context.Background()
 	pinned, _ := authorizedKey(t)
-	e := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: "default"}, Spec: v1.EtcdClusterSpec{
-		ClusterID: "c1a55e7f00d1", ClientCertificateSecret: v1.SecretRef{Name: "etcd-client"},
-		Members: []v1.MemberEndpoint{{Name: "m0", ClientURL: "https://10.0.0.1:2379"}, {Name: "m1", ClientURL: "https://10.0.0.2:2379"}, {Name: "m2", ClientURL: "https://10.0.0.3:2379", Zone: "az-c"}},
-		Healing: &v1.HealingSpec{AutoReplace: true, SSHKeySecret: &v1.SecretRef{Name: "ssh"},
-			Spares: []v1.SpareHost{{Name: "spare-a", Address: "10.0.0.9", Zone: "az-c", HostKeys: []string{pinned}, CertificatesSecret: v1.SecretRef{Name: "spare-certs"}}},
-			Member: &v1.MemberTemplate{Version: "v3.6.0", DataDir: "/var/lib/etcd", ClientPort: 2379, PeerPort: 2380,
+	e := &hactlv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: "default"}, Spec: hactlv1.EtcdClusterSpec{
+		ClusterID: "c1a55e7f00d1", ClientCertificateSecret: hactlv1.SecretRef{Name: "etcd-client"},
+		Members: []hactlv1.MemberEndpoint{{Name: "m0", ClientURL: "https://10.0.0.1:2379"}, {Name: "m1", ClientURL: "https://10.0.0.2:2379"}, {Name: "m2", ClientURL: "https://10.0.0.3:2379", Zone: "az-c"}},
+		Healing: &hactlv1.HealingSpec{AutoReplace: true, SSHKeySecret: &hactlv1.SecretRef{Name: "ssh"},
+			Spares: []hactlv1.SpareHost{{Name: "spare-a", Address: "10.0.0.9", Zone: "az-c", HostKeys: []string{pinned}, CertificatesSecret: hactlv1.SecretRef{Name: "spare-certs"}}},
+			Member: &hactlv1.MemberTemplate{Version: "v3.6.0", DataDir: "/var/lib/etcd", ClientPort: 2379, PeerPort: 2380,
 				HeartbeatInterval: metav1.Duration{Duration: 100 * time.Millisecond}, AutoCompactionMode: "periodic", AutoCompactionRetention: "1h", InitialClusterToken: "t"}},
 	}}
 	must(t, c.Create(ctx, e))
 	r := &EtcdClusterReconciler{Client: c}
 	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
-	hs := &v1.HealingStatus{Member: "m2", MemberID: "3", Spare: "spare-a", NewMemberID: "9", Step: v1.HealPromoting, StartedAt: started, StepAt: started}
+	hs := &hactlv1.HealingStatus{Member: "m2", MemberID: "3", Spare: "spare-a", NewMemberID: "9", Step: hactlv1.HealPromoting, StartedAt: started, StepAt: started}
 	env := &healEnv{host: &lazyHost{}}
 	env.job.Spare = e.Spec.Healing.Spares[0]
 	var err error
@@ -208,7 +208,7 @@ func TestFinishHealUsesUpThePool(t *testing.T) {
 	if err := r.finishHeal(ctx, e, hs, env); err != nil {
 		t.Fatalf("finishHeal: %v", err)
 	}
-	var cur v1.EtcdCluster
+	var cur hactlv1.EtcdCluster
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(e), &cur))
 	if m := cur.Spec.Members[2]; m.Name != "spare-a" || m.ClientURL != "https://10.0.0.9:2379" || m.Zone != "az-c" {
 		t.Errorf("spec.members[2] = %+v, want spare-a in m2's place", m)
@@ -216,10 +216,10 @@ func TestFinishHealUsesUpThePool(t *testing.T) {
 	if !cur.Spec.Healing.AutoReplace || len(cur.Spec.Healing.Spares) != 0 {
 		t.Errorf("spec.healing after the heal: %+v", cur.Spec.Healing)
 	}
-	if len(cur.Status.Heals) != 1 || cur.Status.Heals[0].Result != v1.HealSucceeded || cur.Status.Healing != nil {
+	if len(cur.Status.Heals) != 1 || cur.Status.Heals[0].Result != hactlv1.HealSucceeded || cur.Status.Healing != nil {
 		t.Errorf("status after the heal: heals %+v, healing %+v", cur.Status.Heals, cur.Status.Healing)
 	}
-	if h := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionHealing); h == nil || h.Reason != observe.ReasonHealSucceeded || !strings.Contains(h.Message, "move spare-a into the etcd hosts of cluster.yaml in place of m2") {
+	if h := meta.FindStatusCondition(cur.Status.Conditions, hactlv1.ConditionHealing); h == nil || h.Reason != observe.ReasonHealSucceeded || !strings.Contains(h.Message, "move spare-a into the etcd hosts of cluster.yaml in place of m2") {
 		t.Errorf("Healing condition %+v", h)
 	}
 	// A retry of the finished heal (its status write lost) changes nothing more.
@@ -236,19 +236,19 @@ func TestFinishHealUsesUpThePool(t *testing.T) {
 // cluster.yaml must now say); a later grace period replaces it.
 func TestPlanHealKeepsTheLastHealsOutcome(t *testing.T) {
 	now := time.Now()
-	ec := &v1.EtcdCluster{Spec: v1.EtcdClusterSpec{Healing: &v1.HealingSpec{AutoReplace: true}}}
+	ec := &hactlv1.EtcdCluster{Spec: hactlv1.EtcdClusterSpec{Healing: &hactlv1.HealingSpec{AutoReplace: true}}}
 	ec.Generation = 2
-	st := &v1.EtcdClusterStatus{Members: []v1.MemberStatus{{Name: "m0", Healthy: true}, {Name: "m1", Healthy: true}, {Name: "spare-a", Healthy: true}}}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1.ConditionHealing, Status: metav1.ConditionFalse, Reason: observe.ReasonHealSucceeded,
+	st := &hactlv1.EtcdClusterStatus{Members: []hactlv1.MemberStatus{{Name: "m0", Healthy: true}, {Name: "m1", Healthy: true}, {Name: "spare-a", Healthy: true}}}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: hactlv1.ConditionHealing, Status: metav1.ConditionFalse, Reason: observe.ReasonHealSucceeded,
 		Message: "m2 (ID 3) replaced by spare-a: move spare-a into the etcd hosts of cluster.yaml in place of m2"})
 	planHeal(ec, st, observe.Look{}, now)
-	if h := meta.FindStatusCondition(st.Conditions, v1.ConditionHealing); h.Reason != observe.ReasonHealSucceeded || !strings.Contains(h.Message, "move spare-a") {
+	if h := meta.FindStatusCondition(st.Conditions, hactlv1.ConditionHealing); h.Reason != observe.ReasonHealSucceeded || !strings.Contains(h.Message, "move spare-a") {
 		t.Errorf("all members healthy after a heal: condition %+v, want the heal's outcome kept", h)
 	}
 	st.Members[1].Healthy, st.Members[1].UnhealthySince = false, &metav1.Time{Time: now.Add(-time.Second)}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "QuorumHealthy"})
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: hactlv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "QuorumHealthy"})
 	planHeal(ec, st, observe.Look{Status: &etcd.ClusterStatus{}}, now)
-	if h := meta.FindStatusCondition(st.Conditions, v1.ConditionHealing); h.Reason == observe.ReasonHealSucceeded {
+	if h := meta.FindStatusCondition(st.Conditions, hactlv1.ConditionHealing); h.Reason == observe.ReasonHealSucceeded {
 		t.Errorf("a member lost after the heal: condition %+v, want the new state", h)
 	}
 }

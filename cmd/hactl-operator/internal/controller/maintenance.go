@@ -14,7 +14,7 @@ import (
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/maintenance"
 	"github.com/hactl/hactl/etcd/membership"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 	"github.com/hactl/hactl/ui"
 )
@@ -27,7 +27,7 @@ import (
 // again before the next. Before it acts the Maintenance condition is written True with what it
 // does; afterwards False with the outcome. It does nothing without a leader, and nothing but NOSPACE
 // recovery while any member is unhealthy (Defrag refuses then anyway).
-func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, ec *v1.EtcdCluster, look observe.Look, now time.Time) error {
+func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, ec *hactlv1.EtcdCluster, look observe.Look, now time.Time) error {
 	m := ec.Spec.Maintenance
 	if m == nil || look.Status == nil || look.Status.LeaderName == "" || look.Status.ClusterID != ec.Spec.ClusterID {
 		return nil // nothing is done to a cluster without a leader, or to another cluster
@@ -71,7 +71,7 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, ec *v1.Etcd
 	default:
 		reason, doing = observe.ReasonDefragmenting, "defragmenting (followers first, the leader last): "+strings.Join(fragmented, ", ")
 	}
-	if err := r.writeStatus(ctx, ec, func(st *v1.EtcdClusterStatus) {
+	if err := r.writeStatus(ctx, ec, func(st *hactlv1.EtcdClusterStatus) {
 		observe.ApplyMaintenance(st, ec.Spec, ec.Generation, true, reason, doing, now)
 	}); err != nil {
 		return err
@@ -131,7 +131,7 @@ func (r *EtcdClusterReconciler) maintenanceStep(ctx context.Context, ec *v1.Etcd
 	}
 	msg = fmt.Sprintf("%s at %s", msg, done.UTC().Format(time.RFC3339))
 	log.FromContext(ctx).Info("maintenance", "reason", evReason, "outcome", msg)
-	return r.writeStatus(ctx, ec, func(st *v1.EtcdClusterStatus) {
+	return r.writeStatus(ctx, ec, func(st *hactlv1.EtcdClusterStatus) {
 		observe.ApplyMaintenance(st, ec.Spec, ec.Generation, false, condReason, msg, r.now())
 		if compacted {
 			st.LastCompaction = &done

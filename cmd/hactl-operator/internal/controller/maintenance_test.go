@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
 
@@ -69,20 +69,20 @@ func TestMaintenance(t *testing.T) {
 
 	// A window that is not now: nothing is defragmented.
 	now := time.Now().UTC()
-	closed := &v1.MaintenanceWindow{Start: now.Add(2 * time.Hour).Format("15:04"), Duration: metav1.Duration{Duration: time.Hour}}
+	closed := &hactlv1.MaintenanceWindow{Start: now.Add(2 * time.Hour).Format("15:04"), Duration: metav1.Duration{Duration: time.Hour}}
 	obj := f.cluster("lab", f.id, "etcd-client")
-	obj.Spec.Maintenance = &v1.MaintenanceSpec{DefragThresholdPercent: 25, Window: closed, CompactRetainRevisions: 10}
+	obj.Spec.Maintenance = &hactlv1.MaintenanceSpec{DefragThresholdPercent: 25, Window: closed, CompactRetainRevisions: 10}
 	must(t, c.Create(ctx, obj))
 	f.start(t, func(mgr ctrl.Manager) error {
 		return (&EtcdClusterReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("hactl-operator"),
 			RequeuePeriod: 500 * time.Millisecond, DialTimeout: time.Second, RequestTimeout: 2 * time.Second}).SetupWithManager(mgr)
 	})
-	waitFor(t, c, "lab", "Running, maintenance idle", func(s v1.EtcdClusterStatus) bool {
-		m := meta.FindStatusCondition(s.Conditions, v1.ConditionMaintenance)
-		return s.Phase == v1.PhaseRunning && m != nil && m.Status == metav1.ConditionFalse && m.Reason == observe.ReasonMaintenanceIdle
+	waitFor(t, c, "lab", "Running, maintenance idle", func(s hactlv1.EtcdClusterStatus) bool {
+		m := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionMaintenance)
+		return s.Phase == hactlv1.PhaseRunning && m != nil && m.Status == metav1.ConditionFalse && m.Reason == observe.ReasonMaintenanceIdle
 	})
 	time.Sleep(2 * time.Second)
-	var cur v1.EtcdCluster
+	var cur hactlv1.EtcdCluster
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(obj), &cur))
 	if cur.Status.LastDefragmentation != nil || cur.Status.LastCompaction != nil {
 		t.Fatalf("maintenance ran outside its window: %+v", cur.Status)
@@ -91,8 +91,8 @@ func TestMaintenance(t *testing.T) {
 	// The window opened (no window: any time): compaction once, then defragmentation.
 	cur.Spec.Maintenance.Window = nil
 	must(t, c.Update(ctx, &cur))
-	got := waitFor(t, c, "lab", "defragmented", func(s v1.EtcdClusterStatus) bool {
-		m := meta.FindStatusCondition(s.Conditions, v1.ConditionMaintenance)
+	got := waitFor(t, c, "lab", "defragmented", func(s hactlv1.EtcdClusterStatus) bool {
+		m := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionMaintenance)
 		return s.LastDefragmentation != nil && s.LastCompaction != nil && m != nil && m.Status == metav1.ConditionFalse && strings.Contains(m.Message, "defragmented")
 	})
 	after, err := etcd.Status(ctx, ec.Endpoints(), ec.Files())
@@ -104,7 +104,7 @@ func TestMaintenance(t *testing.T) {
 			t.Errorf("%s: DB %d bytes after the defragmentation, %d before", ep.MemberName, ep.DBSizeBytes, before[ep.MemberName])
 		}
 	}
-	if m := meta.FindStatusCondition(got.Conditions, v1.ConditionMaintenance); !strings.HasPrefix(strings.Split(m.Message, "; ")[len(strings.Split(m.Message, "; "))-1], got.Leader+" defragmented") {
+	if m := meta.FindStatusCondition(got.Conditions, hactlv1.ConditionMaintenance); !strings.HasPrefix(strings.Split(m.Message, "; ")[len(strings.Split(m.Message, "; "))-1], got.Leader+" defragmented") {
 		t.Errorf("the leader %s was not defragmented last: %s", got.Leader, m.Message)
 	}
 	if n := countEvents(t, c, "lab", observe.ReasonDefragmenting) + countEvents(t, c, "lab", observe.ReasonCompacting); n < 1 {
@@ -124,8 +124,8 @@ func TestMaintenance(t *testing.T) {
 		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, c, "lab", "NOSPACE recovered", func(s v1.EtcdClusterStatus) bool {
-		m := meta.FindStatusCondition(s.Conditions, v1.ConditionMaintenance)
+	waitFor(t, c, "lab", "NOSPACE recovered", func(s hactlv1.EtcdClusterStatus) bool {
+		m := meta.FindStatusCondition(s.Conditions, hactlv1.ConditionMaintenance)
 		return m != nil && m.Status == metav1.ConditionFalse && strings.Contains(m.Message, "NOSPACE recovered")
 	})
 	as, err := cli.AlarmList(ctx)

@@ -5,7 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/operator/observe"
 )
 
@@ -51,7 +51,7 @@ func init() {
 }
 
 // recordMetrics sets the per-cluster gauges from the status just written.
-func recordMetrics(ec *v1.EtcdCluster, st *v1.EtcdClusterStatus) {
+func recordMetrics(ec *hactlv1.EtcdCluster, st *hactlv1.EtcdClusterStatus) {
 	cluster := ec.Namespace + "/" + ec.Name
 	healthy := 0
 	for _, m := range st.Members {

@@ -13,7 +13,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // Healing condition reasons.
@@ -78,7 +78,7 @@ type HealDecision struct {
 //     zone first, then spec order): report;
 //   - autoReplace off: report what would be done;
 //   - else start.
-func Decide(spec v1.EtcdClusterSpec, st *v1.EtcdClusterStatus, cs *etcd.ClusterStatus, now time.Time) HealDecision {
+func Decide(spec hactlv1.EtcdClusterSpec, st *hactlv1.EtcdClusterStatus, cs *etcd.ClusterStatus, now time.Time) HealDecision {
 	h := spec.Healing
 	if h == nil {
 		return HealDecision{Action: HealNothing}
@@ -101,11 +101,11 @@ func Decide(spec v1.EtcdClusterSpec, st *v1.EtcdClusterStatus, cs *etcd.ClusterS
 	}
 	down := now.Sub(lost.UnhealthySince.Time).Round(time.Second)
 	switch {
-	case cs == nil || cs.ClusterID != spec.ClusterID || meta.FindStatusCondition(st.Conditions, v1.ConditionAvailable) == nil:
+	case cs == nil || cs.ClusterID != spec.ClusterID || meta.FindStatusCondition(st.Conditions, hactlv1.ConditionAvailable) == nil:
 		d.Reason = ReasonClusterNotSeen
 		d.Message = fmt.Sprintf("%s unhealthy for %s, but the operator does not see etcd cluster %s: it changes nothing", lost.Name, down, spec.ClusterID)
 		return d
-	case !meta.IsStatusConditionTrue(st.Conditions, v1.ConditionAvailable):
+	case !meta.IsStatusConditionTrue(st.Conditions, hactlv1.ConditionAvailable):
 		d.Reason = ReasonHealQuorumLost
 		d.Message = fmt.Sprintf("%s unhealthy for %s and the quorum is lost: etcd cannot commit a membership change without a quorum, so the operator changes nothing. "+
 			"Bring enough members back, or restore the cluster from the newest snapshot: hactl restore -f cluster.yaml --from latest", lost.Name, down)
@@ -121,7 +121,7 @@ func Decide(spec v1.EtcdClusterSpec, st *v1.EtcdClusterStatus, cs *etcd.ClusterS
 		d.Message = fmt.Sprintf("%s unhealthy for %s, but no member of etcd's member list has its client URL: nothing to replace (remove it from spec.members, or add it back with hactl bootstrap)", lost.Name, down)
 		return d
 	}
-	if last := lastHeal(st.Heals, lost.Name); last != nil && last.Result == v1.HealFailed && now.Before(last.FinishedAt.Add(HealRetryAfter)) {
+	if last := lastHeal(st.Heals, lost.Name); last != nil && last.Result == hactlv1.HealFailed && now.Before(last.FinishedAt.Add(HealRetryAfter)) {
 		d.Reason = ReasonHealFailed
 		d.Message = fmt.Sprintf("%s unhealthy for %s; the last heal onto %s failed at %s (%s); the next attempt at %s",
 			lost.Name, down, last.Spare, last.FinishedAt.UTC().Format(time.RFC3339), last.Message, last.FinishedAt.Add(HealRetryAfter).UTC().Format(time.RFC3339))
@@ -156,7 +156,7 @@ func Decide(spec v1.EtcdClusterSpec, st *v1.EtcdClusterStatus, cs *etcd.ClusterS
 const HealRetryAfter = 10 * time.Minute
 
 // lastHeal is the newest record of heals about member, nil when none.
-func lastHeal(heals []v1.HealRecord, member string) *v1.HealRecord {
+func lastHeal(heals []hactlv1.HealRecord, member string) *hactlv1.HealRecord {
 	for i := len(heals) - 1; i >= 0; i-- {
 		if heals[i].Member == member {
 			return &heals[i]
@@ -167,8 +167,8 @@ func lastHeal(heals []v1.HealRecord, member string) *v1.HealRecord {
 
 // lostMember is the unhealthy member of ms unhealthy longest (the first in spec order on a tie),
 // nil when all are healthy.
-func lostMember(ms []v1.MemberStatus) *v1.MemberStatus {
-	var lost *v1.MemberStatus
+func lostMember(ms []hactlv1.MemberStatus) *hactlv1.MemberStatus {
+	var lost *hactlv1.MemberStatus
 	for i := range ms {
 		m := &ms[i]
 		if m.Healthy || m.UnhealthySince == nil {
@@ -181,7 +181,7 @@ func lostMember(ms []v1.MemberStatus) *v1.MemberStatus {
 	return lost
 }
 
-func clientURLOf(spec v1.EtcdClusterSpec, name string) string {
+func clientURLOf(spec hactlv1.EtcdClusterSpec, name string) string {
 	for _, m := range spec.Members {
 		if m.Name == name {
 			return m.ClientURL
@@ -204,7 +204,7 @@ func memberIDByURL(cs *etcd.ClusterStatus, clientURL string) string {
 // or an URL on its address); among them the first in the lost member's zone, else the first in spec
 // order whose zone holds no quorum of the members after the replacement
 // (v1alpha1.ZoneHoldingQuorum, the spec's topology rule). Members without a zone are not counted.
-func PickSpare(spec v1.EtcdClusterSpec, cs *etcd.ClusterStatus, lost string) (spare, why string) {
+func PickSpare(spec hactlv1.EtcdClusterSpec, cs *etcd.ClusterStatus, lost string) (spare, why string) {
 	if spec.Healing == nil || len(spec.Healing.Spares) == 0 {
 		return "", "spec.healing.spares is empty (add spare hosts: spec.etcd.spares of cluster.yaml, then hactl operator deploy)"
 	}
@@ -218,7 +218,7 @@ func PickSpare(spec v1.EtcdClusterSpec, cs *etcd.ClusterStatus, lost string) (sp
 		}
 		zones = append(zones, m.Zone)
 	}
-	var free []v1.SpareHost
+	var free []hactlv1.SpareHost
 	var busy []string
 	for _, s := range spec.Healing.Spares {
 		if used[s.Name] || used[s.Address] {
@@ -230,7 +230,7 @@ func PickSpare(spec v1.EtcdClusterSpec, cs *etcd.ClusterStatus, lost string) (sp
 	if len(free) == 0 {
 		return "", fmt.Sprintf("every spare already runs a member (%s): the spare pool is empty", strings.Join(busy, ", "))
 	}
-	slices.SortStableFunc(free, func(a, b v1.SpareHost) int {
+	slices.SortStableFunc(free, func(a, b hactlv1.SpareHost) int {
 		return boolRank(a.Zone != "" && a.Zone == lostZone) - boolRank(b.Zone != "" && b.Zone == lostZone)
 	})
 	var refused []string
@@ -265,7 +265,7 @@ func hostOf(raw string) string {
 }
 
 // usedHosts is the set of names and URL hosts of the members of spec and of cs's member list.
-func usedHosts(spec v1.EtcdClusterSpec, cs *etcd.ClusterStatus) map[string]bool {
+func usedHosts(spec hactlv1.EtcdClusterSpec, cs *etcd.ClusterStatus) map[string]bool {
 	used := map[string]bool{}
 	for _, m := range spec.Members {
 		used[m.Name] = true
@@ -284,7 +284,7 @@ func usedHosts(spec v1.EtcdClusterSpec, cs *etcd.ClusterStatus) map[string]bool 
 
 // FreeSpares counts the spares of spec.healing that run no member of spec.members or cs (by name
 // or address): the operator's hactl_operator_free_spares metric, behind the SparePoolEmpty alert.
-func FreeSpares(spec v1.EtcdClusterSpec, cs *etcd.ClusterStatus) int {
+func FreeSpares(spec hactlv1.EtcdClusterSpec, cs *etcd.ClusterStatus) int {
 	if spec.Healing == nil {
 		return 0
 	}
@@ -300,17 +300,17 @@ func FreeSpares(spec v1.EtcdClusterSpec, cs *etcd.ClusterStatus) int {
 
 // SetHealing writes d into st's Healing condition (and nothing else). A decision of HealNothing
 // without a Reason (no spec.healing) removes the condition.
-func SetHealing(st *v1.EtcdClusterStatus, generation int64, d HealDecision, now time.Time) {
+func SetHealing(st *hactlv1.EtcdClusterStatus, generation int64, d HealDecision, now time.Time) {
 	if d.Reason == "" {
-		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionHealing)
+		meta.RemoveStatusCondition(&st.Conditions, hactlv1.ConditionHealing)
 		return
 	}
-	set(st, generation, now, v1.ConditionHealing, d.Action == HealStart || d.Action == HealContinue, d.Reason, d.Message)
+	set(st, generation, now, hactlv1.ConditionHealing, d.Action == HealStart || d.Action == HealContinue, d.Reason, d.Message)
 }
 
 // Voters returns the members of cs's member list as membership voters, their health from st (by
 // member ID; a member st does not know is unhealthy): the input of membership.ReplaceOrder.
-func Voters(cs *etcd.ClusterStatus, st *v1.EtcdClusterStatus) []membership.Voter {
+func Voters(cs *etcd.ClusterStatus, st *hactlv1.EtcdClusterStatus) []membership.Voter {
 	healthy := map[string]bool{}
 	for _, m := range st.Members {
 		if m.ID != "" {

@@ -8,19 +8,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl/hactl/etcd"
-	v1 "github.com/hactl/hactl/operator/api/v1alpha1"
+	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // healSpec is spec() with zones az-a/b/c and spec.healing: autoReplace, grace 5m, spares spare-c
 // (az-c), spare-a (az-a) and spare-x (az-a again) in that order.
-func healSpec() v1.EtcdClusterSpec {
+func healSpec() hactlv1.EtcdClusterSpec {
 	s := spec()
 	for i := range s.Members {
 		s.Members[i].Zone = "az-" + string(rune('a'+i))
 	}
-	s.Healing = &v1.HealingSpec{AutoReplace: true, GracePeriod: &metav1.Duration{Duration: 5 * time.Minute},
-		SSHKeySecret: &v1.SecretRef{Name: "key"},
-		Spares: []v1.SpareHost{
+	s.Healing = &hactlv1.HealingSpec{AutoReplace: true, GracePeriod: &metav1.Duration{Duration: 5 * time.Minute},
+		SSHKeySecret: &hactlv1.SecretRef{Name: "key"},
+		Spares: []hactlv1.SpareHost{
 			{Name: "spare-a", Address: "10.0.0.21", Zone: "az-a"},
 			{Name: "spare-c", Address: "10.0.0.23", Zone: "az-c"},
 			{Name: "spare-x", Address: "10.0.0.24", Zone: "az-a"},
@@ -30,7 +30,7 @@ func healSpec() v1.EtcdClusterSpec {
 
 func TestUnhealthySinceAcrossLooks(t *testing.T) {
 	s := healSpec()
-	st := &v1.EtcdClusterStatus{}
+	st := &hactlv1.EtcdClusterStatus{}
 	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
 	Apply(st, s, 1, Look{Status: cluster("cp-a", "cp-c")}, t0)
 	if got := st.Members[2].UnhealthySince; got == nil || !got.Time.Equal(t0) {
@@ -67,8 +67,8 @@ func (*timeoutError) Error() string { return "context deadline exceeded" }
 
 func TestDecide(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
-	look := func(s v1.EtcdClusterSpec, cs *etcd.ClusterStatus, at time.Duration) (*v1.EtcdClusterStatus, HealDecision) {
-		st := &v1.EtcdClusterStatus{}
+	look := func(s hactlv1.EtcdClusterSpec, cs *etcd.ClusterStatus, at time.Duration) (*hactlv1.EtcdClusterStatus, HealDecision) {
+		st := &hactlv1.EtcdClusterStatus{}
 		Apply(st, s, 1, Look{Status: cs}, t0)
 		if at > 0 {
 			Apply(st, s, 1, Look{Status: cs}, t0.Add(at))
@@ -77,7 +77,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		spec       func() v1.EtcdClusterSpec
+		spec       func() hactlv1.EtcdClusterSpec
 		cs         func() *etcd.ClusterStatus
 		at         time.Duration
 		action     HealAction
@@ -93,20 +93,20 @@ func TestDecide(t *testing.T) {
 			[]string{"cp-c unhealthy for 4m0s", "2026-12-05T03:05:00Z"}, true},
 		{"past grace: the spare in its zone", healSpec, func() *etcd.ClusterStatus { return cluster("cp-a", "cp-c") }, 6 * time.Minute, HealStart, ReasonHealing, "cp-c", "spare-c",
 			[]string{"replacing it onto spare-c", "zone az-c"}, false},
-		{"a lost member's zone without a spare: the first that keeps the spread", func() v1.EtcdClusterSpec {
+		{"a lost member's zone without a spare: the first that keeps the spread", func() hactlv1.EtcdClusterSpec {
 			s := healSpec()
 			s.Healing.Spares = s.Healing.Spares[:1] // spare-a (az-a) only
 			return s
 		}, func() *etcd.ClusterStatus { return cluster("cp-a", "cp-c") }, 6 * time.Minute, HealReport, ReasonNoFreeSpare, "cp-c", "",
 			[]string{"spare-a would put a quorum of the 3 members in zone az-a"}, false},
-		{"zoneless members: any free spare", func() v1.EtcdClusterSpec {
+		{"zoneless members: any free spare", func() hactlv1.EtcdClusterSpec {
 			s := healSpec()
 			for i := range s.Members {
 				s.Members[i].Zone = ""
 			}
 			return s
 		}, func() *etcd.ClusterStatus { return cluster("cp-a", "cp-c") }, 6 * time.Minute, HealStart, ReasonHealing, "cp-c", "spare-a", nil, false},
-		{"autoReplace off: report what would be done", func() v1.EtcdClusterSpec {
+		{"autoReplace off: report what would be done", func() hactlv1.EtcdClusterSpec {
 			s := healSpec()
 			s.Healing.AutoReplace = false
 			return s
@@ -125,9 +125,9 @@ func TestDecide(t *testing.T) {
 			cs.Members = append(cs.Members, etcd.MemberInfo{ID: "beef", IsLearner: true, PeerURLs: []string{"https://10.0.0.24:2380"}})
 			return cs
 		}, 6 * time.Minute, HealReport, ReasonLearnerPending, "cp-c", "", []string{"learner beef"}, false},
-		{"every spare in use", func() v1.EtcdClusterSpec {
+		{"every spare in use", func() hactlv1.EtcdClusterSpec {
 			s := healSpec()
-			s.Healing.Spares = []v1.SpareHost{{Name: "cp-b", Address: "10.0.0.31"}, {Name: "spare-z", Address: "10.0.0.12"}}
+			s.Healing.Spares = []hactlv1.SpareHost{{Name: "cp-b", Address: "10.0.0.31"}, {Name: "spare-z", Address: "10.0.0.12"}}
 			return s
 		}, func() *etcd.ClusterStatus { return cluster("cp-a", "cp-c") }, 6 * time.Minute, HealReport, ReasonNoFreeSpare, "cp-c", "",
 			[]string{"every spare already runs a member (cp-b, spare-z)", "spare pool is empty"}, false},
@@ -136,7 +136,7 @@ func TestDecide(t *testing.T) {
 			cs.Members = cs.Members[:2]
 			return cs
 		}, 6 * time.Minute, HealReport, ReasonNotHealingMember, "cp-c", "", []string{"nothing to replace"}, false},
-		{"no spares", func() v1.EtcdClusterSpec {
+		{"no spares", func() hactlv1.EtcdClusterSpec {
 			s := healSpec()
 			s.Healing.Spares = nil
 			return s
@@ -159,7 +159,7 @@ func TestDecide(t *testing.T) {
 				t.Errorf("member ID %q, want a2 (from the member list: cp-c did not answer)", d.MemberID)
 			}
 			SetHealing(st, 1, d, t0)
-			c := findCond(st, v1.ConditionHealing)
+			c := findCond(st, hactlv1.ConditionHealing)
 			switch {
 			case tc.reason == "" && c != nil:
 				t.Errorf("Healing condition %+v without spec.healing", c)
@@ -173,10 +173,10 @@ func TestDecide(t *testing.T) {
 func TestDecideAfterAFailedHeal(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
 	s, cs := healSpec(), cluster("cp-a", "cp-c")
-	st := &v1.EtcdClusterStatus{}
+	st := &hactlv1.EtcdClusterStatus{}
 	Apply(st, s, 1, Look{Status: cs}, t0)
-	st.Heals = []v1.HealRecord{{Member: "cp-c", Spare: "spare-c", Result: v1.HealFailed, Message: "host key mismatch", FinishedAt: metav1.NewTime(t0.Add(6 * time.Minute))},
-		{Member: "cp-b", Result: v1.HealSucceeded, FinishedAt: metav1.NewTime(t0.Add(7 * time.Minute))}}
+	st.Heals = []hactlv1.HealRecord{{Member: "cp-c", Spare: "spare-c", Result: hactlv1.HealFailed, Message: "host key mismatch", FinishedAt: metav1.NewTime(t0.Add(6 * time.Minute))},
+		{Member: "cp-b", Result: hactlv1.HealSucceeded, FinishedAt: metav1.NewTime(t0.Add(7 * time.Minute))}}
 	Apply(st, s, 1, Look{Status: cs}, t0.Add(8*time.Minute))
 	d := Decide(s, st, cs, t0.Add(8*time.Minute))
 	if d.Action != HealWait || d.Reason != ReasonHealFailed || !d.Until.Equal(t0.Add(16*time.Minute)) || !strings.Contains(d.Message, "host key mismatch") {
@@ -189,7 +189,7 @@ func TestDecideAfterAFailedHeal(t *testing.T) {
 }
 
 func TestDecideContinuesARecordedHeal(t *testing.T) {
-	st := &v1.EtcdClusterStatus{Healing: &v1.HealingStatus{Member: "cp-c", MemberID: "a2", Spare: "spare-c", Step: v1.HealAddingLearner}}
+	st := &hactlv1.EtcdClusterStatus{Healing: &hactlv1.HealingStatus{Member: "cp-c", MemberID: "a2", Spare: "spare-c", Step: hactlv1.HealAddingLearner}}
 	// Whatever the members look like now (all healthy here), a recorded heal is continued.
 	d := Decide(healSpec(), st, cluster("cp-a"), time.Now())
 	if d.Action != HealContinue || d.Spare != "spare-c" || !strings.Contains(d.Message, "step AddingLearner") {
@@ -204,14 +204,14 @@ func TestFreeSparesAndVoters(t *testing.T) {
 		t.Errorf("free spares %d, want 3", n)
 	}
 	cs.Members = append(cs.Members, etcd.MemberInfo{Name: "spare-c", ID: "b1", PeerURLs: []string{"https://10.0.0.23:2380"}})
-	s.Members = append(s.Members, v1.MemberEndpoint{Name: "other", ClientURL: "https://10.0.0.24:2379"})
+	s.Members = append(s.Members, hactlv1.MemberEndpoint{Name: "other", ClientURL: "https://10.0.0.24:2379"})
 	if n := FreeSpares(s, cs); n != 1 {
 		t.Errorf("free spares %d with spare-c a member and spare-x's address in use, want 1", n)
 	}
 	if n := FreeSpares(spec(), cs); n != 0 {
 		t.Errorf("free spares %d without spec.healing", n)
 	}
-	st := &v1.EtcdClusterStatus{}
+	st := &hactlv1.EtcdClusterStatus{}
 	Apply(st, healSpec(), 1, Look{Status: cluster("cp-a", "cp-c")}, time.Now())
 	vs := Voters(cluster("cp-a", "cp-c"), st)
 	if len(vs) != 3 || !vs[0].Healthy || vs[2].Healthy || vs[2].ID != 0xa2 || vs[2].Name != "cp-c" {
@@ -219,7 +219,7 @@ func TestFreeSparesAndVoters(t *testing.T) {
 	}
 }
 
-func findCond(st *v1.EtcdClusterStatus, typ string) *metav1.Condition {
+func findCond(st *hactlv1.EtcdClusterStatus, typ string) *metav1.Condition {
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == typ {
 			return &st.Conditions[i]
