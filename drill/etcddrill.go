@@ -349,6 +349,19 @@ func memberName(id uint64, obs []Observation, pre *preflightState) string {
 // slowest took from start (the put-back's start: the member's own start-up is part of it). Each
 // member gets a new connection per failed attempt (a reused gRPC connection would back off for
 // seconds while the member starts).
+//
+// This is a measurement, not a join step, and deliberately not etcd/membership.WaitCaughtUp (hactl's
+// catch-up rule before a promotion or the next restart), which would change the drill's CatchUpMs:
+//   - the index to reach is read by the caller before the put-back (the highest a survivor reported
+//     then): after a zone outage the returning members have no leader to ask, and the figure is the
+//     time to apply what was committed when the fault ended, not a target read later that moves
+//     with the workload's writes;
+//   - it polls every PollInterval (20 ms) where WaitCaughtUp polls every 500 ms, which would coarsen
+//     the figure by up to half a second;
+//   - it dials the member itself (500 ms dial, 300 ms per status, the connection kept while it
+//     answers): clientv3's Status(endpoint) dials with the client's blocking DialTimeout from the
+//     client's own context, adding up to that timeout to the measure while the member starts;
+//   - a member that leads is not done until it has applied the index (WaitCaughtUp returns at once).
 func (d *etcdDrill) catchUp(names []string, commit uint64, start time.Time) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
