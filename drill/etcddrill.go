@@ -373,7 +373,11 @@ func (d *etcdDrill) catchUp(names []string, commit uint64, start time.Time) (tim
 func (d *etcdDrill) catchUpOne(ctx context.Context, name string, commit uint64, start time.Time) (time.Duration, error) {
 	st := &memberStatus{d: d, name: name}
 	defer st.close()
-	cu, err := membership.WaitCaughtUpWith(ctx, st, d.urls[name], catchUpTimeout, membership.CatchUpOptions{Committed: commit, Poll: PollInterval})
+	// At least 1: 0 would ask WaitCaughtUpWith to read the leader's index (memberStatus cannot), and
+	// every started member has applied index 1 (no survivor reported an index: the first status
+	// that answers is enough, as before).
+	o := membership.CatchUpOptions{Committed: max(commit, 1), Poll: PollInterval}
+	cu, err := membership.WaitCaughtUpWith(ctx, st, d.urls[name], catchUpTimeout, o)
 	if err != nil {
 		return 0, fmt.Errorf("%s did not catch up within %s (applied index %d, want %d; last error: %v)", name, catchUpTimeout, cu.Applied, commit, st.last)
 	}
