@@ -16,6 +16,7 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/etcd"
+	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/provision"
 )
 
@@ -346,11 +347,16 @@ func memberName(id uint64, obs []Observation, pre *preflightState) string {
 }
 
 // catchUp waits until every named member's applied index reaches commit and returns how long the
-// slowest took from start (the put-back's start: the member's own start-up is part of it). Each
-// member gets a new connection per failed attempt (a reused gRPC connection would back off for
-// seconds while the member starts).
+// slowest took from start (the put-back's start: the member's own start-up is part of it).
+//
+// It is etcd/membership's catch-up rule (WaitCaughtUpWith) tuned for a measurement: commit is the
+// leader's committed index read before the put-back (the highest a survivor reported then: after a
+// zone outage the returning members have no leader to ask, and the figure is the time to apply what
+// was committed when the fault ended, not a target that moves with the workload's writes), polled
+// every PollInterval (20 ms, the figure's resolution), each member's status asked through
+// memberStatus's own connection.
 func (d *etcdDrill) catchUp(names []string, commit uint64, start time.Time) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var slowest time.Duration
 	var mu sync.Mutex
@@ -365,35 +371,57 @@ func (d *etcdDrill) catchUp(names []string, commit uint64, start time.Time) (tim
 }
 
 func (d *etcdDrill) catchUpOne(ctx context.Context, name string, commit uint64, start time.Time) (time.Duration, error) {
-	var last error
-	var applied uint64
-	for {
-		cli, err := etcd.NewClient(ctx, []string{d.urls[name]}, d.files, 500*time.Millisecond, d.o.EtcdDial)
+	st := &memberStatus{d: d, name: name}
+	defer st.close()
+	// At least 1: 0 would ask WaitCaughtUpWith to read the leader's index (memberStatus cannot), and
+	// every started member has applied index 1 (no survivor reported an index: the first status
+	// that answers is enough, as before).
+	o := membership.CatchUpOptions{Committed: max(commit, 1), Poll: PollInterval}
+	cu, err := membership.WaitCaughtUpWith(ctx, st, d.urls[name], catchUpTimeout, o)
+	if err != nil {
+		return 0, fmt.Errorf("%s did not catch up within %s (applied index %d, want %d; last error: %v)", name, catchUpTimeout, cu.Applied, commit, st.last)
+	}
+	return time.Since(start), nil
+}
+
+// memberStatus is the membership.Client of catchUp: only Status, of one member, through a
+// connection of its own (500 ms to dial, 300 ms per status) kept while the member answers and
+// replaced after a failure (a reused gRPC connection would back off for seconds while the member
+// starts). last is the last error it answered. The membership calls are not used (catchUp gives
+// the index to reach).
+type memberStatus struct {
+	membership.Client // nil: never called
+	d                 *etcdDrill
+	name              string
+	cli               *clientv3.Client
+	last              error
+}
+
+// Status asks the member's status (endpoint is its URL, which the connection already names).
+func (s *memberStatus) Status(ctx context.Context, _ string) (*clientv3.StatusResponse, error) {
+	if s.cli == nil {
+		cli, err := etcd.NewClient(ctx, []string{s.d.urls[s.name]}, s.d.files, 500*time.Millisecond, s.d.o.EtcdDial)
 		if err != nil {
-			return 0, err
+			s.last = err
+			return nil, err
 		}
-		mc := pb.NewMaintenanceClient(cli.ActiveConnection())
-		for {
-			rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			resp, err := mc.Status(rctx, &pb.StatusRequest{})
-			cancel()
-			if err != nil {
-				last = err
-				break
-			}
-			applied = resp.RaftAppliedIndex
-			if applied >= commit {
-				cli.Close()
-				return time.Since(start), nil
-			}
-			if !sleepCtx(ctx, PollInterval) {
-				break
-			}
-		}
-		cli.Close()
-		if !sleepCtx(ctx, PollInterval) {
-			return 0, fmt.Errorf("%s did not catch up within %s (applied index %d, want %d; last error: %v)", name, catchUpTimeout, applied, commit, last)
-		}
+		s.cli = cli
+	}
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	resp, err := pb.NewMaintenanceClient(s.cli.ActiveConnection()).Status(rctx, &pb.StatusRequest{})
+	if err != nil {
+		s.last = err
+		s.close()
+		return nil, err
+	}
+	return (*clientv3.StatusResponse)(resp), nil
+}
+
+func (s *memberStatus) close() {
+	if s.cli != nil {
+		s.cli.Close()
+		s.cli = nil
 	}
 }
 

@@ -45,9 +45,35 @@ func applyScript(f Fault, p paths) (string, error) {
 	if err := f.Validate(); err != nil {
 		return "", err
 	}
-	q := shell.Quote
 	var b strings.Builder
-	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	kills, stops := unitVars(f)
+	writeApplyChecks(&b, f, p, kills, stops)
+	writeApplyMarker(&b, f, p, kills, stops)
+	writeApplyDeadman(&b, f)
+	writeApplyFault(&b, f, kills, stops)
+	b.WriteString("exit 0\n")
+	return b.String(), nil
+}
+
+// unitVar is a unit the script kills or stops: its name, the shell variable saying whether it was
+// active ("k1", "s1", ...) and the verb of its "skipped" line.
+type unitVar struct{ name, v, verb string }
+
+// unitVars names f's units to kill and to stop, in order.
+func unitVars(f Fault) (kills, stops []unitVar) {
+	for i, u := range f.KillUnits {
+		kills = append(kills, unitVar{u, fmt.Sprintf("k%d", i+1), "kill"})
+	}
+	for i, u := range f.StopUnits {
+		stops = append(stops, unitVar{u, fmt.Sprintf("s%d", i+1), "stop"})
+	}
+	return kills, stops
+}
+
+// writeApplyChecks writes the script's prelude and step 1, the checks (nothing changes).
+func writeApplyChecks(b *strings.Builder, f Fault, p paths, kills, stops []unitVar) {
+	q := shell.Quote
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	b.WriteString(prelude(p, "apply: checks, then the marker and the deadman, then the fault"))
 	w("id=%s\n", q(f.DrillID))
 	w(`fail() { say "hactl drill: $1" >&2; exit 1; }
@@ -89,14 +115,6 @@ st=$(systemctl is-active "$unit.service" 2>/dev/null)
 case "$st" in active|activating|deactivating|reloading|refreshing) notclean "the deadman $unit.service is $st (a put-back is running)";; esac
 systemctl reset-failed "$unit.timer" "$unit.service" >/dev/null 2>&1
 `, int(lockWait.Seconds()))
-	type unitVar struct{ name, v, verb string }
-	var kills, stops []unitVar
-	for i, u := range f.KillUnits {
-		kills = append(kills, unitVar{u, fmt.Sprintf("k%d", i+1), "kill"})
-	}
-	for i, u := range f.StopUnits {
-		stops = append(stops, unitVar{u, fmt.Sprintf("s%d", i+1), "stop"})
-	}
 	for _, u := range append(kills[:len(kills):len(kills)], stops...) {
 		w(`load=$(systemctl show -p LoadState %[1]s 2>/dev/null); load=${load#LoadState=}
 [ "$load" = loaded ] || fail "unit "%[1]s" is not loaded (LoadState ${load:-unknown})"
@@ -116,7 +134,12 @@ else
 fi
 `)
 	}
+}
 
+// writeApplyMarker writes step 2, the marker (write-ahead: before anything changes).
+func writeApplyMarker(b *strings.Builder, f Fault, p paths, kills, stops []unitVar) {
+	q := shell.Quote
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	// 2. The marker.
 	w(`
 # 2. The marker, before anything changes (write-ahead).
@@ -150,7 +173,11 @@ if [ "$v6" = yes ]; then say v6 >>"$dir/iptables" || rollback "cannot write $dir
 	}
 	b.WriteString(`say "marker $dir drill $id"
 `)
+}
 
+// writeApplyDeadman writes step 3, the deadman timer.
+func writeApplyDeadman(b *strings.Builder, f Fault) {
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	// 3. The deadman.
 	secs := f.deadmanSeconds()
 	w(`
@@ -161,7 +188,12 @@ out=$(systemd-run --unit="$unit" --description="hactl drill $id: deadman put-bac
   rollback "systemd-run (the deadman) failed: $(oneline "$out")"
 say "deadman $unit.timer %[1]ds at $deadline"
 `, secs)
+}
 
+// writeApplyFault writes step 4, the fault.
+func writeApplyFault(b *strings.Builder, f Fault, kills, stops []unitVar) {
+	q := shell.Quote
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	// 4. The fault.
 	b.WriteString("\n# 4. The fault.\n")
 	if f.usesIPTables() {
@@ -205,8 +237,6 @@ fi
 		w(`if [ "$%s" = yes ]; then x systemctl stop %s; say "applied hold "%[2]s; fi
 `, u.v, q(u.name))
 	}
-	b.WriteString("exit 0\n")
-	return b.String(), nil
 }
 
 // chainRules returns the commands that build the chain of family fam ("v4" or "v6"), in order:

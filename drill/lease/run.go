@@ -317,6 +317,84 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 	ictx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	var podWG sync.WaitGroup
+	if err := o.watch(ctx, ictx, ob, id, &podWG); err != nil {
+		return it, err
+	}
+	ob.mu.Lock()
+	if len(ob.holders) > 0 {
+		it.OldHolder = ob.holders[len(ob.holders)-1].holder
+	}
+	ob.mu.Unlock()
+	if it.OldHolder == "" {
+		return it, fmt.Errorf("%s has no holder before iteration %d", o.Target, i+1)
+	}
+	victim, err := o.victim(ctx, it.OldHolder)
+	if err != nil {
+		return it, err
+	}
+	it.Killed = victim
+
+	wl := o.startWorkload(ictx, ob, id)
+	before, err := o.replicaState(ctx, victim)
+	if err != nil {
+		return it, err
+	}
+	verb, _, _ := strings.Cut(o.faultWord(), " the ")
+	o.Printer.Infof("iteration %d: %s %s (holder %s)", i+1, verb, victim, it.OldHolder)
+	if err := o.fault(ctx, victim); err != nil {
+		close(wl.stop)
+		return it, fmt.Errorf("fault: %w", err)
+	}
+	// t0 is when the fault had been done (the signal sent on the host, the deletion accepted): the
+	// clock of every figure starts there.
+	t0 := time.Now()
+	o.awaitTakeover(&it, ob, t0)
+	if o.SchedulerName != "" {
+		close(wl.stop)
+		<-wl.done
+		// Every pod created must be bound (give the new leader 30 s for the backlog).
+		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			ob.mu.Lock()
+			defer ob.mu.Unlock()
+			return len(ob.bound) >= len(ob.created), nil
+		})
+	}
+	if wl.err != nil {
+		o.Printer.Warnf("iteration %d: creating workload pods: %v", i+1, wl.err)
+	}
+	o.measure(&it, ob, t0)
+	if it.TakeoverMs != nil {
+		o.Printer.Infof("iteration %d: %s holds the Lease %s after the fault", i+1, it.NewHolder, fmtMs(it.TakeoverMs))
+	} else {
+		o.Printer.Warnf("iteration %d: no other identity took the Lease within %s", i+1, o.Timeout)
+	}
+	// Put back: the replica Ready again.
+	o.Printer.Infof("iteration %d: put back: waiting until %d replica(s) of %s are Ready again", i+1, before.ready, before.selector)
+	if err := o.waitBack(ctx, victim, before); err != nil {
+		return it, err
+	}
+	podWG.Wait()
+	if err := o.countSlots(ctx, &it, i, t0); err != nil {
+		return it, err
+	}
+	if o.SchedulerName != "" {
+		zero := int64(0)
+		_ = o.API.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: DrillLabel + "=" + id})
+	}
+	it.Verdict = "pass"
+	if len(it.failures(o.MaxRTO)) > 0 {
+		it.Verdict = "fail"
+	}
+	o.Printer.Infof("iteration %d: new holder %s after %s; %s", i+1, dash(it.NewHolder), fmtMs(it.TakeoverMs), it.Verdict)
+	return it, nil
+}
+
+// watch starts the informers of an iteration (until ictx ends) and waits for their caches: the
+// Lease's holders into ob and, with a workload, the drill's pods (labelled id), each deleted as
+// soon as ob saw it bound (podWG counts the deletions under way, sent with ctx's values but not its
+// cancellation). Errors: an informer that did not sync.
+func (o *Options) watch(ctx, ictx context.Context, ob *observer, id string, podWG *sync.WaitGroup) error {
 	leaseInf := informers.NewSharedInformerFactoryWithOptions(o.API, 0, informers.WithNamespace(o.Target.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.Target.Name).String()
@@ -325,7 +403,6 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 	li.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: ob.lease, UpdateFunc: func(_, n any) { ob.lease(n) }})
 	leaseInf.Start(ictx.Done())
 
-	var podWG sync.WaitGroup
 	deleteNow := func(name string) {
 		podWG.Add(1)
 		go func() {
@@ -352,73 +429,62 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 		})
 		podInf.Start(ictx.Done())
 		if !cache.WaitForCacheSync(ictx.Done(), pi.HasSynced) {
-			return it, errors.New("pods informer did not sync")
+			return errors.New("pods informer did not sync")
 		}
 	}
 	if !cache.WaitForCacheSync(ictx.Done(), li.HasSynced) {
-		return it, errors.New("Lease informer did not sync")
+		return errors.New("Lease informer did not sync")
 	}
-	ob.mu.Lock()
-	if len(ob.holders) > 0 {
-		it.OldHolder = ob.holders[len(ob.holders)-1].holder
-	}
-	ob.mu.Unlock()
-	if it.OldHolder == "" {
-		return it, fmt.Errorf("%s has no holder before iteration %d", o.Target, i+1)
-	}
-	victim, err := o.victim(ctx, it.OldHolder)
-	if err != nil {
-		return it, err
-	}
-	it.Killed = victim
+	return nil
+}
 
-	// The workload: one pod every 1/rate s, from 2 s before the fault until the end.
-	workDone := make(chan struct{})
-	stopWork := make(chan struct{})
-	var createErr error
-	if o.SchedulerName != "" {
-		go func() {
-			defer close(workDone)
-			tick := time.NewTicker(time.Second / time.Duration(o.Rate))
-			defer tick.Stop()
-			for n := 0; ; n++ {
-				select {
-				case <-stopWork:
-					return
-				case <-ictx.Done():
-					return
-				case <-tick.C:
-				}
-				name := fmt.Sprintf("drill-%s-%d", id, n)
-				ob.mu.Lock()
-				ob.created[name] = time.Now()
-				ob.pending++
-				ob.peak = max(ob.peak, ob.pending)
-				ob.mu.Unlock()
-				if _, err := o.API.CoreV1().Pods(Namespace).Create(ictx, o.pod(name, id), metav1.CreateOptions{}); err != nil && createErr == nil && ictx.Err() == nil {
-					createErr = err
-				}
+// podWorkload is an iteration's workload: closing stop ends it, done is closed once it ended, and
+// err is the first pod creation that failed (read only after done).
+type podWorkload struct {
+	done, stop chan struct{}
+	err        error
+}
+
+// startWorkload creates one pod (labelled id) every 1/Rate s until stop is closed or ictx ends,
+// from 2 s before the fault: it returns 2 s after the first tick was armed. Without a scheduler to
+// drill there is no workload (done already closed).
+func (o *Options) startWorkload(ictx context.Context, ob *observer, id string) *podWorkload {
+	wl := &podWorkload{done: make(chan struct{}), stop: make(chan struct{})}
+	if o.SchedulerName == "" {
+		close(wl.done)
+		return wl
+	}
+	go func() {
+		defer close(wl.done)
+		tick := time.NewTicker(time.Second / time.Duration(o.Rate))
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-wl.stop:
+				return
+			case <-ictx.Done():
+				return
+			case <-tick.C:
 			}
-		}()
-		time.Sleep(2 * time.Second)
-	} else {
-		close(workDone)
-	}
+			name := fmt.Sprintf("drill-%s-%d", id, n)
+			ob.mu.Lock()
+			ob.created[name] = time.Now()
+			ob.pending++
+			ob.peak = max(ob.peak, ob.pending)
+			ob.mu.Unlock()
+			if _, err := o.API.CoreV1().Pods(Namespace).Create(ictx, o.pod(name, id), metav1.CreateOptions{}); err != nil && wl.err == nil && ictx.Err() == nil {
+				wl.err = err
+			}
+		}
+	}()
+	time.Sleep(2 * time.Second)
+	return wl
+}
 
-	before, err := o.replicaState(ctx, victim)
-	if err != nil {
-		return it, err
-	}
-	verb, _, _ := strings.Cut(o.faultWord(), " the ")
-	o.Printer.Infof("iteration %d: %s %s (holder %s)", i+1, verb, victim, it.OldHolder)
-	if err := o.fault(ctx, victim); err != nil {
-		close(stopWork)
-		return it, fmt.Errorf("fault: %w", err)
-	}
-	// t0 is when the fault had been done (the signal sent on the host, the deletion accepted): the
-	// clock of every figure starts there.
-	t0 := time.Now()
-	// Until another identity holds the Lease and (with a workload) a pod was bound after it, then 3 s more.
+// awaitTakeover watches ob, for at most Timeout from t0, until another identity than it.OldHolder
+// holds the Lease and (with a workload) a pod was bound after t0, then 3 s more; it sets
+// it.NewHolder and it.TakeoverMs (ms from t0 to the first such holder), or clears them.
+func (o *Options) awaitTakeover(it *Iteration, ob *observer, t0 time.Time) {
 	deadline := t0.Add(o.Timeout)
 	var done time.Time
 	for time.Now().Before(deadline) {
@@ -447,52 +513,24 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 		}
 		time.Sleep(pollEvery)
 	}
-	if o.SchedulerName != "" {
-		close(stopWork)
-		<-workDone
-		// Every pod created must be bound (give the new leader 30 s for the backlog).
-		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			ob.mu.Lock()
-			defer ob.mu.Unlock()
-			return len(ob.bound) >= len(ob.created), nil
-		})
+}
+
+// countSlots appends to it.Slots, when another identity took the Lease, each Slots check's count of
+// Events per slot around the takeover. Errors: "slot check: %w".
+func (o *Options) countSlots(ctx context.Context, it *Iteration, i int, t0 time.Time) error {
+	if it.TakeoverMs == nil {
+		return nil
 	}
-	if createErr != nil {
-		o.Printer.Warnf("iteration %d: creating workload pods: %v", i+1, createErr)
-	}
-	o.measure(&it, ob, t0)
-	if it.TakeoverMs != nil {
-		o.Printer.Infof("iteration %d: %s holds the Lease %s after the fault", i+1, it.NewHolder, fmtMs(it.TakeoverMs))
-	} else {
-		o.Printer.Warnf("iteration %d: no other identity took the Lease within %s", i+1, o.Timeout)
-	}
-	// Put back: the replica Ready again.
-	o.Printer.Infof("iteration %d: put back: waiting until %d replica(s) of %s are Ready again", i+1, before.ready, before.selector)
-	if err := o.waitBack(ctx, victim, before); err != nil {
-		return it, err
-	}
-	podWG.Wait()
-	if it.TakeoverMs != nil {
-		takeover := t0.Add(time.Duration(*it.TakeoverMs * float64(time.Millisecond)))
-		for _, c := range o.Slots {
-			o.Printer.Infof("iteration %d: counting the %s Events of %s/%s per slot", i+1, c.Reason, c.Namespace, c.Regarding)
-			ss, err := c.checkSlots(ctx, o, t0, takeover, o.Timeout)
-			if err != nil {
-				return it, fmt.Errorf("slot check: %w", err)
-			}
-			it.Slots = append(it.Slots, ss...)
+	takeover := t0.Add(time.Duration(*it.TakeoverMs * float64(time.Millisecond)))
+	for _, c := range o.Slots {
+		o.Printer.Infof("iteration %d: counting the %s Events of %s/%s per slot", i+1, c.Reason, c.Namespace, c.Regarding)
+		ss, err := c.checkSlots(ctx, o, t0, takeover, o.Timeout)
+		if err != nil {
+			return fmt.Errorf("slot check: %w", err)
 		}
+		it.Slots = append(it.Slots, ss...)
 	}
-	if o.SchedulerName != "" {
-		zero := int64(0)
-		_ = o.API.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: DrillLabel + "=" + id})
-	}
-	it.Verdict = "pass"
-	if len(it.failures(o.MaxRTO)) > 0 {
-		it.Verdict = "fail"
-	}
-	o.Printer.Infof("iteration %d: new holder %s after %s; %s", i+1, dash(it.NewHolder), fmtMs(it.TakeoverMs), it.Verdict)
-	return it, nil
+	return nil
 }
 
 func (o *Options) pod(name, id string) *corev1.Pod {

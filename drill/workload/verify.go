@@ -211,23 +211,47 @@ func list(ctx context.Context, cli *clientv3.Client, prefix string, pageSize int
 
 // check is Verify without I/O: r against store, the prefix's content at revision rev.
 func check(r *Record, store map[string]storedKV, rev int64) *Verification {
-	v := &Verification{Prefix: r.Prefix, Revision: rev, Keys: len(store), Writes: len(r.Writes), Reads: len(r.Reads)}
-	listed := map[Kind]int{}
-	add := func(x Violation) {
-		if listed[x.Kind] < MaxListed {
-			listed[x.Kind]++
-			v.Violations = append(v.Violations, x)
-		}
-	}
+	c := &checker{v: &Verification{Prefix: r.Prefix, Revision: rev, Keys: len(store), Writes: len(r.Writes), Reads: len(r.Reads)}, listed: map[Kind]int{}}
+	all := c.presence(r, store)
+	c.splitBrain(r)
+	c.order(r, all)
+	c.staleReads(r)
+	v := c.v
+	slices.SortStableFunc(v.Violations, func(a, b Violation) int {
+		return slices.Index(kinds, a.Kind) - slices.Index(kinds, b.Kind)
+	})
+	v.Summary = v.summary()
+	return v
+}
 
-	// Presence. all collects the writes known to be committed, with their revision: acknowledged
-	// ones, and unacknowledged ones found in the store. explained marks the keys the record
-	// accounts for (a mismatched acknowledged key is reported as such, not as foreign).
-	explained := map[string]bool{}
-	type committed struct {
-		w   Write
-		rev int64
+// checker is check's state: the verification being filled and how many violations of each kind it
+// lists so far.
+type checker struct {
+	v      *Verification
+	listed map[Kind]int
+}
+
+// add lists x unless MaxListed of its kind are listed already.
+func (c *checker) add(x Violation) {
+	if c.listed[x.Kind] < MaxListed {
+		c.listed[x.Kind]++
+		c.v.Violations = append(c.v.Violations, x)
 	}
+}
+
+// committed is a write known to be committed, with its revision.
+type committed struct {
+	w   Write
+	rev int64
+}
+
+// presence counts what became of each write and the store's keys no write accounts for (foreign).
+// It returns the writes known to be committed, with their revision: acknowledged ones, and
+// unacknowledged ones found in the store. A mismatched acknowledged key is reported as such, not
+// as foreign.
+func (c *checker) presence(r *Record, store map[string]storedKV) []committed {
+	v := c.v
+	explained := map[string]bool{}
 	var all []committed
 	for _, w := range r.Writes {
 		got, found := store[w.Key]
@@ -250,11 +274,11 @@ func check(r *Record, store map[string]storedKV, rev int64) *Verification {
 		switch {
 		case !found:
 			v.Lost++
-			add(Violation{Kind: KindLost, Key: w.Key, Seq: w.Seq, Revision: w.Revision,
+			c.add(Violation{Kind: KindLost, Key: w.Key, Seq: w.Seq, Revision: w.Revision,
 				Detail: fmt.Sprintf("write %d (%s) acknowledged at revision %d is not in the store", w.Seq, w.Key, w.Revision)})
 		case !intact || got.modRevision != w.Revision:
 			v.Mismatched++
-			add(Violation{Kind: KindMismatch, Key: w.Key, Seq: w.Seq, Revision: w.Revision, GotRevision: got.modRevision,
+			c.add(Violation{Kind: KindMismatch, Key: w.Key, Seq: w.Seq, Revision: w.Revision, GotRevision: got.modRevision,
 				Detail: fmt.Sprintf("write %d (%s) acknowledged at revision %d is in the store at mod revision %d with value %q (wrote %q)",
 					w.Seq, w.Key, w.Revision, got.modRevision, got.value, w.Value)})
 		default:
@@ -270,8 +294,11 @@ func check(r *Record, store map[string]storedKV, rev int64) *Verification {
 	slices.Sort(foreign)
 	v.Foreign = len(foreign)
 	v.ForeignKeys = foreign[:min(len(foreign), MaxListed)]
+	return all
+}
 
-	// Split brain: one revision, several acknowledged writes.
+// splitBrain reports each revision acknowledged to several writes.
+func (c *checker) splitBrain(r *Record) {
 	byRev := map[int64][]Write{}
 	for _, w := range r.Writes {
 		if w.Acked {
@@ -285,21 +312,24 @@ func check(r *Record, store map[string]storedKV, rev int64) *Verification {
 		}
 	}
 	slices.Sort(revs)
-	v.SplitBrain = len(revs)
+	c.v.SplitBrain = len(revs)
 	for _, rv := range revs {
 		ws := byRev[rv]
 		keys := make([]string, len(ws))
 		for i, w := range ws {
 			keys[i] = w.Key
 		}
-		add(Violation{Kind: KindSplitBrain, Key: ws[0].Key, Seq: ws[0].Seq, Revision: rv,
+		c.add(Violation{Kind: KindSplitBrain, Key: ws[0].Key, Seq: ws[0].Seq, Revision: rv,
 			OtherKey: ws[1].Key, OtherSeq: ws[1].Seq, OtherRevision: rv,
 			Detail: fmt.Sprintf("revision %d acknowledged to %d writes: %s", rv, len(ws), strings.Join(keys, ", "))})
 	}
+}
 
-	// Real-time order: sweep committed writes B by Sent, keeping the highest revision among
-	// acknowledged writes A with A.Done < B.Sent.
-	acked := make([]Write, 0, v.Acked)
+// order checks real-time order: it sweeps the committed writes B (all, sorted here) by Sent,
+// keeping the highest revision among acknowledged writes A with A.Done < B.Sent, and reports each
+// B committed at or below it.
+func (c *checker) order(r *Record, all []committed) {
+	acked := make([]Write, 0, c.v.Acked)
 	for _, w := range r.Writes {
 		if w.Acked {
 			acked = append(acked, w)
@@ -318,37 +348,33 @@ func check(r *Record, store map[string]storedKV, rev int64) *Verification {
 			}
 		}
 		if high != nil && high.Revision >= b.rev {
-			v.OrderViolations++
+			c.v.OrderViolations++
 			how := "acknowledged"
 			if !b.w.Acked {
 				how = "committed (unacknowledged)"
 			}
-			add(Violation{Kind: KindOrder, Key: b.w.Key, Seq: b.w.Seq, Revision: b.rev,
+			c.add(Violation{Kind: KindOrder, Key: b.w.Key, Seq: b.w.Seq, Revision: b.rev,
 				OtherKey: high.Key, OtherSeq: high.Seq, OtherRevision: high.Revision,
 				Detail: fmt.Sprintf("write %d (%s) %s at revision %d, yet write %d (%s) was acknowledged at revision %d before it was sent",
 					b.w.Seq, b.w.Key, how, b.rev, high.Seq, high.Key, high.Revision)})
 		}
 	}
+}
 
-	// Stale reads.
+// staleReads reports each linearizable read that missed a write acknowledged before it was sent.
+func (c *checker) staleReads(r *Record) {
 	for _, rd := range r.Reads {
 		if !rd.Stale() {
 			continue
 		}
-		v.StaleReads++
+		c.v.StaleReads++
 		got := "did not find it"
 		if rd.Found {
 			got = fmt.Sprintf("returned mod revision %d", rd.GotModRevision)
 		}
-		add(Violation{Kind: KindStaleRead, Key: rd.Key, Revision: rd.WantRevision, GotRevision: rd.GotModRevision,
+		c.add(Violation{Kind: KindStaleRead, Key: rd.Key, Revision: rd.WantRevision, GotRevision: rd.GotModRevision,
 			Detail: fmt.Sprintf("linearizable read of %s sent after its write was acknowledged at revision %d %s", rd.Key, rd.WantRevision, got)})
 	}
-
-	slices.SortStableFunc(v.Violations, func(a, b Violation) int {
-		return slices.Index(kinds, a.Kind) - slices.Index(kinds, b.Kind)
-	})
-	v.Summary = v.summary()
-	return v
 }
 
 // Cleanup deletes every key under prefix (validated with ValidatePrefix, so never "/" or "")

@@ -155,14 +155,37 @@ func (e *CatchUpError) Cause() error {
 // leads. The member's status is asked every 500 ms; errors asking it or the leader (a learner just
 // started may not answer yet) are retried. Errors: *CatchUpError on the timeout, ctx's.
 func WaitCaughtUp(ctx context.Context, cl Client, clientURL string, timeout time.Duration) (CaughtUp, error) {
+	return WaitCaughtUpWith(ctx, cl, clientURL, timeout, CatchUpOptions{})
+}
+
+// CatchUpOptions tunes WaitCaughtUpWith; the zero value is WaitCaughtUp.
+type CatchUpOptions struct {
+	// Committed, when not 0, is the leader's committed index the member must apply, read by the
+	// caller beforehand (a drill reads it from the survivors before it puts members back, when the
+	// returning members may have no leader to ask, and times the catch-up to that fixed index). A
+	// member that leads is then done only once it has applied it too. 0: read from the leader the
+	// first time both answer (WaitCaughtUp).
+	Committed uint64
+	// Poll is how often the member's status is asked; 0: 500 ms.
+	Poll time.Duration
+}
+
+// WaitCaughtUpWith is WaitCaughtUp tuned by o: the same rule (the member's raft applied index ≥ the
+// leader's committed index), with the index given or read, at the poll interval given. Errors:
+// *CatchUpError on the timeout, ctx's.
+func WaitCaughtUpWith(ctx context.Context, cl Client, clientURL string, timeout time.Duration, o CatchUpOptions) (CaughtUp, error) {
+	poll := o.Poll
+	if poll <= 0 {
+		poll = catchUpPoll
+	}
 	deadline := time.Now().Add(timeout)
-	var cu CaughtUp
+	cu := CaughtUp{Committed: o.Committed}
 	for {
 		st, err := status(ctx, cl, clientURL)
 		fromMember := err != nil
 		switch {
 		case err != nil:
-		case st.Leader != 0 && st.Leader == st.Header.GetMemberId():
+		case o.Committed == 0 && st.Leader != 0 && st.Leader == st.Header.GetMemberId():
 			return CaughtUp{Leader: true}, nil
 		case cu.Committed == 0:
 			cu.Committed, err = leaderCommitted(ctx, cl, st.Leader)
@@ -179,7 +202,7 @@ func WaitCaughtUp(ctx context.Context, cl Client, clientURL string, timeout time
 		select {
 		case <-ctx.Done():
 			return cu, ctx.Err()
-		case <-time.After(catchUpPoll):
+		case <-time.After(poll):
 		}
 	}
 }
