@@ -158,7 +158,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 			return err
 		}
 		defer snap.Cleanup()
-		so := restoreSource(snap)
+		so := restore.ResolvedOptions(snap)
 		seed = &so
 	}
 	b, err := bootstrap.New(bootstrap.Options{
