@@ -25,7 +25,7 @@ func TestFromBackupRefusesBeforeAnyHost(t *testing.T) {
 	c.Metadata.Name = "c1"
 	res, err := FromBackup(context.Background(), FromBackupOptions{Cluster: c, Source: src, From: missing, Flag: "--from",
 		Printer: ui.New(io.Discard, false, false),
-		Into: func(context.Context, Options) (int64, error) { t.Fatal("Into called"); return 0, nil }})
+		Into:    func(context.Context, Options) (int64, error) { t.Fatal("Into called"); return 0, nil }})
 	var ue *exitcode.UsageError
 	if res != nil || !errors.As(err, &ue) {
 		t.Fatalf("got %v, %v; want no result and a *exitcode.UsageError", res, err)
