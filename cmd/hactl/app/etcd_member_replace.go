@@ -124,7 +124,7 @@ and confirmed (--yes in scripts, --dry-run to see it only).
 				Printer: p,
 			})
 			if res != nil {
-				if ferr := forgetRemoved(c, res.Removal); ferr != nil {
+				if ferr := membership.ForgetRemoved(c, res.Removal); ferr != nil {
 					err = multierror.Append(err, ferr).ErrorOrNil()
 				}
 			}
