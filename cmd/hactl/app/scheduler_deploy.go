@@ -88,7 +88,7 @@ re-run with the same settings changes nothing.
 			}
 			defer api.Close()
 			if kindCluster != "" {
-				if err := kindLoad(cmd.Context(), api, kind, kindCluster, archive, platforms, p); err != nil {
+				if err := images.KindLoad(cmd.Context(), api, kind, kindCluster, archive, platforms, p); err != nil {
 					return err
 				}
 			}
