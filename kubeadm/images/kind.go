@@ -3,6 +3,7 @@ package images
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -85,4 +86,20 @@ func platformError(archive string, platforms []Platform, nodes []corev1.Node) er
 	}
 	return &exitcode.UsageError{Err: fmt.Errorf("--image-archive %s: the image is for %s only; these nodes cannot run it: %s (nothing was loaded or applied)",
 		archive, JoinPlatforms(platforms), strings.Join(foreign, ", "))}
+}
+
+// CheckKindFlags checks --kind-cluster locally (*exitcode.UsageError, exit 2): it needs --kubeconfig and --image-archive
+// (the spec's scheduler.imageArchive counts), and kind on PATH. It returns kind's path.
+func CheckKindFlags(cluster, kubeconfig, archive string) (string, error) {
+	if cluster == "" {
+		return "", nil
+	}
+	if kubeconfig == "" || archive == "" {
+		return "", &exitcode.UsageError{Err: errors.New("--kind-cluster loads --image-archive into a kind cluster reached through --kubeconfig: give both")}
+	}
+	kind, err := exec.LookPath("kind")
+	if err != nil {
+		return "", &exitcode.UsageError{Err: fmt.Errorf("--kind-cluster: kind is not on PATH (go install sigs.k8s.io/kind@v0.33.0): %w", err)}
+	}
+	return kind, nil
 }

@@ -77,7 +77,7 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 					return &UsageError{Err: fmt.Errorf("--image-archive: %w", err)}
 				}
 			}
-			kind, err := checkKindFlags(kindCluster, f.kubeconfig, archive)
+			kind, err := images.CheckKindFlags(kindCluster, f.kubeconfig, archive)
 			if err != nil {
 				return err
 			}
