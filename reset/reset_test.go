@@ -1,6 +1,7 @@
 package reset
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -57,5 +58,22 @@ func TestPlanRefuses(t *testing.T) {
 		if !errors.As(err, &ie) || !strings.Contains(err.Error(), want) {
 			t.Errorf("--hosts %q: %v, want an InputError containing %q", hosts, err, want)
 		}
+	}
+}
+
+// TestResetDryRun: a dry run shows the plan and stops there, without dialling the bastion even
+// when a planned host runs a member; a plan that is refused is never shown.
+func TestResetDryRun(t *testing.T) {
+	var shown []Plan
+	show := func(p Plan) error { shown = append(shown, p); return nil }
+	if err := Reset(context.Background(), Options{Cluster: cluster(), Hosts: []string{"cp-b", "w-a"}}, true, show); err != nil {
+		t.Fatal(err)
+	}
+	if len(shown) != 1 || len(shown[0].Hosts) != 2 {
+		t.Fatalf("shown %+v", shown)
+	}
+	var ie *InputError
+	if err := Reset(context.Background(), Options{Cluster: cluster(), Hosts: []string{"nosuch"}}, true, show); !errors.As(err, &ie) || len(shown) != 1 {
+		t.Fatalf("refused plan: %v, shown %d", err, len(shown))
 	}
 }

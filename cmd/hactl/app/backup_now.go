@@ -22,7 +22,7 @@ type backupNowOptions struct {
 	slot         string
 	output       string
 	timeout      time.Duration
-	// scheduled are the flags of scheduled runs (schedule_run.go).
+	// scheduled are the flags of scheduled runs (backup_schedule_run.go).
 	scheduled schedule.RunOptions
 }
 

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/internal/exitcode"
 	"github.com/hactl/hactl/internal/sumcache"
-	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
 	"github.com/hactl/hactl/ui"
@@ -126,18 +124,19 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if o.waitTimeout <= 0 {
 		return &UsageError{Err: fmt.Errorf("--wait %s: must be a positive duration, e.g. 2m", o.waitTimeout)}
 	}
-	if err := checkSkippable(splitList(o.skipPhases)); err != nil {
+	if err := bootstrap.CheckSkippable(splitList(o.skipPhases)); err != nil {
 		return err
 	}
 	if err := o.kube.check(); err != nil {
 		return err
 	}
-	var src backup.Source
+	var src *backup.Source
 	if o.restoreFrom != "" {
-		var err error
-		if src, err = backup.ParseSource("--restore-from", o.restoreFrom); err != nil {
+		parsed, err := backup.ParseSource("--restore-from", o.restoreFrom)
+		if err != nil {
 			return err
 		}
+		src = &parsed
 	}
 	progress := s.Out
 	if machineOutput(o.output) {
@@ -150,50 +149,23 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 	if err != nil {
 		return err
 	}
-	var seed *restore.Options
-	if o.restoreFrom != "" {
-		snap, err := backup.Resolve(cmd.Context(), c, src, backup.ResolveOptions{Flag: "--restore-from", SpecFile: g.file, Force: true, IdentityFile: o.identityFile,
-			Getenv: os.Getenv, Progress: p.Infof, HostFetch: !o.noHostFetch && !o.dryRun}) // a dry run verifies the backup here
-		if err != nil {
-			return err
-		}
-		defer snap.Cleanup()
-		so := restoreSource(snap)
-		seed = &so
-	}
-	b, err := bootstrap.New(bootstrap.Options{
-		RestoreFrom:           seed,
-		Prompt:                terminalPrompter(s.In, s.Err),
-		Cluster:               c,
-		AcceptNewHostKeys:     o.acceptNewHostKeys,
-		DryRun:                o.dryRun,
-		SkipPhases:            splitList(o.skipPhases),
-		IgnorePreflightErrors: splitList(o.ignorePreflight),
-		WaitTimeout:           o.waitTimeout,
-		ReplaceLost:           splitList(o.replaceLost),
-		SumCache:              sumcache.Default(),
-		Printer:               p,
+	b, cleanup, err := bootstrap.Prepare(cmd.Context(), bootstrap.PrepareOptions{
+		Options: bootstrap.Options{
+			Prompt:                terminalPrompter(s.In, s.Err),
+			Cluster:               c,
+			AcceptNewHostKeys:     o.acceptNewHostKeys,
+			DryRun:                o.dryRun,
+			SkipPhases:            splitList(o.skipPhases),
+			IgnorePreflightErrors: splitList(o.ignorePreflight),
+			WaitTimeout:           o.waitTimeout,
+			ReplaceLost:           splitList(o.replaceLost),
+			SumCache:              sumcache.Default(),
+			Printer:               p,
+		},
+		RestoreSource: src, SpecFile: g.file, IdentityFile: o.identityFile, HostFetch: !o.noHostFetch, Kubeconfig: o.kube.given(),
 	})
+	defer cleanup()
 	if err != nil {
-		return err
-	}
-	if err := checkNames("--skip-phases", splitList(o.skipPhases), phase.Titles(b.Phases())); err != nil {
-		return err
-	}
-	if err := checkNames("--ignore-preflight-errors", splitList(o.ignorePreflight), bootstrap.Checks); err != nil {
-		return err
-	}
-	var etcdHosts []string
-	for _, h := range c.EtcdHosts() {
-		etcdHosts = append(etcdHosts, h.Name)
-	}
-	if err := checkNames("--replace-lost", splitList(o.replaceLost), etcdHosts); err != nil {
-		return err
-	}
-	if len(o.replaceLost) > 0 && o.restoreFrom != "" {
-		return &UsageError{Err: errors.New("--replace-lost and --restore-from: a restore builds a new cluster, there is no member to replace; use one of them")}
-	}
-	if err := bootstrap.CheckOperatorDrift(cmd.Context(), c, o.kube.given(), terminalPrompter(s.In, s.Err), p); err != nil {
 		return err
 	}
 	res, runErr := b.Run(cmd.Context())

@@ -10,8 +10,6 @@ import (
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
-	"github.com/hactl/hactl/backup/agent"
-	"github.com/hactl/hactl/backup/replay"
 	"github.com/hactl/hactl/bootstrap/restore"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/provision"
@@ -197,35 +195,21 @@ func (d *drillRestorer) Restore(ctx context.Context) (*drill.RestoreRun, error) 
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	snap, err := backup.Resolve(ctx, d.c, src, backup.ResolveOptions{Flag: "drill restore", SpecFile: d.specFile,
-		IdentityFile: d.identityFile, TempDir: d.tempDir, Getenv: os.Getenv, Progress: d.p.Infof, HostFetch: !d.noHostFetch})
-	if err != nil {
-		return nil, err
-	}
-	defer snap.Cleanup()
-	deltas, last, err := replay.Forward(ctx, d.c, snap, replay.ForwardOptions{Flag: "drill restore", SpecFile: d.specFile, IdentityFile: d.identityFile,
-		Getenv: os.Getenv, SkipPrefix: agent.ElectionPrefix(d.c.Metadata.Name), Progress: d.p.Infof})
-	if err != nil {
-		return nil, err
-	}
-	fetched := time.Now()
-	var revision int64
+	ro := restore.FromBackupOptions{Cluster: d.c, SpecFile: d.specFile, Source: src, From: "latest", Flag: "drill restore",
+		IdentityFile: d.identityFile, TempDir: d.tempDir, HostFetch: !d.noHostFetch, Force: true, Printer: d.p, Prompt: d.prompt}
 	if d.onto != nil {
-		seed := restoreSource(snap, func(ro *restore.Options) { ro.ForgetPrefixes = []string{agent.ElectionPrefix(d.c.Metadata.Name)} })
-		if revision, err = bootstrapSeeded(ctx, d.onto, d.p, d.prompt, &seed, false); err != nil {
-			return nil, fmt.Errorf("building %s from the snapshot: %w", d.ontoFile, err)
+		ro.Into = func(ctx context.Context, seed restore.Options) (int64, error) {
+			revision, err := bootstrapSeeded(ctx, d.onto, d.p, d.prompt, &seed, false)
+			if err != nil {
+				return 0, fmt.Errorf("building %s from the snapshot: %w", d.ontoFile, err)
+			}
+			return revision, nil
 		}
-	} else {
-		res, err := restore.Run(ctx, restore.Config{Cluster: d.c, Printer: d.p, Prompt: d.prompt,
-			Options: restoreSource(snap, func(ro *restore.Options) {
-				ro.Force, ro.ForgetPrefixes = true, []string{agent.ElectionPrefix(d.c.Metadata.Name)}
-			})})
-		if err != nil {
-			return nil, err
-		}
-		revision = res.RestoredRevision
 	}
-	return &drill.RestoreRun{Fetch: fetched.Sub(start), Restore: time.Since(fetched), Revision: revision, Deltas: deltas,
-		Snapshot: drill.RestoredSnapshot(snap, last)}, nil
+	res, err := restore.FromBackup(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	return &drill.RestoreRun{Fetch: res.Fetch, Restore: res.Restore, Revision: res.Revision, Deltas: res.Deltas,
+		Snapshot: drill.RestoredSnapshot(res.Snapshot, res.Last)}, nil
 }

@@ -7,13 +7,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd/membership"
-	"github.com/hactl/hactl/internal/bastion"
-	"github.com/hactl/hactl/provision"
 )
 
 type memberRemoveOptions struct {
@@ -88,41 +85,8 @@ is shown and confirmed once (--yes in scripts, --dry-run to see it only).
 					}
 				}
 			}
-			prompt := terminalPrompter(s.In, s.Err)
-			tunnel, err := bastion.Open(c, prompt)
-			if err != nil {
-				return fmt.Errorf("ssh: %w", err)
-			}
-			defer tunnel.Close()
-			cl, err := membership.ClusterFromSpec(c, tunnel.Etcd())
-			if err != nil {
-				return &UsageError{Err: err}
-			}
-			so := membership.ShrinkOptions{Cluster: cl, Names: args, Zones: map[string]string{}, AcceptZoneQuorumLoss: c.Spec.Etcd.AcceptZoneQuorumLoss,
-				Force: o.force, DryRun: o.dryRun, Confirm: confirm, Printer: p}
-			var inSpec []string
-			for _, h := range c.Spec.Hosts {
-				if h.HasRole(v1alpha1.RoleEtcd) {
-					so.Zones[h.Name] = h.Zone
-					if slices.Contains(args, h.Name) {
-						inSpec = append(inSpec, h.Name)
-					}
-				}
-			}
-			if len(inSpec) > 0 {
-				d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: prompt})
-				if err != nil {
-					return fmt.Errorf("ssh: %w", err)
-				}
-				defer d.Close()
-				so.Host = membership.SSHRetirer{Spec: c, Dialer: d}
-			}
-			res, err := membership.Shrink(cmd.Context(), so)
-			if res != nil {
-				if ferr := forgetRemoved(c, res.Removals...); ferr != nil {
-					err = multierror.Append(err, ferr).ErrorOrNil()
-				}
-			}
+			res, inSpec, err := membership.ShrinkSpec(cmd.Context(), membership.ShrinkSpecOptions{Spec: c, Names: args,
+				Force: o.force, DryRun: o.dryRun, Confirm: confirm, Printer: p, Prompt: terminalPrompter(s.In, s.Err)})
 			if res != nil && (err == nil || len(res.Removals) > 0) {
 				if werr := writeReport(s.Out, o.output, res, func(w io.Writer) { printShrink(w, res, o.dryRun, inSpec, g.file) }); werr != nil {
 					return werr

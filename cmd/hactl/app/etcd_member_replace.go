@@ -8,16 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/join"
-	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
-	"github.com/hactl/hactl/internal/bastion"
-	"github.com/hactl/hactl/provision"
-	"github.com/hactl/hactl/state"
 )
 
 type memberReplaceOptions struct {
@@ -79,55 +74,11 @@ and confirmed (--yes in scripts, --dry-run to see it only).
 				return err
 			}
 			defer closeLog()
-			after, err := join.Spec(c, old, o.with)
-			if err != nil {
-				return err
-			}
-			if err := newHostIsNoMember(c, o.with); err != nil {
-				return err
-			}
-			members, err := etcd.MembersFromSpec(after)
-			if err != nil {
-				return &UsageError{Err: err}
-			}
-			var peerURL string
-			for _, m := range members {
-				if m.Name == o.with {
-					peerURL = m.PeerURL()
-				}
-			}
-			confirm, err := planConfirm(s, o.yes || o.dryRun, fmt.Sprintf("Replace etcd member %s by %s?", old, o.with))
-			if err != nil {
-				return err
-			}
-			prompt := terminalPrompter(s.In, s.Err)
-			tunnel, err := bastion.Open(c, prompt)
-			if err != nil {
-				return fmt.Errorf("ssh: %w", err)
-			}
-			defer tunnel.Close()
-			// The cluster after the replacement: OLD is probed at the client URLs it advertises.
-			cl, err := membership.ClusterFromSpec(after, tunnel.Etcd())
-			if err != nil {
-				return &UsageError{Err: err}
-			}
-			sshOpts := provision.SpecOptions{Prompt: prompt, AcceptNewHostKeys: o.acceptNewHostKeys, OnNewHostKey: p.NewHostKey}
-			d, err := provision.FromSpec(c, sshOpts)
-			if err != nil {
-				return fmt.Errorf("ssh: %w", err)
-			}
-			defer d.Close()
-			res, err := membership.Replace(cmd.Context(), membership.ReplaceOptions{
-				Cluster: cl, Old: old, New: o.with, NewPeerURL: peerURL, Force: o.force, DryRun: o.dryRun, Confirm: confirm,
-				Joiner:  &join.Joiner{Spec: after, Printer: p, SSH: sshOpts, WaitTimeout: o.waitTimeout},
-				Host:    membership.SSHRetirer{Spec: c, Dialer: d},
-				Printer: p,
-			})
-			if res != nil {
-				if ferr := forgetRemoved(c, res.Removal); ferr != nil {
-					err = multierror.Append(err, ferr).ErrorOrNil()
-				}
-			}
+			res, err := join.Replace(cmd.Context(), join.ReplaceOptions{Spec: c, Old: old, New: o.with, Force: o.force, DryRun: o.dryRun, Printer: p,
+				NewConfirm: func() (func(string) (bool, error), error) {
+					return planConfirm(s, o.yes || o.dryRun, fmt.Sprintf("Replace etcd member %s by %s?", old, o.with))
+				},
+				Prompt: terminalPrompter(s.In, s.Err), AcceptNewHostKeys: o.acceptNewHostKeys, WaitTimeout: o.waitTimeout})
 			if res != nil && len(res.Plan) > 0 && !errors.Is(err, membership.ErrNotConfirmed) && (err == nil || res.Joined || (res.Removal != nil && res.Removal.Removed)) {
 				if werr := writeReport(s.Out, o.output, res, func(w io.Writer) { printReplacement(w, res, o.dryRun, g.file, c) }); werr != nil {
 					return werr
@@ -145,22 +96,6 @@ and confirmed (--yes in scripts, --dry-run to see it only).
 	cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for the learner to catch up and for members to be healthy")
 	outputFlag(cmd, &o.output, "output", "")
 	return cmd
-}
-
-// newHostIsNoMember refuses, from the state dir alone, a NEW that hactl recorded as a member.
-func newHostIsNoMember(c *v1alpha1.Cluster, host string) error {
-	st, err := state.Load(c.Spec.StateDir)
-	if err != nil || st == nil {
-		return nil // the cluster's own answer decides (membership.AlreadyMemberError)
-	}
-	for _, h := range c.Spec.Hosts {
-		if h.Name == host && h.HasRole(v1alpha1.RoleEtcd) {
-			if rec := st.Members[host]; rec != nil && rec.ID != "" {
-				return &membership.AlreadyMemberError{Host: host, ID: rec.ID, PeerURL: rec.PeerURL}
-			}
-		}
-	}
-	return nil
 }
 
 func printReplacement(w io.Writer, r *membership.ReplaceResult, dryRun bool, file string, c *v1alpha1.Cluster) {

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/bastion"
-	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -41,22 +39,4 @@ func planConfirm(s Streams, yes bool, question string) (func(string) (bool, erro
 		fmt.Fprintf(s.Err, "Plan:\n%s\n", strings.TrimRight(plan, "\n"))
 		return ask(question)
 	}, nil
-}
-
-// forgetRemoved drops the removed members' records from the state dir (state.ForgetRemoved), so
-// their hosts join later as new members (hactl etcd member replace --with, hactl bootstrap).
-func forgetRemoved(c *v1alpha1.Cluster, removals ...*membership.RemoveResult) error {
-	removed := map[string]string{}
-	for _, r := range removals {
-		if r != nil && r.Removed {
-			removed[r.Member] = r.ID
-		}
-	}
-	if len(removed) == 0 {
-		return nil
-	}
-	if err := state.ForgetRemoved(c.Spec.StateDir, removed); err != nil {
-		return fmt.Errorf("state dir %s: the removed members' records stay: %w", c.Spec.StateDir, err)
-	}
-	return nil
 }

@@ -9,10 +9,6 @@ import (
 	"testing"
 )
 
-// splitElsewhere are the files other work splits into one command each (issue 36: the backup and
-// drill commands); drop each pattern once its split lands, until this list is empty.
-var splitElsewhere = []string{"backup*.go", "schedule.go", "drill*.go"}
-
 // TestOneCommandPerFile enforces docs/architecture.md's "one cobra command per file": no non-test
 // file of this package constructs more than one cobra.Command literal (a group's subcommands and
 // the shared helpers live in files of their own).
@@ -23,7 +19,7 @@ func TestOneCommandPerFile(t *testing.T) {
 	}
 	checked := 0
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || exempt(t, f) {
+		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
 		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
@@ -45,20 +41,6 @@ func TestOneCommandPerFile(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no file checked")
 	}
-}
-
-// exempt reports whether f matches splitElsewhere.
-func exempt(t *testing.T, f string) bool {
-	for _, pat := range splitElsewhere {
-		ok, err := filepath.Match(pat, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }
 
 // isCobraCommand reports whether a composite literal's type is cobra.Command.

@@ -77,7 +77,7 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 					return &UsageError{Err: fmt.Errorf("--image-archive: %w", err)}
 				}
 			}
-			kind, err := checkKindFlags(kindCluster, f.kubeconfig, archive)
+			kind, err := images.CheckKindFlags(kindCluster, f.kubeconfig, archive)
 			if err != nil {
 				return err
 			}
@@ -114,13 +114,13 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 			switch {
 			case kindCluster != "":
 				nodes = func(ctx context.Context, api *kubeapi.Client) error {
-					return kindLoad(ctx, api, kind, kindCluster, archive, platforms, p)
+					return images.KindLoad(ctx, api, kind, kindCluster, archive, platforms, p)
 				}
 			case archive != "" && f.kubeconfig != "":
 				// The nodes must have the image already (kind load image-archive): the archive names it
 				// and says which nodes could run it.
 				nodes = func(ctx context.Context, api *kubeapi.Client) error {
-					return checkNodePlatforms(ctx, api, archive, platforms)
+					return images.CheckNodePlatforms(ctx, api, archive, platforms)
 				}
 			}
 			ready, err := deploy.Run(cmd.Context(), deploy.RunOptions{

@@ -2,12 +2,9 @@ package app
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hactl/hactl/etcd/membership"
-	"github.com/hactl/hactl/internal/bastion"
 	"github.com/hactl/hactl/reset"
 )
 
@@ -45,28 +42,13 @@ is added back) on the next 'hactl bootstrap'.
 			}
 			defer closeLog()
 			opts := reset.Options{Cluster: c, Hosts: o.hosts, Prompt: terminalPrompter(s.In, s.Err), Printer: p, Force: o.force}
-			plan, err := reset.NewPlan(opts)
-			if err != nil {
-				return err
-			}
-			if slices.ContainsFunc(plan.Hosts, func(h reset.HostPlan) bool { return h.Member }) && !o.dryRun {
-				tunnel, err := bastion.Open(c, opts.Prompt)
-				if err != nil {
-					return fmt.Errorf("ssh: %w", err)
+			return reset.Reset(cmd.Context(), opts, o.dryRun, func(plan reset.Plan) error {
+				fmt.Fprintf(s.Out, "reset plan (nodes drained and deleted through %s):\n%s", plan.Via, plan)
+				if o.dryRun {
+					return nil
 				}
-				defer tunnel.Close()
-				if opts.Etcd, err = membership.ClusterFromSpec(c, tunnel.Etcd()); err != nil {
-					return &UsageError{Err: err}
-				}
-			}
-			fmt.Fprintf(s.Out, "reset plan (nodes drained and deleted through %s):\n%s", plan.Via, plan)
-			if o.dryRun {
-				return nil
-			}
-			if err := confirmOrStop(s, o.yes, ", or --dry-run to see the plan only", fmt.Sprintf("reset %d host(s)?", len(plan.Hosts))); err != nil {
-				return err
-			}
-			return reset.Run(cmd.Context(), opts, plan)
+				return confirmOrStop(s, o.yes, ", or --dry-run to see the plan only", fmt.Sprintf("reset %d host(s)?", len(plan.Hosts)))
+			})
 		},
 	}
 	cmd.Flags().StringSliceVar(&o.hosts, "hosts", nil, "the hosts to reset (comma-separated spec host names)")

@@ -3,13 +3,10 @@ package app
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/backup"
-	"github.com/hactl/hactl/backup/agent"
-	"github.com/hactl/hactl/backup/replay"
 	"github.com/hactl/hactl/bootstrap/restore"
 )
 
@@ -104,37 +101,19 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 	if err != nil {
 		return err
 	}
-	snap, err := backup.Resolve(cmd.Context(), c, src, backup.ResolveOptions{Flag: "--from", SpecFile: g.file, Force: o.force,
-		IdentityFile: o.identityFile, TempDir: o.tempDir, Getenv: os.Getenv, Progress: p.Infof, HostFetch: !o.noHostFetch})
-	if err != nil {
-		return err
-	}
-	defer snap.Cleanup()
-	if !src.Latest() {
-		p.Infof("restoring %s as it is: deltas are applied only with --from latest (a snapshot named explicitly is usually chosen to go back before a change)", o.from)
-	} else if !o.noDeltas {
-		if _, _, err := replay.Forward(cmd.Context(), c, snap, replay.ForwardOptions{Flag: "--from", SpecFile: g.file, IdentityFile: o.identityFile,
-			Getenv: os.Getenv, SkipPrefix: agent.ElectionPrefix(c.Metadata.Name), Progress: p.Infof}); err != nil {
-			return err
-		}
-	}
-	res, runErr := restore.Run(cmd.Context(), restore.Config{
-		Prompt:  terminalPrompter(s.In, s.Err),
-		Cluster: c,
-		Printer: p,
-		Options: restoreSource(snap, func(ro *restore.Options) {
-			ro.Force, ro.Confirm, ro.ForgetPrefixes = o.force, confirm, []string{agent.ElectionPrefix(c.Metadata.Name)}
-		}),
-	})
-	if res == nil {
+	res, runErr := restore.FromBackup(cmd.Context(), restore.FromBackupOptions{Cluster: c, SpecFile: g.file, Source: src, From: o.from, Flag: "--from",
+		IdentityFile: o.identityFile, TempDir: o.tempDir, HostFetch: !o.noHostFetch, NoDeltas: o.noDeltas, AnyMemberCount: o.force,
+		Force: o.force, Confirm: confirm, Printer: p, Prompt: terminalPrompter(s.In, s.Err)})
+	if res == nil || res.Report == nil {
 		return runErr
 	}
+	rep := res.Report
 	if runErr != nil && logPath != "" {
 		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
 	}
 	if machineOutput(o.output) || runErr == nil {
-		if err := writeReport(s.Out, o.output, res, func(w io.Writer) {
-			fmt.Fprintf(w, "\ncluster %s restored from %s: cluster ID %s, revision %d; took %s\n", res.Cluster, src, res.ClusterID, res.RestoredRevision, res.Duration)
+		if err := writeReport(s.Out, o.output, rep, func(w io.Writer) {
+			fmt.Fprintf(w, "\ncluster %s restored from %s: cluster ID %s, revision %d; took %s\n", rep.Cluster, src, rep.ClusterID, rep.RestoredRevision, rep.Duration)
 		}); err != nil {
 			return err
 		}
@@ -144,18 +123,3 @@ func runRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *restoreOptio
 
 // noHostFetchUsage is the --no-host-fetch flag's help, the same on every command that restores.
 const noHostFetchUsage = "send the snapshot to the members from here even when they could fetch it from the object store themselves (an unencrypted backup)"
-
-// restoreSource is restore.Options for a resolved snapshot, then edited by each (nil: none): the
-// file verified here, or, for snap.Remote, the object every member fetches itself, with the
-// download here as the fallback for the members that cannot.
-func restoreSource(snap *backup.Resolved, each ...func(*restore.Options)) restore.Options {
-	o := restore.Options{Snapshot: snap.Path, SHA256: snap.SHA256, Revision: snap.Revision}
-	if r := snap.Remote; r != nil {
-		o.Fetch = &restore.HostFetch{Name: r.Key, Endpoint: r.Endpoint, Compression: r.Compression, StoredSize: r.StoredSizeBytes,
-			CAPEM: r.CAPEM, Presign: r.Presign, Local: snap.Local}
-	}
-	for _, f := range each {
-		f(&o)
-	}
-	return o
-}

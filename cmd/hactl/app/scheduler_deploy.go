@@ -1,13 +1,11 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hactl/hactl/kubeadm/images"
 	"github.com/hactl/hactl/kubesched"
 )
 
@@ -51,53 +49,15 @@ re-run with the same settings changes nothing.
 				o.Cluster, o.Out, o.Printer, o.Prompt = c, s.Out, p, terminalPrompter(s.In, s.Err)
 				return kubesched.Deploy(cmd.Context(), o)
 			}
-			// The nodes must have the image already (kind load image-archive): an archive only names it.
-			image, archive, flag := o.Image, o.ImageArchive, "--image-archive"
-			if image == "" && archive == "" {
-				image, archive, flag = sch.Image, sch.ImageArchive, "spec.scheduler.imageArchive"
-			}
-			if image == "" && archive != "" {
-				refs, err := images.ArchiveImages(archive)
-				if err != nil || len(refs) != 1 {
-					return &UsageError{Err: fmt.Errorf("%s %s: want an archive of one image (%v, %v)", flag, archive, refs, err)}
-				}
-				image = refs[0]
-			}
-			var platforms []images.Platform
-			if archive != "" {
-				var err error
-				if platforms, err = images.ArchivePlatforms(archive); err != nil {
-					return &UsageError{Err: fmt.Errorf("%s %s: %w", flag, archive, err)}
-				}
-			}
-			kind, err := checkKindFlags(kindCluster, f.kubeconfig, archive)
-			if err != nil {
-				return err
-			}
 			field := "spec.scheduler"
+			var paths func(string) string
 			if c == nil {
-				field = "--"
+				field, paths = "--", flagPaths
 			}
-			opts := kubesched.APIDeployOptions{Scheduler: sch, Field: field, Image: image, Platforms: platforms, DryRun: o.DryRun, Wait: o.Wait, Out: s.Out, Printer: p}
-			if o.DryRun {
-				return kubesched.DeployThroughAPI(cmd.Context(), nil, opts)
-			}
-			api, err := f.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer api.Close()
-			if kindCluster != "" {
-				if err := kindLoad(cmd.Context(), api, kind, kindCluster, archive, platforms, p); err != nil {
-					return err
-				}
-			}
-			err = kubesched.DeployThroughAPI(cmd.Context(), api, opts)
-			var ue *kubesched.UsageError
-			if c == nil && errors.As(err, &ue) {
-				return &UsageError{Err: errors.New(flagPaths(ue.Msg))}
-			}
-			return api.Wrap(err)
+			return kubesched.DeployThroughKubeconfig(cmd.Context(), kubesched.KubeconfigDeployOptions{
+				APIDeployOptions: kubesched.APIDeployOptions{Scheduler: sch, Field: field, Image: o.Image, DryRun: o.DryRun, Wait: o.Wait, Out: s.Out, Printer: p},
+				ImageArchive:     o.ImageArchive, KindCluster: kindCluster, Kubeconfig: f.kubeconfig, Connect: f.connect, FlagPaths: paths,
+			})
 		},
 	}
 	cmd.Flags().StringVar(&o.ImageArchive, "image-archive", "", "a docker save / OCI archive of the image (make scheduler-image writes bin/hactl-scheduler-image.tar)")

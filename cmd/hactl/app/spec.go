@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"os"
 	"strings"
 
@@ -50,41 +49,6 @@ func splitList(s []string) []string {
 		}
 	}
 	return out
-}
-
-// requiredPhases can't be skipped: every later phase works on what they produce (preflight: the SSH
-// connections and host facts; pki: the state record and credentials; plan: each member's plan).
-// Skipping them made bootstrap dereference nil state. Individual preflight checks are skipped with
-// --ignore-preflight-errors instead.
-var requiredPhases = map[string]string{
-	"preflight": "it opens the SSH connections and gathers the host facts every later phase uses; to skip individual checks use --ignore-preflight-errors",
-	"pki":       "it loads the cluster record and the TLS credentials every later phase uses",
-	"plan":      "it decides what every later phase does on each host",
-}
-
-// checkSkippable refuses --skip-phases names that match a required phase (exactly or as a group).
-func checkSkippable(skip []string) error {
-	for _, s := range skip {
-		for name, why := range requiredPhases {
-			if s == name || (strings.HasSuffix(s, "/") && strings.HasPrefix(name, s)) {
-				return &UsageError{Err: fmt.Errorf("--skip-phases: phase %q can't be skipped: %s", name, why)}
-			}
-		}
-	}
-	return nil
-}
-
-func checkNames(flag string, got, valid []string) error {
-	for _, g := range got {
-		ok := g == "all" && flag == "--ignore-preflight-errors"
-		for _, v := range valid {
-			ok = ok || g == v || (strings.HasSuffix(g, "/") && strings.HasPrefix(v, g))
-		}
-		if !ok {
-			return &UsageError{Err: fmt.Errorf("%s: unknown name %q; valid: %s", flag, g, strings.Join(valid, ", "))}
-		}
-	}
-	return nil
 }
 
 // loadForHosts loads the spec for a command that contacts the hosts: local files checked

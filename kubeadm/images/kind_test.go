@@ -1,4 +1,4 @@
-package app
+package images
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/hactl/hactl/kubeadm/images"
+	"github.com/hactl/hactl/internal/exitcode"
 	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/ui"
 )
@@ -54,15 +54,15 @@ func apiWith(nodes map[string]string) *kubeapi.Client {
 // and only when every node can run it; a refusal is a usage error (exit 2) that names why, and
 // nothing is loaded.
 func TestKindLoad(t *testing.T) {
-	amd64 := []images.Platform{{OS: "linux", Architecture: "amd64"}}
-	arm64 := []images.Platform{{OS: "linux", Architecture: "arm64"}}
+	amd64 := []Platform{{OS: "linux", Architecture: "amd64"}}
+	arm64 := []Platform{{OS: "linux", Architecture: "arm64"}}
 	two := map[string]string{"ci-control-plane": "amd64", "ci-worker": "amd64"}
 	for _, tc := range []struct {
 		name      string
 		cluster   string
 		kindNodes []string
 		api       map[string]string
-		platforms []images.Platform
+		platforms []Platform
 		want      string // "" : loaded
 	}{
 		{"loaded", "ci", []string{"ci-worker", "ci-control-plane"}, two, amd64, ""},
@@ -74,7 +74,7 @@ func TestKindLoad(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kind, loads := fakeKind(t, tc.kindNodes...)
 			var log bytes.Buffer
-			err := kindLoad(context.Background(), apiWith(tc.api), kind, tc.cluster, "/images/s.tar", tc.platforms, ui.New(&log, false, false))
+			err := KindLoad(context.Background(), apiWith(tc.api), kind, tc.cluster, "/images/s.tar", tc.platforms, ui.New(&log, false, false))
 			record, _ := os.ReadFile(loads)
 			if tc.want == "" {
 				if err != nil || string(record) != "load image-archive /images/s.tar --name ci\n" {
@@ -82,7 +82,7 @@ func TestKindLoad(t *testing.T) {
 				}
 				return
 			}
-			var ue *UsageError
+			var ue *exitcode.UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want a usage error containing %q", err, tc.want)
 			}
@@ -96,15 +96,15 @@ func TestKindLoad(t *testing.T) {
 // TestCheckKindFlags: --kind-cluster needs --kubeconfig and an archive (exit 2 before anything).
 func TestCheckKindFlags(t *testing.T) {
 	for _, tc := range [][3]string{{"ci", "", "a.tar"}, {"ci", "k.conf", ""}} {
-		if _, err := checkKindFlags(tc[0], tc[1], tc[2]); err == nil || !strings.Contains(err.Error(), "give both") {
+		if _, err := CheckKindFlags(tc[0], tc[1], tc[2]); err == nil || !strings.Contains(err.Error(), "give both") {
 			t.Errorf("%q: %v", tc, err)
 		}
 	}
-	if kind, err := checkKindFlags("", "", ""); kind != "" || err != nil {
+	if kind, err := CheckKindFlags("", "", ""); kind != "" || err != nil {
 		t.Errorf("no --kind-cluster: %q, %v", kind, err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	if _, err := checkKindFlags("ci", "k.conf", "a.tar"); err == nil || !strings.Contains(err.Error(), "kind is not on PATH") {
+	if _, err := CheckKindFlags("ci", "k.conf", "a.tar"); err == nil || !strings.Contains(err.Error(), "kind is not on PATH") {
 		t.Errorf("no kind: %v", err)
 	}
 }

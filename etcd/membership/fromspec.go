@@ -1,0 +1,95 @@
+package membership
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/internal/bastion"
+	"github.com/hactl/hactl/internal/exitcode"
+	"github.com/hactl/hactl/provision"
+	"github.com/hactl/hactl/state"
+	"github.com/hactl/hactl/ui"
+)
+
+// ShrinkSpecOptions are one `hactl etcd member remove` on the cluster of a spec.
+type ShrinkSpecOptions struct {
+	// Spec is the loaded spec; Names the members to remove (their hosts' names).
+	Spec  *v1alpha1.Cluster
+	Names []string
+	// Force, DryRun, Confirm and Printer are ShrinkOptions'.
+	Force, DryRun bool
+	Confirm       func(plan string) (bool, error)
+	Printer       *ui.Printer
+	// Prompt answers SSH's questions (the bastion, the retired members' hosts).
+	Prompt provision.Prompter
+}
+
+// ShrinkSpec is Shrink on the cluster of o.Spec: the members reached through the bastion
+// (ClusterFromSpec), the zones and spec.etcd.acceptZoneQuorumLoss from the spec's etcd hosts, the
+// removed members that the spec still lists retired over SSH (SSHRetirer), and the removed
+// members' records then dropped from the state dir (ForgetRemoved). It returns Shrink's result (nil
+// when nothing was tried) and the names the spec still lists as etcd hosts.
+//
+// Errors: the bastion's or the SSH dialer's, wrapped as "ssh: …"; the spec's members that cannot
+// be derived → *exitcode.UsageError; Shrink's, with ForgetRemoved's appended (go-multierror).
+func ShrinkSpec(ctx context.Context, o ShrinkSpecOptions) (res *ShrinkResult, inSpec []string, err error) {
+	c := o.Spec
+	tunnel, err := bastion.Open(c, o.Prompt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ssh: %w", err)
+	}
+	defer tunnel.Close()
+	cl, err := ClusterFromSpec(c, tunnel.Etcd())
+	if err != nil {
+		return nil, nil, &exitcode.UsageError{Err: err}
+	}
+	so := ShrinkOptions{Cluster: cl, Names: o.Names, Zones: map[string]string{}, AcceptZoneQuorumLoss: c.Spec.Etcd.AcceptZoneQuorumLoss,
+		Force: o.Force, DryRun: o.DryRun, Confirm: o.Confirm, Printer: o.Printer}
+	for _, h := range c.Spec.Hosts {
+		if h.HasRole(v1alpha1.RoleEtcd) {
+			so.Zones[h.Name] = h.Zone
+			if slices.Contains(o.Names, h.Name) {
+				inSpec = append(inSpec, h.Name)
+			}
+		}
+	}
+	if len(inSpec) > 0 {
+		d, err := provision.FromSpec(c, provision.SpecOptions{Prompt: o.Prompt})
+		if err != nil {
+			return nil, inSpec, fmt.Errorf("ssh: %w", err)
+		}
+		defer d.Close()
+		so.Host = SSHRetirer{Spec: c, Dialer: d}
+	}
+	res, err = Shrink(ctx, so)
+	if res != nil {
+		if ferr := ForgetRemoved(c, res.Removals...); ferr != nil {
+			err = multierror.Append(err, ferr).ErrorOrNil()
+		}
+	}
+	return res, inSpec, err
+}
+
+// ForgetRemoved drops the removed members' records (removals that did remove their member; nil
+// ones are skipped) from c's state dir (state.ForgetRemoved), so that their hosts join later as new
+// members (hactl etcd member replace --with, hactl bootstrap). Errors: the state dir's, wrapped
+// with what stays.
+func ForgetRemoved(c *v1alpha1.Cluster, removals ...*RemoveResult) error {
+	removed := map[string]string{}
+	for _, r := range removals {
+		if r != nil && r.Removed {
+			removed[r.Member] = r.ID
+		}
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	if err := state.ForgetRemoved(c.Spec.StateDir, removed); err != nil {
+		return fmt.Errorf("state dir %s: the removed members' records stay: %w", c.Spec.StateDir, err)
+	}
+	return nil
+}
