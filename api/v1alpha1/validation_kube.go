@@ -16,13 +16,14 @@ import (
 func cniModes() []string      { return []string{CNIBridge, CNINone} }
 func cgroupDrivers() []string { return []string{CgroupDriverSystemd, CgroupDriverCgroupfs} }
 
-// kubeMinor returns "MAJOR.MINOR" of a "vMAJOR.MINOR.PATCH" version.
+// kubeMinor returns "MAJOR.MINOR" of a "vMAJOR.MINOR.PATCH[-pre]" version (semver's rules); false
+// when v is not one.
 func kubeMinor(v string) (string, bool) {
-	m := versionRE.FindStringSubmatch(v)
-	if m == nil {
+	p := semver(v)
+	if p == nil {
 		return "", false
 	}
-	return m[1] + "." + m[2], true
+	return fmt.Sprintf("%d.%d", p.Major(), p.Minor()), true
 }
 
 // semver parses a "vMAJOR.MINOR.PATCH[-pre]" release version (versionRE's shape, then semver's rules

@@ -24,6 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/pki"
 )
@@ -318,7 +319,7 @@ func (c *Cluster) agreedLeader() int {
 		}
 	}
 	for i, e := range c.etcds {
-		if e != nil && c.ids[i] != 0 && e.Server.Lead() == c.ids[i] && votes[c.ids[i]] > len(c.members)/2 {
+		if e != nil && c.ids[i] != 0 && e.Server.Lead() == c.ids[i] && votes[c.ids[i]] >= v1alpha1.Quorum(len(c.members)) {
 			return i
 		}
 	}
