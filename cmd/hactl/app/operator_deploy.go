@@ -2,19 +2,14 @@ package app
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hactl/hactl/backup"
-	"github.com/hactl/hactl/kubeadm/images"
-	"github.com/hactl/hactl/kubeapi"
 	"github.com/hactl/hactl/operator/deploy"
 )
 
@@ -62,22 +57,7 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 			if err := outputFormat(output); err != nil {
 				return err
 			}
-			var platforms []images.Platform
-			if archive != "" {
-				refs, err := images.ArchiveImages(archive)
-				if err != nil {
-					return &UsageError{Err: fmt.Errorf("--image-archive: %w", err)}
-				}
-				if image == "" {
-					image = refs[0]
-				} else if !slices.Contains(refs, image) {
-					return &UsageError{Err: fmt.Errorf("--image %s is not in --image-archive %s (it holds %s)", image, archive, strings.Join(refs, ", "))}
-				}
-				if platforms, err = images.ArchivePlatforms(archive); err != nil {
-					return &UsageError{Err: fmt.Errorf("--image-archive: %w", err)}
-				}
-			}
-			kind, err := images.CheckKindFlags(kindCluster, f.kubeconfig, archive)
+			img, err := deploy.ResolveImage(deploy.ImageFlags{Image: image, Archive: archive, KindCluster: kindCluster, Kubeconfig: f.kubeconfig})
 			if err != nil {
 				return err
 			}
@@ -110,22 +90,9 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 			case heal.AutoReplace || fl.Changed("grace-period"):
 				ho = heal
 			}
-			var nodes func(context.Context, *kubeapi.Client) error
-			switch {
-			case kindCluster != "":
-				nodes = func(ctx context.Context, api *kubeapi.Client) error {
-					return images.KindLoad(ctx, api, kind, kindCluster, archive, platforms, p)
-				}
-			case archive != "" && f.kubeconfig != "":
-				// The nodes must have the image already (kind load image-archive): the archive names it
-				// and says which nodes could run it.
-				nodes = func(ctx context.Context, api *kubeapi.Client) error {
-					return images.CheckNodePlatforms(ctx, api, archive, platforms)
-				}
-			}
 			ready, err := deploy.Run(cmd.Context(), deploy.RunOptions{
-				Options:      deploy.Options{Cluster: c, Namespace: f.namespace, Image: image, Replicas: replicas, DryRun: dryRun, Backup: bk, Healing: ho, RequeuePeriod: rq},
-				ImageArchive: archive, Kubeconfig: f.given(), Nodes: nodes,
+				Options:      deploy.Options{Cluster: c, Namespace: f.namespace, Image: img.Image, Replicas: replicas, DryRun: dryRun, Backup: bk, Healing: ho, RequeuePeriod: rq},
+				ImageArchive: archive, Kubeconfig: f.given(), Nodes: img.Nodes(p),
 				Prompt: terminalPrompter(s.In, s.Err), Printer: p, Out: s.Out, Wait: timeout,
 			})
 			if err != nil || ready == nil { // ready nil: a dry run printed the manifests
