@@ -12,6 +12,9 @@ import (
 	"github.com/hactl/hactl/kubeapi"
 )
 
+// kindClusterUsage is --kind-cluster's help, the same on every deploy command.
+const kindClusterUsage = "with --kubeconfig and --image-archive: load the archive into this kind cluster's nodes (kind load image-archive, kind from PATH) once its nodes are the kubeconfig's and each can run the image"
+
 // kubeFlags are --kubeconfig and --context: a cluster reached through a kubeconfig (kind in users'
 // CI, the lab's cluster, a managed one) instead of over SSH.
 type kubeFlags struct {
