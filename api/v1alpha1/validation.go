@@ -154,7 +154,7 @@ func Validate(c *Cluster, failover FailoverRule) (field.ErrorList, []Warning) {
 	if c.Kind != Kind {
 		v.errs = append(v.errs, field.Invalid(field.NewPath("kind"), c.Kind, "set kind: "+Kind))
 	}
-	v.label(field.NewPath("metadata", "name"), c.Metadata.Name, "the cluster name", "prod")
+	v.add(checkLabel(field.NewPath("metadata", "name"), c.Metadata.Name, "the cluster name", "prod"))
 	spec := field.NewPath("spec")
 	v.ssh(&c.Spec.SSH, spec.Child("ssh"))
 	v.hosts(c.Spec.Hosts, spec.Child("hosts"), c.Spec.SSH.Port)
@@ -168,48 +168,76 @@ func Validate(c *Cluster, failover FailoverRule) (field.ErrorList, []Warning) {
 	return v.errs, v.warns
 }
 
+// validator collects Validate's errors and warnings. Its methods walk the spec's sections in order
+// (ssh, hosts, etcd, loadBalancer, kubernetes, scheduler, backup) and append, through add, what the
+// leaf checks find: plain functions (checkLabel, checkPort, parseVIP, ...) that look at one value
+// and return a *field.Error (nil when fine) or a field.ErrorList.
 type validator struct {
 	errs     field.ErrorList
 	warns    []Warning
 	failover FailoverRule // nil: the failover proof is left out
 }
 
-func (v *validator) add(e *field.Error) { v.errs = append(v.errs, e) }
+// add appends the problems the checks found, in order, skipping nils (a leaf check returns nil when
+// its value is fine).
+func (v *validator) add(errs ...*field.Error) { v.errs = append(v.errs, nonNil(errs...)...) }
 
+// nonNil returns errs without its nil entries, in order (nil when none is left): for leaf checks
+// that combine the results of several others.
+func nonNil(errs ...*field.Error) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range errs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// warn records a warning at p, its message formatted from format and args.
 func (v *validator) warn(p *field.Path, format string, args ...any) {
 	v.warns = append(v.warns, Warning{Field: p.String(), Message: fmt.Sprintf(format, args...)})
 }
 
-// label checks a required RFC 1123 label.
-func (v *validator) label(p *field.Path, s, what, example string) {
+// checkLabel checks the required field at p holding s, an RFC 1123 label (as Kubernetes names are:
+// at most 63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit); what names
+// the field in the message and example is a valid value. It returns nil when s is one, else a
+// Required (s empty) or Invalid error at p.
+func checkLabel(p *field.Path, s, what, example string) *field.Error {
 	if s == "" {
-		v.add(field.Required(p, fmt.Sprintf("set %s: a lowercase RFC 1123 label such as %q", what, example)))
-		return
+		return field.Required(p, fmt.Sprintf("set %s: a lowercase RFC 1123 label such as %q", what, example))
 	}
 	if !isDNS1123Label(s) {
-		v.add(field.Invalid(p, s, fmt.Sprintf("%s must be a lowercase RFC 1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit, e.g. %q", what, example)))
+		return field.Invalid(p, s, fmt.Sprintf("%s must be a lowercase RFC 1123 label: at most 63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit, e.g. %q", what, example))
 	}
+	return nil
 }
 
 func validPort(port int) bool { return port >= 1 && port <= 65535 }
 
-func (v *validator) port(p *field.Path, port int, what string) {
+// checkPort checks the TCP port at p (what names it in the message): nil when it is 1-65535, else an
+// Invalid error at p.
+func checkPort(p *field.Path, port int, what string) *field.Error {
 	if !validPort(port) {
-		v.add(field.Invalid(p, port, fmt.Sprintf("%s must be a TCP port between 1 and 65535", what)))
+		return field.Invalid(p, port, fmt.Sprintf("%s must be a TCP port between 1 and 65535", what))
 	}
+	return nil
 }
 
-func (v *validator) positive(p *field.Path, d Duration, example string) {
+// checkPositive checks the duration at p (example is a valid value): nil when it is > 0, else an
+// Invalid error at p.
+func checkPositive(p *field.Path, d Duration, example string) *field.Error {
 	if d.Duration <= 0 {
-		v.add(field.Invalid(p, d.Duration.String(), "must be a positive duration, e.g. "+example))
+		return field.Invalid(p, d.Duration.String(), "must be a positive duration, e.g. "+example)
 	}
+	return nil
 }
 
 func (v *validator) ssh(s *SSH, p *field.Path) {
 	if strings.TrimSpace(s.User) == "" {
 		v.add(field.Required(p.Child("user"), "set the remote login user, e.g. root"))
 	}
-	v.port(p.Child("port"), s.Port, "the default SSH port")
+	v.add(checkPort(p.Child("port"), s.Port, "the default SSH port"))
 
 	// Authentication: key files and/or the agent.
 	if modes := agentModes(); !slices.Contains(modes, s.Agent) {
@@ -219,7 +247,7 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 		v.add(field.Required(p.Child("identityFile"), "no SSH authentication method: set identityFile (a local private key, e.g. ~/.ssh/id_ed25519), "+
 			"identityFiles (several key files tried in order), or agent: auto or required (the keys of the ssh-agent at SSH_AUTH_SOCK); agent is \"never\""))
 	}
-	v.keyFile(p.Child("identityFile"), s.IdentityFile)
+	v.add(checkKeyFile(p.Child("identityFile"), s.IdentityFile))
 	seen := map[string]string{}
 	if s.IdentityFile != "" {
 		seen[s.IdentityFile] = p.Child("identityFile").String()
@@ -230,7 +258,8 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 			v.add(field.Required(fp, "an empty entry: set the path of a local private key file, e.g. ~/.ssh/id_rsa, or remove the entry"))
 			continue
 		}
-		if !v.keyFile(fp, f) {
+		if e := checkKeyFile(fp, f); e != nil {
+			v.add(e)
 			continue
 		}
 		if first, dup := seen[f]; dup {
@@ -241,7 +270,7 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 		}
 		seen[f] = fp.String()
 	}
-	v.envName(p.Child("passphraseEnv"), s.PassphraseEnv, "HACTL_SSH_PASSPHRASE", "key passphrase")
+	v.add(checkEnvName(p.Child("passphraseEnv"), s.PassphraseEnv, "HACTL_SSH_PASSPHRASE", "key passphrase"))
 	if IsEnvName(s.PassphraseEnv) && s.IdentityFile == "" && len(s.IdentityFiles) == 0 && (s.Bastion == nil || s.Bastion.IdentityFile == "") {
 		v.warn(p.Child("passphraseEnv"), "no key file is set (identityFile, identityFiles, bastion.identityFile), so the passphrase is never used; agent keys need none")
 	}
@@ -249,14 +278,14 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 	if s.KnownHostsFile == "" {
 		v.add(field.Required(p.Child("knownHostsFile"), "set the local known_hosts file, e.g. ~/.ssh/known_hosts"))
 	}
-	v.positive(p.Child("connectTimeout"), s.ConnectTimeout, "10s")
-	v.positive(p.Child("commandTimeout"), s.CommandTimeout, "2m")
+	v.add(checkPositive(p.Child("connectTimeout"), s.ConnectTimeout, "10s"),
+		checkPositive(p.Child("commandTimeout"), s.CommandTimeout, "2m"))
 	if s.MaxParallel < 1 {
 		v.add(field.Invalid(p.Child("maxParallel"), s.MaxParallel, "must be at least 1 (the number of hosts worked on at once), e.g. 10"))
 	}
 
 	sp := p.Child("sudo", "passwordEnv")
-	v.envName(sp, s.Sudo.PasswordEnv, "HACTL_SUDO_PASSWORD", "sudo password")
+	v.add(checkEnvName(sp, s.Sudo.PasswordEnv, "HACTL_SUDO_PASSWORD", "sudo password"))
 	if IsEnvName(s.Sudo.PasswordEnv) && s.User == DefaultSSHUser {
 		v.warn(sp, "spec.ssh.user is root, which needs no sudo: the sudo password is never used")
 	}
@@ -268,15 +297,15 @@ func (v *validator) ssh(s *SSH, p *field.Path) {
 
 func agentModes() []string { return []string{AgentAuto, AgentNever, AgentRequired} }
 
-// keyFile checks a local key file path for pasted key material; it reports whether the path is
-// usable. "" is fine (required-ness is checked by the caller).
-func (v *validator) keyFile(p *field.Path, f string) bool {
+// checkKeyFile checks the local key file path f at p for pasted key material: nil when the path is
+// usable ("" is: required-ness is checked by the caller), else an Invalid error at p that never
+// echoes f.
+func checkKeyFile(p *field.Path, f string) *field.Error {
 	if looksLikeSecret(f) || strings.ContainsAny(f, "\n\r") {
 		// Never echo it: it is probably the key itself pasted in.
-		v.add(field.Invalid(p, "(value not shown)", "looks like the contents of a private key, not a file path: set the path of the key file, e.g. ~/.ssh/id_ed25519, and keep key material out of the spec"))
-		return false
+		return field.Invalid(p, "(value not shown)", "looks like the contents of a private key, not a file path: set the path of the key file, e.g. ~/.ssh/id_ed25519, and keep key material out of the spec")
 	}
-	return true
+	return nil
 }
 
 // MaxEnvNameLength bounds the environment variable names the spec may hold (passphraseEnv,
@@ -292,24 +321,25 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // look up only names for which it holds.
 func IsEnvName(s string) bool { return len(s) <= MaxEnvNameLength && envNameRE.MatchString(s) }
 
-// envName checks a field naming an environment variable that holds a secret ("" = not used). The
-// value is only echoed when it is clearly a variable reference ("$NAME"): anything else that is
-// not a name may be the secret itself.
-func (v *validator) envName(p *field.Path, name, example, what string) {
+// checkEnvName checks the field at p naming an environment variable that holds a secret ("" = not
+// used; example is a valid name, what names the secret): nil when name is "" or an IsEnvName name,
+// else an Invalid error at p. The value is only echoed when it is clearly a variable reference
+// ("$NAME"): anything else that is not a name may be the secret itself.
+func checkEnvName(p *field.Path, name, example, what string) *field.Error {
 	if name == "" || IsEnvName(name) {
-		return
+		return nil
 	}
 	ref := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(name, "$"), "{"), "}")
 	switch {
 	case strings.HasPrefix(name, "$") && IsEnvName(ref):
-		v.add(field.Invalid(p, name, fmt.Sprintf("write the variable's name without $ or braces: %s (hactl reads the %s from it)", ref, what)))
+		return field.Invalid(p, name, fmt.Sprintf("write the variable's name without $ or braces: %s (hactl reads the %s from it)", ref, what))
 	case len(name) > MaxEnvNameLength || strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) ||
 		strings.ContainsFunc(name, func(r rune) bool {
 			return !strings.ContainsRune("-._", r) && (unicode.IsPunct(r) || unicode.IsSymbol(r))
 		}):
-		v.add(field.Invalid(p, "(value not shown)", fmt.Sprintf("looks like a secret, not an environment variable name: name the environment variable, don't put the secret here, e.g. %s, and export %s=... before running hactl (if this was the real %s, change it: the spec is not a safe place)", example, example, what)))
+		return field.Invalid(p, "(value not shown)", fmt.Sprintf("looks like a secret, not an environment variable name: name the environment variable, don't put the secret here, e.g. %s, and export %s=... before running hactl (if this was the real %s, change it: the spec is not a safe place)", example, example, what))
 	default:
-		v.add(field.Invalid(p, "(value not shown)", fmt.Sprintf("must be an environment variable name (letters, digits and '_', not starting with a digit, at most %d characters), e.g. %s; it names the variable holding the %s, never the secret itself", MaxEnvNameLength, example, what)))
+		return field.Invalid(p, "(value not shown)", fmt.Sprintf("must be an environment variable name (letters, digits and '_', not starting with a digit, at most %d characters), e.g. %s; it names the variable holding the %s, never the secret itself", MaxEnvNameLength, example, what))
 	}
 }
 
@@ -318,13 +348,13 @@ func (v *validator) bastion(b *Bastion, p *field.Path) {
 	if b.Address == "" {
 		v.add(field.Required(p.Child("address"), "a bastion needs an address: its IP address or DNS name as reachable from this machine, e.g. bastion.example.com; or remove spec.ssh.bastion to reach the hosts directly"))
 	} else {
-		v.dialAddress(p.Child("address"), b.Address, "the bastion", "e.g. 203.0.113.10, 2001:db8::10 or bastion.example.com", "set the port in "+p.Child("port").String())
+		v.add(checkDialAddress(p.Child("address"), b.Address, "the bastion", "e.g. 203.0.113.10, 2001:db8::10 or bastion.example.com", "set the port in "+p.Child("port").String()))
 	}
-	v.port(p.Child("port"), b.Port, "the bastion's SSH port")
+	v.add(checkPort(p.Child("port"), b.Port, "the bastion's SSH port"))
 	if strings.TrimSpace(b.User) == "" {
 		v.add(field.Required(p.Child("user"), "set the bastion's login user, or leave it out to use spec.ssh.user"))
 	}
-	v.keyFile(p.Child("identityFile"), b.IdentityFile)
+	v.add(checkKeyFile(p.Child("identityFile"), b.IdentityFile))
 	if b.KnownHostsFile == "" {
 		v.add(field.Required(p.Child("knownHostsFile"), "set the local known_hosts file holding the bastion's host key, e.g. ~/.ssh/known_hosts"))
 	}
@@ -340,7 +370,7 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 	privs := map[string]bool{} // the privateAddresses among them
 	for i, h := range hosts {
 		hp := p.Index(i)
-		v.label(hp.Child("name"), h.Name, "the host name (also the etcd member name)", "cp-a")
+		v.add(checkLabel(hp.Child("name"), h.Name, "the host name (also the etcd member name)", "cp-a"))
 		if j, dup := names[h.Name]; dup && h.Name != "" {
 			e := field.Duplicate(hp.Child("name"), h.Name)
 			e.Detail = fmt.Sprintf("already used by %s; host names must be unique (they are the etcd member names)", p.Index(j))
@@ -348,35 +378,34 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 		} else if h.Name != "" {
 			names[h.Name] = i
 		}
-		if v.address(hp.Child("address"), h.Address) {
-			if j, dup := addrs[h.Address]; dup {
-				e := field.Duplicate(hp.Child("address"), h.Address)
-				e.Detail = fmt.Sprintf("same address as %s (%s) once canonicalised; every host needs its own address", p.Index(j), hosts[j].Name)
-				if privs[h.Address] {
-					e.Detail = fmt.Sprintf("the privateAddress of %s (%s) too; every host needs its own addresses", hosts[j].Name, p.Index(j))
-				}
-				v.add(e)
-			} else {
-				addrs[h.Address] = i
+		if e := checkAddress(hp.Child("address"), h.Address); e != nil {
+			v.add(e)
+		} else if j, dup := addrs[h.Address]; dup {
+			e := field.Duplicate(hp.Child("address"), h.Address)
+			e.Detail = fmt.Sprintf("same address as %s (%s) once canonicalised; every host needs its own address", p.Index(j), hosts[j].Name)
+			if privs[h.Address] {
+				e.Detail = fmt.Sprintf("the privateAddress of %s (%s) too; every host needs its own addresses", hosts[j].Name, p.Index(j))
 			}
+			v.add(e)
+		} else {
+			addrs[h.Address] = i
 		}
 		if pa := h.PrivateAddress; pa != "" {
 			pp := hp.Child("privateAddress")
-			switch {
-			case pa == h.Address:
+			if pa == h.Address {
 				v.add(field.Invalid(pp, pa, "is the host's address too: leave privateAddress out when the host has one address"))
-			case v.address(pp, pa):
-				if j, dup := addrs[pa]; dup {
-					e := field.Duplicate(pp, pa)
-					e.Detail = fmt.Sprintf("an address of %s (%s) too; every host needs its own addresses", hosts[j].Name, p.Index(j))
-					v.add(e)
-				} else {
-					addrs[pa], privs[pa] = i, true
-				}
+			} else if e := checkAddress(pp, pa); e != nil {
+				v.add(e)
+			} else if j, dup := addrs[pa]; dup {
+				e := field.Duplicate(pp, pa)
+				e.Detail = fmt.Sprintf("an address of %s (%s) too; every host needs its own addresses", hosts[j].Name, p.Index(j))
+				v.add(e)
+			} else {
+				addrs[pa], privs[pa] = i, true
 			}
 		}
 		if h.Port != sshPort || validPort(sshPort) { // an inherited bad spec.ssh.port is reported once
-			v.port(hp.Child("port"), h.Port, "the SSH port")
+			v.add(checkPort(hp.Child("port"), h.Port, "the SSH port"))
 		}
 		if hs := h.SSH; hs != nil {
 			sp := hp.Child("ssh")
@@ -386,13 +415,13 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 			if hs.User != "" && (strings.TrimSpace(hs.User) != hs.User || strings.ContainsAny(hs.User, " \t\n@:")) {
 				v.add(field.Invalid(sp.Child("user"), hs.User, "must be a login name without spaces, '@' or ':', e.g. admin; leave it out to use spec.ssh.user"))
 			}
-			v.keyFile(sp.Child("identityFile"), hs.IdentityFile)
+			v.add(checkKeyFile(sp.Child("identityFile"), hs.IdentityFile))
 			if hs.Bastion != nil {
 				v.bastion(hs.Bastion, sp.Child("bastion"))
 			}
 		}
-		v.label(hp.Child("zone"), h.Zone, "the availability zone", "az-a")
-		v.roles(hp.Child("roles"), h.Roles)
+		v.add(checkLabel(hp.Child("zone"), h.Zone, "the availability zone", "az-a"))
+		v.add(checkRoles(hp.Child("roles"), h.Roles)...)
 	}
 	if len(hosts) > 1 {
 		for i, h := range hosts {
@@ -406,70 +435,64 @@ func (v *validator) hosts(hosts []Host, p *field.Path, sshPort int) {
 	}
 }
 
-// dialAddress checks an address hactl or the nodes dial as written, what names the machine (e.g.
-// "the bastion"): an IP literal without zone (it is looked up as written) that names one unicast
-// machine, or a DNS name, without port or brackets (portHint says where the port goes). It reports
-// whether the address is usable; "" is reported as required.
-func (v *validator) dialAddress(ap *field.Path, a, what, example, portHint string) bool {
+// checkDialAddress checks the address a at ap that hactl or the nodes dial as written, what naming
+// the machine (e.g. "the bastion") and example giving valid values: an IP literal without zone (it
+// is looked up as written) that names one unicast machine, or a DNS name, without port or brackets
+// (portHint says where the port goes). It returns nil when the address is usable, else a Required
+// (a empty) or Invalid error at ap.
+func checkDialAddress(ap *field.Path, a, what, example, portHint string) *field.Error {
 	if a == "" {
-		v.add(field.Required(ap, fmt.Sprintf("set the address of %s: its IP address or DNS name, %s", what, example)))
-		return false
+		return field.Required(ap, fmt.Sprintf("set the address of %s: its IP address or DNS name, %s", what, example))
 	}
 	ip, err := netip.ParseAddr(a)
 	if err != nil {
 		if isDNSName(a) {
-			return true
+			return nil
 		}
 		hint := fmt.Sprintf("must be an IP address or a DNS name (%s), without a port or brackets", example)
 		if _, port, err := net.SplitHostPort(a); err == nil && port != "" {
 			hint += ": " + portHint
 		}
-		v.add(field.Invalid(ap, a, hint))
-		return false
+		return field.Invalid(ap, a, hint)
 	}
 	switch {
 	case ip.Zone() != "":
-		v.add(field.Invalid(ap, a, fmt.Sprintf("an IPv6 zone index (%%%s) can't be used for %s: it names a network interface of this machine, and the address is dialled and checked as written; use a global or unique-local address or a DNS name", ip.Zone(), what)))
+		return field.Invalid(ap, a, fmt.Sprintf("an IPv6 zone index (%%%s) can't be used for %s: it names a network interface of this machine, and the address is dialled and checked as written; use a global or unique-local address or a DNS name", ip.Zone(), what))
 	case ip.Is6() && ip.IsLinkLocalUnicast():
-		v.add(field.Invalid(ap, a, fmt.Sprintf("an IPv6 link-local address can't be dialled without a zone index, which the address of %s can't carry; use a global or unique-local address or a DNS name", what)))
+		return field.Invalid(ap, a, fmt.Sprintf("an IPv6 link-local address can't be dialled without a zone index, which the address of %s can't carry; use a global or unique-local address or a DNS name", what))
 	case ip.IsUnspecified(), ip.IsMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		v.add(field.Invalid(ap, a, fmt.Sprintf("can't identify one machine: write the unicast IP address or the DNS name of %s", what)))
-	default:
-		return true
+		return field.Invalid(ap, a, fmt.Sprintf("can't identify one machine: write the unicast IP address or the DNS name of %s", what))
 	}
-	return false
+	return nil
 }
 
-// address checks one host address and reports whether it is a usable IP literal.
-func (v *validator) address(p *field.Path, a string) bool {
+// checkAddress checks the host address a at p: nil when it is a usable IP literal (one unicast
+// address without zone, as etcd peer URLs and certificate SANs need), else a Required (a empty) or
+// Invalid error at p.
+func checkAddress(p *field.Path, a string) *field.Error {
 	if a == "" {
-		v.add(field.Required(p, "set the host's IP address (IPv4 or IPv6 literal)"))
-		return false
+		return field.Required(p, "set the host's IP address (IPv4 or IPv6 literal)")
 	}
 	ip, err := netip.ParseAddr(a)
 	if err != nil {
 		if isDNSName(a) {
-			v.add(field.Invalid(p, a, "looks like a DNS name; write the host's IP address instead: etcd peer URLs and certificate SANs use the IP, so it must not depend on name resolution"))
-		} else {
-			v.add(field.Invalid(p, a, "must be an IPv4 (e.g. 10.0.0.11) or IPv6 (e.g. 2001:db8::11) literal, without port or brackets"))
+			return field.Invalid(p, a, "looks like a DNS name; write the host's IP address instead: etcd peer URLs and certificate SANs use the IP, so it must not depend on name resolution")
 		}
-		return false
+		return field.Invalid(p, a, "must be an IPv4 (e.g. 10.0.0.11) or IPv6 (e.g. 2001:db8::11) literal, without port or brackets")
 	}
 	switch {
 	case ip.Zone() != "":
-		v.add(field.Invalid(p, a, fmt.Sprintf("an IPv6 zone index (%%%s) is not allowed: it can't appear in etcd peer URLs or certificate SANs; use a global or unique-local address of the host", ip.Zone())))
+		return field.Invalid(p, a, fmt.Sprintf("an IPv6 zone index (%%%s) is not allowed: it can't appear in etcd peer URLs or certificate SANs; use a global or unique-local address of the host", ip.Zone()))
 	case ip.IsUnspecified():
-		v.add(field.Invalid(p, a, "the unspecified address can't reach a host; write the host's own IP address"))
+		return field.Invalid(p, a, "the unspecified address can't reach a host; write the host's own IP address")
 	case ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		v.add(field.Invalid(p, a, "the limited broadcast address can't identify a host; write the host's own unicast IP address"))
+		return field.Invalid(p, a, "the limited broadcast address can't identify a host; write the host's own unicast IP address")
 	case ip.IsMulticast():
-		v.add(field.Invalid(p, a, "a multicast address can't identify a host; write the host's own unicast IP address"))
+		return field.Invalid(p, a, "a multicast address can't identify a host; write the host's own unicast IP address")
 	case ip.Is6() && ip.IsLinkLocalUnicast():
-		v.add(field.Invalid(p, a, "an IPv6 link-local address needs a zone index, which etcd URLs and certificate SANs can't carry; use a global or unique-local address of the host"))
-	default:
-		return true
+		return field.Invalid(p, a, "an IPv6 link-local address needs a zone index, which etcd URLs and certificate SANs can't carry; use a global or unique-local address of the host")
 	}
-	return false
+	return nil
 }
 
 // spares checks spec.etcd.spares: each a name, address, port and zone, the name and address used
@@ -483,7 +506,7 @@ func (v *validator) spares(c *Cluster, p *field.Path) {
 	}
 	for i, h := range c.Spec.Etcd.Spares {
 		hp := p.Index(i)
-		v.label(hp.Child("name"), h.Name, "the spare's name (the etcd member name once it receives one)", "spare-a")
+		v.add(checkLabel(hp.Child("name"), h.Name, "the spare's name (the etcd member name once it receives one)", "spare-a"))
 		if at, dup := names[h.Name]; dup && h.Name != "" {
 			e := field.Duplicate(hp.Child("name"), h.Name)
 			e.Detail = fmt.Sprintf("already used by %s; a spare is a host that runs no member yet, with a name of its own", at)
@@ -494,42 +517,46 @@ func (v *validator) spares(c *Cluster, p *field.Path) {
 		} else if h.Name != "" {
 			names[h.Name] = hp.String()
 		}
-		if v.address(hp.Child("address"), h.Address) {
-			if at, dup := addrs[h.Address]; dup {
-				e := field.Duplicate(hp.Child("address"), h.Address)
-				e.Detail = fmt.Sprintf("same address as %s once canonicalised; a spare is a machine of its own", at)
-				v.add(e)
-			} else {
-				addrs[h.Address] = hp.String()
-			}
+		if e := checkAddress(hp.Child("address"), h.Address); e != nil {
+			v.add(e)
+		} else if at, dup := addrs[h.Address]; dup {
+			e := field.Duplicate(hp.Child("address"), h.Address)
+			e.Detail = fmt.Sprintf("same address as %s once canonicalised; a spare is a machine of its own", at)
+			v.add(e)
+		} else {
+			addrs[h.Address] = hp.String()
 		}
 		if h.Port != c.Spec.SSH.Port || validPort(c.Spec.SSH.Port) {
-			v.port(hp.Child("port"), h.Port, "the SSH port")
+			v.add(checkPort(hp.Child("port"), h.Port, "the SSH port"))
 		}
-		v.label(hp.Child("zone"), h.Zone, "the availability zone (a heal prefers a spare in the lost member's zone)", "az-a")
+		v.add(checkLabel(hp.Child("zone"), h.Zone, "the availability zone (a heal prefers a spare in the lost member's zone)", "az-a"))
 	}
 }
 
 func validRoles() []Role { return []Role{RoleEtcd, RoleControlPlane, RoleLB, RoleWorker} }
 
-func (v *validator) roles(p *field.Path, roles []Role) {
+// checkRoles checks a host's roles at p: at least one, each of validRoles, none twice. It returns
+// the problems in list order (a Required error at p when there is no role; NotSupported or Duplicate
+// at p[i]), nil when there are none.
+func checkRoles(p *field.Path, roles []Role) field.ErrorList {
 	if len(roles) == 0 {
-		v.add(field.Required(p, "give the host at least one role: etcd, control-plane, worker or lb"))
-		return
+		return field.ErrorList{field.Required(p, "give the host at least one role: etcd, control-plane, worker or lb")}
 	}
+	var errs field.ErrorList
 	seen := map[Role]bool{}
 	for i, r := range roles {
 		rp := p.Index(i)
 		switch {
 		case !slices.Contains(validRoles(), r):
-			v.add(field.NotSupported(rp, string(r), validRoles()))
+			errs = append(errs, field.NotSupported(rp, string(r), validRoles()))
 		case seen[r]:
 			e := field.Duplicate(rp, string(r))
 			e.Detail = "list each role once"
-			v.add(e)
+			errs = append(errs, e)
 		}
 		seen[r] = true
 	}
+	return errs
 }
 
 var (
@@ -570,7 +597,9 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 		v.add(field.Required(p.Child("binaries", "etcd"), "set the local path of the etcd binary to upload (etcdctl and etcdutl are optional), or instead set download: {url, sha256} to have each host fetch the etcd release tarball"))
 	}
 	if e.Download != nil {
-		v.download(e.Download, p.Child("download"))
+		v.add(checkDownload(p.Child("download"), e.Download.URL, e.Download.SHA256,
+			"set the http(s) URL of the etcd release tarball, e.g. https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz, or an internal mirror's",
+			"the tarball", "the release's SHA256SUMS file or `sha256sum <tarball>`")...)
 	}
 
 	// dataDir: a remote, Linux path
@@ -591,8 +620,8 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 	}
 
 	// ports
-	v.port(p.Child("clientPort"), e.ClientPort, "the etcd client port")
-	v.port(p.Child("peerPort"), e.PeerPort, "the etcd peer port")
+	v.add(checkPort(p.Child("clientPort"), e.ClientPort, "the etcd client port"),
+		checkPort(p.Child("peerPort"), e.PeerPort, "the etcd peer port"))
 	if e.ClientPort == e.PeerPort {
 		v.add(field.Invalid(p.Child("peerPort"), e.PeerPort, fmt.Sprintf("must differ from clientPort (%d): etcd listens on both; the usual pair is 2379/2380", e.ClientPort)))
 	}
@@ -673,33 +702,38 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 	}
 }
 
-// download checks spec.etcd.download (defaulted: sha256 lower-cased).
-func (v *validator) download(d *EtcdDownload, p *field.Path) {
+// checkDownload checks a download at p (spec.etcd.download, spec.kubernetes.download.*; defaulted:
+// sha256 lower-cased): its url u by checkDownloadURL's rules (missingURL is the message when it is
+// empty), then its sha256 h by checkSHA256's (what names the file, source where its digest is
+// found). It returns the problems in that order (at p.url, then p.sha256), nil when there are none.
+func checkDownload(p *field.Path, u, h, missingURL, what, source string) field.ErrorList {
 	up := p.Child("url")
-	if d.URL == "" {
-		v.add(field.Required(up, "set the http(s) URL of the etcd release tarball, e.g. https://github.com/etcd-io/etcd/releases/download/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz, or an internal mirror's"))
-	} else if msg, shown := checkDownloadURL(d.URL); msg != "" {
-		v.add(field.Invalid(up, shown, msg))
+	var urlErr *field.Error
+	if u == "" {
+		urlErr = field.Required(up, missingURL)
+	} else if msg, shown := checkDownloadURL(u); msg != "" {
+		urlErr = field.Invalid(up, shown, msg)
 	}
-
-	v.sha256(p.Child("sha256"), d.SHA256, "the tarball", "the release's SHA256SUMS file or `sha256sum <tarball>`")
+	return nonNil(urlErr, checkSHA256(p.Child("sha256"), h, what, source))
 }
 
-// sha256 checks a mandatory sha256 of a download (what names the file in messages, source where
-// its digest is found).
-func (v *validator) sha256(hp *field.Path, h, what, source string) {
+// checkSHA256 checks the mandatory sha256 h of a download at hp (what names the file in messages,
+// source where its digest is found): nil when h is 64 hex digits, else a Required (h empty) or
+// Invalid error at hp.
+func checkSHA256(hp *field.Path, h, what, source string) *field.Error {
 	switch {
 	case h == "":
-		v.add(field.Required(hp, fmt.Sprintf("URL without sha256: set %s's sha256 (64 hex digits, from %s); hactl never installs a download it can't verify", what, source)))
+		return field.Required(hp, fmt.Sprintf("URL without sha256: set %s's sha256 (64 hex digits, from %s); hactl never installs a download it can't verify", what, source))
 	case strings.HasPrefix(h, "sha256:") && isSHA256Hex(strings.TrimPrefix(h, "sha256:")):
-		v.add(field.Invalid(hp, h, "write the 64 hex digits without the \"sha256:\" prefix"))
+		return field.Invalid(hp, h, "write the 64 hex digits without the \"sha256:\" prefix")
 	case strings.ContainsFunc(h, unicode.IsSpace):
-		v.add(field.Invalid(hp, h, "must be only the 64 hex digits of the digest (sha256sum prints the file name after it: leave that out)"))
+		return field.Invalid(hp, h, "must be only the 64 hex digits of the digest (sha256sum prints the file name after it: leave that out)")
 	case len(h) != sha256HexLen:
-		v.add(field.Invalid(hp, h, fmt.Sprintf("sha256 of the wrong length: %d characters, want %d hex digits (a sha256 is 32 bytes; sha1 is 40 digits, sha512 128)", len(h), sha256HexLen)))
+		return field.Invalid(hp, h, fmt.Sprintf("sha256 of the wrong length: %d characters, want %d hex digits (a sha256 is 32 bytes; sha1 is 40 digits, sha512 128)", len(h), sha256HexLen))
 	case !isSHA256Hex(h):
-		v.add(field.Invalid(hp, h, "must be hex digits only (0-9, a-f)"))
+		return field.Invalid(hp, h, "must be hex digits only (0-9, a-f)")
 	}
+	return nil
 }
 
 // sha256HexLen is the length of a sha256 digest written in hex.

@@ -159,9 +159,9 @@ func (v *validator) objectStore(o *ObjectStore, p *field.Path) {
 		if e.SecretAccessKey == "" {
 			v.add(field.Required(envp.Child("secretAccessKey"), "name the environment variable holding the secret access key, e.g. AWS_SECRET_ACCESS_KEY"))
 		}
-		v.envName(envp.Child("accessKeyID"), e.AccessKeyID, "AWS_ACCESS_KEY_ID", "access key ID")
-		v.envName(envp.Child("secretAccessKey"), e.SecretAccessKey, "AWS_SECRET_ACCESS_KEY", "secret access key")
-		v.envName(envp.Child("sessionToken"), e.SessionToken, "AWS_SESSION_TOKEN", "session token")
+		v.add(checkEnvName(envp.Child("accessKeyID"), e.AccessKeyID, "AWS_ACCESS_KEY_ID", "access key ID"),
+			checkEnvName(envp.Child("secretAccessKey"), e.SecretAccessKey, "AWS_SECRET_ACCESS_KEY", "secret access key"),
+			checkEnvName(envp.Child("sessionToken"), e.SessionToken, "AWS_SESSION_TOKEN", "session token"))
 	}
 	if c.File != "" && (looksLikeSecret(c.File) || strings.ContainsAny(c.File, "\n\r")) {
 		v.add(field.Invalid(cp.Child("file"), "(value not shown)", "looks like a secret, not a file path: set the path of a local credentials file (mode 0600); keys never go in the spec"))

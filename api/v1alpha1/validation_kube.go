@@ -159,7 +159,9 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 		case a.local != "" && a.dl != nil:
 			v.add(field.Invalid(dp, "", fmt.Sprintf("%s comes from %s or from a download, not both: remove one", a.name, bp)))
 		case a.dl != nil:
-			v.fileDownload(a.dl, dp, a.name)
+			v.add(checkDownload(dp, a.dl.URL, a.dl.SHA256,
+				fmt.Sprintf("set the http(s) URL of %s, e.g. https://dl.k8s.io/release/v1.37.2/bin/linux/amd64/%s, or an internal mirror's", a.name, a.name),
+				a.name, fmt.Sprintf("the release's %s.sha256 file or `sha256sum %s`", a.name, a.name))...)
 		}
 	}
 
@@ -191,12 +193,17 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 
 	// Networks.
 	nodes := c.KubeNodes()
-	pod, podOK := v.cidr(p.Child("podSubnet"), k.PodSubnet)
-	svc, svcOK := v.cidr(p.Child("serviceSubnet"), k.ServiceSubnet)
+	pod, podErr := parseCIDR(p.Child("podSubnet"), k.PodSubnet)
+	svc, svcErr := parseCIDR(p.Child("serviceSubnet"), k.ServiceSubnet)
+	v.add(podErr, svcErr)
+	podOK, svcOK := podErr == nil, svcErr == nil
 	var nodeNet netip.Prefix
 	nodeNetOK := false
 	if k.NodeSubnet != "" {
-		nodeNet, nodeNetOK = v.cidr(p.Child("nodeSubnet"), k.NodeSubnet)
+		var err *field.Error
+		nodeNet, err = parseCIDR(p.Child("nodeSubnet"), k.NodeSubnet)
+		v.add(err)
+		nodeNetOK = err == nil
 	}
 	if podOK && svcOK {
 		switch {
@@ -329,30 +336,18 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 	}
 }
 
-// cidr parses a network CIDR: the address must be the network's first (as kubeadm and
-// kube-controller-manager expect).
-func (v *validator) cidr(p *field.Path, s string) (netip.Prefix, bool) {
+// parseCIDR parses the network CIDR s at p: the address must be the network's first (as kubeadm
+// and kube-controller-manager expect). It returns the prefix and nil, or an Invalid error at p
+// (the prefix is then not to be used).
+func parseCIDR(p *field.Path, s string) (netip.Prefix, *field.Error) {
 	pr, err := netip.ParsePrefix(s)
 	if err != nil {
-		v.add(field.Invalid(p, s, "must be a CIDR such as 10.244.0.0/16"))
-		return pr, false
+		return pr, field.Invalid(p, s, "must be a CIDR such as 10.244.0.0/16")
 	}
 	if pr.Masked() != pr {
-		v.add(field.Invalid(p, s, fmt.Sprintf("has host bits set; did you mean %s?", pr.Masked())))
-		return pr, false
+		return pr, field.Invalid(p, s, fmt.Sprintf("has host bits set; did you mean %s?", pr.Masked()))
 	}
-	return pr, true
-}
-
-// fileDownload checks one artifact download (URL and sha256 as for spec.etcd.download).
-func (v *validator) fileDownload(d *Download, p *field.Path, what string) {
-	up := p.Child("url")
-	if d.URL == "" {
-		v.add(field.Required(up, fmt.Sprintf("set the http(s) URL of %s, e.g. https://dl.k8s.io/release/v1.37.2/bin/linux/amd64/%s, or an internal mirror's", what, what)))
-	} else if msg, shown := checkDownloadURL(d.URL); msg != "" {
-		v.add(field.Invalid(up, shown, msg))
-	}
-	v.sha256(p.Child("sha256"), d.SHA256, what, fmt.Sprintf("the release's %s.sha256 file or `sha256sum %s`", what, what))
+	return pr, nil
 }
 
 // bitsFor returns how many bits count n distinct values.

@@ -110,7 +110,9 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 
 	// VIP.
 	vp := p.Child("vip")
-	vip, vipOK := v.vip(vp, lb.VIP)
+	vip, vipErr := parseVIP(vp, lb.VIP)
+	v.add(vipErr)
+	vipOK := vipErr == nil
 	if vipOK {
 		for i := range hosts {
 			if ip, ok := addrOf(i); ok && ip == vip.Addr() {
@@ -170,7 +172,7 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 		case a.File == "" && a.Env == "":
 			v.add(field.Required(authP, "set file (a local file holding the VRRP secret, mode 0600) or env (the name of an environment variable holding it), or remove auth to run VRRP without authentication"))
 		}
-		v.envName(authP.Child("env"), a.Env, "HACTL_VRRP_PASSWORD", "VRRP auth secret")
+		v.add(checkEnvName(authP.Child("env"), a.Env, "HACTL_VRRP_PASSWORD", "VRRP auth secret"))
 		if a.File != "" && (looksLikeSecret(a.File) || strings.ContainsAny(a.File, "\n\r")) {
 			v.add(field.Invalid(authP.Child("file"), "(value not shown)", "must be the path of a local file holding the secret, not the secret itself"))
 		}
@@ -181,8 +183,8 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 
 	// Ports.
 	fp, aps := p.Child("frontendPort"), p.Child("apiServerPort")
-	v.port(fp, lb.FrontendPort, "HAProxy's frontend port")
-	v.port(aps, lb.APIServerPort, "the kube-apiserver port")
+	v.add(checkPort(fp, lb.FrontendPort, "HAProxy's frontend port"),
+		checkPort(aps, lb.APIServerPort, "the kube-apiserver port"))
 	switch {
 	case lb.FrontendPort == limits.LBLocalPort:
 		v.add(field.Invalid(fp, lb.FrontendPort, fmt.Sprintf("port %d is reserved: HAProxy serves its local metrics and health endpoint on 127.0.0.1:%d; pick another port, e.g. %d", limits.LBLocalPort, limits.LBLocalPort, DefaultFrontendPort)))
@@ -281,11 +283,12 @@ func (v *validator) loadBalancer(c *Cluster, p *field.Path) {
 	}
 }
 
-// vip parses spec.loadBalancer.vip and reports what is wrong with it.
-func (v *validator) vip(p *field.Path, s string) (netip.Prefix, bool) {
+// parseVIP parses spec.loadBalancer.vip s at p: an address with the prefix length of the LB hosts'
+// network, unicast, not link-local, and for IPv4 neither the network's nor its broadcast address.
+// It returns the prefix and nil, or the zero prefix and a Required (s empty) or Invalid error at p.
+func parseVIP(p *field.Path, s string) (netip.Prefix, *field.Error) {
 	if s == "" {
-		v.add(field.Required(p, "set the virtual IP with the prefix length of the LB hosts' network, e.g. 10.0.1.100/24, or set external (address, port) to use a load balancer you run instead of hactl's"))
-		return netip.Prefix{}, false
+		return netip.Prefix{}, field.Required(p, "set the virtual IP with the prefix length of the LB hosts' network, e.g. 10.0.1.100/24, or set external (address, port) to use a load balancer you run instead of hactl's")
 	}
 	pfx, err := netip.ParsePrefix(s)
 	if err != nil {
@@ -294,30 +297,27 @@ func (v *validator) vip(p *field.Path, s string) (netip.Prefix, bool) {
 			if ip.Is6() {
 				bits = 64
 			}
-			v.add(field.Invalid(p, s, fmt.Sprintf("has no prefix length: write the VIP with the prefix length of the LB hosts' network (Keepalived adds it to the interface with it), e.g. %s/%d", s, bits)))
-		} else if strings.Contains(s, "%") {
-			v.add(field.Invalid(p, s, "an IPv6 zone index can't be part of the VIP: write an address with the prefix length of the LB hosts' network (CIDR notation), e.g. fd00:db8::100/64"))
-		} else {
-			v.add(field.Invalid(p, s, "must be an IP address with the prefix length of the LB hosts' network (CIDR notation), e.g. 10.0.1.100/24 or fd00:db8::100/64"))
+			return netip.Prefix{}, field.Invalid(p, s, fmt.Sprintf("has no prefix length: write the VIP with the prefix length of the LB hosts' network (Keepalived adds it to the interface with it), e.g. %s/%d", s, bits))
 		}
-		return netip.Prefix{}, false
+		if strings.Contains(s, "%") {
+			return netip.Prefix{}, field.Invalid(p, s, "an IPv6 zone index can't be part of the VIP: write an address with the prefix length of the LB hosts' network (CIDR notation), e.g. fd00:db8::100/64")
+		}
+		return netip.Prefix{}, field.Invalid(p, s, "must be an IP address with the prefix length of the LB hosts' network (CIDR notation), e.g. 10.0.1.100/24 or fd00:db8::100/64")
 	}
 	ip := pfx.Addr()
 	switch {
 	case ip.Is4In6():
-		v.add(field.Invalid(p, s, "write an IPv4 VIP as IPv4, e.g. 10.0.1.100/24"))
+		return netip.Prefix{}, field.Invalid(p, s, "write an IPv4 VIP as IPv4, e.g. 10.0.1.100/24")
 	case ip.IsUnspecified(), ip.IsLoopback(), ip.IsMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		v.add(field.Invalid(p, s, "must be a unicast address of the LB hosts' network, e.g. 10.0.1.100/24"))
+		return netip.Prefix{}, field.Invalid(p, s, "must be a unicast address of the LB hosts' network, e.g. 10.0.1.100/24")
 	case ip.IsLinkLocalUnicast():
-		v.add(field.Invalid(p, s, "a link-local address can't be a VIP clients reach: use an address of the LB hosts' network"))
+		return netip.Prefix{}, field.Invalid(p, s, "a link-local address can't be a VIP clients reach: use an address of the LB hosts' network")
 	case ip.Is4() && pfx.Bits() <= 30 && ip == pfx.Masked().Addr():
-		v.add(field.Invalid(p, s, fmt.Sprintf("is the network address of %s: use a free host address of that network", pfx.Masked())))
+		return netip.Prefix{}, field.Invalid(p, s, fmt.Sprintf("is the network address of %s: use a free host address of that network", pfx.Masked()))
 	case ip.Is4() && pfx.Bits() <= 30 && ip == lastAddr(pfx):
-		v.add(field.Invalid(p, s, fmt.Sprintf("is the broadcast address of %s: use a free host address of that network", pfx.Masked())))
-	default:
-		return pfx, true
+		return netip.Prefix{}, field.Invalid(p, s, fmt.Sprintf("is the broadcast address of %s: use a free host address of that network", pfx.Masked()))
 	}
-	return netip.Prefix{}, false
+	return pfx, nil
 }
 
 // lastAddr is the highest address of an IPv4 prefix (its broadcast address).
@@ -398,9 +398,11 @@ func (v *validator) externalLB(c *Cluster, p *field.Path) {
 		v.add(field.Forbidden(fp, fmt.Sprintf("configures %s, and with external set hactl installs no HAProxy or Keepalived: remove %s (configure health checks and the frontend on your load balancer), or remove external to have hactl run the load balancer", what, name)))
 	}
 	ap := ep.Child("address")
-	addrOK := v.dialAddress(ap, ext.Address, "your load balancer", "e.g. api.example.com or 10.0.0.100", "set its port in spec.loadBalancer.external.port")
-	v.port(ep.Child("port"), ext.Port, "your load balancer's frontend port")
-	v.port(p.Child("apiServerPort"), lb.APIServerPort, "the kube-apiserver port")
+	addrErr := checkDialAddress(ap, ext.Address, "your load balancer", "e.g. api.example.com or 10.0.0.100", "set its port in spec.loadBalancer.external.port")
+	addrOK := addrErr == nil
+	v.add(addrErr,
+		checkPort(ep.Child("port"), ext.Port, "your load balancer's frontend port"),
+		checkPort(p.Child("apiServerPort"), lb.APIServerPort, "the kube-apiserver port"))
 
 	hp := field.NewPath("spec", "hosts")
 	cps := 0

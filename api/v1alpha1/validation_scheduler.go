@@ -154,17 +154,17 @@ func (v *validator) schedulerFields(c *Cluster, p *field.Path) {
 				"the Deployment's replicas require anti-affinity per hostname (one replica per node), and the spec has %d Kubernetes node(s): set replicas to at most %d, or add nodes", nodes, nodes)))
 		}
 	}
-	v.schedulerPort(c, p.Child("securePort"), s.SecurePort)
+	v.add(checkSchedulerPort(c, p.Child("securePort"), s.SecurePort))
 	if !slices.Contains(schedulerBindAddresses, s.BindAddress) {
 		v.add(field.NotSupported(p.Child("bindAddress"), s.BindAddress, schedulerBindAddresses))
 	}
-	v.qualifiedName(p.Child("topologyKey"), s.TopologyKey)
-	v.qualifiedName(p.Child("maintenanceLabel"), s.MaintenanceLabel)
+	v.add(checkQualifiedName(p.Child("topologyKey"), s.TopologyKey)...)
+	v.add(checkQualifiedName(p.Child("maintenanceLabel"), s.MaintenanceLabel)...)
 	if s.ZonePreferenceWeight < 1 {
 		v.add(field.Invalid(p.Child("zonePreferenceWeight"), s.ZonePreferenceWeight, "a score weight is at least 1"))
 	}
-	v.preferredZones(c, p.Child("preferredZones"), s.PreferredZones)
-	v.binPacking(p.Child("binPacking"), s.BinPacking)
+	v.add(checkPreferredZones(c, p.Child("preferredZones"), s.PreferredZones)...)
+	v.add(checkBinPacking(p.Child("binPacking"), s.BinPacking)...)
 	if n := s.PercentageOfNodesToScore; n != nil && (*n < 0 || *n > 100) {
 		v.add(field.Invalid(p.Child("percentageOfNodesToScore"), *n, "a percentage, 0-100 (0: kube-scheduler's adaptive default)"))
 	}
@@ -173,25 +173,30 @@ func (v *validator) schedulerFields(c *Cluster, p *field.Path) {
 		// The Lease's name defaults to the schedulerName: say so where the user wrote it.
 		v.add(field.Invalid(p.Child("schedulerName"), s.SchedulerName, "the Lease is named after the schedulerName by default, and that Lease belongs to Kubernetes' own component: name hactl-scheduler's profile otherwise, e.g. hactl-scheduler, or set leaderElection.resourceName"))
 	}
-	v.leaderElection(p.Child("leaderElection"), &s.LeaderElection, leaseNamed)
+	v.add(checkLeaderElection(p.Child("leaderElection"), &s.LeaderElection, leaseNamed)...)
 	v.schedulerPlugins(p.Child("plugins"), s)
 }
 
-func (v *validator) qualifiedName(p *field.Path, s string) {
+// checkQualifiedName checks the Kubernetes qualified name s at p (a label key: [PREFIX/]NAME,
+// apimachinery's validation.IsQualifiedName): one Invalid error at p per broken rule, nil when none.
+func checkQualifiedName(p *field.Path, s string) field.ErrorList {
+	var errs field.ErrorList
 	for _, msg := range validation.IsQualifiedName(s) {
-		v.add(field.Invalid(p, s, msg))
+		errs = append(errs, field.Invalid(p, s, msg))
 	}
+	return errs
 }
 
-// schedulerPort refuses the ports of the components beside the scheduler on a control-plane host.
-func (v *validator) schedulerPort(c *Cluster, p *field.Path, port int) {
+// checkSchedulerPort checks spec.scheduler.securePort at p: a TCP port of 1024 or more (the scheduler
+// runs unprivileged) that none of the components beside the scheduler on c's control-plane hosts
+// uses (SSH, etcd, kubelet, kube-proxy, the apiserver, the load balancer). It returns nil when the
+// port is free, else an Invalid error at p.
+func checkSchedulerPort(c *Cluster, p *field.Path, port int) *field.Error {
 	if !validPort(port) {
-		v.add(field.Invalid(p, port, "a TCP port between 1 and 65535"))
-		return
+		return field.Invalid(p, port, "a TCP port between 1 and 65535")
 	}
 	if port < 1024 {
-		v.add(field.Invalid(p, port, fmt.Sprintf("a port of 1024 or more: hactl-scheduler runs as a non-root user with every capability dropped, so it cannot bind a privileged port; e.g. %d", DefaultSchedulerSecurePort)))
-		return
+		return field.Invalid(p, port, fmt.Sprintf("a port of 1024 or more: hactl-scheduler runs as a non-root user with every capability dropped, so it cannot bind a privileged port; e.g. %d", DefaultSchedulerSecurePort))
 	}
 	clash := kubePortClash(port)
 	sshPort := c.Spec.SSH.Port
@@ -212,11 +217,16 @@ func (v *validator) schedulerPort(c *Cluster, p *field.Path, port int) {
 		clash = fmt.Sprintf("%d is the kube-apiserver's or the load balancer's port", port)
 	}
 	if clash != "" {
-		v.add(field.Invalid(p, port, clash+fmt.Sprintf(": the scheduler runs on the control planes' host network; pick another, e.g. %d", DefaultSchedulerSecurePort)))
+		return field.Invalid(p, port, clash+fmt.Sprintf(": the scheduler runs on the control planes' host network; pick another, e.g. %d", DefaultSchedulerSecurePort))
 	}
+	return nil
 }
 
-func (v *validator) preferredZones(c *Cluster, p *field.Path, zones []PreferredZone) {
+// checkPreferredZones checks spec.scheduler.preferredZones at p: each names a zone of c's Kubernetes
+// nodes (of every host without spec.kubernetes) once, with a weight 1-100. It returns the problems in
+// list order (at p[i].zone, p[i].weight), nil when there are none.
+func checkPreferredZones(c *Cluster, p *field.Path, zones []PreferredZone) field.ErrorList {
+	var errs field.ErrorList
 	have := map[string]bool{}
 	hosts := c.KubeNodes()
 	if c.Spec.Kubernetes == nil {
@@ -235,88 +245,99 @@ func (v *validator) preferredZones(c *Cluster, p *field.Path, zones []PreferredZ
 		zp := p.Index(i)
 		switch {
 		case z.Zone == "":
-			v.add(field.Required(zp.Child("zone"), "a zone of the hosts, e.g. "+strings.Join(known, ", ")))
+			errs = append(errs, field.Required(zp.Child("zone"), "a zone of the hosts, e.g. "+strings.Join(known, ", ")))
 		case seen[z.Zone]:
-			v.add(field.Duplicate(zp.Child("zone"), z.Zone))
+			errs = append(errs, field.Duplicate(zp.Child("zone"), z.Zone))
 		case len(hosts) > 0 && !have[z.Zone]:
-			v.add(field.Invalid(zp.Child("zone"), z.Zone, fmt.Sprintf("no node of the spec is in this zone (zones: %s); a preference for it would never be met", strings.Join(known, ", "))))
+			errs = append(errs, field.Invalid(zp.Child("zone"), z.Zone, fmt.Sprintf("no node of the spec is in this zone (zones: %s); a preference for it would never be met", strings.Join(known, ", "))))
 		}
 		seen[z.Zone] = true
 		if z.Weight < 1 || z.Weight > 100 {
-			v.add(field.Invalid(zp.Child("weight"), z.Weight, "a weight 1-100"))
+			errs = append(errs, field.Invalid(zp.Child("weight"), z.Weight, "a weight 1-100"))
 		}
 	}
+	return errs
 }
 
-func (v *validator) binPacking(p *field.Path, b *BinPacking) {
+// checkBinPacking checks spec.scheduler.binPacking at p against NodeResourcesFit's rules: strategy
+// MostAllocated or RequestedToCapacityRatio, resources named once with weights 1-100, and a shape
+// (only with RequestedToCapacityRatio) of strictly increasing utilizations 0-100 with scores 0-10.
+// It returns the problems in field order, nil when there are none.
+func checkBinPacking(p *field.Path, b *BinPacking) field.ErrorList {
+	var errs field.ErrorList
 	switch b.Strategy {
 	case BinPackingMostAllocated, BinPackingRequestedToCapacity:
 	case "LeastAllocated":
-		v.add(field.Invalid(p.Child("strategy"), b.Strategy, "LeastAllocated spreads pods, as kube-scheduler already does; hactl-scheduler packs: MostAllocated or RequestedToCapacityRatio"))
+		errs = append(errs, field.Invalid(p.Child("strategy"), b.Strategy, "LeastAllocated spreads pods, as kube-scheduler already does; hactl-scheduler packs: MostAllocated or RequestedToCapacityRatio"))
 	default:
-		v.add(field.NotSupported(p.Child("strategy"), b.Strategy, []string{BinPackingMostAllocated, BinPackingRequestedToCapacity}))
+		errs = append(errs, field.NotSupported(p.Child("strategy"), b.Strategy, []string{BinPackingMostAllocated, BinPackingRequestedToCapacity}))
 	}
 	seen := map[string]bool{}
 	for i, r := range b.Resources {
 		rp := p.Child("resources").Index(i)
 		switch {
 		case r.Name == "":
-			v.add(field.Required(rp.Child("name"), "a resource name, e.g. cpu, memory, nvidia.com/gpu"))
+			errs = append(errs, field.Required(rp.Child("name"), "a resource name, e.g. cpu, memory, nvidia.com/gpu"))
 		case seen[r.Name]:
-			v.add(field.Duplicate(rp.Child("name"), r.Name))
+			errs = append(errs, field.Duplicate(rp.Child("name"), r.Name))
 		}
 		seen[r.Name] = true
 		if r.Weight < 1 || r.Weight > 100 {
-			v.add(field.Invalid(rp.Child("weight"), r.Weight, "a weight 1-100 (NodeResourcesFit's range)"))
+			errs = append(errs, field.Invalid(rp.Child("weight"), r.Weight, "a weight 1-100 (NodeResourcesFit's range)"))
 		}
 	}
 	if len(b.Shape) > 0 && b.Strategy != BinPackingRequestedToCapacity {
-		v.add(field.Forbidden(p.Child("shape"), "only with strategy RequestedToCapacityRatio"))
+		errs = append(errs, field.Forbidden(p.Child("shape"), "only with strategy RequestedToCapacityRatio"))
 	}
 	for i, pt := range b.Shape {
 		sp := p.Child("shape").Index(i)
 		if pt.Utilization < 0 || pt.Utilization > 100 {
-			v.add(field.Invalid(sp.Child("utilization"), pt.Utilization, "a percentage, 0-100"))
+			errs = append(errs, field.Invalid(sp.Child("utilization"), pt.Utilization, "a percentage, 0-100"))
 		} else if i > 0 && pt.Utilization <= b.Shape[i-1].Utilization {
-			v.add(field.Invalid(sp.Child("utilization"), pt.Utilization, "utilizations increase strictly"))
+			errs = append(errs, field.Invalid(sp.Child("utilization"), pt.Utilization, "utilizations increase strictly"))
 		}
 		if pt.Score < 0 || pt.Score > 10 {
-			v.add(field.Invalid(sp.Child("score"), pt.Score, "a score 0-10"))
+			errs = append(errs, field.Invalid(sp.Child("score"), pt.Score, "a score 0-10"))
 		}
 	}
+	return errs
 }
 
-// leaderElection applies client-go's rule (leaderelection.NewLeaderElector: leaseDuration >
-// renewDeadline > JitterFactor 1.2 × retryPeriod, all positive) and keeps the Lease off the
-// components' own (unless nameReported: the schedulerName it defaulted from was reported).
-func (v *validator) leaderElection(p *field.Path, le *SchedulerLeaderElection, nameReported bool) {
+// checkLeaderElection checks spec.scheduler.leaderElection at p by client-go's rule
+// (leaderelection.NewLeaderElector: leaseDuration > renewDeadline > JitterFactor 1.2 × retryPeriod,
+// all positive), keeps the Lease off the components' own (unless nameReported: the schedulerName it
+// defaulted from was reported) and requires DNS-1123 resource and namespace names. It returns the
+// problems in field order, nil when there are none.
+func checkLeaderElection(p *field.Path, le *SchedulerLeaderElection, nameReported bool) field.ErrorList {
+	var errs field.ErrorList
 	ld, rd, rp := le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration
 	for _, d := range []struct {
 		name string
 		d    Duration
 	}{{"leaseDuration", le.LeaseDuration}, {"renewDeadline", le.RenewDeadline}, {"retryPeriod", le.RetryPeriod}} {
 		if d.d.Duration <= 0 {
-			v.add(field.Invalid(p.Child(d.name), d.d.String(), "a positive duration"))
+			errs = append(errs, field.Invalid(p.Child(d.name), d.d.String(), "a positive duration"))
 		}
 	}
 	if ld > 0 && rd > 0 && rp > 0 {
 		if ld <= rd {
-			v.add(field.Invalid(p.Child("leaseDuration"), le.LeaseDuration.String(), fmt.Sprintf("must be greater than renewDeadline (%s): followers would take over while the leader still renews (client-go refuses it)", le.RenewDeadline)))
+			errs = append(errs, field.Invalid(p.Child("leaseDuration"), le.LeaseDuration.String(), fmt.Sprintf("must be greater than renewDeadline (%s): followers would take over while the leader still renews (client-go refuses it)", le.RenewDeadline)))
 		}
 		if float64(rd) <= 1.2*float64(rp) {
-			v.add(field.Invalid(p.Child("renewDeadline"), le.RenewDeadline.String(), fmt.Sprintf("must be greater than 1.2 x retryPeriod (%s, client-go's JitterFactor): the leader could not retry a renewal before its deadline (client-go refuses it, and kube-scheduler exits)", le.RetryPeriod)))
+			errs = append(errs, field.Invalid(p.Child("renewDeadline"), le.RenewDeadline.String(), fmt.Sprintf("must be greater than 1.2 x retryPeriod (%s, client-go's JitterFactor): the leader could not retry a renewal before its deadline (client-go refuses it, and kube-scheduler exits)", le.RetryPeriod)))
 		}
 	}
-	switch errs := validation.IsDNS1123Subdomain(le.ResourceName); {
+	switch msgs := validation.IsDNS1123Subdomain(le.ResourceName); {
 	case nameReported:
 	case slices.Contains(forbiddenLeaseNames, le.ResourceName):
-		v.add(field.Invalid(p.Child("resourceName"), le.ResourceName, "that Lease belongs to Kubernetes' own component: two schedulers on one Lease would take turns with it; keep hactl-scheduler's own (default: the schedulerName)"))
-	case len(errs) > 0:
-		v.add(field.Invalid(p.Child("resourceName"), le.ResourceName, strings.Join(errs, "; ")))
+		errs = append(errs, field.Invalid(p.Child("resourceName"), le.ResourceName, "that Lease belongs to Kubernetes' own component: two schedulers on one Lease would take turns with it; keep hactl-scheduler's own (default: the schedulerName)"))
+	case len(msgs) > 0:
+		errs = append(errs, field.Invalid(p.Child("resourceName"), le.ResourceName, strings.Join(msgs, "; ")))
 	}
-	if errs := validation.IsDNS1123Label(le.ResourceNamespace); len(errs) > 0 {
-		v.add(field.Invalid(p.Child("resourceNamespace"), le.ResourceNamespace, strings.Join(errs, "; ")))
+	if msgs := validation.IsDNS1123Label(le.ResourceNamespace); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(p.Child("resourceNamespace"), le.ResourceNamespace, strings.Join(msgs, "; ")))
 	}
+	return errs
 }
 
 // schedulerPlugins checks spec.scheduler.plugins against scheduler_plugins.txt: known names, each
@@ -344,7 +365,8 @@ func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 		enabled := map[string]bool{}
 		for i, pl := range set.Enabled {
 			ep := pp.Child("enabled").Index(i)
-			if !v.pluginName(ep.Child("name"), pl.Name, table, false) {
+			if e := checkPluginName(ep.Child("name"), pl.Name, table, false); e != nil {
+				v.add(e)
 				continue
 			}
 			info := table[pl.Name]
@@ -377,7 +399,8 @@ func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 		}
 		for i, pl := range set.Disabled {
 			dp := pp.Child("disabled").Index(i).Child("name")
-			if !v.pluginName(dp, pl.Name, table, true) {
+			if e := checkPluginName(dp, pl.Name, table, true); e != nil {
+				v.add(e)
 				continue
 			}
 			if table[pl.Name].hactl {
@@ -410,20 +433,20 @@ func ownPoints(own map[string][]string, name string) string {
 	return "from spec.scheduler's settings"
 }
 
-// pluginName reports an empty, unknown or removed plugin name; "*" (all defaults) only when disabling.
-func (v *validator) pluginName(p *field.Path, name string, table map[string]schedulerPluginInfo, disabling bool) bool {
+// checkPluginName checks the plugin name at p against table (scheduler_plugins.txt): it returns a
+// Required (empty), NotSupported (unknown) or Invalid (removed from Kubernetes) error at p, or nil
+// for a known plugin, and for "*" (all defaults) when disabling.
+func checkPluginName(p *field.Path, name string, table map[string]schedulerPluginInfo, disabling bool) *field.Error {
 	info, ok := table[name]
 	switch {
 	case name == "":
-		v.add(field.Required(p, "a plugin name"))
+		return field.Required(p, "a plugin name")
 	case name == "*" && disabling:
-		return true
+		return nil
 	case !ok:
-		v.add(field.NotSupported(p, name, SchedulerPluginNames()))
+		return field.NotSupported(p, name, SchedulerPluginNames())
 	case info.removed != "":
-		v.add(field.Invalid(p, name, "removed from Kubernetes; use "+info.removed))
-	default:
-		return true
+		return field.Invalid(p, name, "removed from Kubernetes; use "+info.removed)
 	}
-	return false
+	return nil
 }
