@@ -123,7 +123,7 @@ func kubeNodeSetup(aptSources string) string {
 // aptSources is the shell snippet pointing a Kubernetes node's apt at the mirror's repository (as
 // a site's machines use its package mirror): hactl installs containerd and the other runtime
 // packages from there.
-func (l *Lab) aptSources() string {
+func (l starter) aptSources() string {
 	if !l.opts.Mirror {
 		return ""
 	}

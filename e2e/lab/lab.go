@@ -185,6 +185,14 @@ type Lab struct {
 	objStore     *ObjectStore                // nil until the object store host is set up; guarded by mu
 }
 
+// starter brings a Lab's hosts up: Up's steps (up: the lab directory, specs, image, networks, then
+// provision), starting a host's container and setting it up (startHost: systemd, SSH keys and users,
+// the mirror, the object store), recording host keys (writeKnownHosts) and waiting for SSH logins
+// (waitSSH). Up, Recreate and Start use it; the e2e suites use only the Lab's handle methods. It
+// embeds the *Lab it fills in (image, signer, pub, hostKeys, sudoPassword, objStore) and holds nothing
+// else.
+type starter struct{ *Lab }
+
 // Up starts a fresh lab and returns once every host accepts an SSH login from this machine with
 // host-key checking on (through the bastion for in-*). Steps: remove leftovers of any earlier lab
 // (see Down); prepare the lab directory (key pair kept across runs, known_hosts rewritten, a new
@@ -207,7 +215,7 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 	l := newLab(o, hosts)
 	start := time.Now()
 	o.Logf.printf("lab: up with %d hosts in %s", len(hosts), o.Dir)
-	if err := l.up(ctx); err != nil {
+	if err := (starter{l}).up(ctx); err != nil {
 		if !o.KeepOnFailure {
 			// Clean up even if ctx is already cancelled.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -240,7 +248,7 @@ func newLab(o Options, hosts []Host) *Lab {
 	return l
 }
 
-func (l *Lab) up(ctx context.Context) error {
+func (l starter) up(ctx context.Context) error {
 	o := l.opts
 	if out, err := l.d.run(ctx, nil, "ps", "-a", "--filter", "name=^"+Prefix, "--format", "{{.Names}}"); err == nil && strings.TrimSpace(out) != "" {
 		o.Logf.printf("lab: removing the previous lab (%s) and its hactl state dirs: the old clusters and their CAs are discarded",
@@ -337,7 +345,7 @@ func (l *Lab) up(ctx context.Context) error {
 		return err
 	}
 	if o.Mirror {
-		t, err := l.tarball()
+		t, err := l.EtcdTarball()
 		if err != nil {
 			return err
 		}
@@ -349,7 +357,7 @@ func (l *Lab) up(ctx context.Context) error {
 }
 
 // variants returns the spec variants this lab serves.
-func (l *Lab) variants() []Variant {
+func (l starter) variants() []Variant {
 	vs := []Variant{VariantSudo, VariantSudoPassword}
 	if l.opts.Bastion {
 		vs = append(vs, VariantBastion)
@@ -374,7 +382,7 @@ func newPassword() (string, error) {
 
 // provision starts fresh containers for hosts in parallel, records their host keys in
 // known_hosts and verifies an SSH login into each.
-func (l *Lab) provision(ctx context.Context, hosts []Host) error {
+func (l starter) provision(ctx context.Context, hosts []Host) error {
 	err := forEach(hosts, func(h Host) error {
 		lines, err := l.startHost(ctx, h)
 		if err != nil {
@@ -539,7 +547,7 @@ cat /etc/ssh/ssh_host_*_key.pub
 
 // startHost runs the container of h, waits for systemd, sets the host up (hostSetupScript; the
 // mirror's HTTP server on the mirror) and returns the known_hosts lines of its host keys.
-func (l *Lab) startHost(ctx context.Context, h Host) ([]string, error) {
+func (l starter) startHost(ctx context.Context, h Host) ([]string, error) {
 	for _, args := range containerCommands(h, l.image, filepath.Join(l.opts.Dir, kubeNodeInitFile)) {
 		if _, err := l.d.run(ctx, nil, args...); err != nil {
 			return nil, fmt.Errorf("start container: %w", err)
@@ -584,7 +592,7 @@ func (l *Lab) startHost(ctx context.Context, h Host) ([]string, error) {
 
 // waitSystemd waits until `systemctl is-system-running` reports running or degraded (failing
 // fast when the container stops), then until sshd is active.
-func (l *Lab) waitSystemd(ctx context.Context, h Host) error {
+func (l starter) waitSystemd(ctx context.Context, h Host) error {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.ReadyTimeout)
 	defer cancel()
 	quiet := docker{} // polling is not logged command by command
@@ -625,12 +633,12 @@ const sshAttemptTimeout = 15 * time.Second
 
 // waitSSH retries an SSH login (host-key checking on) until it succeeds and `hostname` answers
 // h.Name, or ReadyTimeout passes.
-func (l *Lab) waitSSH(ctx context.Context, h Host) error {
+func (l starter) waitSSH(ctx context.Context, h Host) error {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.ReadyTimeout)
 	defer cancel()
 	var last error
 	for {
-		c, err := l.dialHost(ctx, h, "root")
+		c, err := l.DialAs(ctx, h.Name, "root")
 		if err == nil {
 			// One attempt is bounded: a host that dies between the handshake and the answer (the
 			// container killed from outside) would otherwise block this read forever.
@@ -657,7 +665,7 @@ func (l *Lab) waitSSH(ctx context.Context, h Host) error {
 }
 
 // writeKnownHosts rewrites the lab's known_hosts from the recorded host keys, in host order.
-func (l *Lab) writeKnownHosts() error {
+func (l starter) writeKnownHosts() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var b strings.Builder
@@ -810,7 +818,7 @@ func (l *Lab) Recreate(ctx context.Context, names ...string) error {
 	if err != nil {
 		return fmt.Errorf("recreate: %w", err)
 	}
-	if err := l.provision(ctx, hosts); err != nil {
+	if err := (starter{l}).provision(ctx, hosts); err != nil {
 		return fmt.Errorf("recreate: %w", err)
 	}
 	return nil
@@ -872,7 +880,7 @@ func (l *Lab) Start(ctx context.Context, host string) error {
 	if _, err := l.d.run(ctx, nil, "start", h.Container); err != nil {
 		return fmt.Errorf("start %s: %w", host, err)
 	}
-	if err := l.waitSSH(ctx, h); err != nil {
+	if err := (starter{l}).waitSSH(ctx, h); err != nil {
 		return fmt.Errorf("start %s: %w", host, err)
 	}
 	return nil
@@ -891,11 +899,6 @@ func (l *Lab) DialAs(ctx context.Context, host, user string) (*ssh.Client, error
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
-	return l.dialHost(ctx, h, user)
-}
-
-// dialHost logs in to h as user, through h.Jump when set.
-func (l *Lab) dialHost(ctx context.Context, h Host, user string) (*ssh.Client, error) {
 	var jump *ssh.Client
 	if h.Jump != "" {
 		j, err := l.Host(h.Jump)
@@ -951,9 +954,14 @@ func (l *Lab) SudoPassword() string { return l.sudoPassword }
 // trailing newline).
 func (l *Lab) SudoPasswordFile() string { return filepath.Join(l.opts.Dir, sudoPasswordFile) }
 
-// EtcdTarball returns the etcd release tarball the mirror serves: its local path, sha256 and URLs.
-// It fails without Options.Mirror.
-func (l *Lab) EtcdTarball() (EtcdTarball, error) { return l.tarball() }
+// EtcdTarball returns the etcd release tarball the mirror serves: its local path, sha256 and URLs,
+// building it on first use (safe for concurrent use). It fails without Options.Mirror.
+func (l *Lab) EtcdTarball() (EtcdTarball, error) {
+	if l.tarballOnce == nil {
+		return EtcdTarball{}, errors.New("the lab has no mirror (Options.Mirror)")
+	}
+	return l.tarballOnce()
+}
 
 // Dir returns the lab directory (absolute).
 func (l *Lab) Dir() string { return l.opts.Dir }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -238,8 +237,8 @@ WantedBy=multi-user.target
 // setupMirror copies the tarball (and a SHA256SUMS file) and the lab's apt repository (EnsureAptRepo,
 // built first when missing, into mirrorRoot/AptRepoPath) into the mirror host and starts mirrorUnit,
 // returning once both are served on 127.0.0.1.
-func (l *Lab) setupMirror(ctx context.Context, h Host) error {
-	t, err := l.tarball()
+func (l starter) setupMirror(ctx context.Context, h Host) error {
+	t, err := l.EtcdTarball()
 	if err != nil {
 		return err
 	}
@@ -295,14 +294,6 @@ cat > /etc/systemd/system/%[3]s <<'EOF'
 // MirrorURL(addr, ""), is what AptSourcesScript takes.
 func AptRepoURL(addr string) string {
 	return MirrorURL(addr, AptRepoPath+"/")
-}
-
-// tarball returns the lab's etcd tarball, building it on first use (safe for concurrent use).
-func (l *Lab) tarball() (EtcdTarball, error) {
-	if l.tarballOnce == nil {
-		return EtcdTarball{}, errors.New("the lab has no mirror (Options.Mirror)")
-	}
-	return l.tarballOnce()
 }
 
 // kubeBinaryPath is where the mirror serves Kubernetes binary name (dl.k8s.io's layout).

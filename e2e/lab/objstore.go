@@ -311,7 +311,7 @@ func serverNotInitialized(err error) bool {
 // setupObjectStore copies bin/minio into the object store host, starts it with new root
 // credentials (stored 0600 in the lab directory), creates the bucket and the backup access key
 // (ProvisionBucket, from this machine over the lab network) and writes ObjectStoreEnvFile.
-func (l *Lab) setupObjectStore(ctx context.Context, h Host) error {
+func (l starter) setupObjectStore(ctx context.Context, h Host) error {
 	bin := filepath.Join(l.opts.BinDir, "minio")
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("object store: %w (build it with `make minio-bin`, hack/build-minio.sh)", err)
