@@ -30,9 +30,6 @@ var methodAllowList = map[string]string{
 	"bootstrap/etcdphases.Group": "phase steps over the group's shared state",
 	// 32: the Kubernetes phases' shared state, likewise.
 	"bootstrap/kubephases.Group": "phase steps over the group's shared state",
-	// 37: the e2e suites' handle on a running lab (nodes, mirror, object store, SSH); its parts
-	// could be their own types, a change to every e2e suite.
-	"e2e/lab.Lab": "the e2e harness's lab handle",
 }
 
 // parsedFile is one shipped (non-test) Go file of the root module, parsed.
