@@ -349,7 +349,7 @@ func memberName(id uint64, obs []Observation, pre *preflightState) string {
 // catchUp waits until every named member's applied index reaches commit and returns how long the
 // slowest took from start (the put-back's start: the member's own start-up is part of it).
 //
-// It is etcd/membership's catch-up rule (WaitCaughtUpWith) tuned for a measurement: commit is the
+// It is etcd/membership's catch-up rule (WaitApplied) tuned for a measurement: commit is the
 // leader's committed index read before the put-back (the highest a survivor reported then: after a
 // zone outage the returning members have no leader to ask, and the figure is the time to apply what
 // was committed when the fault ended, not a target that moves with the workload's writes), polled
@@ -373,28 +373,22 @@ func (d *etcdDrill) catchUp(names []string, commit uint64, start time.Time) (tim
 func (d *etcdDrill) catchUpOne(ctx context.Context, name string, commit uint64, start time.Time) (time.Duration, error) {
 	st := &memberStatus{d: d, name: name}
 	defer st.close()
-	// At least 1: 0 would ask WaitCaughtUpWith to read the leader's index (memberStatus cannot), and
-	// every started member has applied index 1 (no survivor reported an index: the first status
-	// that answers is enough, as before).
-	o := membership.CatchUpOptions{Committed: max(commit, 1), Poll: PollInterval}
-	cu, err := membership.WaitCaughtUpWith(ctx, st, d.urls[name], catchUpTimeout, o)
+	cu, err := membership.WaitApplied(ctx, st, d.urls[name], commit, catchUpTimeout, PollInterval)
 	if err != nil {
 		return 0, fmt.Errorf("%s did not catch up within %s (applied index %d, want %d; last error: %v)", name, catchUpTimeout, cu.Applied, commit, st.last)
 	}
 	return time.Since(start), nil
 }
 
-// memberStatus is the membership.Client of catchUp: only Status, of one member, through a
-// connection of its own (500 ms to dial, 300 ms per status) kept while the member answers and
-// replaced after a failure (a reused gRPC connection would back off for seconds while the member
-// starts). last is the last error it answered. The membership calls are not used (catchUp gives
-// the index to reach).
+// memberStatus is catchUp's membership.Statuser: the status of one member, through a connection of
+// its own (500 ms to dial, 300 ms per status) kept while the member answers and replaced after a
+// failure (a reused gRPC connection would back off for seconds while the member starts). last is
+// the last error it answered.
 type memberStatus struct {
-	membership.Client // nil: never called
-	d                 *etcdDrill
-	name              string
-	cli               *clientv3.Client
-	last              error
+	d    *etcdDrill
+	name string
+	cli  *clientv3.Client
+	last error
 }
 
 // Status asks the member's status (endpoint is its URL, which the connection already names).

@@ -155,45 +155,62 @@ func (e *CatchUpError) Cause() error {
 // leads. The member's status is asked every 500 ms; errors asking it or the leader (a learner just
 // started may not answer yet) are retried. Errors: *CatchUpError on the timeout, ctx's.
 func WaitCaughtUp(ctx context.Context, cl Client, clientURL string, timeout time.Duration) (CaughtUp, error) {
-	return WaitCaughtUpWith(ctx, cl, clientURL, timeout, CatchUpOptions{})
-}
-
-// CatchUpOptions tunes WaitCaughtUpWith; the zero value is WaitCaughtUp.
-type CatchUpOptions struct {
-	// Committed, when not 0, is the leader's committed index the member must apply, read by the
-	// caller beforehand (a drill reads it from the survivors before it puts members back, when the
-	// returning members may have no leader to ask, and times the catch-up to that fixed index). A
-	// member that leads is then done only once it has applied it too. 0: read from the leader the
-	// first time both answer (WaitCaughtUp).
-	Committed uint64
-	// Poll is how often the member's status is asked; 0: 500 ms.
-	Poll time.Duration
-}
-
-// WaitCaughtUpWith is WaitCaughtUp tuned by o: the same rule (the member's raft applied index ≥ the
-// leader's committed index), with the index given or read, at the poll interval given. Errors:
-// *CatchUpError on the timeout, ctx's.
-func WaitCaughtUpWith(ctx context.Context, cl Client, clientURL string, timeout time.Duration, o CatchUpOptions) (CaughtUp, error) {
-	poll := o.Poll
-	if poll <= 0 {
-		poll = catchUpPoll
-	}
-	deadline := time.Now().Add(timeout)
-	cu := CaughtUp{Committed: o.Committed}
-	for {
-		st, err := status(ctx, cl, clientURL)
-		fromMember := err != nil
-		switch {
-		case err != nil:
-		case o.Committed == 0 && st.Leader != 0 && st.Leader == st.Header.GetMemberId():
-			return CaughtUp{Leader: true}, nil
-		case cu.Committed == 0:
-			cu.Committed, err = leaderCommitted(ctx, cl, st.Leader)
+	var committed uint64 // read once, the first time the leader answers
+	return waitCaughtUp(ctx, cl, clientURL, timeout, catchUpPoll, func(ctx context.Context, st *clientv3.StatusResponse) (uint64, bool, error) {
+		if st.Leader != 0 && st.Leader == st.Header.GetMemberId() {
+			return 0, true, nil
 		}
+		if committed == 0 {
+			c, err := leaderCommitted(ctx, cl, st.Leader)
+			if err != nil {
+				return 0, false, err
+			}
+			committed = c
+		}
+		return committed, false, nil
+	})
+}
+
+// Statuser is the one etcd call WaitApplied makes: a member's status, as clientv3.Maintenance's
+// Status (a Client is one).
+type Statuser interface {
+	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
+}
+
+// WaitApplied is WaitCaughtUp's rule with the index to reach given: it waits, for at most timeout,
+// until the member serving clientURL has applied committed (its raft applied index ≥ committed),
+// asking its status every poll and retrying errors. The caller read the leader's committed index
+// beforehand: a drill reads it from the survivors before it puts members back (the returning members
+// may have no leader to ask) and times the catch-up to that fixed index. A member that leads is done
+// only once it has applied it too; committed 0 is reached by the first status that answers.
+// Errors: *CatchUpError on the timeout, ctx's.
+func WaitApplied(ctx context.Context, s Statuser, clientURL string, committed uint64, timeout, poll time.Duration) (CaughtUp, error) {
+	return waitCaughtUp(ctx, s, clientURL, timeout, poll, func(context.Context, *clientv3.StatusResponse) (uint64, bool, error) {
+		return committed, false, nil
+	})
+}
+
+// waitCaughtUp is the loop of WaitCaughtUp and WaitApplied: the member's status every poll; target
+// gives, from a status that answered, the index to reach, or leads (done at once), or its error
+// (retried like the status').
+func waitCaughtUp(ctx context.Context, s Statuser, clientURL string, timeout, poll time.Duration,
+	target func(ctx context.Context, st *clientv3.StatusResponse) (committed uint64, leads bool, err error)) (CaughtUp, error) {
+	deadline := time.Now().Add(timeout)
+	var cu CaughtUp
+	for {
+		st, err := status(ctx, s, clientURL)
+		fromMember := err != nil
 		if err == nil {
-			cu.Applied = st.RaftAppliedIndex
-			if cu.Committed > 0 && cu.Applied >= cu.Committed {
-				return cu, nil
+			var leads bool
+			var committed uint64
+			if committed, leads, err = target(ctx, st); err == nil {
+				if leads {
+					return CaughtUp{Leader: true}, nil
+				}
+				cu.Committed, cu.Applied = committed, st.RaftAppliedIndex
+				if cu.Applied >= cu.Committed {
+					return cu, nil
+				}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -207,7 +224,7 @@ func WaitCaughtUpWith(ctx context.Context, cl Client, clientURL string, timeout 
 	}
 }
 
-func status(ctx context.Context, cl Client, endpoint string) (*clientv3.StatusResponse, error) {
+func status(ctx context.Context, cl Statuser, endpoint string) (*clientv3.StatusResponse, error) {
 	sctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	return cl.Status(sctx, endpoint)
