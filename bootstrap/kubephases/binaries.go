@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/provision"
 )
@@ -112,9 +113,10 @@ func (ph *Binaries) Run(ctx context.Context) error {
 				return err
 			}
 		}
-		res, err := g.run.Exec(sctx, n.host.Name, PhaseBinaries, g.installScript(arts))
+		k := g.run.Spec.Spec.Kubernetes
+		res, err := g.run.Exec(sctx, n.host.Name, PhaseBinaries, installScript(k, arts))
 		if err != nil {
-			return g.binaryFailure(n, arts, res, err)
+			return binaryFailure(k, n, arts, res, err)
 		}
 		var names []string
 		for _, a := range arts {
@@ -141,18 +143,18 @@ func versionCommand(name, path string) string {
 	}
 }
 
-// wantVersion is the version artifact name must report.
-func (g *Group) wantVersion(name string) string {
-	k := g.run.Spec.Spec.Kubernetes
+// wantVersion is the version artifact name must report under spec.kubernetes k.
+func wantVersion(k *v1alpha1.Kubernetes, name string) string {
 	if name == "kubelet" {
 		return k.KubeletVersion
 	}
 	return k.Version
 }
 
-// installScript downloads what comes from URLs, checks every staged artifact's sha256 and version,
-// then renames them all into place. Staged files are removed on any failure.
-func (g *Group) installScript(arts []artifact) string {
+// installScript downloads what comes from URLs, checks every staged artifact's sha256 and version
+// (wantVersion under spec.kubernetes k), then renames them all into place. Staged files are removed
+// on any failure.
+func installScript(k *v1alpha1.Kubernetes, arts []artifact) string {
 	var b strings.Builder
 	// Every staged file (uploaded ones included) is removed when anything fails.
 	var staged []string
@@ -176,7 +178,7 @@ chmod 0755 %[1]s
 	for _, a := range arts {
 		st := binPath(a.name) + stageSuffix
 		fmt.Fprintf(&b, "v=$(%s 2>/dev/null || true)\n", versionCommand(a.name, st))
-		fmt.Fprintf(&b, "[ \"$v\" = %s ] || { echo \"version %s $v\" >&2; exit %d; }\n", shell.Quote(g.wantVersion(a.name)), a.name, exitVersion)
+		fmt.Fprintf(&b, "[ \"$v\" = %s ] || { echo \"version %s $v\" >&2; exit %d; }\n", shell.Quote(wantVersion(k, a.name)), a.name, exitVersion)
 	}
 	for _, a := range arts {
 		fmt.Fprintf(&b, "mv -f %s %s\n", shell.Quote(binPath(a.name)+stageSuffix), shell.Quote(binPath(a.name)))
@@ -185,8 +187,9 @@ chmod 0755 %[1]s
 	return b.String()
 }
 
-// binaryFailure turns the install command's failure into a typed error.
-func (g *Group) binaryFailure(n node, arts []artifact, res provision.Result, err error) error {
+// binaryFailure turns the install command's failure on node n into a typed error (the version wanted
+// under spec.kubernetes k).
+func binaryFailure(k *v1alpha1.Kubernetes, n node, arts []artifact, res provision.Result, err error) error {
 	var ce *provision.CommandError
 	if !asCommandError(err, &ce) {
 		return err
@@ -215,7 +218,7 @@ func (g *Group) binaryFailure(n node, arts []artifact, res provision.Result, err
 		return &ChecksumError{Host: n.host.Name, Artifact: a.name, URL: url, Want: a.sum, Got: got}
 	case ce.ExitCode == exitVersion && len(fields) >= 2:
 		got := strings.Join(fields[2:], " ")
-		return &VersionError{Host: n.host.Name, Artifact: fields[1], Want: g.wantVersion(fields[1]), Got: got}
+		return &VersionError{Host: n.host.Name, Artifact: fields[1], Want: wantVersion(k, fields[1]), Got: got}
 	}
 	return err
 }

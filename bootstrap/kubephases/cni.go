@@ -31,13 +31,14 @@ func (*CNI) Mutates() bool { return true }
 // ShouldRun: cni bridge, and kube/join ran or some node lacks its network or routes. The decision
 // needs the ranges, so it is taken in Run; ShouldRun only excludes cni none.
 func (ph *CNI) ShouldRun() bool {
-	return ph.g.planned() && ph.g.run.Spec.Spec.Kubernetes.CNI == v1alpha1.CNIBridge && ph.g.source != "" && !ph.g.cniInSync()
+	return ph.g.planned() && ph.g.run.Spec.Spec.Kubernetes.CNI == v1alpha1.CNIBridge && ph.g.source != "" && !ph.inSync()
 }
 
-// cniInSync reports whether every node's network and routes are as they must be according to the
+// inSync reports whether every node's network and routes are as they must be according to the
 // facts alone (no node joined in this run, every node's range readable from its network): then
 // kube/cni has nothing to do and asks no one.
-func (g *Group) cniInSync() bool {
+func (ph *CNI) inSync() bool {
+	g := ph.g
 	ranges := map[string]netip.Prefix{}
 	for _, n := range g.nodes {
 		f := g.facts[n.host.Name]
@@ -96,7 +97,7 @@ func (ph *CNI) Run(ctx context.Context) error {
 	}
 	if len(ranges) < len(g.nodes) {
 		var err error
-		if ranges, err = g.podCIDRsFromAPI(ctx); err != nil {
+		if ranges, err = ph.podCIDRsFromAPI(ctx); err != nil {
 			return err
 		}
 	}
@@ -143,7 +144,8 @@ func (ph *CNI) Run(ctx context.Context) error {
 
 // podCIDRsFromAPI asks the API (kubectl on the source control plane) for every Node's spec.podCIDR,
 // until each spec node has one or WaitTimeout passes.
-func (g *Group) podCIDRsFromAPI(ctx context.Context) (map[string]netip.Prefix, error) {
+func (ph *CNI) podCIDRsFromAPI(ctx context.Context) (map[string]netip.Prefix, error) {
+	g := ph.g
 	src := g.nodeNamed(g.source)
 	deadline := time.Now().Add(g.opt.WaitTimeout)
 	cmd := "kubectl --kubeconfig " + adminConf + " get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR}{\"\\n\"}{end}' --request-timeout 10s"

@@ -92,7 +92,10 @@ func (n node) role() string {
 	return "worker"
 }
 
-// Group is the Kubernetes phases' state for one run.
+// Group is the Kubernetes phases' state for one run, and what several phases share (the nodes and
+// their plans, the kubeadm command, the background package installs and image imports, a node's
+// network after its join). A step only one phase takes is a method of that phase (Plan.planNode,
+// Join.joinNode, CNI.podCIDRsFromAPI, ...); the join credentials are their own type (credentials).
 type Group struct {
 	run   *runctx.Run
 	opt   Options
@@ -107,8 +110,7 @@ type Group struct {
 	endpoint string                  // the API endpoint every node uses (VIP:port)
 	images   map[string][]string     // image → local archives holding it
 	sums     map[string]string       // local binary path → sha256
-	secrets  *kubeadm.Secrets        // made for this run's joins (nil until needed)
-	caHash   string                  // the cluster CA's discovery hash
+	creds    credentials             // this run's join credentials (kube/init, kube/join)
 	source   string                  // a joined control-plane host: runs the kubectl and token commands
 	joined   map[string]bool         // nodes joined (marker) after this run's kube/init and kube/join
 	changed  bool                    // some node changed in this run (kube/wait runs)
@@ -206,15 +208,14 @@ func (g *Group) cps() []node {
 	return out
 }
 
-// workers returns the worker nodes, in spec order.
-func (g *Group) workers() []node {
-	var out []node
+// nodeNamed returns the node of host name (the zero node when none is).
+func (g *Group) nodeNamed(name string) node {
 	for _, n := range g.nodes {
-		if !n.cp {
-			out = append(out, n)
+		if n.host.Name == name {
+			return n
 		}
 	}
-	return out
+	return node{}
 }
 
 func joinWords(ws []string) string {

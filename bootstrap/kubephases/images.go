@@ -62,10 +62,10 @@ func (ph *Images) Run(ctx context.Context) error {
 		g.mu.Unlock()
 		go func(n node) {
 			defer close(imp.done)
-			imp.err = g.importImages(ctx, n)
+			imp.err = ph.importImages(ctx, n)
 		}(n)
 	}
-	return g.forEach(ctx, cps, g.importImages)
+	return g.forEach(ctx, cps, ph.importImages)
 }
 
 // pendingImport is a worker's import running in the background.
@@ -95,52 +95,51 @@ func (g *Group) waitImport(ctx context.Context, n node) error {
 
 // importImages streams the archives node n lacks images of into its containerd and checks the
 // images are there.
-func (g *Group) importImages(ctx context.Context, n node) error {
-	{
-		p := g.plan(n.host.Name)
-		ictx, cancel := context.WithTimeout(ctx, importTimeout)
-		defer cancel()
-		start := time.Now()
-		for _, a := range p.archives {
-			f, err := os.Open(a)
-			if err != nil {
-				return err
-			}
-			fi, err := f.Stat()
-			if err != nil {
-				f.Close()
-				return err
-			}
-			// Streamed into ctr on standard input: no copy of the archive lands on the host's disk,
-			// and the import runs while the bytes arrive.
-			_, err = g.run.Exec(ictx, n.host.Name, PhaseImages, "ctr -n k8s.io images import - >/dev/null", provision.WithStdin(io.LimitReader(f, fi.Size())))
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("import %s: %w", filepath.Base(a), err)
-			}
-		}
-		res, err := g.run.Exec(ictx, n.host.Name, PhaseImages, "ctr -n k8s.io images ls -q")
+func (ph *Images) importImages(ctx context.Context, n node) error {
+	g := ph.g
+	p := g.plan(n.host.Name)
+	ictx, cancel := context.WithTimeout(ctx, importTimeout)
+	defer cancel()
+	start := time.Now()
+	for _, a := range p.archives {
+		f, err := os.Open(a)
 		if err != nil {
 			return err
 		}
-		have := map[string]bool{}
-		for _, l := range strings.Fields(string(res.Stdout)) {
-			have[l] = true
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
 		}
-		var still []string
-		for _, img := range p.missingImages {
-			if !have[img] {
-				still = append(still, img)
-			}
+		// Streamed into ctr on standard input: no copy of the archive lands on the host's disk,
+		// and the import runs while the bytes arrive.
+		_, err = g.run.Exec(ictx, n.host.Name, PhaseImages, "ctr -n k8s.io images import - >/dev/null", provision.WithStdin(io.LimitReader(f, fi.Size())))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("import %s: %w", filepath.Base(a), err)
 		}
-		if len(still) > 0 {
-			return stepf(n, PhaseImages, "containerd lacks %s after importing %s", strings.Join(still, ", "), strings.Join(p.archives, ", "))
-		}
-		what := ""
-		if !n.cp {
-			what = "[" + PhaseImages + ", in the background] "
-		}
-		g.run.Printer.Hostf(n.host.Name, "%simported %d image(s) from %d archive(s) in %s", what, len(p.missingImages), len(p.archives), time.Since(start).Round(100*time.Millisecond))
-		return nil
 	}
+	res, err := g.run.Exec(ictx, n.host.Name, PhaseImages, "ctr -n k8s.io images ls -q")
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Fields(string(res.Stdout)) {
+		have[l] = true
+	}
+	var still []string
+	for _, img := range p.missingImages {
+		if !have[img] {
+			still = append(still, img)
+		}
+	}
+	if len(still) > 0 {
+		return stepf(n, PhaseImages, "containerd lacks %s after importing %s", strings.Join(still, ", "), strings.Join(p.archives, ", "))
+	}
+	what := ""
+	if !n.cp {
+		what = "[" + PhaseImages + ", in the background] "
+	}
+	g.run.Printer.Hostf(n.host.Name, "%simported %d image(s) from %d archive(s) in %s", what, len(p.missingImages), len(p.archives), time.Since(start).Round(100*time.Millisecond))
+	return nil
 }

@@ -51,10 +51,10 @@ func (ph *Init) Run(ctx context.Context) error {
 	g := ph.g
 	n := g.cps()[0]
 	p := g.plan(n.host.Name)
-	if err := g.ensureSecrets(); err != nil {
+	if err := g.creds.ensure(); err != nil {
 		return err
 	}
-	cfg, err := kubeadm.InitConfig(g.run.Spec, n.host.Name, g.params, *g.secrets)
+	cfg, err := kubeadm.InitConfig(g.run.Spec, n.host.Name, g.params, *g.creds.secrets)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (ph *Init) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if g.caHash, err = kubeadm.CACertHash(res.Stdout); err != nil {
+	if g.creds.caHash, err = kubeadm.CACertHash(res.Stdout); err != nil {
 		return fmt.Errorf("host %s: step %s: %w", n.host.Name, PhaseInit, err)
 	}
 	g.mu.Lock()
@@ -82,19 +82,41 @@ func (ph *Init) Run(ctx context.Context) error {
 	return nil
 }
 
-// ensureSecrets makes this run's join credentials once.
-func (g *Group) ensureSecrets() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.secrets != nil {
+// credentials are this run's join credentials: the bootstrap token and certificate key (made once,
+// by kube/init or else by kube/join's first step, and redacted from kubeadm's errors) and the
+// cluster CA's discovery hash.
+type credentials struct {
+	mu      sync.Mutex
+	secrets *kubeadm.Secrets // nil until needed
+	caHash  string           // "" until kube/init or kube/join learned it
+}
+
+// ensure makes this run's secrets once. Errors: kubeadm.NewSecrets's, wrapped.
+func (c *credentials) ensure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.secrets != nil {
 		return nil
 	}
 	s, err := kubeadm.NewSecrets()
 	if err != nil {
 		return fmt.Errorf("join credentials: %w", err)
 	}
-	g.secrets = &s
+	c.secrets = &s
 	return nil
+}
+
+// redact removes the run's secrets from a command error's output (err itself when it is no
+// *provision.CommandError or no secrets were made).
+func (c *credentials) redact(err error) error {
+	var ce *provision.CommandError
+	if c.secrets == nil || !errors.As(err, &ce) {
+		return err
+	}
+	out := *ce
+	out.Stderr = c.secrets.Redact(out.Stderr)
+	out.Command = c.secrets.Redact(out.Command)
+	return &out
 }
 
 // kubeadm uploads cfg (0600) into kubenode.ConfigDir/name on node n and runs script with $cfg set
@@ -117,7 +139,7 @@ func (g *Group) kubeadm(ctx context.Context, n node, step, name string, cfg []by
 	res, err := g.run.Exec(ctx, n.host.Name, step, cmd, provision.WithStdin(hold))
 	release()
 	if err != nil {
-		return res, g.redact(err)
+		return res, g.creds.redact(err)
 	}
 	return res, nil
 }
@@ -163,18 +185,6 @@ func holdOpen(ctx context.Context) (io.Reader, func()) {
 	return pr, release
 }
 
-// redact removes the run's secrets from a command error's output.
-func (g *Group) redact(err error) error {
-	var ce *provision.CommandError
-	if g.secrets == nil || !errors.As(err, &ce) {
-		return err
-	}
-	c := *ce
-	c.Stderr = g.secrets.Redact(c.Stderr)
-	c.Command = g.secrets.Redact(c.Command)
-	return &c
-}
-
 // reset runs `kubeadm reset` on node n after an interrupted init or join (leftovers: kubeadm's
 // files found), saving /etc/kubernetes aside first, and puts kube-apiserver's etcd credentials back
 // on a control plane (reset empties /etc/kubernetes/pki). The node's etcd member is not touched
@@ -218,7 +228,8 @@ func (*Join) Title() string { return PhaseJoin }
 func (*Join) Mutates() bool { return true }
 
 // toJoin returns the nodes still to join, control planes first.
-func (g *Group) toJoin() (cps, workers []node) {
+func (ph *Join) toJoin() (cps, workers []node) {
+	g := ph.g
 	for _, n := range g.nodes {
 		g.mu.Lock()
 		done := g.joined[n.host.Name]
@@ -240,7 +251,7 @@ func (ph *Join) ShouldRun() bool {
 	if !ph.g.planned() {
 		return false
 	}
-	cps, workers := ph.g.toJoin()
+	cps, workers := ph.toJoin()
 	return len(cps)+len(workers) > 0
 }
 
@@ -248,26 +259,27 @@ func (ph *Join) ShouldRun() bool {
 // A control plane that fails to join stops the phase (the workers are not joined).
 func (ph *Join) Run(ctx context.Context) error {
 	g := ph.g
-	cps, workers := g.toJoin()
+	cps, workers := ph.toJoin()
 	if g.source == "" {
 		return errors.New("kube/join: no control-plane host has joined (kube/init did not run or failed)")
 	}
-	if err := g.joinCredentials(ctx, len(cps) > 0); err != nil {
+	if err := ph.joinCredentials(ctx, len(cps) > 0); err != nil {
 		return err
 	}
 	for _, n := range cps {
-		if err := g.joinNode(ctx, n); err != nil {
+		if err := ph.joinNode(ctx, n); err != nil {
 			return err
 		}
 	}
-	return g.forEach(ctx, workers, g.joinNode)
+	return g.forEach(ctx, workers, ph.joinNode)
 }
 
 // joinCredentials makes the run's token (and, for control planes, uploads the certificates under a
 // fresh key) on the source control plane, unless kube/init made them in this run.
-func (g *Group) joinCredentials(ctx context.Context, controlPlanes bool) error {
+func (ph *Join) joinCredentials(ctx context.Context, controlPlanes bool) error {
+	g := ph.g
 	src := g.nodeNamed(g.source)
-	if g.caHash == "" {
+	if g.creds.caHash == "" {
 		ca := g.facts[src.host.Name].CA
 		if ca == nil {
 			return stepf(src, PhaseJoin, "no /etc/kubernetes/pki/ca.crt on the control plane")
@@ -276,15 +288,15 @@ func (g *Group) joinCredentials(ctx context.Context, controlPlanes bool) error {
 		if err != nil {
 			return stepf(src, PhaseJoin, "%v", err)
 		}
-		g.caHash = h
+		g.creds.caHash = h
 	}
-	if g.secrets != nil {
+	if g.creds.secrets != nil {
 		return nil // kube/init made them
 	}
-	if err := g.ensureSecrets(); err != nil {
+	if err := g.creds.ensure(); err != nil {
 		return err
 	}
-	cfg, err := kubeadm.InitConfig(g.run.Spec, src.host.Name, g.params, *g.secrets)
+	cfg, err := kubeadm.InitConfig(g.run.Spec, src.host.Name, g.params, *g.creds.secrets)
 	if err != nil {
 		return err
 	}
@@ -308,12 +320,13 @@ func (g *Group) joinCredentials(ctx context.Context, controlPlanes bool) error {
 
 // joinNode resets node n when its last join was interrupted, then joins it (a worker once its
 // images are imported).
-func (g *Group) joinNode(ctx context.Context, n node) error {
+func (ph *Join) joinNode(ctx context.Context, n node) error {
+	g := ph.g
 	p := g.plan(n.host.Name)
 	if err := g.waitImport(ctx, n); err != nil {
 		return err
 	}
-	cfg, err := kubeadm.JoinConfig(g.run.Spec, n.host.Name, g.params, *g.secrets, g.caHash)
+	cfg, err := kubeadm.JoinConfig(g.run.Spec, n.host.Name, g.params, *g.creds.secrets, g.creds.caHash)
 	if err != nil {
 		return err
 	}
@@ -338,15 +351,6 @@ func (g *Group) joinNode(ctx context.Context, n node) error {
 	}
 	g.run.Printer.Hostf(n.host.Name, "joined as %s in %s", what, time.Since(start).Round(100*time.Millisecond))
 	return nil
-}
-
-func (g *Group) nodeNamed(name string) node {
-	for _, n := range g.nodes {
-		if n.host.Name == name {
-			return n
-		}
-	}
-	return node{}
 }
 
 // etcdCredentials are kube-apiserver's etcd client files from the state dir, at kubeadm's paths

@@ -298,7 +298,7 @@ func (ph *Plan) Run(ctx context.Context) error {
 	}
 	var errs *multierror.Error
 	for _, n := range g.nodes {
-		p, err := g.planNode(n)
+		p, err := ph.planNode(n)
 		if err != nil {
 			errs = multierror.Append(errs, &provision.HostError{Host: n.host.Name, Err: err})
 			continue
@@ -312,7 +312,7 @@ func (ph *Plan) Run(ctx context.Context) error {
 		first := g.cps()[0].host.Name
 		g.plans[first].kubeadm = "init"
 	}
-	g.printPlan(driver)
+	ph.printPlan(driver)
 	return nil
 }
 
@@ -342,7 +342,8 @@ func wantedImages(refs []string, cp bool) []string {
 }
 
 // planNode compares node n's facts with what it must have.
-func (g *Group) planNode(n node) (*nodePlan, error) {
+func (ph *Plan) planNode(n node) (*nodePlan, error) {
+	g := ph.g
 	spec := g.run.Spec
 	k := spec.Spec.Kubernetes
 	f := g.facts[n.host.Name]
@@ -470,7 +471,9 @@ func defaultCNIBin(pm string) string {
 // when the installed version says otherwise.
 func packagedContainerd(*nodeFacts) string { return "1.6" }
 
-func (g *Group) printPlan(driver string) {
+// printPlan prints the plan: the cluster's line (cgroup driver driver), then a row per node.
+func (ph *Plan) printPlan(driver string) {
+	g := ph.g
 	var rows [][]string
 	for _, n := range g.nodes {
 		rows = append(rows, []string{n.host.Name, n.host.Zone, n.role(), joinWords(g.plans[n.host.Name].describe())})

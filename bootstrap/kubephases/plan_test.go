@@ -59,7 +59,7 @@ func configured(t *testing.T, g *Group, n node) *nodeFacts {
 	f.Containerd = provision.UnitState{Active: "active", Enabled: "enabled"}
 	f.Kubelet = provision.UnitState{Active: "active", Enabled: "enabled"}
 	g.facts[n.host.Name] = f
-	p, err := g.planNode(n)
+	p, err := (&Plan{g}).planNode(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,10 +78,11 @@ func configured(t *testing.T, g *Group, n node) *nodeFacts {
 
 func TestPlanNode(t *testing.T) {
 	g := testGroup(t, map[string]*nodeFacts{})
+	ph := &Plan{g}
 	cp, w := g.nodes[0], g.nodes[1]
 
 	g.facts["w-a"] = freshFacts()
-	p, err := g.planNode(w)
+	p, err := ph.planNode(w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,24 +102,24 @@ func TestPlanNode(t *testing.T) {
 
 	// Converged: nothing to do, and nothing for kubeadm.
 	g.facts["cp-a"] = configured(t, g, cp)
-	if p, _ := g.planNode(cp); p.changes() {
+	if p, _ := ph.planNode(cp); p.changes() {
 		t.Errorf("converged control plane: %v", p.describe())
 	}
 	// A stopped kubelet on a joined node is started; a new kubelet binary restarts it.
 	f := g.facts["cp-a"]
 	f.Kubelet.Active = "inactive"
-	if p, _ := g.planNode(cp); !slices.Equal(p.describe(), []string{"start kubelet"}) {
+	if p, _ := ph.planNode(cp); !slices.Equal(p.describe(), []string{"start kubelet"}) {
 		t.Errorf("stopped kubelet: %v", p.describe())
 	}
 	f.Kubelet.Active = "active"
 	f.Sums[binPath("kubelet")] = "old"
-	if p, _ := g.planNode(cp); !slices.Equal(p.describe(), []string{"install kubelet", "restart kubelet"}) {
+	if p, _ := ph.planNode(cp); !slices.Equal(p.describe(), []string{"install kubelet", "restart kubelet"}) {
 		t.Errorf("new kubelet binary: %v", p.describe())
 	}
 	// kubeadm's files without the marker: an interrupted join, reset first.
 	f.Sums[binPath("kubelet")] = g.sums["/b/kubelet"]
 	f.Marker = ""
-	p, _ = g.planNode(cp)
+	p, _ = ph.planNode(cp)
 	if !slices.Equal(p.describe(), []string{"kubeadm reset", "kubeadm join"}) || len(p.reset) != len(kubenode.KubeadmFiles) {
 		t.Errorf("interrupted join: %v (reset %v)", p.describe(), p.reset)
 	}
@@ -126,7 +127,7 @@ func TestPlanNode(t *testing.T) {
 
 func TestInstallScript(t *testing.T) {
 	g := testGroup(t, map[string]*nodeFacts{})
-	s := g.installScript([]artifact{
+	s := installScript(g.run.Spec.Spec.Kubernetes, []artifact{
 		{name: "kubelet", dl: &v1alpha1.Download{URL: "http://mirror:8080/kubelet", SHA256: strings.Repeat("a", 64)}, sum: strings.Repeat("a", 64)},
 		{name: "kubeadm", local: "/b/kubeadm", sum: "sum-kubeadm"},
 	})
@@ -150,12 +151,12 @@ func TestBinaryFailure(t *testing.T) {
 	g := testGroup(t, map[string]*nodeFacts{})
 	n := g.nodes[1]
 	arts := []artifact{{name: "kubelet", dl: &v1alpha1.Download{URL: "http://m/kubelet", SHA256: "want"}, sum: "want"}}
-	err := g.binaryFailure(n, arts, provision.Result{Stderr: []byte("checksum kubelet got123\n")}, &provision.CommandError{ExitCode: exitChecksum})
+	err := binaryFailure(g.run.Spec.Spec.Kubernetes, n, arts, provision.Result{Stderr: []byte("checksum kubelet got123\n")}, &provision.CommandError{ExitCode: exitChecksum})
 	var ce *ChecksumError
 	if !errors.As(err, &ce) || ce.Got != "got123" || ce.Want != "want" || ce.URL != "http://m/kubelet" || !strings.Contains(err.Error(), "nothing was installed") {
 		t.Errorf("checksum failure: %v", err)
 	}
-	err = g.binaryFailure(n, arts, provision.Result{Stderr: []byte("version kubelet Kubernetes v1.36.0\n")}, &provision.CommandError{ExitCode: exitVersion})
+	err = binaryFailure(g.run.Spec.Spec.Kubernetes, n, arts, provision.Result{Stderr: []byte("version kubelet Kubernetes v1.36.0\n")}, &provision.CommandError{ExitCode: exitVersion})
 	var ve *VersionError
 	if !errors.As(err, &ve) || ve.Want != "v1.37.2" || !strings.Contains(ve.Got, "v1.36.0") {
 		t.Errorf("version failure: %v", err)
@@ -177,7 +178,7 @@ func TestWantedImages(t *testing.T) {
 func TestInstallScriptCleansUp(t *testing.T) {
 	g := testGroup(t, map[string]*nodeFacts{})
 	dir := t.TempDir()
-	s := g.installScript([]artifact{
+	s := installScript(g.run.Spec.Spec.Kubernetes, []artifact{
 		{name: "kubelet", dl: &v1alpha1.Download{URL: "file://" + dir + "/src", SHA256: strings.Repeat("a", 64)}, sum: strings.Repeat("a", 64)},
 		{name: "kubeadm", local: "/b/kubeadm", sum: "x"},
 	})

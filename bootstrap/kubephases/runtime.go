@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubenode"
 	"github.com/hactl/hactl/provision"
@@ -146,25 +147,25 @@ func (g *Group) startPackages(ctx context.Context) {
 		g.mu.Unlock()
 		go func(n node) {
 			defer close(imp.done)
-			imp.err = g.installPackages(ctx, n)
+			imp.err = installPackages(ctx, g.run, n, g.facts[n.host.Name].PkgManager, p.packages)
 		}(n)
 	}
 }
 
-// installPackages installs node n's missing runtime packages with its package manager.
-func (g *Group) installPackages(ctx context.Context, n node) error {
-	p, f := g.plan(n.host.Name), g.facts[n.host.Name]
-	cmd, err := provision.InstallCommand(f.PkgManager, p.packages)
+// installPackages installs packages, node n's missing runtime packages, with its package manager
+// pm (provision.InstallCommand's names).
+func installPackages(ctx context.Context, run *runctx.Run, n node, pm string, packages []string) error {
+	cmd, err := provision.InstallCommand(pm, packages)
 	if err != nil {
 		return fmt.Errorf("host %s: step %s: %w", n.host.Name, PhaseRuntime, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, packageTimeout)
 	defer cancel()
 	start := time.Now()
-	if _, err := g.run.Exec(pctx, n.host.Name, PhaseRuntime, cmd); err != nil {
+	if _, err := run.Exec(pctx, n.host.Name, PhaseRuntime, cmd); err != nil {
 		return err
 	}
-	g.run.Printer.Hostf(n.host.Name, "[%s, in the background] installed %s (%s)", PhaseRuntime, strings.Join(p.packages, " "), time.Since(start).Round(100*time.Millisecond))
+	run.Printer.Hostf(n.host.Name, "[%s, in the background] installed %s (%s)", PhaseRuntime, strings.Join(packages, " "), time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
