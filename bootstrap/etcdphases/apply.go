@@ -406,8 +406,8 @@ var errTimeout = errors.New("timed out")
 // join adds m to the running cluster with etcd/membership's learner join: added as a learner
 // (unless that already happened; etcd's post-join refusal waited out for up to WaitTimeout), its
 // unit's --initial-cluster set from the member list etcd returned, started, caught up
-// (membership.WaitCaughtUp), promoted, then checked healthy (etcd docs: "runtime reconfiguration",
-// learner).
+// (membership.WaitCaughtUp) and promoted within one WaitTimeout together, then checked healthy (etcd
+// docs: "runtime reconfiguration", learner).
 func (s *Start) join(ctx context.Context, m Member) error {
 	g := s.G
 	cli, err := g.Client(ctx)
@@ -465,7 +465,9 @@ func (s *Start) join(ctx context.Context, m Member) error {
 		}
 	}
 	// A learner is promoted once its raft applied index reached the leader's committed index; one
-	// that is not a learner any more was promoted by an earlier, interrupted run.
+	// that is not a learner any more was promoted by an earlier, interrupted run. The catch-up and
+	// the promotion share one deadline: --wait bounds both together, not each.
+	deadline := time.Now().Add(g.opt.WaitTimeout)
 	cu, err := membership.WaitCaughtUp(ctx, cli, m.ClientURL, g.opt.WaitTimeout)
 	var ce *membership.CatchUpError
 	switch {
@@ -475,11 +477,17 @@ func (s *Start) join(ctx context.Context, m Member) error {
 		return err
 	}
 	g.run.Printer.Debugf("%s: caught up with the leader (raft applied index %d ≥ %d)", m.Name, cu.Applied, cu.Committed)
-	promoted, err := membership.Promote(ctx, cli, p.ID, g.opt.WaitTimeout)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	// Promote retries etcd's refusals for the time left (at least one attempt); only a learner that
+	// is gone fails it before then.
+	promoted, err := membership.Promote(ctx, cli, p.ID, time.Until(deadline))
+	var gone *membership.NoSuchMemberError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &gone):
+		return fmt.Errorf("%s: promoting learner %x: %w", PhaseStart, p.ID, err)
+	default:
 		return fmt.Errorf("%s: learner %x did not catch up within %s: %w", PhaseStart, p.ID, g.opt.WaitTimeout, err)
 	}
 	if promoted {
