@@ -36,8 +36,8 @@ func (*Install) Mutates() bool { return true }
 // ShouldRun: some member has files to upload, a release to download or stale temp files.
 func (ph *Install) ShouldRun() bool {
 	g := ph.g
-	for name, p := range g.plans {
-		if ((len(p.Upload) > 0 || p.Download) && !g.rolls(name)) || (g.facts[name] != nil && len(g.facts[name].Stale) > 0) {
+	for name, p := range g.ledger.plans {
+		if ((len(p.Upload) > 0 || p.Download) && !g.rolls(name)) || (g.ledger.facts[name] != nil && len(g.ledger.facts[name].Stale) > 0) {
 			return true
 		}
 	}
@@ -58,7 +58,7 @@ func (ph *Install) Run(ctx context.Context) error {
 	// any file.
 	if g.files.downloadInstall() {
 		err := g.ForEach(ctx, func(ctx context.Context, m Member) error {
-			if !g.plans[m.Name].Download || g.rolls(m.Name) {
+			if !g.ledger.plans[m.Name].Download || g.rolls(m.Name) {
 				return nil
 			}
 			return ph.download(ctx, m)
@@ -68,11 +68,11 @@ func (ph *Install) Run(ctx context.Context) error {
 		}
 	}
 	return g.ForEach(ctx, func(ctx context.Context, m Member) error {
-		p := g.plans[m.Name]
+		p := g.ledger.plans[m.Name]
 		if p.Download {
 			return nil // installed above, or by the roll
 		}
-		if stale := g.facts[m.Name].Stale; len(stale) > 0 {
+		if stale := g.ledger.facts[m.Name].Stale; len(stale) > 0 {
 			sctx, cancel := g.run.StepCtx(ctx)
 			_, err := g.run.Exec(sctx, m.Name, PhaseInstall, "rm -f -- "+shell.Join(stale...))
 			cancel()
@@ -91,7 +91,7 @@ func (ph *Install) Run(ctx context.Context) error {
 // member installs m's files alone (the release tarball or the uploads): the rolling restart's
 // install step, right before m restarts (Group.rolls).
 func (ph *Install) member(ctx context.Context, m Member) error {
-	p := ph.g.plans[m.Name]
+	p := ph.g.ledger.plans[m.Name]
 	switch {
 	case p.Download:
 		return ph.download(ctx, m)
@@ -159,7 +159,7 @@ func (*Start) Mutates() bool { return true }
 
 // ShouldRun: some member is to be (re)started, created, resumed or joined.
 func (s *Start) ShouldRun() bool {
-	for _, p := range s.G.plans {
+	for _, p := range s.G.ledger.plans {
 		switch p.Action {
 		case report.ActionJoin, report.ActionReplace, report.ActionCreate, report.ActionResume, report.ActionStart:
 			return true
@@ -177,7 +177,7 @@ func (s *Start) Run(ctx context.Context) error {
 	g := s.G
 	var founding, rolling, joining []Member
 	for _, m := range g.members {
-		p := g.plans[m.Name]
+		p := g.ledger.plans[m.Name]
 		switch {
 		case p.Action == report.ActionJoin, p.Action == report.ActionReplace:
 			joining = append(joining, m)
@@ -192,7 +192,7 @@ func (s *Start) Run(ctx context.Context) error {
 		err := provision.ForEach(ctx, founding, g.run.Spec.Spec.SSH.MaxParallel, func(m Member) string { return m.Name },
 			func(ctx context.Context, m Member) error {
 				verb := "start"
-				if g.facts[m.Name].EtcdActive == "active" {
+				if g.ledger.facts[m.Name].EtcdActive == "active" {
 					verb = "restart"
 				}
 				return s.systemctl(ctx, m, verb, false)
@@ -209,7 +209,7 @@ func (s *Start) Run(ctx context.Context) error {
 	// Members already added (learners waiting to start) go first: etcd allows one learner at a time
 	// by default (--max-learners=1).
 	sort.SliceStable(joining, func(i, j int) bool {
-		return g.plans[joining[i].Name].ID != 0 && g.plans[joining[j].Name].ID == 0
+		return g.ledger.plans[joining[i].Name].ID != 0 && g.ledger.plans[joining[j].Name].ID == 0
 	})
 	for _, m := range joining {
 		if err := s.join(ctx, m); err != nil {
@@ -221,23 +221,23 @@ func (s *Start) Run(ctx context.Context) error {
 
 // roll is the rolling restart (and upgrade) of the running cluster's changed members: one member
 // at a time, the leader last (one election instead of two); each gets its files installed, is
-// restarted, and must be healthy and caught up (WaitMember, WaitCaughtUp) before the next is touched.
+// restarted, and must be healthy and caught up (WaitMember, waitCaughtUp) before the next is touched.
 // The first failure stops the roll (*provision.HostError naming the member): the members after it
 // keep their old files, binary and process. When the roll upgraded etcd, the cluster version is
-// checked after (WaitClusterVersion).
+// checked after (waitClusterVersion).
 func (s *Start) roll(ctx context.Context, rolling []Member) error {
 	g := s.G
 	s.leaderLast(ctx, rolling)
 	// Members that are down are started first: each one back adds a vote before a running one goes.
 	sort.SliceStable(rolling, func(i, j int) bool {
-		return g.plans[rolling[i].Name].Action == report.ActionStart && g.plans[rolling[j].Name].Action != report.ActionStart
+		return g.ledger.plans[rolling[i].Name].Action == report.ActionStart && g.ledger.plans[rolling[j].Name].Action != report.ActionStart
 	})
 	upgraded := false
 	for i, m := range rolling {
-		p := g.plans[m.Name]
+		p := g.ledger.plans[m.Name]
 		g.run.Printer.Hostf(m.Name, "rolling restart %d/%d", i+1, len(rolling))
 		if p.Action != report.ActionStart {
-			if err := g.checkRestartQuorum(ctx, m); err != nil {
+			if err := s.checkRestartQuorum(ctx, m); err != nil {
 				return &provision.HostError{Host: m.Name, Err: err}
 			}
 		}
@@ -254,7 +254,7 @@ func (s *Start) roll(ctx context.Context, rolling []Member) error {
 		if err := g.WaitMember(ctx, m, false); err != nil {
 			return &provision.HostError{Host: m.Name, Err: err}
 		}
-		if err := g.WaitCaughtUp(ctx, m); err != nil {
+		if err := s.waitCaughtUp(ctx, m); err != nil {
 			return &provision.HostError{Host: m.Name, Err: err}
 		}
 		if p.From != "" {
@@ -265,7 +265,7 @@ func (s *Start) roll(ctx context.Context, rolling []Member) error {
 	if !upgraded {
 		return nil
 	}
-	return g.WaitClusterVersion(ctx)
+	return s.waitClusterVersion(ctx)
 }
 
 // RestartQuorumError refuses to restart a running member in a roll while the other voting members
@@ -288,8 +288,8 @@ func (e *RestartQuorumError) Error() string {
 
 // checkRestartQuorum returns a *RestartQuorumError when the voting members other than m, asked
 // one by one (status with a leader, 2 s each), are fewer healthy than a quorum of all voters.
-func (g *Group) checkRestartQuorum(ctx context.Context, m Member) error {
-	cli, err := g.Client(ctx)
+func (s *Start) checkRestartQuorum(ctx context.Context, m Member) error {
+	cli, err := s.G.Client(ctx)
 	if err != nil {
 		return err
 	}
@@ -372,7 +372,7 @@ func (s *Start) leaderLast(ctx context.Context, ms []Member) {
 		}
 	}
 	sort.SliceStable(ms, func(i, j int) bool {
-		return g.plans[ms[j].Name].ID == leader && g.plans[ms[i].Name].ID != leader
+		return g.ledger.plans[ms[j].Name].ID == leader && g.ledger.plans[ms[i].Name].ID != leader
 	})
 }
 
@@ -406,8 +406,8 @@ var errTimeout = errors.New("timed out")
 // join adds m to the running cluster with etcd/membership's learner join: added as a learner
 // (unless that already happened; etcd's post-join refusal waited out for up to WaitTimeout), its
 // unit's --initial-cluster set from the member list etcd returned, started, caught up
-// (membership.WaitCaughtUp), promoted, then checked healthy (etcd docs: "runtime reconfiguration",
-// learner).
+// (membership.WaitCaughtUp) and promoted within one WaitTimeout together, then checked healthy (etcd
+// docs: "runtime reconfiguration", learner).
 func (s *Start) join(ctx context.Context, m Member) error {
 	g := s.G
 	cli, err := g.Client(ctx)
@@ -415,7 +415,7 @@ func (s *Start) join(ctx context.Context, m Member) error {
 		return err
 	}
 	defer cli.Close()
-	p := g.plans[m.Name]
+	p := g.ledger.plans[m.Name]
 	if p.ReplaceID != 0 {
 		if err := s.removeLost(ctx, m, p); err != nil {
 			return err
@@ -433,7 +433,7 @@ func (s *Start) join(ctx context.Context, m Member) error {
 		rec.ID = fmt.Sprintf("%x", p.ID)
 		// The learner starts with the member list etcd returned (etcd checks it against the
 		// membership): it differs from the plan's when the membership changed since.
-		ic, err := membership.JoinInitialCluster(members, p.ID, m.Name, g.peerNames())
+		ic, err := membership.JoinInitialCluster(members, p.ID, m.Name, peerNames(g.members))
 		if err != nil {
 			return fmt.Errorf("%s: %w", PhaseStart, err)
 		}
@@ -459,13 +459,15 @@ func (s *Start) join(ctx context.Context, m Member) error {
 			g.run.Printer.Hostf(m.Name, "unit's --initial-cluster set from the member list etcd returned")
 		}
 	}
-	if p.Restart || g.facts[m.Name].EtcdActive != "active" {
+	if p.Restart || g.ledger.facts[m.Name].EtcdActive != "active" {
 		if err := s.systemctl(ctx, m, "start", false); err != nil {
 			return err
 		}
 	}
 	// A learner is promoted once its raft applied index reached the leader's committed index; one
-	// that is not a learner any more was promoted by an earlier, interrupted run.
+	// that is not a learner any more was promoted by an earlier, interrupted run. The catch-up and
+	// the promotion share one deadline: --wait bounds both together, not each.
+	deadline := time.Now().Add(g.opt.WaitTimeout)
 	cu, err := membership.WaitCaughtUp(ctx, cli, m.ClientURL, g.opt.WaitTimeout)
 	var ce *membership.CatchUpError
 	switch {
@@ -475,11 +477,17 @@ func (s *Start) join(ctx context.Context, m Member) error {
 		return err
 	}
 	g.run.Printer.Debugf("%s: caught up with the leader (raft applied index %d ≥ %d)", m.Name, cu.Applied, cu.Committed)
-	promoted, err := membership.Promote(ctx, cli, p.ID, g.opt.WaitTimeout)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	// Promote retries etcd's refusals for the time left (at least one attempt); only a learner that
+	// is gone fails it before then.
+	promoted, err := membership.Promote(ctx, cli, p.ID, time.Until(deadline))
+	var gone *membership.NoSuchMemberError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &gone):
+		return fmt.Errorf("%s: promoting learner %x: %w", PhaseStart, p.ID, err)
+	default:
 		return fmt.Errorf("%s: learner %x did not catch up within %s: %w", PhaseStart, p.ID, g.opt.WaitTimeout, err)
 	}
 	if promoted {
@@ -516,11 +524,11 @@ func (s *Start) removeLost(ctx context.Context, m Member, p *HostPlan) error {
 	return g.SaveState()
 }
 
-// peerNames are the spec's member names by peer URL (a joiner's --initial-cluster names the spec's
-// members as the spec does: membership.JoinInitialCluster).
-func (g *Group) peerNames() map[string]string {
-	out := make(map[string]string, len(g.members))
-	for _, m := range g.members {
+// peerNames are the names of ms (the spec's members) by peer URL (a joiner's --initial-cluster
+// names the spec's members as the spec does: membership.JoinInitialCluster).
+func peerNames(ms []Member) map[string]string {
+	out := make(map[string]string, len(ms))
+	for _, m := range ms {
 		out[m.PeerURL] = m.Name
 	}
 	return out
@@ -561,12 +569,13 @@ func (g *Group) WaitMember(ctx context.Context, m Member, quiet bool) error {
 	return nil
 }
 
-// WaitCaughtUp waits, for at most Options.WaitTimeout, until m has applied every entry the leader
+// waitCaughtUp waits, for at most Options.WaitTimeout, until m has applied every entry the leader
 // had committed once m was healthy again (membership.WaitCaughtUp: m's raft applied index ≥ the
 // leader's committed index then): a member restarted in a roll is caught up before the next one
 // goes down. Nil at once when m is the leader. Errors: ctx's, the member or leader not answering
 // within the wait, or the wait timing out (naming both indexes).
-func (g *Group) WaitCaughtUp(ctx context.Context, m Member) error {
+func (s *Start) waitCaughtUp(ctx context.Context, m Member) error {
+	g := s.G
 	cli, err := g.Client(ctx)
 	if err != nil {
 		return err
@@ -590,13 +599,14 @@ func (g *Group) WaitCaughtUp(ctx context.Context, m Member) error {
 	return nil
 }
 
-// WaitClusterVersion waits, for at most Options.WaitTimeout, until every member's /version answers
+// waitClusterVersion waits, for at most Options.WaitTimeout, until every member's /version answers
 // spec.etcd.version as its server version and that version's minor as the cluster version
 // (etcd.MemberVersions; the leader raises the cluster version a few seconds after the last member
 // of the old minor went), the check etcd's upgrade guide ends an upgrade with. The cluster version
 // is kept for the report (ClusterVersion). Errors: ctx's, or the timeout with what each member
 // last answered.
-func (g *Group) WaitClusterVersion(ctx context.Context) error {
+func (s *Start) waitClusterVersion(ctx context.Context) error {
+	g := s.G
 	want := strings.TrimPrefix(g.run.Spec.Spec.Etcd.Version, "v")
 	wantCluster := etcd.MinorOf(want)
 	var last []string
@@ -627,7 +637,7 @@ func (g *Group) WaitClusterVersion(ctx context.Context) error {
 	return nil
 }
 
-// ClusterVersion is the cluster version WaitClusterVersion saw after an upgrade ("" when the run
+// ClusterVersion is the cluster version etcd/start saw after an upgrade ("" when the run
 // upgraded nothing).
 func (g *Group) ClusterVersion() string { return g.clusterVersion }
 
@@ -672,7 +682,7 @@ func (*Wait) Mutates() bool { return true }
 func (ph *Wait) Run(ctx context.Context) error {
 	g := ph.g
 	err := g.ForEach(ctx, func(ctx context.Context, m Member) error {
-		return g.WaitMember(ctx, m, g.plans[m.Name].Action == report.ActionUnchanged)
+		return g.WaitMember(ctx, m, g.ledger.plans[m.Name].Action == report.ActionUnchanged)
 	})
 	if err != nil {
 		return err
@@ -684,7 +694,7 @@ func (ph *Wait) Run(ctx context.Context) error {
 	defer cli.Close()
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	changed := g.anyChanges()
+	changed := g.ledger.anyChanges()
 	if changed {
 		if err := etcd.CheckQuorum(qctx, cli, "hactl/bootstrap-check"); err != nil {
 			return fmt.Errorf("%s: quorum check: %w", PhaseWait, err)

@@ -268,7 +268,7 @@ func (ph *Install) download(ctx context.Context, m Member) error {
 	g := ph.g
 	spec := g.run.Spec
 	d := spec.Spec.Etcd.Download
-	p := g.plans[m.Name]
+	p := g.ledger.plans[m.Name]
 	files, err := filesTar(p.Upload)
 	if err != nil {
 		return fmt.Errorf("%s: %w", PhaseInstall, err)
@@ -278,7 +278,7 @@ func (ph *Install) download(ctx context.Context, m Member) error {
 	script := downloadScript(downloadParams{
 		URL: d.URL, SHA256: d.SHA256, Version: spec.Spec.Etcd.Version,
 		CacheDir: remoteCacheDir, BinDir: etcd.RemoteBinDir, ReleaseFile: remoteRelease,
-		Files: p.Upload, Stale: g.facts[m.Name].Stale,
+		Files: p.Upload, Stale: g.ledger.facts[m.Name].Stale,
 	})
 	res, err := g.run.Exec(sctx, m.Name, PhaseInstall, script, provision.WithStdin(bytes.NewReader(files)))
 	if err != nil {

@@ -328,8 +328,8 @@ func TestInstallDownloadIsOneCommand(t *testing.T) {
 	f := downloadFixture(t, 3, false)
 	f.installed("cp-c")
 	f.released("cp-c", strings.Repeat("ab", 32))
-	f.b.facts["cp-c"].Sums[remoteUnit] = "old" // cp-c: the unit only
-	f.b.facts["cp-a"].Stale = []string{"/etc/etcd/pki/.ca.crt.hactl-tmp-0011"}
+	f.b.ledger.facts["cp-c"].Sums[remoteUnit] = "old" // cp-c: the unit only
+	f.b.ledger.facts["cp-a"].Stale = []string{"/etc/etcd/pki/.ca.crt.hactl-tmp-0011"}
 	if err := (&Plan{f.b}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func downloadFixture(t *testing.T, n int, dryRun bool) *planFixture {
 		t.Fatal(err)
 	}
 	for _, m := range b.members {
-		b.facts[m.Name] = &Facts{Data: DataAbsent, Sums: map[string]string{}}
+		b.ledger.facts[m.Name] = &Facts{Data: DataAbsent, Sums: map[string]string{}}
 	}
 	return &planFixture{t: t, b: b, out: out, stateDir: stateDir}
 }
@@ -388,9 +388,9 @@ func (f *planFixture) released(name, tarball string) {
 	for i, bin := range f.b.files.remoteBinaries() {
 		s := fmt.Sprintf("%064x", i+1)
 		r.Binaries[bin] = s
-		f.b.facts[name].Sums[bin] = s
+		f.b.ledger.facts[name].Sums[bin] = s
 	}
-	f.b.facts[name].Release = r
+	f.b.ledger.facts[name].Release = r
 }
 
 // TestPlanDownload: with spec.etcd.download the binaries are never uploaded; a host without the
@@ -430,9 +430,9 @@ func TestPlanDownload(t *testing.T) {
 			f.installed("cp-a", "cp-b", "cp-c")
 			f.released("cp-a", strings.Repeat("cd", 32))
 			f.released("cp-b", sha)
-			delete(f.b.facts["cp-b"].Sums, bin("etcdutl"))
+			delete(f.b.ledger.facts["cp-b"].Sums, bin("etcdutl"))
 			f.released("cp-c", sha)
-			f.b.facts["cp-c"].Sums[bin("etcd")] = strings.Repeat("0", 64)
+			f.b.ledger.facts["cp-c"].Sums[bin("etcd")] = strings.Repeat("0", 64)
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
@@ -450,10 +450,10 @@ func TestPlanDownload(t *testing.T) {
 			}
 			for name, w := range tc.want {
 				f.check(name, w)
-				if got := f.b.plans[name].Download; got != tc.download[name] {
+				if got := f.b.ledger.plans[name].Download; got != tc.download[name] {
 					t.Errorf("%s: download %v, want %v", name, got, tc.download[name])
 				}
-				for _, df := range f.b.plans[name].Upload {
+				for _, df := range f.b.ledger.plans[name].Upload {
 					if df.Local != "" || filepath.Dir(df.Path) == "/usr/local/bin" {
 						t.Errorf("%s: a binary is uploaded: %s", name, df.Path)
 					}

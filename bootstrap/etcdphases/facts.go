@@ -90,8 +90,8 @@ type FsyncProbe struct {
 // requests, runctx.Run.Connect): the managed files' checksums and stale upload temps, the public
 // files read back (unit, certificates: recovery), etcd's and the time sync services' units,
 // listening ports, the clock, and the etcd probe (etcdProbeScript).
-func (g *Group) factsRequest() provision.FactsRequest {
-	return factsRequestFor(g.run.Spec.Spec.Etcd.DataDir, g.files.remotePaths(), readPaths)
+func (fs *fileSet) factsRequest() provision.FactsRequest {
+	return factsRequestFor(fs.spec.Spec.Etcd.DataDir, fs.remotePaths(), readPaths)
 }
 
 // factsRequestFor is factsRequest for a data dir, the managed paths and the public files to read.

@@ -84,7 +84,7 @@ func newPlanFixture(t *testing.T, n int, dryRun bool) *planFixture {
 		t.Fatalf("pki left state %+v, credentials %+v", b.st, b.creds)
 	}
 	for _, m := range b.members {
-		b.facts[m.Name] = &Facts{Data: DataAbsent, Sums: map[string]string{}}
+		b.ledger.facts[m.Name] = &Facts{Data: DataAbsent, Sums: map[string]string{}}
 	}
 	return &planFixture{t: t, b: b, out: out, stateDir: stateDir}
 }
@@ -124,7 +124,7 @@ func (f *planFixture) installed(names ...string) {
 			}
 			sums[df.Path] = df.Sum
 		}
-		f.b.facts[name] = &Facts{Data: DataMember, EtcdActive: "active", Marker: f.ourMarker(name), Sums: sums}
+		f.b.ledger.facts[name] = &Facts{Data: DataMember, EtcdActive: "active", Marker: f.ourMarker(name), Sums: sums}
 	}
 }
 
@@ -174,7 +174,7 @@ func (f *planFixture) live(members ...liveMember) {
 func (f *planFixture) runningOldBinary(version string, names ...string) {
 	var live []liveMember
 	for _, n := range names {
-		f.b.facts[n].Sums[filepath.Join(etcd.RemoteBinDir, "etcd")] = strings.Repeat("0", 64)
+		f.b.ledger.facts[n].Sums[filepath.Join(etcd.RemoteBinDir, "etcd")] = strings.Repeat("0", 64)
 		lm := f.started(n)
 		lm.version = version
 		live = append(live, lm)
@@ -184,7 +184,7 @@ func (f *planFixture) runningOldBinary(version string, names ...string) {
 
 // unit returns the etcd unit planned for upload to name ("" when it is not uploaded).
 func (f *planFixture) unit(name string) string {
-	for _, df := range f.b.plans[name].Upload {
+	for _, df := range f.b.ledger.plans[name].Upload {
 		if df.Path == remoteUnit {
 			return string(df.Data)
 		}
@@ -202,7 +202,7 @@ type wantPlan struct {
 
 func (f *planFixture) check(name string, w wantPlan) {
 	f.t.Helper()
-	p := f.b.plans[name]
+	p := f.b.ledger.plans[name]
 	if p == nil {
 		f.t.Errorf("%s: no plan", name)
 		return

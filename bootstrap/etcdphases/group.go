@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -93,7 +92,7 @@ type HostPlan struct {
 // (Start): its files are installed right before its own restart rather than in etcd/install, so a
 // roll that stops at one member leaves the members after it untouched (old binary, old flags).
 func (g *Group) rolls(name string) bool {
-	p := g.plans[name]
+	p := g.ledger.plans[name]
 	return g.live != nil && p != nil && p.Restart && p.Action != report.ActionJoin && p.Action != report.ActionReplace
 }
 
@@ -104,16 +103,14 @@ type Group struct {
 	members []Member
 	files   *fileSet
 
-	mu    sync.Mutex
-	facts map[string]*Facts
-	plans map[string]*HostPlan
+	ledger ledger // facts and plans by member name
 
 	st       *state.Cluster // cluster.json (in memory only during a dry run when it did not exist)
 	creds    *Credentials
 	live     *LiveCluster // nil when no running cluster was found
 	recovery *recovery    // set when the state dir was (or, in a dry run, would be) recovered from the members
 
-	clusterVersion string // after an upgrade: the cluster version WaitClusterVersion saw
+	clusterVersion string // after an upgrade: the cluster version etcd/start saw (Start.waitClusterVersion)
 }
 
 // New prepares the group and registers the facts its preflight needs from every member with run
@@ -126,7 +123,7 @@ func New(run *runctx.Run, opt Options) (*Group, error) {
 	if opt.SumCache == nil {
 		opt.SumCache = sumcache.New("")
 	}
-	g := &Group{run: run, opt: opt, files: newFileSet(spec, opt.SumCache), facts: map[string]*Facts{}, plans: map[string]*HostPlan{}}
+	g := &Group{run: run, opt: opt, files: newFileSet(spec, opt.SumCache), ledger: ledger{facts: map[string]*Facts{}, plans: map[string]*HostPlan{}}}
 	ms, err := etcd.MembersFromSpec(spec)
 	if err != nil {
 		return nil, err
@@ -135,7 +132,7 @@ func New(run *runctx.Run, opt Options) (*Group, error) {
 		g.members = append(g.members, Member{Member: ms[i], Host: h, PeerURL: ms[i].PeerURL(), ClientURL: ms[i].ClientURL()})
 	}
 	for _, m := range g.members {
-		run.Need(m.Host, g.factsRequest())
+		run.Need(m.Host, g.files.factsRequest())
 	}
 	return g, nil
 }
@@ -154,34 +151,12 @@ func (g *Group) Run() *runctx.Run { return g.run }
 // Members returns the etcd members in spec order.
 func (g *Group) Members() []Member { return g.members }
 
-// member returns the member named name.
-func (g *Group) member(name string) (Member, bool) {
-	for _, m := range g.members {
-		if m.Name == name {
-			return m, true
-		}
-	}
-	return Member{}, false
-}
-
 // Facts returns what preflight found on member name (nil before preflight).
-func (g *Group) Facts(name string) *Facts {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.facts[name]
-}
-
-func (g *Group) setFacts(name string, f *Facts) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.facts[name] = f
-}
+func (g *Group) Facts(name string) *Facts { return g.ledger.factsOf(name) }
 
 // SetPlan replaces member name's plan (a restore rebuilds every member: ActionRestore, restart).
 func (g *Group) SetPlan(name string, action report.Action, restart bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.plans[name] = &HostPlan{Action: action, Restart: restart}
+	g.ledger.setPlan(name, &HostPlan{Action: action, Restart: restart})
 }
 
 // State returns the cluster record (nil before pki).
@@ -240,12 +215,6 @@ func NewToken(name string) (string, error) {
 	return name + "-" + hex.EncodeToString(tok), nil
 }
 
-// formed reports whether the cluster formed at some point: a cluster ID was recorded, or (state
-// recovered from the members, no ID yet) a member holds etcd data.
-func (g *Group) formed() bool {
-	return g.st.ClusterID != "" || (g.recovery != nil && g.recovery.anyData)
-}
-
 // FoundingCluster is the --initial-cluster of the founding members: every etcd host in the spec.
 func (g *Group) FoundingCluster() string {
 	ms := make([]etcd.Member, len(g.members))
@@ -277,22 +246,12 @@ func (g *Group) KnownClientURLs() []string {
 	return out
 }
 
-// anyChanges reports whether any member's plan is not ActionUnchanged.
-func (g *Group) anyChanges() bool {
-	for _, p := range g.plans {
-		if p.Action != report.ActionUnchanged {
-			return true
-		}
-	}
-	return false
-}
-
 // Report returns every member's outcome for the run's report, in spec order.
 func (g *Group) Report() []report.Member {
 	var out []report.Member
 	for _, m := range g.members {
 		mr := report.Member{Name: m.Name, Zone: m.Host.Zone, Address: m.Address.String(), Commands: g.run.Commands(m.Name)}
-		if p := g.plans[m.Name]; p != nil {
+		if p := g.ledger.plans[m.Name]; p != nil {
 			mr.Action = p.Action
 			for _, f := range p.Upload {
 				mr.Changes = append(mr.Changes, f.Path)

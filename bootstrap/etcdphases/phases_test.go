@@ -26,7 +26,7 @@ func TestPlanDryRunWithoutPKI(t *testing.T) {
 	}
 	for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
 		f.check(n, created)
-		for _, df := range f.b.plans[n].Upload {
+		for _, df := range f.b.ledger.plans[n].Upload {
 			isCert := filepath.Dir(df.Path) == remotePKIDir
 			switch {
 			case isCert && (df.Note != "to be created" || df.Sum != "" || df.Data != nil):
@@ -89,9 +89,9 @@ func TestAnyUploadsAnyStarts(t *testing.T) {
 		{"join pending promotion", []HostPlan{{Action: report.ActionUnchanged}, {Action: report.ActionJoin}}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &Group{plans: map[string]*HostPlan{}}
+			b := &Group{ledger: ledger{plans: map[string]*HostPlan{}}}
 			for i := range tc.plans {
-				b.plans[fmt.Sprint("h", i)] = &tc.plans[i]
+				b.ledger.plans[fmt.Sprint("h", i)] = &tc.plans[i]
 			}
 			if got := (&Install{b}).ShouldRun(); got != tc.uploads {
 				t.Errorf("anyUploads = %v, want %v", got, tc.uploads)

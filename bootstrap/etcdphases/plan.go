@@ -70,18 +70,6 @@ func (e *MemberDataLostError) Error() string {
 		"or restore the cluster from a snapshot", e.Host, e.Host, e.ID, e.DataDir)
 }
 
-// noneRunning reports whether the facts of every member say etcd.service is not running nor
-// starting (inactive or failed): then no member's client URL can answer.
-func (g *Group) noneRunning() bool {
-	for _, m := range g.members {
-		f := g.facts[m.Name]
-		if f == nil || (f.EtcdActive != "inactive" && f.EtcdActive != "failed") {
-			return false
-		}
-	}
-	return true
-}
-
 // Detect asks the members' client URLs whether a cluster is already running.
 type Detect struct{ g *Group }
 
@@ -94,7 +82,7 @@ func (ph *Detect) Run(ctx context.Context) error {
 	b := ph.g
 	formedBefore := b.st.ClusterID != ""
 	anyData := false
-	for _, f := range b.facts {
+	for _, f := range b.ledger.facts {
 		anyData = anyData || f.Data == DataMember
 	}
 	if !b.creds.Ready() && b.recovery != nil {
@@ -105,7 +93,7 @@ func (ph *Detect) Run(ctx context.Context) error {
 		b.run.Printer.Infof("  no running cluster: nothing has etcd data yet")
 		return nil
 	}
-	if b.noneRunning() {
+	if b.ledger.noneRunning(b.members) {
 		// Nobody to ask: skip the wait for a quorum (seconds of a restore's downtime).
 		b.run.Printer.Infof("  no running cluster: etcd.service runs on no member")
 		return nil
@@ -196,9 +184,9 @@ func (ph *Plan) Run(ctx context.Context) error {
 	var errs *multierror.Error
 	joinCluster := ph.liveInitialCluster()
 	for _, m := range b.members {
-		f := b.facts[m.Name]
+		f := b.ledger.facts[m.Name]
 		p := &HostPlan{}
-		b.plans[m.Name] = p
+		b.ledger.plans[m.Name] = p
 		hasData := f.Data == DataMember
 		if hasData && (f.Marker == nil || f.Marker.Token != b.st.Token) {
 			other := "no hactl marker"
@@ -217,23 +205,23 @@ func (ph *Plan) Run(ctx context.Context) error {
 		known := b.st.Members[m.Name] != nil && b.st.Members[m.Name].ID != "" // a member before this run
 		rec := b.memberRecord(m)
 		if rec.PeerURL != m.PeerURL {
-			if b.formed() || b.live != nil {
+			if ph.formed() || b.live != nil {
 				errs = multierror.Append(errs, &PeerURLChangedError{Host: m.Name, ID: orDash(rec.ID), Old: rec.PeerURL, New: m.PeerURL})
 				continue
 			}
 			rec.PeerURL, rec.ClientURL = m.PeerURL, m.ClientURL
 		}
-		if !b.formed() && b.live == nil && rec.InitialClusterState == "new" {
+		if !ph.formed() && b.live == nil && rec.InitialClusterState == "new" {
 			// The cluster never formed: the founding flags follow the spec (hosts or ports may have
 			// been corrected since an earlier, failed run).
 			rec.InitialCluster = b.FoundingCluster()
 		}
 		lm := b.live.byPeerURL(m.PeerURL)
 		switch {
-		case b.live == nil && b.formed() && !hasData && known:
+		case b.live == nil && ph.formed() && !hasData && known:
 			errs = multierror.Append(errs, &MemberDataLostError{Host: m.Name, ID: orDash(rec.ID), DataDir: b.run.Spec.Spec.Etcd.DataDir})
 			continue
-		case b.live == nil && b.formed() && !hasData:
+		case b.live == nil && ph.formed() && !hasData:
 			errs = multierror.Append(errs, fmt.Errorf("%s: is a new member for cluster %s, but no quorum answers at %s: a member can only "+
 				"join a running cluster; bring the existing members back first (hactl status), then re-run",
 				m.Name, orDash(b.st.ClusterID), strings.Join(b.KnownClientURLs(), ",")))
@@ -346,7 +334,7 @@ func (ph *Plan) Run(ctx context.Context) error {
 			}
 		}
 		for _, m := range b.members {
-			lm, p := b.live.byPeerURL(m.PeerURL), b.plans[m.Name]
+			lm, p := b.live.byPeerURL(m.PeerURL), b.ledger.plans[m.Name]
 			if lm != nil && lm.version != "" && lm.version != strings.TrimPrefix(to, "v") && p.Restart {
 				p.From = lm.version
 			}
@@ -354,6 +342,12 @@ func (ph *Plan) Run(ctx context.Context) error {
 	}
 	ph.printPlan()
 	return nil
+}
+
+// formed reports whether the cluster formed at some point: a cluster ID was recorded, or (state
+// recovered from the members, no ID yet) a member holds etcd data.
+func (ph *Plan) formed() bool {
+	return ph.g.st.ClusterID != "" || (ph.g.recovery != nil && ph.g.recovery.anyData)
 }
 
 // checkJoinOnly refuses a JoinOnly run (Options.JoinOnly) that would do more than add that member.
@@ -365,7 +359,7 @@ func (ph *Plan) checkJoinOnly() error {
 	var errs *multierror.Error
 	found := false
 	for _, m := range b.members {
-		p := b.plans[m.Name]
+		p := b.ledger.plans[m.Name]
 		if m.Name == b.opt.JoinOnly {
 			found = true
 			if p.Action != report.ActionJoin && p.Action != report.ActionUnchanged {
@@ -486,7 +480,7 @@ func (ph *Plan) printPlan() {
 	b := ph.g
 	var rows [][]string
 	for _, m := range b.members {
-		p := b.plans[m.Name]
+		p := b.ledger.plans[m.Name]
 		what := "-"
 		var parts []string
 		if p.Download {

@@ -29,7 +29,7 @@ func TestPlan(t *testing.T) {
 		name:  "fresh cluster: every member created with every file",
 		hosts: 3,
 		setup: func(f *planFixture) {
-			f.b.facts["cp-b"].Data = DataEmpty // an empty (or lost+found only) dir is as good as none
+			f.b.ledger.facts["cp-b"].Data = DataEmpty // an empty (or lost+found only) dir is as good as none
 		},
 		want: map[string]wantPlan{"cp-a": created, "cp-b": created, "cp-c": created},
 		check: func(t *testing.T, f *planFixture, _ error) {
@@ -44,7 +44,7 @@ func TestPlan(t *testing.T) {
 				if rec := f.b.st.Members[n]; rec == nil || rec.InitialClusterState != "new" || rec.InitialCluster != founding || rec.ID != "" {
 					t.Errorf("%s: state record %+v", n, rec)
 				}
-				for _, df := range f.b.plans[n].Upload {
+				for _, df := range f.b.ledger.plans[n].Upload {
 					if df.Note != "new" || df.Sum == "" {
 						t.Errorf("%s: %s note %q sum %q, want note new and a checksum", n, df.Path, df.Note, df.Sum)
 					}
@@ -67,8 +67,8 @@ func TestPlan(t *testing.T) {
 		want: map[string]wantPlan{"cp-a": unchanged, "cp-b": unchanged, "cp-c": unchanged},
 		check: func(t *testing.T, f *planFixture, _ error) {
 			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
-				if f.b.plans[n].ID != planTestID(n) || f.b.st.Members[n].ID != planTestHexID(n) {
-					t.Errorf("%s: plan id %x, record ID %s; want %x", n, f.b.plans[n].ID, f.b.st.Members[n].ID, planTestID(n))
+				if f.b.ledger.plans[n].ID != planTestID(n) || f.b.st.Members[n].ID != planTestHexID(n) {
+					t.Errorf("%s: plan id %x, record ID %s; want %x", n, f.b.ledger.plans[n].ID, f.b.st.Members[n].ID, planTestID(n))
 				}
 			}
 			if (&Install{f.b}).ShouldRun() || (&Start{G: f.b, Name: PhaseStart}).ShouldRun() {
@@ -83,7 +83,7 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-b"].Sums[remoteUnit] = strings.Repeat("0", 64)
+			f.b.ledger.facts["cp-b"].Sums[remoteUnit] = strings.Repeat("0", 64)
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
@@ -92,7 +92,7 @@ func TestPlan(t *testing.T) {
 			"cp-c": unchanged,
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if n := f.b.plans["cp-b"].Upload[0].Note; n != "changed" {
+			if n := f.b.ledger.plans["cp-b"].Upload[0].Note; n != "changed" {
 				t.Errorf("note %q, want changed", n)
 			}
 			// The running cluster's roll installs cp-b's unit right before cp-b restarts (etcd/start):
@@ -110,7 +110,7 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			delete(f.b.facts["cp-c"].Sums, filepath.Join(remotePKIDir, "peer.key"))
+			delete(f.b.ledger.facts["cp-c"].Sums, filepath.Join(remotePKIDir, "peer.key"))
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
@@ -119,7 +119,7 @@ func TestPlan(t *testing.T) {
 			"cp-c": {Action: report.ActionUpdate, Restart: true, upload: []string{filepath.Join(remotePKIDir, "peer.key")}},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			df := f.b.plans["cp-c"].Upload[0]
+			df := f.b.ledger.plans["cp-c"].Upload[0]
 			if df.Note != "new" || df.Mode != 0o600 {
 				t.Errorf("peer.key note %q mode %v, want new 0600", df.Note, df.Mode)
 			}
@@ -129,7 +129,7 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-a"].Sums[remoteMarker] = strings.Repeat("1", 64)
+			f.b.ledger.facts["cp-a"].Sums[remoteMarker] = strings.Repeat("1", 64)
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
@@ -147,7 +147,7 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-c"].EtcdActive = "inactive"
+			f.b.ledger.facts["cp-c"].EtcdActive = "inactive"
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
@@ -166,8 +166,8 @@ func TestPlan(t *testing.T) {
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
 			f.b.st.ClusterID = "c1a55"
-			f.b.facts["cp-a"].EtcdActive = "failed"
-			f.b.facts["cp-b"].EtcdActive = "inactive"
+			f.b.ledger.facts["cp-a"].EtcdActive = "failed"
+			f.b.ledger.facts["cp-b"].EtcdActive = "inactive"
 		},
 		want: map[string]wantPlan{
 			"cp-a": {Action: report.ActionStart, Restart: true},
@@ -180,7 +180,7 @@ func TestPlan(t *testing.T) {
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
 			f.b.st.ClusterID = "c1a55"
-			f.b.facts["cp-a"].Sums[remoteUnit] = "old"
+			f.b.ledger.facts["cp-a"].Sums[remoteUnit] = "old"
 		},
 		want: map[string]wantPlan{
 			"cp-a": {Action: report.ActionUpdate, Restart: true, upload: []string{remoteUnit}},
@@ -192,7 +192,7 @@ func TestPlan(t *testing.T) {
 		hosts: 5,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-e"].Data = DataEmpty
+			f.b.ledger.facts["cp-e"].Data = DataEmpty
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{
@@ -209,8 +209,8 @@ func TestPlan(t *testing.T) {
 				if rec == nil || rec.InitialCluster != ic || rec.InitialClusterState != "existing" || rec.ID != "" {
 					t.Errorf("%s: state record %+v, want initial cluster %s, state existing, no ID", n, rec, ic)
 				}
-				if f.b.plans[n].ID != 0 {
-					t.Errorf("%s: plan id %x before it was added", n, f.b.plans[n].ID)
+				if f.b.ledger.plans[n].ID != 0 {
+					t.Errorf("%s: plan id %x before it was added", n, f.b.ledger.plans[n].ID)
 				}
 				u := f.unit(n)
 				if !strings.Contains(u, "--initial-cluster="+ic+" ") || !strings.Contains(u, "--initial-cluster-state=existing") {
@@ -239,7 +239,7 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-b"].Data = DataEmpty
+			f.b.ledger.facts["cp-b"].Data = DataEmpty
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{"cp-a": unchanged, "cp-c": unchanged},
@@ -253,7 +253,7 @@ func TestPlan(t *testing.T) {
 			if *lost != want {
 				t.Errorf("error %+v, want %+v", *lost, want)
 			}
-			if p := f.b.plans["cp-b"]; p.Action != "" || len(p.Upload) != 0 || p.Restart {
+			if p := f.b.ledger.plans["cp-b"]; p.Action != "" || len(p.Upload) != 0 || p.Restart {
 				t.Errorf("cp-b planned %+v", p)
 			}
 		},
@@ -262,13 +262,13 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-b"].Data = DataEmpty
+			f.b.ledger.facts["cp-b"].Data = DataEmpty
 			f.b.opt.ReplaceLost = []string{"cp-b"}
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"))
 		},
 		want: map[string]wantPlan{"cp-a": unchanged, "cp-c": unchanged},
 		check: func(t *testing.T, f *planFixture, err error) {
-			p := f.b.plans["cp-b"]
+			p := f.b.ledger.plans["cp-b"]
 			if p.Action != report.ActionReplace || !p.Restart || fmt.Sprintf("%x", p.ReplaceID) != planTestHexID("cp-b") || p.ID != 0 {
 				t.Errorf("cp-b planned %+v, want replace of %s with a restart", p, planTestHexID("cp-b"))
 			}
@@ -369,8 +369,8 @@ func TestPlan(t *testing.T) {
 			f.installed("cp-a", "cp-b", "cp-c")
 			f.b.st.ClusterID = "c1a55"
 			f.b.st.Members["cp-c"].ID = planTestHexID("cp-c")
-			f.b.facts["cp-c"].Data = DataAbsent
-			f.b.facts["cp-c"].EtcdActive = "failed"
+			f.b.ledger.facts["cp-c"].Data = DataAbsent
+			f.b.ledger.facts["cp-c"].EtcdActive = "failed"
 		},
 		want: map[string]wantPlan{"cp-a": unchanged, "cp-b": unchanged},
 		errs: []string{"cp-c", planTestHexID("cp-c"), "no quorum", "will not re-bootstrap"},
@@ -388,9 +388,9 @@ func TestPlan(t *testing.T) {
 		name:  "another cluster's data (other token) and data without a marker: refused, never overwritten",
 		hosts: 3,
 		setup: func(f *planFixture) {
-			f.b.facts["cp-a"] = &Facts{Data: DataMember, EtcdActive: "active", Sums: map[string]string{},
+			f.b.ledger.facts["cp-a"] = &Facts{Data: DataMember, EtcdActive: "active", Sums: map[string]string{},
 				Marker: &etcd.Marker{Cluster: "other", Token: "other-0123456789abcdef", Member: "cp-a"}}
-			f.b.facts["cp-b"] = &Facts{Data: DataMember, Sums: map[string]string{}}
+			f.b.ledger.facts["cp-b"] = &Facts{Data: DataMember, Sums: map[string]string{}}
 		},
 		want: map[string]wantPlan{"cp-c": created},
 		errs: []string{
@@ -405,7 +405,7 @@ func TestPlan(t *testing.T) {
 				t.Errorf("foreign data reported as a lost member: %v", lost)
 			}
 			for _, n := range []string{"cp-a", "cp-b"} {
-				if p := f.b.plans[n]; p.Action != "" || len(p.Upload) != 0 || p.Restart {
+				if p := f.b.ledger.plans[n]; p.Action != "" || len(p.Upload) != 0 || p.Restart {
 					t.Errorf("%s: foreign data dir planned %+v", n, p)
 				}
 			}
@@ -419,7 +419,7 @@ func TestPlan(t *testing.T) {
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
 			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
-				f.b.facts[n].Marker.Token = planTestCluster + "-ffffffffffffffff"
+				f.b.ledger.facts[n].Marker.Token = planTestCluster + "-ffffffffffffffff"
 			}
 		},
 		errs: []string{"not this cluster's", planTestCluster + "-ffffffffffffffff"},
@@ -435,8 +435,8 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b")
-			f.b.facts["cp-c"].Marker = f.ourMarker("cp-c")
-			f.b.facts["cp-c"].EtcdActive = "failed"
+			f.b.ledger.facts["cp-c"].Marker = f.ourMarker("cp-c")
+			f.b.ledger.facts["cp-c"].EtcdActive = "failed"
 			f.live(f.started("cp-a"), f.started("cp-b"), f.unstarted("cp-c", false))
 		},
 		want: map[string]wantPlan{
@@ -444,8 +444,8 @@ func TestPlan(t *testing.T) {
 			"cp-c": {Action: report.ActionResume, Restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if f.b.plans["cp-c"].ID != planTestID("cp-c") || f.b.st.Members["cp-c"].ID != planTestHexID("cp-c") {
-				t.Errorf("cp-c: plan id %x record %+v", f.b.plans["cp-c"].ID, f.b.st.Members["cp-c"])
+			if f.b.ledger.plans["cp-c"].ID != planTestID("cp-c") || f.b.st.Members["cp-c"].ID != planTestHexID("cp-c") {
+				t.Errorf("cp-c: plan id %x record %+v", f.b.ledger.plans["cp-c"].ID, f.b.st.Members["cp-c"])
 			}
 			if u := f.unit("cp-c"); !strings.Contains(u, "--initial-cluster-state=new") ||
 				!strings.Contains(u, "--initial-cluster="+f.initialCluster("cp-a", "cp-b", "cp-c")+" ") {
@@ -457,7 +457,7 @@ func TestPlan(t *testing.T) {
 		hosts: 3,
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-c"].Data = DataEmpty
+			f.b.ledger.facts["cp-c"].Data = DataEmpty
 			f.live(f.started("cp-a"), f.started("cp-b"), f.unstarted("cp-c", false))
 		},
 		want: map[string]wantPlan{
@@ -480,8 +480,8 @@ func TestPlan(t *testing.T) {
 			"cp-e": unchanged,
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if f.b.plans["cp-d"].ID != planTestID("cp-d") {
-				t.Errorf("cp-d: plan id %x, want the learner's %x (join must not add it again)", f.b.plans["cp-d"].ID, planTestID("cp-d"))
+			if f.b.ledger.plans["cp-d"].ID != planTestID("cp-d") {
+				t.Errorf("cp-d: plan id %x, want the learner's %x (join must not add it again)", f.b.ledger.plans["cp-d"].ID, planTestID("cp-d"))
 			}
 			ic := f.initialCluster("cp-a", "cp-b", "cp-c", "cp-e", "cp-d")
 			if rec := f.b.st.Members["cp-d"]; rec.InitialCluster != ic || rec.InitialClusterState != "existing" {
@@ -505,8 +505,8 @@ func TestPlan(t *testing.T) {
 			"cp-e": {Action: report.ActionJoin, Restart: true, all: true},
 		},
 		check: func(t *testing.T, f *planFixture, _ error) {
-			if f.b.plans["cp-e"].ID != planTestID("cp-e") {
-				t.Errorf("cp-e: plan id %x, want %x", f.b.plans["cp-e"].ID, planTestID("cp-e"))
+			if f.b.ledger.plans["cp-e"].ID != planTestID("cp-e") {
+				t.Errorf("cp-e: plan id %x, want %x", f.b.ledger.plans["cp-e"].ID, planTestID("cp-e"))
 			}
 		},
 	}, {
@@ -543,7 +543,7 @@ func TestPlan(t *testing.T) {
 			if errors.As(err, &lost) {
 				t.Errorf("removed member reported as a lost one: %v", lost)
 			}
-			if p := f.b.plans["cp-c"]; len(p.Upload) != 0 || p.Restart {
+			if p := f.b.ledger.plans["cp-c"]; len(p.Upload) != 0 || p.Restart {
 				t.Errorf("cp-c planned %+v", p)
 			}
 		},
@@ -553,8 +553,8 @@ func TestPlan(t *testing.T) {
 		setup: func(f *planFixture) {
 			f.installed("cp-a", "cp-b", "cp-c")
 			f.b.st.Members["cp-c"].ID = planTestHexID("cp-c")
-			f.b.facts["cp-c"].Data = DataEmpty
-			f.b.facts["cp-c"].EtcdActive = "failed"
+			f.b.ledger.facts["cp-c"].Data = DataEmpty
+			f.b.ledger.facts["cp-c"].EtcdActive = "failed"
 			f.live(f.started("cp-a"), f.started("cp-b"))
 		},
 		want: map[string]wantPlan{
@@ -567,16 +567,16 @@ func TestPlan(t *testing.T) {
 			if rec := f.b.st.Members["cp-c"]; rec.InitialCluster != ic || rec.InitialClusterState != "existing" {
 				t.Errorf("cp-c: record %+v, want %s existing", rec, ic)
 			}
-			if f.b.plans["cp-c"].ID != 0 {
-				t.Errorf("cp-c: plan id %x: the removed ID must not be reused", f.b.plans["cp-c"].ID)
+			if f.b.ledger.plans["cp-c"].ID != 0 {
+				t.Errorf("cp-c: plan id %x: the removed ID must not be reused", f.b.ledger.plans["cp-c"].ID)
 			}
 		},
 	}, {
 		name:  "interrupted first run: founding members with our marker (or a starting etcd) resume",
 		hosts: 3,
 		setup: func(f *planFixture) {
-			f.b.facts["cp-a"].Marker = f.ourMarker("cp-a")
-			f.b.facts["cp-b"].EtcdActive = "activating"
+			f.b.ledger.facts["cp-a"].Marker = f.ourMarker("cp-a")
+			f.b.ledger.facts["cp-b"].EtcdActive = "activating"
 		},
 		want: map[string]wantPlan{
 			"cp-a": {Action: report.ActionResume, Restart: true, all: true},
@@ -589,7 +589,7 @@ func TestPlan(t *testing.T) {
 		setup: func(f *planFixture) {
 			f.record("cp-d", planTestHexID("cp-d"), f.initialCluster("cp-a", "cp-b", "cp-c", "cp-d"), "existing")
 			f.installed("cp-a", "cp-b", "cp-c")
-			f.b.facts["cp-e"].Data = DataEmpty
+			f.b.ledger.facts["cp-e"].Data = DataEmpty
 			f.live(f.started("cp-a"), f.started("cp-b"), f.started("cp-c"), f.unstarted("cp-d", true))
 		},
 		want: map[string]wantPlan{
@@ -703,10 +703,10 @@ func TestDetectNoneRunning(t *testing.T) {
 	f := newPlanFixture(t, 3, false)
 	f.installed("cp-a", "cp-b", "cp-c")
 	f.b.st.ClusterID = "c1a55"
-	f.b.facts["cp-a"].EtcdActive = "failed"
-	f.b.facts["cp-b"].EtcdActive = "inactive"
-	f.b.facts["cp-c"].EtcdActive = "inactive"
-	if !f.b.noneRunning() {
+	f.b.ledger.facts["cp-a"].EtcdActive = "failed"
+	f.b.ledger.facts["cp-b"].EtcdActive = "inactive"
+	f.b.ledger.facts["cp-c"].EtcdActive = "inactive"
+	if !f.b.ledger.noneRunning(f.b.members) {
 		t.Fatal("every member inactive or failed: noneRunning false")
 	}
 	start := time.Now()
@@ -717,13 +717,13 @@ func TestDetectNoneRunning(t *testing.T) {
 		t.Errorf("detect took %s and said %q; want no wait for a quorum", d, f.out.String())
 	}
 	for _, state := range []string{"active", "activating", ""} {
-		f.b.facts["cp-c"].EtcdActive = state
-		if f.b.noneRunning() {
+		f.b.ledger.facts["cp-c"].EtcdActive = state
+		if f.b.ledger.noneRunning(f.b.members) {
 			t.Errorf("cp-c etcd %q: noneRunning true", state)
 		}
 	}
-	delete(f.b.facts, "cp-c")
-	if f.b.noneRunning() {
+	delete(f.b.ledger.facts, "cp-c")
+	if f.b.ledger.noneRunning(f.b.members) {
 		t.Error("cp-c without facts: noneRunning true")
 	}
 }

@@ -3,6 +3,7 @@ package etcdphases
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,10 +68,11 @@ func (ph *Preflight) Run(ctx context.Context) error {
 		}
 	}
 	return g.run.Connect(ctx, func(ctx context.Context, host string) error {
-		m, ok := g.member(host)
-		if !ok {
+		i := slices.IndexFunc(g.members, func(m Member) bool { return m.Name == host })
+		if i < 0 {
 			return nil // another group's host
 		}
+		m := g.members[i]
 		pf := g.run.Facts(m.Name)
 		if pf == nil {
 			return fmt.Errorf("%s: no facts gathered", runctx.FactsStep)
@@ -79,7 +81,7 @@ func (ph *Preflight) Run(ctx context.Context) error {
 			return fmt.Errorf("%s: the host did not report its data dir's state (is /bin/sh a POSIX shell?)", runctx.FactsStep)
 		}
 		f := factsFrom(pf)
-		g.setFacts(m.Name, f)
+		g.ledger.setFacts(m.Name, f)
 		g.run.Printer.Hostf(m.Name, "%s %s, etcd %s, data dir %s, clock offset %s ±%s (rtt %s; %s), %s",
 			f.OSPretty, f.Arch, orDash(f.EtcdActive), f.Data, f.ClockOffset.Round(time.Millisecond), f.ClockError.Round(time.Millisecond),
 			f.RTT.Round(time.Millisecond), f.timeSyncSummary(), f.fsyncSummary())

@@ -95,7 +95,7 @@ var readPaths = []string{remoteUnit, etcd.RemoteCACert, etcd.RemoteServerCert, e
 func (ph *PKI) carriesCluster() string {
 	b := ph.g
 	for _, m := range b.members {
-		if f := b.facts[m.Name]; f != nil && f.Marker != nil && f.Marker.Cluster == b.run.Spec.Metadata.Name {
+		if f := b.ledger.facts[m.Name]; f != nil && f.Marker != nil && f.Marker.Cluster == b.run.Spec.Metadata.Name {
 			return m.Name
 		}
 	}
@@ -127,7 +127,7 @@ func (r *recoverer) recoverState(ctx context.Context) error {
 	var ours []Member
 	tokens := map[string][]string{}
 	for _, m := range b.members {
-		f := b.facts[m.Name]
+		f := b.ledger.facts[m.Name]
 		if f == nil || f.Marker == nil || f.Marker.Cluster != name {
 			continue
 		}
@@ -139,19 +139,19 @@ func (r *recoverer) recoverState(ctx context.Context) error {
 	}
 	first := ours[0].Name
 	refuse := func(reason string, err error) error {
-		return &StateMissingError{Host: first, Cluster: name, Token: b.facts[first].Marker.Token, StateDir: stateDir, Reason: reason, Err: err}
+		return &StateMissingError{Host: first, Cluster: name, Token: b.ledger.facts[first].Marker.Token, StateDir: stateDir, Reason: reason, Err: err}
 	}
 	if len(tokens) > 1 {
 		e := &TokenMismatchError{ByToken: tokens}
 		return refuse(e.Error(), e)
 	}
-	token := b.facts[first].Marker.Token
+	token := b.ledger.facts[first].Marker.Token
 
 	byFP := map[string][]string{}
 	rec := &recovery{}
 	var candidates []Member // members holding the CA certificate, in spec order
 	for _, m := range ours {
-		raw := b.facts[m.Name].Files[etcd.RemoteCACert]
+		raw := b.ledger.facts[m.Name].Files[etcd.RemoteCACert]
 		if raw == nil {
 			continue
 		}
@@ -185,7 +185,7 @@ func (r *recoverer) recoverState(ctx context.Context) error {
 
 	st := &state.Cluster{Name: name, Token: token, Members: map[string]*state.Member{}}
 	for _, m := range ours {
-		f := b.facts[m.Name]
+		f := b.ledger.facts[m.Name]
 		rec.anyData = rec.anyData || f.Data == DataMember
 		unit := f.Files[remoteUnit]
 		if unit == nil {
@@ -344,7 +344,7 @@ func (r *recoverer) readRemotePKI(ctx context.Context, m Member, names []string)
 // unchanged, or a note when it will be re-issued.
 func (r *recoverer) recoveredFile(m Member, remoteName string) (sha, note string) {
 	b := r.g
-	f := b.facts[m.Name]
+	f := b.ledger.facts[m.Name]
 	remote := filepath.Join(remotePKIDir, remoteName)
 	if b.recovery == nil || f == nil || f.Sums[remote] == "" {
 		return "", "to be created"

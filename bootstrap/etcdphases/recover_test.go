@@ -101,7 +101,7 @@ func newRecoveryFixture(t *testing.T, n int, dryRun bool, setup func(orig *planF
 			copyFile(t, pki.CertPath(pki.MemberDir(origPKI, m.Name), base), filepath.Join(dir, base+".crt"))
 			copyFile(t, pki.KeyPath(pki.MemberDir(origPKI, m.Name), base), filepath.Join(dir, base+".key"))
 		}
-		f := *orig.b.facts[m.Name]
+		f := *orig.b.ledger.facts[m.Name]
 		f.Sums = maps.Clone(f.Sums)
 		f.Files = map[string][]byte{}
 		files, err := orig.b.desiredFiles(m, orig.b.st.Members[m.Name])
@@ -119,7 +119,7 @@ func newRecoveryFixture(t *testing.T, n int, dryRun bool, setup func(orig *planF
 		if tweak != nil {
 			tweak(m.Name, dir, &f)
 		}
-		b.facts[m.Name] = &f
+		b.ledger.facts[m.Name] = &f
 		rf.hosts[m.Name] = &fakeHost{name: m.Name, pkiDir: dir}
 		b.run.SetClient(m.Name, rf.hosts[m.Name])
 	}
