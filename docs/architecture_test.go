@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -32,27 +34,43 @@ type pkg struct {
 // files and build tags: what ships).
 func listPackages(t *testing.T) map[string]pkg {
 	t.Helper()
+	listOnce.Do(func() { listed, listErr = goList() })
+	if listErr != nil {
+		t.Fatal(listErr)
+	}
+	return listed
+}
+
+// listOnce runs goList once for every test of the package (each would otherwise run go list).
+var (
+	listOnce sync.Once
+	listed   map[string]pkg
+	listErr  error
+)
+
+// goList is listPackages' one `go list` run. Errors: go list's (with its stderr), the JSON's.
+func goList() (map[string]pkg, error) {
 	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Deps,GoFiles", "./...")
 	cmd.Dir = ".."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
+		return nil, fmt.Errorf("go list: %w\n%s", err, stderr.String())
 	}
 	pkgs := map[string]pkg{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if len(p.GoFiles) == 0 {
 			continue // test-only packages (the e2e suites, this one)
 		}
 		pkgs[rel(p.ImportPath)] = p
 	}
-	return pkgs
+	return pkgs, nil
 }
 
 // rel strips the module path; "" for packages outside the module.
