@@ -19,16 +19,11 @@ type zoneOutage struct {
 // newZoneOutage returns az-outage on e (nil: for Options.Validate only).
 func newZoneOutage(e *env) *zoneOutage {
 	k := &zoneOutage{}
-	k.etcdDrill = etcdDrill{env: e, kind: k}
-	if e != nil {
-		network := &faulter{env: e,
-			text: func(h v1alpha1.Host) string {
-				return fmt.Sprintf("iptables drops all traffic in and out except SSH (port %d)", sshPort(e.c, h))
-			},
-			of: func(h v1alpha1.Host) fault.Fault { return fault.Fault{Isolate: true, SSHPort: sshPort(e.c, h)} },
-		}
-		k.faults = methodFaulter(e, unitsOf, network)
-	}
+	k.etcdDrill = newEtcdDrill(e, k, unitsOf,
+		func(h v1alpha1.Host) string {
+			return fmt.Sprintf("iptables drops all traffic in and out except SSH (port %d)", sshPort(e.c, h))
+		},
+		func(h v1alpha1.Host) fault.Fault { return fault.Fault{Isolate: true, SSHPort: sshPort(e.c, h)} })
 	return k
 }
 
@@ -73,6 +68,14 @@ func (k *zoneOutage) plan(pre *preflightState) []string {
 	}
 	out = append(out, pred.Sentences()...)
 	return append(out, k.planTail()...)
+}
+
+// faultText is the one target's fault, or how many hosts of the zone went down by which method.
+func (k *zoneOutage) faultText(targets []v1alpha1.Host) string {
+	if len(targets) > 1 {
+		return fmt.Sprintf("%d hosts of %s by --method %s", len(targets), k.o.Zone, k.o.Method)
+	}
+	return k.faults.faultText(targets[0].Name)
 }
 
 // zoneHosts are the etcd members and LB hosts of o.Zone.

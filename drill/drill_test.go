@@ -15,7 +15,6 @@ import (
 	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/probe"
 	"github.com/hactl/hactl/drill/workload"
-	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/testcert"
 	"github.com/hactl/hactl/lb"
 	"github.com/hactl/hactl/provision"
@@ -41,14 +40,6 @@ func spec(t *testing.T, members, lbs [][2]string) *v1alpha1.Cluster {
 }
 
 var three = [][2]string{{"a", "az-a"}, {"b", "az-b"}, {"c", "az-c"}}
-
-func TestQuorum(t *testing.T) {
-	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
-		if got := membership.Quorum(n); got != want {
-			t.Errorf("Quorum(%d) = %d, want %d", n, got, want)
-		}
-	}
-}
 
 func TestPredictZone(t *testing.T) {
 	c := spec(t, three, [][2]string{{"lb-a", "az-a"}, {"lb-b", "az-b"}})

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/drill/fault"
 	"github.com/hactl/hactl/drill/workload"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
@@ -32,6 +33,8 @@ const recoveryTimeout = 2 * time.Minute
 type etcdKind interface {
 	// targets are the hosts this iteration takes down.
 	targets(pre *preflightState) ([]v1alpha1.Host, error)
+	// faultText is the report's fault of an iteration on targets.
+	faultText(targets []v1alpha1.Host) string
 	// watch starts the kind's own watchers into m before the workload starts; an error ends the
 	// iteration before the fault.
 	watch(ctx context.Context, m *etcdRun) error
@@ -51,16 +54,22 @@ type etcdDrill struct {
 	kind   etcdKind
 }
 
-// methodFaulter is the faulter of --method: host (local commands), network (the kind's own
-// iptables fault), process (SIGKILL of units(h), held stopped).
-func methodFaulter(e *env, units func(h v1alpha1.Host) []string, network *faulter) *faulter {
-	switch e.o.Method {
-	case MethodHost:
-		return localFaulter(e)
-	case MethodNetwork:
-		return network
+// newEtcdDrill is kind's etcdDrill on e (nil: for Options.Validate only), with the faults of
+// --method: host (local commands), network (networkText and networkFault, the kind's own iptables
+// fault), process (SIGKILL of units(h), held stopped).
+func newEtcdDrill(e *env, kind etcdKind, units func(h v1alpha1.Host) []string,
+	networkText func(h v1alpha1.Host) string, networkFault func(h v1alpha1.Host) fault.Fault) etcdDrill {
+	d := etcdDrill{env: e, kind: kind}
+	switch {
+	case e == nil:
+	case e.o.Method == MethodHost:
+		d.faults = localFaulter(e)
+	case e.o.Method == MethodNetwork:
+		d.faults = &faulter{env: e, text: networkText, of: networkFault}
+	default:
+		d.faults = killFaulter(e, units)
 	}
-	return killFaulter(e, units)
+	return d
 }
 
 func (*etcdDrill) checkFlags(o *Options) error                       { return noRestoreFlags(o) }
@@ -122,10 +131,7 @@ func (d *etcdDrill) iterate(ctx context.Context, n int, pre *preflightState) (*I
 			m.members = append(m.members, h.Name)
 		}
 	}
-	m.it.Fault = d.faults.faultText(targets[0].Name)
-	if len(targets) > 1 {
-		m.it.Fault = fmt.Sprintf("%d hosts of %s by --method %s", len(targets), d.o.Zone, d.o.Method)
-	}
+	m.it.Fault = d.kind.faultText(targets)
 	m.cli, err = etcd.NewClient(ctx, etcd.ClientURLs(mustMembers(d.c)), d.files, time.Second, d.o.EtcdDial)
 	if err != nil {
 		return nil, err

@@ -19,18 +19,13 @@ type leaderKill struct {
 // newLeaderKill returns kill-leader on e (nil: for Options.Validate only).
 func newLeaderKill(e *env) *leaderKill {
 	k := &leaderKill{}
-	k.etcdDrill = etcdDrill{env: e, kind: k}
-	if e != nil {
-		network := &faulter{env: e,
-			text: func(v1alpha1.Host) string {
-				return fmt.Sprintf("iptables drops etcd's peer (%d) and client (%d) traffic in and out", e.c.Spec.Etcd.PeerPort, e.c.Spec.Etcd.ClientPort)
-			},
-			of: func(v1alpha1.Host) fault.Fault {
-				return fault.Fault{DropPorts: []int{e.c.Spec.Etcd.PeerPort, e.c.Spec.Etcd.ClientPort}}
-			},
-		}
-		k.faults = methodFaulter(e, func(v1alpha1.Host) []string { return []string{etcd.UnitName} }, network)
-	}
+	k.etcdDrill = newEtcdDrill(e, k, func(v1alpha1.Host) []string { return []string{etcd.UnitName} },
+		func(v1alpha1.Host) string {
+			return fmt.Sprintf("iptables drops etcd's peer (%d) and client (%d) traffic in and out", e.c.Spec.Etcd.PeerPort, e.c.Spec.Etcd.ClientPort)
+		},
+		func(v1alpha1.Host) fault.Fault {
+			return fault.Fault{DropPorts: []int{e.c.Spec.Etcd.PeerPort, e.c.Spec.Etcd.ClientPort}}
+		})
 	return k
 }
 
@@ -54,6 +49,11 @@ func (k *leaderKill) plan(pre *preflightState) []string {
 			healthy, n, healthy-1, membership.Quorum(n)))
 	}
 	return append(out, k.planTail()...)
+}
+
+// faultText is the one target's fault.
+func (k *leaderKill) faultText(targets []v1alpha1.Host) string {
+	return k.faults.faultText(targets[0].Name)
 }
 
 func (k *leaderKill) targets(pre *preflightState) ([]v1alpha1.Host, error) {

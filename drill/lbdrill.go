@@ -130,8 +130,7 @@ func (k *vipFailover) iterate(ctx context.Context, n int, pre *preflightState) (
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("readyz through the VIP does not answer 200 before the drill: %v", err)},
 			Fix: "the API must be up through the VIP before its failover can be measured: see `hactl status`"}
 	}
-	it := &Iteration{N: n, Targets: []string{holder}, VIPBefore: holder, Fault: k.faults.faultText(holder)}
-	it.Fault = fmt.Sprintf("%s: %s stopped", holder, k.o.Component.Unit())
+	it := &Iteration{N: n, Targets: []string{holder}, VIPBefore: holder, Fault: fmt.Sprintf("%s: %s stopped", holder, k.o.Component.Unit())}
 	w, err := k.startLBWatch(context.WithoutCancel(ctx), true) // measures until the put-back, also after Ctrl-C
 	if err != nil {
 		return nil, err

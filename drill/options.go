@@ -78,9 +78,6 @@ type Options struct {
 
 // Validate checks the options against the spec without contacting any host and returns an
 // *InputError (exit 2) naming the flag or field and the fix.
-
-// Validate checks the options against the spec without contacting any host and returns an
-// *InputError (exit 2) naming the flag or field and the fix.
 func (o *Options) Validate() error {
 	var k kindChecks = kindOf(o, nil)
 	if k == nil {
