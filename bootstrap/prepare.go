@@ -63,7 +63,7 @@ type PrepareOptions struct {
 	SpecFile      string
 	IdentityFile  string
 	HostFetch     bool
-	// Kubeconfig is --kubeconfig/--context for the operator drift check (nil: as CheckOperatorDrift finds it).
+	// Kubeconfig is --kubeconfig/--context for the operator drift check (nil: as checkOperatorDrift finds it).
 	Kubeconfig *kubeapi.Kubeconfig
 }
 
@@ -71,11 +71,11 @@ type PrepareOptions struct {
 // here (backup.Resolve; any member count), the run prepared (New), --skip-phases,
 // --ignore-preflight-errors and --replace-lost checked against the run's phases, checks and etcd
 // hosts, --replace-lost refused beside --restore-from, and the spec refused when hactl-operator's
-// heals have left it behind (CheckOperatorDrift). cleanup removes a downloaded snapshot after the
+// heals have left it behind (checkOperatorDrift). cleanup removes a downloaded snapshot after the
 // run; it is never nil.
 //
 // Errors: backup.Resolve's and New's as they are; an unknown name or the two flags together →
-// *exitcode.UsageError (exit 2); CheckOperatorDrift's.
+// *exitcode.UsageError (exit 2); checkOperatorDrift's.
 func Prepare(ctx context.Context, o PrepareOptions) (b *Bootstrapper, cleanup func(), err error) {
 	cleanup = func() {}
 	c, p := o.Cluster, o.Printer
@@ -108,7 +108,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (b *Bootstrapper, cleanup fu
 	if len(o.ReplaceLost) > 0 && o.RestoreSource != nil {
 		return nil, cleanup, &exitcode.UsageError{Err: errors.New("--replace-lost and --restore-from: a restore builds a new cluster, there is no member to replace; use one of them")}
 	}
-	if err := CheckOperatorDrift(ctx, c, o.Kubeconfig, o.Prompt, p); err != nil {
+	if err := checkOperatorDrift(ctx, c, o.Kubeconfig, o.Prompt, p); err != nil {
 		return nil, cleanup, err
 	}
 	return b, cleanup, nil

@@ -82,7 +82,7 @@ func (p *Pool[C]) Forget(host string) {
 }
 
 // Run runs command on t (Client, then Runner.Run with step and opts). A command that fails because
-// the connection died (IsDeadConnection) while ctx is still live is run once more on a new
+// the connection died (isDeadConnection) while ctx is still live is run once more on a new
 // connection: the host was down and came back. Errors: Client's, or the command's
 // (*CommandError).
 func (p *Pool[C]) Run(ctx context.Context, t Target, step, command string, opts ...RunOption) (Result, error) {
@@ -92,7 +92,7 @@ func (p *Pool[C]) Run(ctx context.Context, t Target, step, command string, opts 
 			return Result{}, err
 		}
 		res, err := c.Run(ctx, step, command, opts...)
-		if err != nil && attempt == 0 && ctx.Err() == nil && IsDeadConnection(err) {
+		if err != nil && attempt == 0 && ctx.Err() == nil && isDeadConnection(err) {
 			p.Forget(t.Name)
 			continue
 		}
@@ -113,10 +113,10 @@ func (p *Pool[C]) Close() error {
 	return errors.Join(errs...)
 }
 
-// IsDeadConnection reports whether err is a command that failed for want of its connection (a
+// isDeadConnection reports whether err is a command that failed for want of its connection (a
 // *CommandError with ExitCode -1: the session could not be opened or started, or the connection
 // dropped before an exit status came), as opposed to one that ran and failed.
-func IsDeadConnection(err error) bool {
+func isDeadConnection(err error) bool {
 	var ce *CommandError
 	return errors.As(err, &ce) && ce.ExitCode == -1
 }

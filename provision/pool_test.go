@@ -213,7 +213,7 @@ func TestIsDeadConnection(t *testing.T) {
 		{nil, false},
 	} {
 		if got := provision.IsDeadConnection(tc.err); got != tc.want {
-			t.Errorf("IsDeadConnection(%v) = %v, want %v", tc.err, got, tc.want)
+			t.Errorf("isDeadConnection(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

@@ -41,13 +41,13 @@ func check(t testing.TB, path string, got []byte, update bool, hint string) {
 		t.Fatalf("%v (run %s to create it)", err, hint)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("the output differs from %s (%s rewrites it, after checking the change):\n%s", path, hint, DiffLines(string(want), string(got)))
+		t.Errorf("the output differs from %s (%s rewrites it, after checking the change):\n%s", path, hint, diffLines(string(want), string(got)))
 	}
 }
 
-// DiffLines lists the lines of want and got that differ, by line number ("line 3:\n- want\n+ got\n"
+// diffLines lists the lines of want and got that differ, by line number ("line 3:\n- want\n+ got\n"
 // each); "" when they are equal.
-func DiffLines(want, got string) string {
+func diffLines(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
 	var b strings.Builder
 	for i := range max(len(w), len(g)) {

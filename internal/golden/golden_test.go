@@ -49,8 +49,8 @@ func TestDiffLines(t *testing.T) {
 		{"a\nb\n", "a\nc\n", "line 2:\n- b\n+ c\n"},
 		{"a\n", "a\nb\n", "line 2:\n- \n+ b\n"},
 	} {
-		if got := DiffLines(tc.want, tc.got); got != tc.diff {
-			t.Errorf("DiffLines(%q, %q) = %q, want %q", tc.want, tc.got, got, tc.diff)
+		if got := diffLines(tc.want, tc.got); got != tc.diff {
+			t.Errorf("diffLines(%q, %q) = %q, want %q", tc.want, tc.got, got, tc.diff)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/hactl/hactl/ui"
 )
 
-// CheckOperatorDrift returns a *deploy.DriftError when hactl-operator has healed members that
+// checkOperatorDrift returns a *deploy.DriftError when hactl-operator has healed members that
 // cluster.yaml (c) does not show yet (deploy.Drift over the EtcdCluster's status.heals). It asks
 // only a cluster that has formed (hactl's state dir has its ID), where the operator is
 // (deploy.Where: given, the --kubeconfig/--context, when set, else where operator deploy recorded
@@ -20,7 +20,7 @@ import (
 // prompt), bounded by 20 s; when the API cannot be asked, or the operator is not deployed, there
 // is nothing to refuse (nil, the reason on p's debug log): bootstrap is also how a broken control
 // plane is repaired.
-func CheckOperatorDrift(ctx context.Context, c *v1alpha1.Cluster, given *kubeapi.Kubeconfig, prompt provision.Prompter, p *ui.Printer) error {
+func checkOperatorDrift(ctx context.Context, c *v1alpha1.Cluster, given *kubeapi.Kubeconfig, prompt provision.Prompter, p *ui.Printer) error {
 	if st, err := state.Load(c.Spec.StateDir); err != nil || st == nil || st.ClusterID == "" {
 		return nil
 	}

@@ -1,0 +1,4 @@
+package provision
+
+// IsDeadConnection is isDeadConnection for the package's external tests.
+var IsDeadConnection = isDeadConnection
