@@ -67,18 +67,21 @@ type PrepareOptions struct {
 	Kubeconfig *kubeapi.Kubeconfig
 }
 
-// Prepare is everything `hactl bootstrap` does before Run: --restore-from resolved and verified
-// here (backup.Resolve; any member count), the run prepared (New), --skip-phases,
+// Prepare is everything `hactl bootstrap` does before Run: --replace-lost refused beside
+// --restore-from before anything is fetched, --restore-from resolved and verified here
+// (backup.Resolve; any member count), the run prepared (New), --skip-phases,
 // --ignore-preflight-errors and --replace-lost checked against the run's phases, checks and etcd
-// hosts, --replace-lost refused beside --restore-from, and the spec refused when hactl-operator's
-// heals have left it behind (checkOperatorDrift). cleanup removes a downloaded snapshot after the
-// run; it is never nil.
+// hosts, and the spec refused when hactl-operator's heals have left it behind
+// (checkOperatorDrift). cleanup removes a downloaded snapshot after the run; it is never nil.
 //
 // Errors: backup.Resolve's and New's as they are; an unknown name or the two flags together →
 // *exitcode.UsageError (exit 2); checkOperatorDrift's.
 func Prepare(ctx context.Context, o PrepareOptions) (b *Bootstrapper, cleanup func(), err error) {
 	cleanup = func() {}
 	c, p := o.Cluster, o.Printer
+	if len(o.ReplaceLost) > 0 && o.RestoreSource != nil {
+		return nil, cleanup, &exitcode.UsageError{Err: errors.New("--replace-lost and --restore-from: a restore builds a new cluster, there is no member to replace; use one of them")}
+	}
 	if o.RestoreSource != nil {
 		snap, err := backup.Resolve(ctx, c, *o.RestoreSource, backup.ResolveOptions{Flag: "--restore-from", SpecFile: o.SpecFile, Force: true, IdentityFile: o.IdentityFile,
 			Getenv: os.Getenv, Progress: p.Infof, HostFetch: o.HostFetch && !o.DryRun}) // a dry run verifies the backup here
@@ -104,9 +107,6 @@ func Prepare(ctx context.Context, o PrepareOptions) (b *Bootstrapper, cleanup fu
 	}
 	if err := checkNames("--replace-lost", o.ReplaceLost, etcdHosts); err != nil {
 		return nil, cleanup, err
-	}
-	if len(o.ReplaceLost) > 0 && o.RestoreSource != nil {
-		return nil, cleanup, &exitcode.UsageError{Err: errors.New("--replace-lost and --restore-from: a restore builds a new cluster, there is no member to replace; use one of them")}
 	}
 	if err := checkOperatorDrift(ctx, c, o.Kubeconfig, o.Prompt, p); err != nil {
 		return nil, cleanup, err

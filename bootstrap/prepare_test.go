@@ -1,11 +1,16 @@
 package bootstrap
 
 import (
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/backup"
 	"github.com/hactl/hactl/internal/exitcode"
+	"github.com/hactl/hactl/ui"
 )
 
 // TestCheckSkippable: a required phase, by name or by its group, is refused naming why; others pass.
@@ -34,5 +39,23 @@ func TestCheckNames(t *testing.T) {
 	err := checkNames("--skip-phases", []string{"all"}, valid)
 	if want := `--skip-phases: unknown name "all"; valid: etcd/start, etcd/wait`; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// TestPrepareReplaceLostBesideRestore: --replace-lost beside --restore-from is refused before the
+// backup is fetched (the bucket "latest" would need is never asked: the spec has no spec.backup).
+func TestPrepareReplaceLostBesideRestore(t *testing.T) {
+	src, err := backup.ParseSource("--restore-from", "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &v1alpha1.Cluster{}
+	c.Spec.StateDir = t.TempDir()
+	_, cleanup, err := Prepare(context.Background(), PrepareOptions{Options: Options{Cluster: c, ReplaceLost: []string{"etcd-a"}, Printer: ui.New(io.Discard, false, false)},
+		RestoreSource: &src})
+	cleanup()
+	var ue *exitcode.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--replace-lost and --restore-from") {
+		t.Errorf("got %v, want the two flags refused together", err)
 	}
 }
