@@ -104,14 +104,11 @@ func absKubeconfig(kc *kubeapi.Kubeconfig) *kubeapi.Kubeconfig {
 	return &abs
 }
 
-// connect is the API client of o.Kubeconfig (a file that does not load: a usage error naming
-// --kubeconfig, exit 2), else of o.Cluster over SSH.
+// connect is Location.Client of o.Kubeconfig, else of o.Cluster over SSH; a kubeconfig file that
+// does not load is a usage error naming --kubeconfig (exit 2).
 func connect(ctx context.Context, o RunOptions) (*kubeapi.Client, error) {
-	if o.Kubeconfig == nil {
-		return kubeapi.FromSpec(ctx, o.Cluster, o.Prompt)
-	}
-	api, err := kubeapi.FromKubeconfig(ctx, *o.Kubeconfig)
-	if le := (*kubeapi.LoadError)(nil); errors.As(err, &le) {
+	api, err := Location{Kubeconfig: o.Kubeconfig}.Client(ctx, o.Cluster, o.Prompt)
+	if le := (*kubeapi.LoadError)(nil); o.Kubeconfig != nil && errors.As(err, &le) {
 		return api, &exitcode.UsageError{Err: fmt.Errorf("--kubeconfig: %w", err)}
 	}
 	return api, err
