@@ -242,8 +242,9 @@ type BackupSpec struct {
 	EncryptionRecipients []string `json:"encryptionRecipients,omitempty"`
 
 	// Retention is which snapshots the operator's prune keeps after each stored snapshot (the
-	// newest verified one always); nil deletes nothing (snapshots are deleted only by an explicit
-	// policy).
+	// newest verified one always); the cluster's delta snapshots that end before every kept
+	// snapshot are deleted with them (as `hactl backup prune` does). nil deletes nothing
+	// (snapshots are deleted only by an explicit policy).
 	// +optional
 	Retention *Retention `json:"retention,omitempty"`
 }

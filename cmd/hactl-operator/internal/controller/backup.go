@@ -144,13 +144,19 @@ func (r *EtcdClusterReconciler) backupStep(ctx context.Context, ec *hactlv1.Etcd
 
 // prune applies policy to the snapshots of the listing l and to the cluster's deltas (backup.Prune:
 // the newest verified snapshot is always kept, the deltas ending before every kept snapshot go)
-// with pruneGrace for incomplete uploads, and returns l without the snapshots it deleted (on an
-// error: nil, the sync then waits for the next listing).
+// with pruneGrace for incomplete uploads (one line per deletion at V(1), a summary at Info), and
+// returns l without the snapshots it deleted (on an error: nil, the sync then waits for the next
+// listing).
 func prune(ctx context.Context, store backup.Store, l *backup.Listing, prefix, cluster string, policy backup.Policy, now time.Time) (*backup.Listing, error) {
+	logger := log.FromContext(ctx)
 	plan, err := backup.Prune(ctx, store, backup.RetentionOptions{Prefix: prefix, Cluster: cluster, Policy: policy, Now: now, Grace: pruneGrace, Listing: l},
-		func(format string, args ...any) { log.FromContext(ctx).Info("prune: " + fmt.Sprintf(format, args...)) })
+		func(format string, args ...any) { logger.V(1).Info("prune: " + fmt.Sprintf(format, args...)) })
 	if err != nil {
 		return nil, err
+	}
+	if !plan.Empty() {
+		logger.Info("prune: retention applied", "snapshots", len(plan.Deletions()), "deltas", len(plan.Deltas),
+			"orphans", len(plan.Orphans), "incompleteUploads", len(plan.Incomplete))
 	}
 	return plan.Kept(), nil
 }
