@@ -10,9 +10,9 @@ import (
 // "restart": the data dir created 0700 when missing (etcd's recommendation; an existing one is left
 // as it is), systemd reloaded, the unit enabled, then started. block waits for the unit
 // (Type=notify: systemctl returns once etcd serves, for a member of a running cluster once it has
-// rejoined); without it systemctl returns at once (--no-block: a founding member is only ready once
-// a quorum of its peers is up, a learner once it caught up; both are checked through the client
-// afterwards).
+// rejoined; the operator's heal starts its learner so); without it systemctl returns at once
+// (--no-block: bootstrap's founding members, only ready once a quorum of their peers is up, and
+// its learners; both are checked through the client afterwards).
 func StartCommand(dataDir, verb string, block bool) string {
 	dir := shell.Quote(dataDir)
 	noBlock := " --no-block"

@@ -12,7 +12,7 @@
 // status.healing) before running it, so a replica that takes over the Lease continues where the
 // last one stopped instead of starting over; RollBack undoes a heal that cannot finish. The spare
 // is reached through Host (provision.Client over SSH, its host keys pinned); the cluster through
-// Cluster (clientv3.Client).
+// membership.Client (*clientv3.Client satisfies it).
 package heal
 
 import (
@@ -33,10 +33,6 @@ import (
 	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 	"github.com/hactl/hactl/provision"
 )
-
-// Cluster is what a heal asks of the running cluster: the join protocol's membership calls and a
-// member's status (membership.Client; *clientv3.Client satisfies it).
-type Cluster = membership.Client
 
 // Host is the spare, as root: provision.Client satisfies it.
 type Host interface {
@@ -78,7 +74,7 @@ func Begin(old, oldID, spare, order string, now time.Time) *hactlv1.HealingStatu
 // error hs is left at its step (the caller counts attempts and records the error; a retry runs
 // the step again). Errors: etcd's, the host's (*provision.CommandError, *provision.UploadError,
 // a *provision.HostKeyError from dialing is the caller's), a catch-up that timed out.
-func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus) (finished bool, err error) {
+func Advance(ctx context.Context, job Job, cl membership.Client, host Host, hs *hactlv1.HealingStatus) (finished bool, err error) {
 	oldID, err := parseID(hs.MemberID)
 	if err != nil {
 		return false, fmt.Errorf("status.healing.memberID: %w", err)
@@ -149,7 +145,7 @@ func Advance(ctx context.Context, job Job, cl Cluster, host Host, hs *hactlv1.He
 // membership change of its own), and, when the heal got as far as the spare (TouchedSpare), etcd
 // stopped and disabled there and its data dir moved aside (never deleted). The lost member, when it was removed, stays removed. Errors are
 // joined: the caller records them and the heal as failed either way.
-func RollBack(ctx context.Context, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus) error {
+func RollBack(ctx context.Context, job Job, cl membership.Client, host Host, hs *hactlv1.HealingStatus) error {
 	var errs []error
 	if hs.NewMemberID != "" {
 		if id, err := parseID(hs.NewMemberID); err == nil {
@@ -195,7 +191,7 @@ func TouchedSpare(hs *hactlv1.HealingStatus) bool {
 // membership.RetireScript, so the learner starts empty), then adds the
 // spare's peer URL as a learner (membership.AddLearner) unless a member already has it (a retry
 // after the add), and returns its ID. etcd's refusals are the caller's to retry.
-func addLearner(ctx context.Context, job Job, cl Cluster, host Host, fresh bool) (uint64, error) {
+func addLearner(ctx context.Context, job Job, cl membership.Client, host Host, fresh bool) (uint64, error) {
 	peer, err := job.peerURL()
 	if err != nil {
 		return 0, err
@@ -226,10 +222,11 @@ func addLearner(ctx context.Context, job Job, cl Cluster, host Host, fresh bool)
 
 // startMember renders the spare's unit with the member list etcd has now (the new member as
 // job.Spare.Name: membership.JoinInitialCluster) and --initial-cluster-state existing, starts it
-// (etcd.StartCommand, waiting for the unit), waits until its raft applied index reached the
-// leader's committed index (membership.WaitCaughtUp, for at most job.CatchUpTimeout), and returns
-// the unit's --initial-cluster.
-func startMember(ctx context.Context, job Job, cl Cluster, host Host, id uint64) (string, error) {
+// (etcd.StartCommand, waiting for the unit: systemctl returns once etcd serves, so a unit that
+// fails is this step's error at once), waits until its raft applied index reached the leader's
+// committed index (membership.WaitCaughtUp, for at most job.CatchUpTimeout), and returns the
+// unit's --initial-cluster.
+func startMember(ctx context.Context, job Job, cl membership.Client, host Host, id uint64) (string, error) {
 	ml, err := cl.MemberList(ctx)
 	if err != nil {
 		return "", fmt.Errorf("member list: %w", err)

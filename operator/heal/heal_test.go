@@ -218,7 +218,7 @@ func memberID(t *testing.T, cli *clientv3.Client, name string) uint64 {
 
 // run advances hs until the heal finishes, retrying a failed step up to 20 times (as the operator
 // does on its requeues); steps are recorded in order.
-func run(t *testing.T, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus) []hactlv1.HealStep {
+func run(t *testing.T, job Job, cl membership.Client, host Host, hs *hactlv1.HealingStatus) []hactlv1.HealStep {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -243,7 +243,7 @@ func run(t *testing.T, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus
 // step runs Advance once to completion, retrying what etcd refuses for a while (a removal or add
 // right after a member was lost: etcd's strict reconfiguration counts a peer only after 5 s
 // connected).
-func step(t *testing.T, job Job, cl Cluster, host Host, hs *hactlv1.HealingStatus) {
+func step(t *testing.T, job Job, cl membership.Client, host Host, hs *hactlv1.HealingStatus) {
 	t.Helper()
 	var err error
 	for range 20 {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -303,7 +302,7 @@ func (r *EtcdClusterReconciler) healEnv(ctx context.Context, ec *hactlv1.EtcdClu
 	} else {
 		spare = recordedSpare(ec, hs)
 	}
-	env := &healEnv{host: &lazyHost{}}
+	env := &healEnv{host: newLazyHost()}
 	if err := r.checkEtcdBinary(ec, h.Member.Version); err != nil {
 		return env, err
 	}
@@ -451,25 +450,25 @@ func (r *EtcdClusterReconciler) checkEtcdBinary(ec *hactlv1.EtcdCluster, want st
 }
 
 // lazyHost dials the spare at its first use, so steps that need only etcd (removing the lost
-// member) do not depend on it: a provision.Pool of the one host, dialled with cfg.
+// member) do not depend on it: a provision.Pool of the one host, dialled with cfg (set, with
+// target, before the first use; newLazyHost builds it).
 type lazyHost struct {
 	target provision.Target
 	cfg    provision.Config
-	once   sync.Once
 	pool   *provision.Pool[*provision.Client]
 }
 
-func (h *lazyHost) conns() *provision.Pool[*provision.Client] {
-	h.once.Do(func() {
-		h.pool = provision.NewPoolFunc(func(ctx context.Context, t provision.Target) (*provision.Client, error) {
-			return provision.Dial(ctx, t, h.cfg)
-		})
+// newLazyHost returns a lazyHost whose pool dials with h.cfg as it is at the dial.
+func newLazyHost() *lazyHost {
+	h := &lazyHost{}
+	h.pool = provision.NewPoolFunc(func(ctx context.Context, t provision.Target) (*provision.Client, error) {
+		return provision.Dial(ctx, t, h.cfg)
 	})
-	return h.pool
+	return h
 }
 
 func (h *lazyHost) Upload(ctx context.Context, step string, files []provision.File) error {
-	c, err := h.conns().Client(ctx, h.target)
+	c, err := h.pool.Client(ctx, h.target)
 	if err != nil {
 		return err
 	}
@@ -477,7 +476,7 @@ func (h *lazyHost) Upload(ctx context.Context, step string, files []provision.Fi
 }
 
 func (h *lazyHost) Run(ctx context.Context, step, command string, opts ...provision.RunOption) (provision.Result, error) {
-	c, err := h.conns().Client(ctx, h.target)
+	c, err := h.pool.Client(ctx, h.target)
 	if err != nil {
 		return provision.Result{}, err
 	}
@@ -488,5 +487,5 @@ func (h *lazyHost) close() {
 	if h == nil {
 		return
 	}
-	_ = h.conns().Close()
+	_ = h.pool.Close()
 }

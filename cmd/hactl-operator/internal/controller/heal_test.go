@@ -199,7 +199,7 @@ func TestFinishHealUsesUpThePool(t *testing.T) {
 	r := &EtcdClusterReconciler{Client: c}
 	started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
 	hs := &hactlv1.HealingStatus{Member: "m2", MemberID: "3", Spare: "spare-a", NewMemberID: "9", Step: hactlv1.HealPromoting, StartedAt: started, StepAt: started}
-	env := &healEnv{host: &lazyHost{}}
+	env := &healEnv{host: newLazyHost()}
 	env.job.Spare = e.Spec.Healing.Spares[0]
 	var err error
 	if env.self, err = selfOf(e.Spec.Healing.Spares[0], e.Spec.Healing.Member); err != nil {
