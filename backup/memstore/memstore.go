@@ -24,8 +24,6 @@ import (
 type Store struct {
 	mu      sync.Mutex
 	objects map[string]object
-	// Now stamps each Put's LastModified (nil: time.Now).
-	Now func() time.Time
 }
 
 type object struct {
@@ -38,7 +36,7 @@ var _ backup.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store { return &Store{objects: map[string]object{}} }
 
-// Put stores all of r under key (opts are ignored: no parts, no size limit).
+// Put stores all of r under key, LastModified now (opts are ignored: no parts, no size limit).
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ backup.PutOptions) (backup.ObjectInfo, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -47,11 +45,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ backup.PutOp
 	if err := ctx.Err(); err != nil {
 		return backup.ObjectInfo{}, err
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	info := backup.ObjectInfo{Key: key, Size: int64(len(b)), LastModified: now()}
+	info := backup.ObjectInfo{Key: key, Size: int64(len(b)), LastModified: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.objects[key] = object{data: b, info: info}
