@@ -85,6 +85,7 @@ func TestInvalidSpecs(t *testing.T) {
 		{"invalid-revision-retention-missing.yaml", "spec.etcd.autoCompaction.retention", 25},
 		{"invalid-periodic-retention.yaml", "spec.etcd.autoCompaction.retention", 26},
 		{"invalid-version-format.yaml", "spec.etcd.version", 22},
+		{"invalid-version-leading-zero.yaml", "spec.etcd.version", 22}, // semver: no leading zeros (etcd.CheckUpgrade could not compare it)
 		{"invalid-version-unsupported.yaml", "spec.etcd.version", 22},
 		{"invalid-missing-version.yaml", "spec.etcd.version", 21},
 		{"invalid-missing-etcd-binary.yaml", "spec.etcd.binaries.etcd", 23},

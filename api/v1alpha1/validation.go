@@ -583,7 +583,7 @@ func (v *validator) etcd(e *Etcd, p *field.Path) {
 	vp := p.Child("version")
 	if e.Version == "" {
 		v.add(field.Required(vp, "set the etcd version the binaries report, e.g. v3.6.16"))
-	} else if m := versionRE.FindStringSubmatch(e.Version); m == nil {
+	} else if m := versionRE.FindStringSubmatch(e.Version); m == nil || semver(e.Version) == nil { // semver: no leading zeros
 		v.add(field.Invalid(vp, e.Version, "must look like vX.Y.Z, e.g. v3.6.16"))
 	} else if mm, minors := m[1]+"."+m[2], SupportedEtcdMinors(); !slices.Contains(minors, mm) {
 		v.add(field.Invalid(vp, e.Version, fmt.Sprintf("etcd %s is not supported: hactl renders flags for etcd %s; use e.g. v3.6.16", mm, strings.Join(minors, " or "))))

@@ -23,8 +23,11 @@ func kubeMinor(v string) (string, bool) {
 	if p == nil {
 		return "", false
 	}
-	return fmt.Sprintf("%d.%d", p.Major(), p.Minor()), true
+	return minorOf(p), true
 }
+
+// minorOf is v's "MAJOR.MINOR".
+func minorOf(v *version.Version) string { return fmt.Sprintf("%d.%d", v.Major(), v.Minor()) }
 
 // semver parses a "vMAJOR.MINOR.PATCH[-pre]" release version (versionRE's shape, then semver's rules
 // through k8s.io/apimachinery/pkg/util/version: no leading zeros); nil when v is not one.
@@ -120,12 +123,12 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 	vp := p.Child("version")
 	cpVer := semver(k.Version)
 	cpOK := cpVer != nil
-	switch minor, _ := kubeMinor(k.Version); {
+	switch {
 	case k.Version == "":
 		v.add(field.Required(vp, "set the Kubernetes release, e.g. v1.37.2"))
 	case !cpOK:
 		v.add(field.Invalid(vp, k.Version, "must be a release version such as v1.37.2"))
-	case !slices.Contains(SupportedKubernetesMinors(), minor):
+	case !slices.Contains(SupportedKubernetesMinors(), minorOf(cpVer)):
 		v.add(field.Invalid(vp, k.Version, fmt.Sprintf("hactl knows the images of Kubernetes %s only", strings.Join(SupportedKubernetesMinors(), ", "))))
 		cpOK = false
 	}
