@@ -2,12 +2,9 @@ package reset
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/hactl/hactl/etcd/membership"
-	"github.com/hactl/hactl/internal/bastion"
-	"github.com/hactl/hactl/internal/exitcode"
 )
 
 // Reset is `hactl reset`: the plan (NewPlan); when a planned host runs an etcd member and the run
@@ -23,14 +20,11 @@ func Reset(ctx context.Context, o Options, dryRun bool, show func(Plan) error) e
 		return err
 	}
 	if slices.ContainsFunc(plan.Hosts, func(h HostPlan) bool { return h.Member }) && !dryRun {
-		tunnel, err := bastion.Open(o.Cluster, o.Prompt)
-		if err != nil {
-			return fmt.Errorf("ssh: %w", err)
+		var closeTunnel func()
+		if o.Etcd, closeTunnel, err = membership.OpenFromSpec(o.Cluster, o.Cluster, o.Prompt); err != nil {
+			return err
 		}
-		defer tunnel.Close()
-		if o.Etcd, err = membership.ClusterFromSpec(o.Cluster, tunnel.Etcd()); err != nil {
-			return &exitcode.UsageError{Err: err}
-		}
+		defer closeTunnel()
 	}
 	if err := show(plan); err != nil || dryRun {
 		return err

@@ -10,7 +10,6 @@ import (
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/etcd"
 	"github.com/hactl/hactl/etcd/membership"
-	"github.com/hactl/hactl/internal/bastion"
 	"github.com/hactl/hactl/internal/exitcode"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/state"
@@ -70,16 +69,12 @@ func Replace(ctx context.Context, o ReplaceOptions) (*membership.ReplaceResult, 
 			return nil, err
 		}
 	}
-	tunnel, err := bastion.Open(c, o.Prompt)
-	if err != nil {
-		return nil, fmt.Errorf("ssh: %w", err)
-	}
-	defer tunnel.Close()
 	// The cluster after the replacement: OLD is probed at the client URLs it advertises.
-	cl, err := membership.ClusterFromSpec(after, tunnel.Etcd())
+	cl, closeTunnel, err := membership.OpenFromSpec(c, after, o.Prompt)
 	if err != nil {
-		return nil, &exitcode.UsageError{Err: err}
+		return nil, err
 	}
+	defer closeTunnel()
 	sshOpts := provision.SpecOptions{Prompt: o.Prompt, AcceptNewHostKeys: o.AcceptNewHostKeys, OnNewHostKey: p.NewHostKey}
 	d, err := provision.FromSpec(c, sshOpts)
 	if err != nil {

@@ -29,7 +29,7 @@ type ShrinkSpecOptions struct {
 }
 
 // ShrinkSpec is Shrink on the cluster of o.Spec: the members reached through the bastion
-// (ClusterFromSpec), the zones and spec.etcd.acceptZoneQuorumLoss from the spec's etcd hosts, the
+// (OpenFromSpec), the zones and spec.etcd.acceptZoneQuorumLoss from the spec's etcd hosts, the
 // removed members that the spec still lists retired over SSH (SSHRetirer), and the removed
 // members' records then dropped from the state dir (ForgetRemoved). It returns Shrink's result (nil
 // when nothing was tried) and the names the spec still lists as etcd hosts.
@@ -38,15 +38,11 @@ type ShrinkSpecOptions struct {
 // be derived → *exitcode.UsageError; Shrink's, with ForgetRemoved's appended (go-multierror).
 func ShrinkSpec(ctx context.Context, o ShrinkSpecOptions) (res *ShrinkResult, inSpec []string, err error) {
 	c := o.Spec
-	tunnel, err := bastion.Open(c, o.Prompt)
+	cl, closeTunnel, err := OpenFromSpec(c, c, o.Prompt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ssh: %w", err)
+		return nil, nil, err
 	}
-	defer tunnel.Close()
-	cl, err := ClusterFromSpec(c, tunnel.Etcd())
-	if err != nil {
-		return nil, nil, &exitcode.UsageError{Err: err}
-	}
+	defer closeTunnel()
 	so := ShrinkOptions{Cluster: cl, Names: o.Names, Zones: map[string]string{}, AcceptZoneQuorumLoss: c.Spec.Etcd.AcceptZoneQuorumLoss,
 		Force: o.Force, DryRun: o.DryRun, Confirm: o.Confirm, Printer: o.Printer}
 	for _, h := range c.Spec.Hosts {
@@ -92,4 +88,23 @@ func ForgetRemoved(c *v1alpha1.Cluster, removals ...*RemoveResult) error {
 		return fmt.Errorf("state dir %s: the removed members' records stay: %w", c.Spec.StateDir, err)
 	}
 	return nil
+}
+
+// OpenFromSpec reaches the members of the spec members (ClusterFromSpec) through the bastion of the
+// spec c (bastion.Open, SSH's questions answered with prompt; without a bastion, directly): usually
+// one spec, but a member replace reaches the cluster after the replacement through the spec's
+// bastion. closeFn closes the tunnel (nil on an error).
+//
+// Errors: the bastion's, wrapped as "ssh: …"; members' members that cannot be derived →
+// *exitcode.UsageError (exit 2).
+func OpenFromSpec(c, members *v1alpha1.Cluster, prompt provision.Prompter) (cl Cluster, closeFn func(), err error) {
+	tunnel, err := bastion.Open(c, prompt)
+	if err != nil {
+		return cl, nil, fmt.Errorf("ssh: %w", err)
+	}
+	if cl, err = ClusterFromSpec(members, tunnel.Etcd()); err != nil {
+		tunnel.Close()
+		return cl, nil, &exitcode.UsageError{Err: err}
+	}
+	return cl, tunnel.Close, nil
 }

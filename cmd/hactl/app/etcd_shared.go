@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/hactl/hactl/etcd/membership"
-	"github.com/hactl/hactl/internal/bastion"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -16,17 +15,12 @@ func etcdAccess(s Streams, g *globalOptions) (p *ui.Printer, cl membership.Clust
 	if err != nil {
 		return nil, cl, nil, err
 	}
-	tunnel, err := bastion.Open(c, terminalPrompter(s.In, s.Err))
+	cl, closeTunnel, err := membership.OpenFromSpec(c, c, terminalPrompter(s.In, s.Err))
 	if err != nil {
 		closeLog()
-		return nil, cl, nil, fmt.Errorf("ssh: %w", err)
+		return nil, cl, nil, err
 	}
-	if cl, err = membership.ClusterFromSpec(c, tunnel.Etcd()); err != nil {
-		tunnel.Close()
-		closeLog()
-		return nil, cl, nil, &UsageError{Err: err}
-	}
-	return p, cl, func() { tunnel.Close(); closeLog() }, nil
+	return p, cl, func() { closeTunnel(); closeLog() }, nil
 }
 
 // planConfirm is a confirmer that shows the plan first; nil with --yes.
