@@ -136,24 +136,7 @@ func runDrillRestore(cmd *cobra.Command, s Streams, g *globalOptions, o *drillRe
 		Prompt: terminalPrompter(s.In, s.Err),
 		Restorer: &drillRestorer{c: c, p: p, specFile: g.file, identityFile: o.identityFile, tempDir: o.tempDir, noHostFetch: o.noHostFetch, prompt: terminalPrompter(s.In, s.Err),
 			onto: onto, ontoFile: o.onto}}
-	if err := do.Validate(); err != nil {
-		return err
-	}
-	if !o.dryRun {
-		if do.Confirm, err = confirmer(s, o.yes, ", or --dry-run to only see the plan"); err != nil {
-			return err
-		}
-	}
-	rep, runErr := drill.Run(cmd.Context(), do)
-	if rep != nil {
-		if err := writeReport(s.Out, o.output, rep, rep.Print); err != nil {
-			return err
-		}
-	}
-	if runErr != nil && logPath != "" {
-		fmt.Fprintf(s.Err, "debug log: %s\n", logPath)
-	}
-	return runErr
+	return validateAndRun(cmd, s, do, o.yes, o.output, logPath)
 }
 
 // drillRestorer is the restore drill's drill.Restorer: the newest snapshot of spec.backup's store,

@@ -131,17 +131,24 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions) 
 	if f.Changed("request-timeout") && o.reqTimeout <= 0 {
 		return &UsageError{Err: fmt.Errorf("--request-timeout %s: must be positive, e.g. 100ms", o.reqTimeout)}
 	}
+	return validateAndRun(cmd, s, do, o.yes, o.output, logPath)
+}
+
+// validateAndRun is how every drill command but the Lease drill ends: do validated (exit 2),
+// confirmed unless do.DryRun (yes: without asking), run, its report written as output says, and
+// the debug log named when the run failed.
+func validateAndRun(cmd *cobra.Command, s Streams, do *drill.Options, yes bool, output, logPath string) (err error) {
 	if err := do.Validate(); err != nil {
 		return err
 	}
-	if !o.dryRun {
-		if do.Confirm, err = confirmer(s, o.yes, ", or --dry-run to only see the plan"); err != nil {
+	if !do.DryRun {
+		if do.Confirm, err = confirmer(s, yes, ", or --dry-run to only see the plan"); err != nil {
 			return err
 		}
 	}
 	rep, runErr := drill.Run(cmd.Context(), do)
 	if rep != nil {
-		if err := writeReport(s.Out, o.output, rep, rep.Print); err != nil {
+		if err := writeReport(s.Out, output, rep, rep.Print); err != nil {
 			return err
 		}
 	}
