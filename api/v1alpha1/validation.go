@@ -576,16 +576,16 @@ func isDNSName(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 }
 
-var versionRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$`)
+var versionRE = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
 func (v *validator) etcd(e *Etcd, p *field.Path) {
 	// version
 	vp := p.Child("version")
 	if e.Version == "" {
 		v.add(field.Required(vp, "set the etcd version the binaries report, e.g. v3.6.16"))
-	} else if m := versionRE.FindStringSubmatch(e.Version); m == nil || semver(e.Version) == nil { // semver: no leading zeros
+	} else if sv := semver(e.Version); sv == nil { // semver's rules: no leading zeros
 		v.add(field.Invalid(vp, e.Version, "must look like vX.Y.Z, e.g. v3.6.16"))
-	} else if mm, minors := m[1]+"."+m[2], SupportedEtcdMinors(); !slices.Contains(minors, mm) {
+	} else if mm, minors := minorOf(sv), SupportedEtcdMinors(); !slices.Contains(minors, mm) {
 		v.add(field.Invalid(vp, e.Version, fmt.Sprintf("etcd %s is not supported: hactl renders flags for etcd %s; use e.g. v3.6.16", mm, strings.Join(minors, " or "))))
 	}
 
