@@ -39,6 +39,11 @@ func TestWaitApplied(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Applied != 4 || ce.Committed != 9 || ce.Err != nil {
 		t.Errorf("timeout: %v", err)
 	}
+	// A member that never answers: the timeout still reports the index given.
+	_, err = WaitApplied(ctx, downStatus{}, "m", 9, 20*time.Millisecond, time.Millisecond)
+	if !errors.As(err, &ce) || ce.Committed != 9 || ce.Err == nil || !ce.FromMember {
+		t.Errorf("member down: %v (%+v)", err, ce)
+	}
 	// Index 0: the first status that answers is enough.
 	s = &statusSeq{applied: []uint64{1}}
 	if cu, err := WaitApplied(ctx, s, "m", 0, time.Second, time.Millisecond); err != nil || cu != (CaughtUp{Applied: 1}) || s.calls != 1 {
@@ -49,4 +54,11 @@ func TestWaitApplied(t *testing.T) {
 	if cu, err := WaitCaughtUp(ctx, s, "m", time.Second); err != nil || !cu.Leader {
 		t.Errorf("leader: %+v, %v", cu, err)
 	}
+}
+
+// downStatus is a member that never answers.
+type downStatus struct{}
+
+func (downStatus) Status(context.Context, string) (*clientv3.StatusResponse, error) {
+	return nil, errors.New("connection refused")
 }

@@ -156,7 +156,7 @@ func (e *CatchUpError) Cause() error {
 // started may not answer yet) are retried. Errors: *CatchUpError on the timeout, ctx's.
 func WaitCaughtUp(ctx context.Context, cl Client, clientURL string, timeout time.Duration) (CaughtUp, error) {
 	var committed uint64 // read once, the first time the leader answers
-	return waitCaughtUp(ctx, cl, clientURL, timeout, catchUpPoll, func(ctx context.Context, st *clientv3.StatusResponse) (uint64, bool, error) {
+	return waitCaughtUp(ctx, cl, clientURL, timeout, catchUpPoll, CaughtUp{}, func(ctx context.Context, st *clientv3.StatusResponse) (uint64, bool, error) {
 		if st.Leader != 0 && st.Leader == st.Header.GetMemberId() {
 			return 0, true, nil
 		}
@@ -164,6 +164,9 @@ func WaitCaughtUp(ctx context.Context, cl Client, clientURL string, timeout time
 			c, err := leaderCommitted(ctx, cl, st.Leader)
 			if err != nil {
 				return 0, false, err
+			}
+			if c == 0 { // no leader serves index 0: asked again
+				return 0, false, fmt.Errorf("the leader %x reported raft index 0", st.Leader)
 			}
 			committed = c
 		}
@@ -185,18 +188,17 @@ type Statuser interface {
 // only once it has applied it too; committed 0 is reached by the first status that answers.
 // Errors: *CatchUpError on the timeout, ctx's.
 func WaitApplied(ctx context.Context, s Statuser, clientURL string, committed uint64, timeout, poll time.Duration) (CaughtUp, error) {
-	return waitCaughtUp(ctx, s, clientURL, timeout, poll, func(context.Context, *clientv3.StatusResponse) (uint64, bool, error) {
+	return waitCaughtUp(ctx, s, clientURL, timeout, poll, CaughtUp{Committed: committed}, func(context.Context, *clientv3.StatusResponse) (uint64, bool, error) {
 		return committed, false, nil
 	})
 }
 
 // waitCaughtUp is the loop of WaitCaughtUp and WaitApplied: the member's status every poll; target
 // gives, from a status that answered, the index to reach, or leads (done at once), or its error
-// (retried like the status').
-func waitCaughtUp(ctx context.Context, s Statuser, clientURL string, timeout, poll time.Duration,
+// (retried like the status'). cu is what a timeout reports before anything answered.
+func waitCaughtUp(ctx context.Context, s Statuser, clientURL string, timeout, poll time.Duration, cu CaughtUp,
 	target func(ctx context.Context, st *clientv3.StatusResponse) (committed uint64, leads bool, err error)) (CaughtUp, error) {
 	deadline := time.Now().Add(timeout)
-	var cu CaughtUp
 	for {
 		st, err := status(ctx, s, clientURL)
 		fromMember := err != nil
