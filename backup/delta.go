@@ -291,6 +291,12 @@ func Chain(deltas []Delta, base int64) ([]Delta, error) {
 // (half-pruned), and metadata deleted while listing are left out. Errors: the store's, or a metadata
 // object that does not decode or names another delta's revisions (wrapped).
 func ListDeltas(ctx context.Context, store Store, prefix, cluster string) ([]Delta, error) {
+	return listDeltas(ctx, store, prefix, cluster, nil)
+}
+
+// listDeltas is ListDeltas of the deltas whose revisions (from, to], as their keys name them, want
+// accepts (nil: all); only those deltas' metadata objects are read.
+func listDeltas(ctx context.Context, store Store, prefix, cluster string, want func(from, to int64) bool) ([]Delta, error) {
 	dir := DeltasPrefix(prefix, cluster)
 	objs, err := store.List(ctx, dir)
 	if err != nil {
@@ -301,7 +307,7 @@ func ListDeltas(ctx context.Context, store Store, prefix, cluster string) ([]Del
 	for _, o := range objs {
 		byKey[o.Key] = o
 		if stem, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, dir), metaExt); ok {
-			if _, _, ok := parseDeltaStem(stem); ok {
+			if from, to, ok := parseDeltaStem(stem); ok && (want == nil || want(from, to)) {
 				metas = append(metas, o)
 			}
 		}

@@ -71,13 +71,8 @@ func (p *PrunePlan) Empty() bool {
 // or before the lowest revision of the snapshots it keeps (a restore starts from a kept snapshot, and
 // uses only the deltas after it). With no snapshot kept it adds none.
 func (p *PrunePlan) AddDeltas(ds []Delta) {
-	var oldest int64 = -1
-	for _, d := range p.Decisions { // the lowest revision kept (times and revisions need not agree)
-		if d.Keep && (oldest < 0 || d.Snapshot.Metadata.Revision < oldest) {
-			oldest = d.Snapshot.Metadata.Revision
-		}
-	}
-	if oldest < 0 {
+	oldest, ok := p.oldestKept()
+	if !ok {
 		return
 	}
 	for _, d := range ds {
@@ -85,6 +80,18 @@ func (p *PrunePlan) AddDeltas(ds []Delta) {
 			p.Deltas = append(p.Deltas, d)
 		}
 	}
+}
+
+// oldestKept is the lowest revision of the snapshots the plan keeps (times and revisions need not
+// agree); false when it keeps none.
+func (p *PrunePlan) oldestKept() (int64, bool) {
+	var oldest int64 = -1
+	for _, d := range p.Decisions {
+		if d.Keep && (oldest < 0 || d.Snapshot.Metadata.Revision < oldest) {
+			oldest = d.Snapshot.Metadata.Revision
+		}
+	}
+	return oldest, oldest >= 0
 }
 
 // Deletions returns the snapshots the plan deletes, newest first.

@@ -27,7 +27,8 @@ type RetentionOptions struct {
 // PlanRetention plans one retention pass over the cluster's store: it lists the snapshots (unless
 // o.Listing is set) and the deltas, applies o.Policy (Plan: the newest verified snapshot is always
 // kept; orphans and incomplete uploads older than o.Grace go), and adds the deltas that end at or
-// before every kept snapshot's revision (AddDeltas). It deletes nothing.
+// before every kept snapshot's revision (AddDeltas; only their metadata objects are read, as
+// ListDeltas reads them). It deletes nothing.
 //
 // Errors: the policy's (Policy.Validate: ErrKeepsNothing or negative counts), the store's listing
 // errors (List, ListDeltas), unwrapped.
@@ -48,7 +49,13 @@ func PlanRetention(ctx context.Context, store Store, o RetentionOptions) (*Prune
 	}
 	plan := Plan(l, o.Policy, now, o.Grace)
 	plan.listing = l
-	ds, err := ListDeltas(ctx, store, o.Prefix, o.Cluster)
+	oldest, ok := plan.oldestKept()
+	if !ok {
+		return plan, nil // no snapshot kept: no delta goes (AddDeltas)
+	}
+	// Only the deltas AddDeltas could take: a pass reads the metadata of what it deletes, not of
+	// the whole chain an agent keeps writing.
+	ds, err := listDeltas(ctx, store, o.Prefix, o.Cluster, func(_, to int64) bool { return to <= oldest })
 	if err != nil {
 		return nil, err
 	}

@@ -172,3 +172,37 @@ func keys(t *testing.T, store backup.Store, prefix string) []string {
 	}
 	return out
 }
+
+// TestPlanRetentionReadsOnlyStaleDeltas: a pass reads the metadata of the deltas it could delete
+// only: a corrupt metadata object of a delta that carries a kept snapshot forward does not stop it,
+// one of a delta it deletes does (named).
+func TestPlanRetentionReadsOnlyStaleDeltas(t *testing.T) {
+	ctx := context.Background()
+	corrupt := func(store backup.Store, from, to int64) {
+		t.Helper()
+		_, meta, err := backup.DeltaKeys(retPrefix, retCluster, from, to, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Put(ctx, meta, strings.NewReader("{"), backup.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := backup.RetentionOptions{Prefix: retPrefix, Cluster: retCluster, Policy: backup.Policy{KeepLast: 1}} // keeps revision 90
+	store := memstore.New()
+	seedChain(t, store)
+	corrupt(store, 70, 95) // carries 90 forward: not read
+	plan, err := backup.PlanRetention(ctx, store, o)
+	if err != nil {
+		t.Fatalf("a live delta's corrupt metadata stopped the pass: %v", err)
+	}
+	if got := deltaRevs(plan.Deltas); got != "10-30 30-50 50-70" {
+		t.Errorf("deltas %q, want the three ending by revision 90", got)
+	}
+	store = memstore.New()
+	seedChain(t, store)
+	corrupt(store, 30, 50) // would be deleted: read, refused
+	if _, err := backup.PlanRetention(ctx, store, o); err == nil || !strings.Contains(err.Error(), "rev000000000000030-rev000000000000050") {
+		t.Errorf("a stale delta's corrupt metadata: %v, want its key named", err)
+	}
+}
