@@ -96,6 +96,9 @@ type Iteration struct {
 	PendingPeak  int      `json:"pendingPeak"`
 	PodsCreated  int      `json:"podsCreated"`
 	PodsBound    int      `json:"podsBound"`
+	// Unbound names each pod created but never seen bound, with its PodScheduled condition's
+	// reason and message as the drill ended ("NAME: REASON: MESSAGE").
+	Unbound []string `json:"unbound,omitempty"`
 	// Windows are the binding identities in revision order; Overlaps names any two that interleave.
 	Windows  []Window `json:"bindingWindows,omitempty"`
 	Overlaps []string `json:"overlaps,omitempty"`

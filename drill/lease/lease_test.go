@@ -1,9 +1,14 @@
 package lease
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -84,5 +89,30 @@ func TestMeasure(t *testing.T) {
 	it = Iteration{TakeoverMs: &slow, PodsCreated: 3, PodsBound: 2}
 	if f := it.failures(30 * time.Second); len(f) != 2 {
 		t.Fatalf("over budget and a pod unbound: %v", f)
+	}
+}
+
+// TestUnboundNamesTheCause: a pod created but never bound is named in the failure with its
+// PodScheduled condition as the API server has it (the scheduler's reason), a pod without one as
+// not scheduled yet; bound pods are not listed.
+func TestUnboundNamesTheCause(t *testing.T) {
+	cs := fake.NewSimpleClientset(
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drill-x-1", Namespace: Namespace},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: "Unschedulable", Message: "0/6 nodes are available"}}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drill-x-2", Namespace: Namespace}},
+	)
+	now := time.Now()
+	ob := &observer{created: map[string]time.Time{"drill-x-0": now, "drill-x-1": now, "drill-x-2": now, "drill-x-3": now},
+		bound: map[string]binding{"drill-x-0": {at: now}}}
+	o := &Options{API: cs, SchedulerName: "hactl-scheduler"}
+	got := o.unbound(context.Background(), ob)
+	want := []string{"drill-x-1: Unschedulable: 0/6 nodes are available", "drill-x-2: not scheduled yet", "drill-x-3: get: "}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || !strings.HasPrefix(got[2], want[2]) {
+		t.Fatalf("unbound = %q, want %q", got, want)
+	}
+	it := Iteration{TakeoverMs: new(float64), PodsCreated: 4, PodsBound: 1, Unbound: got}
+	if f := it.failures(30 * time.Second); len(f) != 1 || !strings.Contains(f[0], "3 of 4 pods never bound (drill-x-1: Unschedulable: 0/6 nodes are available; ") {
+		t.Fatalf("failures = %q", f)
 	}
 }

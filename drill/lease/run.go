@@ -364,6 +364,9 @@ func (o *Options) iteration(ctx context.Context, i int) (Iteration, error) {
 		o.Printer.Warnf("iteration %d: creating workload pods: %v", i+1, wl.err)
 	}
 	o.measure(&it, ob, t0)
+	if it.PodsBound < it.PodsCreated {
+		it.Unbound = o.unbound(ctx, ob)
+	}
 	if it.TakeoverMs != nil {
 		o.Printer.Infof("iteration %d: %s holds the Lease %s after the fault", i+1, it.NewHolder, fmtMs(it.TakeoverMs))
 	} else {
@@ -472,8 +475,15 @@ func (o *Options) startWorkload(ictx context.Context, ob *observer, id string) *
 			ob.pending++
 			ob.peak = max(ob.peak, ob.pending)
 			ob.mu.Unlock()
-			if _, err := o.API.CoreV1().Pods(Namespace).Create(ictx, o.pod(name, id), metav1.CreateOptions{}); err != nil && wl.err == nil && ictx.Err() == nil {
-				wl.err = err
+			if _, err := o.API.CoreV1().Pods(Namespace).Create(ictx, o.pod(name, id), metav1.CreateOptions{}); err != nil {
+				// Not created: not a pod that could be bound (the warning says why).
+				ob.mu.Lock()
+				delete(ob.created, name)
+				ob.pending--
+				ob.mu.Unlock()
+				if wl.err == nil && ictx.Err() == nil {
+					wl.err = err
+				}
 			}
 		}
 	}()
@@ -627,6 +637,40 @@ func Overlaps(ws []Window) []string {
 	return out
 }
 
+// unbound describes each pod ob saw created but never bound, in name order: "NAME: REASON:
+// MESSAGE" from its PodScheduled condition as the API server has it now ("NAME: not scheduled
+// yet" without one, "NAME: get: ERR" when it cannot be read).
+func (o *Options) unbound(ctx context.Context, ob *observer) []string {
+	ob.mu.Lock()
+	var names []string
+	for n := range ob.created {
+		if _, ok := ob.bound[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	ob.mu.Unlock()
+	slices.Sort(names)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		p, err := o.API.CoreV1().Pods(Namespace).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: get: %v", n, err))
+			continue
+		}
+		why := "not scheduled yet"
+		if p.Spec.NodeName != "" {
+			why = "bound to " + p.Spec.NodeName + " after the drill stopped waiting"
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				why = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+			}
+		}
+		out = append(out, n+": "+why)
+	}
+	return out
+}
+
 func (it Iteration) failures(maxRTO time.Duration) []string {
 	var f []string
 	switch {
@@ -636,7 +680,11 @@ func (it Iteration) failures(maxRTO time.Duration) []string {
 		f = append(f, fmt.Sprintf("takeover %s over --max-rto %s", fmtMs(it.TakeoverMs), maxRTO))
 	}
 	if it.PodsBound < it.PodsCreated {
-		f = append(f, fmt.Sprintf("%d of %d pods never bound", it.PodsCreated-it.PodsBound, it.PodsCreated))
+		msg := fmt.Sprintf("%d of %d pods never bound", it.PodsCreated-it.PodsBound, it.PodsCreated)
+		if len(it.Unbound) > 0 {
+			msg += " (" + strings.Join(it.Unbound, "; ") + ")"
+		}
+		f = append(f, msg)
 	}
 	for _, ov := range it.Overlaps {
 		f = append(f, "two leaders bound pods at once: "+ov)

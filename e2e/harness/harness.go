@@ -10,6 +10,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -100,7 +101,9 @@ func Main(m *testing.M, name string, opts lab.Options, s *Suite) int {
 	code := m.Run()
 	dog = watchdog(name, "lab down", labTimeout)
 	defer dog.Stop()
-	if err := l.Down(ctx); err != nil {
+	if err := l.Down(ctx); errors.Is(err, lab.ErrStaleEndpoints) {
+		fmt.Fprintf(os.Stderr, "%s: tearing the lab down: warning: %v\n", name, err)
+	} else if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: tearing the lab down: %v\n", name, err)
 		if code == 0 {
 			code = 1

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,11 @@ case "$1 $2" in
   if [ "$n" -le ` + string(rune('0'+failures)) + ` ]; then
     echo "Error response from daemon: error while removing network: network hactl-lab id 1 has active endpoints" >&2; exit 1
   fi ;;
-"network inspect") echo "hactl-lab-gone " ;;
+"network inspect")
+  case "$*" in
+  *"len .Containers"*) echo ${ATTACHED:-0} ;;
+  *) echo "hactl-lab-gone " ;;
+  esac ;;
 esac
 `
 	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755); err != nil {
@@ -68,7 +73,13 @@ func TestDownDisconnectsStaleEndpoints(t *testing.T) {
 
 	fakeDocker(t, 9)
 	err = Down(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "active endpoints") {
-		t.Fatalf("down with an endpoint that never goes: %v, want the daemon's error", err)
+	if err == nil || !strings.Contains(err.Error(), "active endpoints") || !errors.Is(err, ErrStaleEndpoints) {
+		t.Fatalf("down with a stale endpoint that never goes, no container attached: %v, want the daemon's error marked ErrStaleEndpoints", err)
+	}
+	t.Setenv("ATTACHED", "1")
+	fakeDocker(t, 9)
+	err = Down(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "active endpoints") || errors.Is(err, ErrStaleEndpoints) {
+		t.Fatalf("down with a container still attached: %v, want the daemon's error, not marked stale", err)
 	}
 }

@@ -254,7 +254,9 @@ func (l starter) up(ctx context.Context) error {
 		o.Logf.printf("lab: removing the previous lab (%s) and its hactl state dirs: the old clusters and their CAs are discarded",
 			strings.Join(strings.Fields(out), ", "))
 	}
-	if err := DownWithLog(ctx, o.Debugf); err != nil {
+	if err := DownWithLog(ctx, o.Debugf); errors.Is(err, ErrStaleEndpoints) {
+		o.Logf.printf("lab: warning: %v", err)
+	} else if err != nil {
 		return fmt.Errorf("remove leftovers: %w", err)
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
@@ -749,8 +751,11 @@ func removeNetworks(ctx context.Context, d docker, nets, removed []string) error
 		if _, err = d.run(ctx, nil, append([]string{"network", "rm"}, nets...)...); err == nil {
 			return nil
 		}
-		if attempt == staleEndpointRetries || !strings.Contains(err.Error(), "active endpoints") {
+		if !strings.Contains(err.Error(), "active endpoints") {
 			return err
+		}
+		if attempt == staleEndpointRetries {
+			return staleOnly(ctx, d, nets, err)
 		}
 		for _, n := range nets {
 			out, ierr := d.run(ctx, nil, "network", "inspect", "--format", "{{range $id, $c := .Containers}}{{$c.Name}} {{end}}", n)
@@ -773,6 +778,27 @@ func removeNetworks(ctx context.Context, d docker, nets, removed []string) error
 		case <-time.After(staleEndpointPause):
 		}
 	}
+}
+
+// ErrStaleEndpoints marks a Down that removed every container but left a lab network docker
+// would not remove although no container is attached to it any more: the daemon's endpoint count
+// is stale (moby/moby#17217, docker 20.10), and only a daemon restart clears it. The network is
+// harmless: Up reuses a lab network of the same name (ensureNetworks).
+var ErrStaleEndpoints = errors.New("a lab network keeps a stale endpoint count (moby/moby#17217): no container is attached, docker refuses to remove it; the next lab up reuses it, a docker daemon restart removes it")
+
+// staleOnly returns err wrapped in ErrStaleEndpoints when none of nets that still exist has a
+// container attached (docker network inspect), else err.
+func staleOnly(ctx context.Context, d docker, nets []string, err error) error {
+	for _, n := range nets {
+		out, ierr := d.run(ctx, nil, "network", "inspect", "--format", "{{len .Containers}}", n)
+		if ierr != nil {
+			continue // gone
+		}
+		if strings.TrimSpace(out) != "0" {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrStaleEndpoints, err)
 }
 
 // Down removes the lab (see the package-level Down), logging docker commands to Options.Debugf.
