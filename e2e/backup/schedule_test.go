@@ -175,16 +175,26 @@ func TestSchedule(t *testing.T) {
 	if r := install(keep); !strings.Contains(r.Stderr, schedule.ServicePath) {
 		t.Errorf("new retention: the service unit was not rewritten:\n%s", r.Stderr)
 	}
-	// The first slot that begins after the install runs the rewritten unit: its snapshot stored,
-	// that run prunes right after (done by the middle of the slot).
+	// The first slot that begins after the install runs the rewritten unit: once its snapshot is
+	// stored, the run prunes, then writes its textfile (the snapshot as its last success).
 	pruning := schedule.Slot(time.Now(), scheduleEvery).Add(scheduleEvery)
+	var taker string
 	listUntil(t, spec, fmt.Sprintf("the snapshot of slot %s (the first run with --keep-last %d)", pruning.Format(backup.TimeFormat), keep), 60*time.Second, func(l backup.Listing) string {
-		if countSnapshots(l, func(sn backup.Snapshot) bool { return !sn.Time.Before(pruning) }) == 0 {
-			return fmt.Sprintf("not stored: %v", stems(l))
+		for _, sn := range l.Snapshots {
+			if !sn.Time.Before(pruning) {
+				taker = sn.Metadata.MemberName
+				return ""
+			}
+		}
+		return fmt.Sprintf("not stored: %v", stems(l))
+	})
+	harness.WaitFor(t, fmt.Sprintf("%s's run of slot %s ending (its pruning done)", taker, pruning.Format(backup.TimeFormat)), 60*time.Second, 500*time.Millisecond, func() string {
+		if m := textfile(t, taker); m.LastSuccess == nil || m.LastSuccess.Slot.Before(pruning) {
+			return fmt.Sprintf("last success %+v", m.LastSuccess)
 		}
 		return ""
 	})
-	betweenRuns()
+	betweenRuns() // no later run in progress either
 	if l = list(t, spec); len(l.Snapshots) != keep {
 		t.Errorf("--keep-last %d: %d snapshots stored: %v", keep, len(l.Snapshots), stems(l))
 	}
@@ -214,11 +224,13 @@ func TestSchedule(t *testing.T) {
 
 // betweenRuns sleeps until the middle of a slot, when no scheduled run is in progress (a run
 // takes about 1 s here): a listing taken then does not race with a run's upload and its pruning.
-// The clock is the condition here: the timers start runs on the slots' boundaries only.
+// Up to a second past the middle counts as the middle (a listing just taken there leaves the rest
+// of the slot quiet for the next step). The clock is the condition here: the timers start runs on
+// the slots' boundaries only.
 func betweenRuns() {
 	now := time.Now()
 	mid := schedule.Slot(now, scheduleEvery).Add(scheduleEvery / 2)
-	if now.After(mid) {
+	if now.After(mid.Add(time.Second)) {
 		mid = mid.Add(scheduleEvery)
 	}
 	time.Sleep(time.Until(mid))
