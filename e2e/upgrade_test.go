@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -165,22 +166,24 @@ func memberVersions(t *testing.T, stateDir, host string) etcd.Versions {
 	return v
 }
 
-// checkVersions waits up to 30 s until every host's member answers server and cluster version.
+// checkVersions waits up to 30 s until every host's member answers server and cluster version
+// (the cluster version follows the members' with a delay). A member that does not answer /version
+// yet is waited for too; the failure names the first host not there and what it answered.
 func checkVersions(t *testing.T, stateDir string, hosts []string, server, cluster string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for _, h := range hosts {
-		for {
-			v := memberVersions(t, stateDir, h)
-			if v.Server == server && v.Cluster == cluster {
-				break
+	tls := etcd.HactlClientTLS(&v1alpha1.Cluster{Spec: v1alpha1.ClusterSpec{StateDir: stateDir}})
+	harness.WaitFor(t, fmt.Sprintf("every member (%s) at server %s, cluster %s", strings.Join(hosts, ", "), server, cluster), 30*time.Second, 500*time.Millisecond, func() string {
+		for _, h := range hosts {
+			v, err := etcd.MemberVersions(context.Background(), suite.Endpoint(t, h), tls, 5*time.Second)
+			switch {
+			case err != nil:
+				return fmt.Sprintf("%s/version: %v", h, err)
+			case v.Server != server || v.Cluster != cluster:
+				return fmt.Sprintf("%s answers server %s, cluster %s", h, v.Server, v.Cluster)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s answers server %s, cluster %s; want %s, %s", h, v.Server, v.Cluster, server, cluster)
-			}
-			time.Sleep(500 * time.Millisecond)
 		}
-	}
+		return ""
+	})
 }
 
 // moveLeaderOff hands leadership from host to other when host leads (MoveLeader, sent to the leader).

@@ -78,26 +78,32 @@ func TestDeltas(t *testing.T) {
 		}
 		return rev
 	}
-	// waitChain waits until the stored deltas reach rev and returns them.
+	// waitChain waits until the stored deltas reach rev and returns them; when they do not, the
+	// agents' journals are logged.
 	waitChain := func(rev int64, within time.Duration) []backup.Delta {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for {
-			ds, err := backup.ListDeltas(ctx, store, "deltas", "lab3")
-			if err != nil {
+		var ds []backup.Delta
+		reached := false
+		defer func() { // also after WaitFor's t.Fatalf (runtime.Goexit runs deferred calls)
+			if !reached {
+				for _, h := range members {
+					out, _ := suite.Lab.Exec(ctx, h, "journalctl", "-u", schedule.AgentServiceName, "--no-pager", "-n", "30")
+					t.Logf("%s:\n%s", h, out)
+				}
+			}
+		}()
+		harness.WaitFor(t, fmt.Sprintf("a stored delta reaching revision %d", rev), within, 500*time.Millisecond, func() string {
+			var err error
+			if ds, err = backup.ListDeltas(ctx, store, "deltas", "lab3"); err != nil {
 				t.Fatal(err)
 			}
-			if len(ds) > 0 && ds[len(ds)-1].Metadata.ToRevision >= rev {
-				return ds
+			if len(ds) == 0 || ds[len(ds)-1].Metadata.ToRevision < rev {
+				return fmt.Sprintf("%d deltas, the last ending at revision %d", len(ds), lastTo(ds))
 			}
-			if time.Now().After(deadline) {
-				for _, h := range members {
-					t.Logf("%s:\n%s", h, suite.ExecOn(t, h, "journalctl", "-u", schedule.AgentServiceName, "--no-pager", "-n", "30"))
-				}
-				t.Fatalf("no delta reached revision %d within %s (%d deltas)", rev, within, len(ds))
-			}
-			time.Sleep(time.Second)
-		}
+			return ""
+		})
+		reached = true
+		return ds
 	}
 	ds := waitChain(write(30), 45*time.Second)
 	first := ds[len(ds)-1].Metadata.Writer
@@ -128,13 +134,12 @@ func TestDeltas(t *testing.T) {
 	for _, h := range members {
 		suite.ExecOn(t, h, "systemctl", "start", schedule.AgentServiceName)
 	}
-	deadline := time.Now().Add(45 * time.Second)
-	for len(list(t, spec).Snapshots) <= fulls {
-		if time.Now().After(deadline) {
-			t.Fatalf("no full snapshot within 45 s of a compaction past the chain's end")
+	harness.WaitFor(t, "a full snapshot after a compaction past the chain's end", 45*time.Second, 500*time.Millisecond, func() string {
+		if n := len(listQuiet(t, spec).Snapshots); n <= fulls {
+			return fmt.Sprintf("%d full snapshot(s), as before the compaction", n)
 		}
-		time.Sleep(time.Second)
-	}
+		return ""
+	})
 	ds = waitChain(write(30), 45*time.Second)
 	ds = waitChain(write(10), 45*time.Second) // at least two deltas after the new full snapshot
 	journal := ""
@@ -201,6 +206,14 @@ func TestDeltas(t *testing.T) {
 		t.Errorf("drill restore with deltas: %d deltas applied, RPO from %q, read-back %s", x.Deltas, x.RPOFrom, x.Verification.Summary)
 	}
 	wantExit(t, 2, []string{"--max-rpo 2s is shorter than spec.backup.deltaEvery 5s"}, "drill", "restore", "-f", spec, "--max-rpo", "2s", "--yes")
+}
+
+// lastTo is the revision the last of ds ends at (0 for none).
+func lastTo(ds []backup.Delta) int64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[len(ds)-1].Metadata.ToRevision
 }
 
 // keys returns every key under prefix with its value.

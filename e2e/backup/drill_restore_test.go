@@ -4,6 +4,7 @@ package backupe2e
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -30,20 +31,28 @@ func TestDrillRestore(t *testing.T) {
 	wantExit(t, 2, []string{"--max-rpo 0s: must be a positive duration"}, "drill", "restore", "-f", spec, "--max-rpo", "0", "--yes")
 	wantExit(t, 2, []string{"--warmup 100ms: at least 1s"}, "drill", "restore", "-f", spec, "--warmup", "100ms", "--yes")
 	wantExit(t, 3, []string{"no complete snapshot", "hactl backup now"}, "drill", "restore", "-f", spec, "--yes")
-	backupNow(t, spec)
-	time.Sleep(6 * time.Second)
+	// The snapshot ages past --max-rpo: its age is counted from its start as its metadata records
+	// it (whole seconds, by this machine's clock, where hactl runs), so the clock is the condition.
+	aged := backupNow(t, spec)
+	time.Sleep(time.Until(aged.StartedAt.Add(5*time.Second + 500*time.Millisecond)))
 	wantExit(t, 3, []string{"longer than --max-rpo 5s", "could only miss the RPO"}, "drill", "restore", "-f", spec, "--max-rpo", "5s", "--yes")
 	if id := clusterID(t, cli); id != idBefore {
 		t.Fatalf("a refused drill changed the cluster ID %x → %x", idBefore, id)
 	}
 
-	// The drill: its workload writes for 10 s before the disaster; a snapshot is taken ~5 s in, so
-	// the restore keeps the first half of the writes and loses the rest.
-	done := make(chan harness.Result, 1)
+	// The drill: its workload writes for 10 s before the disaster; a snapshot is taken ~4 s in, so
+	// the restore keeps the first part of the writes and loses the rest.
+	left := drillKeys(t, cli) // an interrupted drill's keys, if any: not this drill's writes
+	done, finished := make(chan harness.Result, 1), make(chan struct{})
 	go func() {
+		defer close(finished)
 		done <- suite.Hactl(t, "drill", "restore", "-f", spec, "--warmup", "10s", "--yes", "-o", "json")
 	}()
-	time.Sleep(5 * time.Second)
+	t.Cleanup(func() { <-finished }) // a test failing before <-done still lets the drill end (and log)
+	waitWorkload(t, cli, left, done)
+	// Not a synchronisation but where the snapshot falls in the 10 s warmup, counted from its
+	// first write: writes on both sides of it, and an RPO well within the warmup.
+	time.Sleep(4 * time.Second)
 	m := backupNow(t, spec)
 	rep, it := passedRestore(t, <-done)
 	x := it.Restore
@@ -167,6 +176,49 @@ func TestDrillRestoreOnto(t *testing.T) {
 	if after := suite.UnitStarts(t, members); !maps.Equal(before, after) {
 		t.Errorf("a refused drill restarted etcd: %v → %v", before, after)
 	}
+}
+
+// drillKeys counts the keys under /hactl-drill/ (the drills' workloads). An error fails the test.
+func drillKeys(t *testing.T, cli *clientv3.Client) int64 {
+	t.Helper()
+	n, err := countDrillKeys(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func countDrillKeys(cli *clientv3.Client) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "/hactl-drill/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return resp.Count, nil
+}
+
+// waitWorkload waits until a drill started in the background (its result comes on done) has its
+// workload's first write acknowledged (more keys under /hactl-drill/ than left were there before it
+// started: its preflight passed and its warmup began). A drill that ends first fails the test with
+// its result.
+func waitWorkload(t *testing.T, cli *clientv3.Client, left int64, done <-chan harness.Result) {
+	t.Helper()
+	harness.WaitFor(t, "the drill's workload writing under /hactl-drill/", 2*time.Minute, 100*time.Millisecond, func() string {
+		select {
+		case r := <-done:
+			t.Fatalf("drill restore ended before its workload wrote: exit %d\n%s", r.Code, r)
+		default:
+		}
+		n, err := countDrillKeys(cli)
+		switch {
+		case err != nil:
+			return err.Error()
+		case n <= left:
+			return fmt.Sprintf("%d key(s), as many as before the drill", n)
+		}
+		return ""
+	})
 }
 
 // passedRestore decodes a drill restore's JSON report and fails the test unless it exited 0 with a

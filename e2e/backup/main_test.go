@@ -146,6 +146,19 @@ func list(t *testing.T, spec string) backup.Listing {
 	return l
 }
 
+// listQuiet is list for polling loops: the command line and exit code are logged, the output only
+// when hactl fails (which fails the test).
+func listQuiet(t *testing.T, spec string) backup.Listing {
+	t.Helper()
+	r := suite.HactlQuiet(t, "backup", "list", "-f", spec, "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("hactl backup list: %s", r)
+	}
+	var l backup.Listing
+	harness.DecodeJSON(t, r, &l)
+	return l
+}
+
 // client returns an etcd client of the suite's cluster with hactl's client certificate from the
 // state dir (read again on every call: bootstrap may have recovered or rewritten it).
 func client(t *testing.T) *clientv3.Client {

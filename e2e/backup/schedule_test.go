@@ -21,12 +21,17 @@ import (
 // scheduleEvery is the e2e interval (under a minute: --allow-short-interval).
 const scheduleEvery = 10 * time.Second
 
+// runGrace is how long after its slot began a scheduled run has stored the slot's snapshot (a run
+// takes about 1 s here): a listing taken later must hold it.
+const runGrace = 5 * time.Second
+
 // TestSchedule installs scheduled backups every 10 s on cp-a/b/c and checks, against the real
 // timers and the real MinIO: one snapshot per slot, named after the slot, taken by the leader only
 // (the followers' runs skip); a re-run changes nothing; the leader's host killed → a new leader
 // keeps every later slot (the slot in which it died may be missed: reported); the killed host's
 // timer runs again after its restart; --status exits 0; a tighter retention keeps exactly N;
-// --disable removes everything and is idempotent.
+// --disable removes everything and is idempotent. Each step waits for what it needs (snapshots in
+// the listing, a run in a member's textfile) rather than for a fixed time.
 func TestSchedule(t *testing.T) {
 	ctx := context.Background()
 	spec := cluster(t, "schedule")
@@ -59,13 +64,16 @@ func TestSchedule(t *testing.T) {
 	start := time.Now() // every timer runs by now: the slots after this one must all be stored
 
 	leader := leaderName(t, cli)
-	time.Sleep(45 * time.Second)
-	listed := time.Now() // before the listing: a slot is required only if it had 5 s to complete by then
-	l := list(t, spec)
-	slots := checkSlots(t, l, start, listed, nil)
-	if len(slots) < 3 {
-		t.Fatalf("after 45 s every 10 s: %d slots stored, want at least 3: %v", len(slots), slots)
-	}
+	// Three slots that began after start, each stored: every timer has run a few times.
+	first := schedule.Slot(start, scheduleEvery).Add(scheduleEvery)
+	l, listed := listUntil(t, spec, fmt.Sprintf("at least 3 scheduled snapshots from slot %s on (every %s)", first.Format(backup.TimeFormat), scheduleEvery),
+		90*time.Second, func(l backup.Listing) string {
+			if n := countSnapshots(l, func(sn backup.Snapshot) bool { return !sn.Time.Before(first) }); n < 3 {
+				return fmt.Sprintf("%d stored: %v", n, stems(l))
+			}
+			return ""
+		})
+	checkSlots(t, l, start, listed, nil)
 	for _, sn := range l.Snapshots {
 		if sn.Metadata.MemberName != leader {
 			t.Errorf("snapshot %s taken by %s, but %s leads", sn.Stem, sn.Metadata.MemberName, leader)
@@ -96,32 +104,50 @@ func TestSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("killed the leader's host %s at %s", leader, killed.UTC().Format(time.RFC3339Nano))
-	time.Sleep(35 * time.Second)
+	// While it is down, two slots past the grace below are stored by a surviving member.
+	listUntil(t, spec, fmt.Sprintf("2 slots after %s stored by a member other than the killed leader %s", killed.Add(scheduleEvery).UTC().Format(time.RFC3339), leader),
+		90*time.Second, func(l backup.Listing) string {
+			if n := countSnapshots(l, func(sn backup.Snapshot) bool {
+				return sn.Time.After(killed.Add(scheduleEvery)) && sn.Metadata.MemberName != leader
+			}); n < 2 {
+				return fmt.Sprintf("%d stored: %v", n, stems(l))
+			}
+			return ""
+		})
 	newLeader := leaderName(t, cli)
+	restarted := time.Now() // the killed host was down until here
 	if err := suite.Lab.Start(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
 	waitHealthy(t, cli, leader)
-	time.Sleep(25 * time.Second)
-	listed = time.Now()
-	l = list(t, spec)
+	// The restarted host's timer runs again (enabled: it starts with the host).
+	harness.WaitFor(t, leader+"'s timer running again after its restart at "+restarted.UTC().Format(time.RFC3339), 60*time.Second, time.Second, func() string {
+		if m := textfile(t, leader); !m.RunTime.After(restarted) {
+			return fmt.Sprintf("no run since its restart (last run %s)", m.RunTime.UTC().Format(time.RFC3339))
+		}
+		return ""
+	})
+	// The schedule goes on with the member back: a slot after the restart is stored.
+	l, listed = listUntil(t, spec, "a slot after the restart at "+restarted.UTC().Format(time.RFC3339)+" stored", 60*time.Second, func(l backup.Listing) string {
+		if countSnapshots(l, func(sn backup.Snapshot) bool { return sn.Time.After(restarted) }) == 0 {
+			return fmt.Sprintf("none: %v", stems(l))
+		}
+		return ""
+	})
 	// The slot in which the leader died and the next (election, at most ~1 s here) may be missed.
 	grace := func(s time.Time) bool {
 		return !s.Before(schedule.Slot(killed, scheduleEvery)) && s.Before(killed.Add(scheduleEvery))
 	}
 	checkSlots(t, l, start, listed, grace)
-	t.Logf("slots around the kill (%s led, %s after): %v", leader, newLeader, stems(l))
+	t.Logf("slots around the kill (%s led, %s after, back at %s): %v", leader, newLeader, restarted.UTC().Format(time.RFC3339), stems(l))
 	for _, sn := range l.Snapshots {
-		if sn.Time.After(killed.Add(scheduleEvery)) && sn.Metadata.MemberName == leader && !sn.Time.After(killed.Add(35*time.Second)) {
+		// A slot that began before the restart fired while the host was down.
+		if sn.Time.After(killed.Add(scheduleEvery)) && sn.Metadata.MemberName == leader && sn.Time.Before(restarted) {
 			t.Errorf("snapshot %s taken by %s while its host was down", sn.Stem, leader)
 		}
-		if sn.Time.After(killed.Add(scheduleEvery)) && sn.Time.Before(killed.Add(30*time.Second)) && sn.Metadata.MemberName != newLeader {
+		if sn.Time.After(killed.Add(scheduleEvery)) && sn.Time.Before(restarted) && sn.Metadata.MemberName != newLeader {
 			t.Errorf("snapshot %s taken by %s, but %s led after %s died", sn.Stem, sn.Metadata.MemberName, newLeader, leader)
 		}
-	}
-	// The restarted host's timer runs again (enabled: it starts with the host).
-	if m := textfile(t, leader); !m.RunTime.After(killed.Add(35 * time.Second)) {
-		t.Errorf("%s: no run since its restart (last run %s)", leader, m.RunTime)
 	}
 
 	var st struct {
@@ -149,8 +175,26 @@ func TestSchedule(t *testing.T) {
 	if r := install(keep); !strings.Contains(r.Stderr, schedule.ServicePath) {
 		t.Errorf("new retention: the service unit was not rewritten:\n%s", r.Stderr)
 	}
-	time.Sleep(2 * scheduleEvery)
-	betweenRuns()
+	// The first slot that begins after the install runs the rewritten unit: once its snapshot is
+	// stored, the run prunes, then writes its textfile (the snapshot as its last success).
+	pruning := schedule.Slot(time.Now(), scheduleEvery).Add(scheduleEvery)
+	var taker string
+	listUntil(t, spec, fmt.Sprintf("the snapshot of slot %s (the first run with --keep-last %d)", pruning.Format(backup.TimeFormat), keep), 60*time.Second, func(l backup.Listing) string {
+		for _, sn := range l.Snapshots {
+			if !sn.Time.Before(pruning) {
+				taker = sn.Metadata.MemberName
+				return ""
+			}
+		}
+		return fmt.Sprintf("not stored: %v", stems(l))
+	})
+	harness.WaitFor(t, fmt.Sprintf("%s's run of slot %s ending (its pruning done)", taker, pruning.Format(backup.TimeFormat)), 60*time.Second, 500*time.Millisecond, func() string {
+		if m := textfile(t, taker); m.LastSuccess == nil || m.LastSuccess.Slot.Before(pruning) {
+			return fmt.Sprintf("last success %+v", m.LastSuccess)
+		}
+		return ""
+	})
+	betweenRuns() // no later run in progress either
 	if l = list(t, spec); len(l.Snapshots) != keep {
 		t.Errorf("--keep-last %d: %d snapshots stored: %v", keep, len(l.Snapshots), stems(l))
 	}
@@ -170,7 +214,9 @@ func TestSchedule(t *testing.T) {
 	}
 	wantExit(t, 3, []string{"no member has a backup schedule"}, "backup", "schedule", "-f", spec, "--status")
 	n := len(list(t, spec).Snapshots)
-	time.Sleep(scheduleEvery + 2*time.Second)
+	// Nothing happening has no event to wait for: wait until the next slot's run would have stored
+	// its snapshot.
+	time.Sleep(time.Until(schedule.Slot(time.Now(), scheduleEvery).Add(scheduleEvery + runGrace)))
 	if m := len(list(t, spec).Snapshots); m != n {
 		t.Errorf("after --disable: %d snapshots, then %d: something still takes them", n, m)
 	}
@@ -178,10 +224,13 @@ func TestSchedule(t *testing.T) {
 
 // betweenRuns sleeps until the middle of a slot, when no scheduled run is in progress (a run
 // takes about 1 s here): a listing taken then does not race with a run's upload and its pruning.
+// Up to a second past the middle counts as the middle (a listing just taken there leaves the rest
+// of the slot quiet for the next step). The clock is the condition here: the timers start runs on
+// the slots' boundaries only.
 func betweenRuns() {
 	now := time.Now()
 	mid := schedule.Slot(now, scheduleEvery).Add(scheduleEvery / 2)
-	if now.After(mid) {
+	if now.After(mid.Add(time.Second)) {
 		mid = mid.Add(scheduleEvery)
 	}
 	time.Sleep(time.Until(mid))
@@ -189,8 +238,8 @@ func betweenRuns() {
 
 // checkSlots checks the listing from the first slot after from to the last slot before to: every
 // snapshot is named after a slot on the interval's boundaries, and every slot has one — except
-// slots for which allowMiss says so (they are reported). It returns the slots stored.
-func checkSlots(t *testing.T, l backup.Listing, from, to time.Time, allowMiss func(time.Time) bool) []time.Time {
+// slots for which allowMiss says so (they are reported).
+func checkSlots(t *testing.T, l backup.Listing, from, to time.Time, allowMiss func(time.Time) bool) {
 	t.Helper()
 	var got []time.Time
 	for _, sn := range l.Snapshots {
@@ -205,7 +254,7 @@ func checkSlots(t *testing.T, l backup.Listing, from, to time.Time, allowMiss fu
 		got = append(got, s)
 	}
 	// Every slot from the first one after from to the last one that has had time to complete.
-	for s := schedule.Slot(from, scheduleEvery).Add(scheduleEvery); s.Add(5 * time.Second).Before(to); s = s.Add(scheduleEvery) {
+	for s := schedule.Slot(from, scheduleEvery).Add(scheduleEvery); s.Add(runGrace).Before(to); s = s.Add(scheduleEvery) {
 		if slices.ContainsFunc(got, s.Equal) {
 			continue
 		}
@@ -215,7 +264,33 @@ func checkSlots(t *testing.T, l backup.Listing, from, to time.Time, allowMiss fu
 		}
 		t.Errorf("slot %s has no snapshot; stored: %v", s.Format(backup.TimeFormat), stems(l))
 	}
-	return got
+}
+
+// listUntil lists the snapshots (listQuiet) every second until done says "" of the listing, and
+// returns that listing and the time just before it was taken (a slot is required in it when it
+// began runGrace before: checkSlots' to). When within has passed, the test fails naming what and
+// done's last answer; a listing that fails fails the test at once.
+func listUntil(t *testing.T, spec, what string, within time.Duration, done func(backup.Listing) string) (backup.Listing, time.Time) {
+	t.Helper()
+	var l backup.Listing
+	var listed time.Time
+	harness.WaitFor(t, what, within, time.Second, func() string {
+		listed = time.Now()
+		l = listQuiet(t, spec)
+		return done(l)
+	})
+	return l, listed
+}
+
+// countSnapshots returns how many of the listing's snapshots match.
+func countSnapshots(l backup.Listing, match func(backup.Snapshot) bool) int {
+	n := 0
+	for _, sn := range l.Snapshots {
+		if match(sn) {
+			n++
+		}
+	}
+	return n
 }
 
 func stems(l backup.Listing) []string {

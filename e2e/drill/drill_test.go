@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill"
@@ -203,6 +206,34 @@ func startUntilHold(t *testing.T, spec string, args ...string) *bgDrill {
 		t.Fatalf("the drill did not reach its hold:\n%s", d.stderr())
 	}
 	return d
+}
+
+// waitServing waits until the members on hosts (a quorum of c's members, the others down) serve
+// the drill's workload: a linearizable read through them only (a leader among them) answers, and a
+// later one at a higher revision (a write committed since).
+func waitServing(t *testing.T, c *v1alpha1.Cluster, hosts ...string) {
+	t.Helper()
+	var eps []string
+	for _, h := range hosts {
+		eps = append(eps, suite.Endpoint(t, h))
+	}
+	cli := harness.EtcdClient(t, c.Spec.StateDir, eps...)
+	var first int64
+	harness.WaitFor(t, strings.Join(hosts, " and ")+" electing a leader and committing writes", 30*time.Second, 200*time.Millisecond, func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r, err := cli.Get(ctx, "/hactl-drill/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		switch {
+		case err != nil:
+			return "a linearizable read: " + err.Error()
+		case first == 0:
+			first = r.Header.Revision
+			return fmt.Sprintf("serving at revision %d: no write committed since", first)
+		case r.Header.Revision <= first:
+			return fmt.Sprintf("still at revision %d: no write committed since", first)
+		}
+		return ""
+	})
 }
 
 func TestDrills(t *testing.T) {
@@ -412,7 +443,7 @@ func TestDrills(t *testing.T) {
 	step("Ctrl-C during an az-outage by process puts every unit back and says so", func(t *testing.T) {
 		rp := filepath.Join(t.TempDir(), "drill.json")
 		d := startUntilHold(t, spec, "az-outage", "--zone", "az-b", "--method", "process", "--hold", "60s", "--report", rp)
-		time.Sleep(3 * time.Second) // the survivors elect and serve: something to measure
+		waitServing(t, c3, "cp-a", "cp-c") // the survivors elect and serve: something to measure
 		// While held: az-b's etcd and its LB host's units are down.
 		out, _ := suite.Lab.Exec(context.Background(), "cp-b", "systemctl", "is-active", "etcd")
 		if st := strings.TrimSpace(out); st != "inactive" && st != "failed" {
