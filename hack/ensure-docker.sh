@@ -33,6 +33,10 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 # bootstrap/restore's tests run a member's side of a host fetch here (curl | zstd -d | sha256sum).
 command -v zstd >/dev/null 2>&1 || missing+=(zstd)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
+# make unit requires these (HACTL_REQUIRE_SYSTEMD_ANALYZE, HACTL_REQUIRE_WGET): rendered units and
+# timers are verified with systemd-analyze; etcdphases' download test runs wget as a host would.
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+command -v wget >/dev/null 2>&1 || missing+=(wget)
 if ((${#missing[@]} > 0)); then
 	command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and apt-get is not available to install them"
 	log "installing ${missing[*]} with apt-get"
