@@ -39,6 +39,10 @@ type Options struct {
 	// IgnorePreflightErrors names preflight checks (see Checks) whose failures become warnings; "all"
 	// ignores every check.
 	IgnorePreflightErrors []string
+	// AllowForeignOverrides keeps going on hosts where a drop-in, environment file or unit file hactl
+	// does not own overrides a unit it manages (etcd, HAProxy, Keepalived, kubelet, containerd): each
+	// is a warning instead of a *provision.ForeignOverridesError at preflight (runctx.Run).
+	AllowForeignOverrides bool
 	// WaitTimeout bounds waiting for quorum after start (default 2m).
 	WaitTimeout time.Duration
 	// ReplaceLost names etcd members whose data dir was lost: removed and added back as new
@@ -76,6 +80,7 @@ func New(opt Options) (*Bootstrapper, error) {
 	}
 	b := &Bootstrapper{opt: opt}
 	b.run = runctx.New(opt.Cluster, opt.Printer, opt.DryRun, provision.SpecOptions{AcceptNewHostKeys: opt.AcceptNewHostKeys, Prompt: opt.Prompt, OnNewHostKey: opt.Printer.NewHostKey})
+	b.run.AllowForeignOverrides = opt.AllowForeignOverrides
 	var err error
 	if b.etcd, err = etcdphases.New(b.run, etcdphases.Options{IgnorePreflightErrors: opt.IgnorePreflightErrors, WaitTimeout: opt.WaitTimeout, SumCache: opt.SumCache, ReplaceLost: opt.ReplaceLost}); err != nil {
 		return nil, err
