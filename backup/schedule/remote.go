@@ -221,7 +221,14 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 		fmt.Fprintf(&script, "systemctl enable %[1]s >/dev/null 2>&1\nsystemctl restart %[1]s\n", AgentServiceName)
 	}
 	if _, err := h.Run(ctx, "schedule/start", script.String()); err != nil {
-		return c, err
+		var units []string
+		if c.RestartAgent {
+			units = append(units, AgentServiceName)
+		}
+		if c.StartTimer {
+			units = append(units, TimerName)
+		}
+		return c, provision.ExplainUnitFailure(ctx, h, "schedule/start", err, units...)
 	}
 	return c, nil
 }

@@ -346,7 +346,7 @@ func (s *Start) systemctl(ctx context.Context, m Member, verb string, wait bool)
 	sctx, cancel := g.run.StepCtx(ctx)
 	defer cancel()
 	if _, err := g.run.Exec(sctx, m.Name, PhaseStart, etcd.StartCommand(g.run.Spec.Spec.Etcd.DataDir, verb, wait)); err != nil {
-		return err
+		return g.run.ExplainUnit(ctx, m.Name, PhaseStart, err, etcd.UnitName)
 	}
 	g.run.Printer.Hostf(m.Name, "etcd %sed", verb)
 	return nil

@@ -289,6 +289,18 @@ func (r *Run) Exec(ctx context.Context, host, step, cmd string, opts ...provisio
 	return res, err
 }
 
+// ExplainUnit returns err, a failed start, restart or reload of units on host, with the last journal
+// lines of the first of them that has any (provision.ExplainUnitFailure on host's connection): the
+// cause in the service's own words. ctx must be the caller's, not a step context that has run out.
+// err unchanged when nil, without a connection, or when no journal could be read.
+func (r *Run) ExplainUnit(ctx context.Context, host, step string, err error, units ...string) error {
+	c := r.Client(host)
+	if err == nil || c == nil {
+		return err
+	}
+	return provision.ExplainUnitFailure(ctx, c, step, err, units...)
+}
+
 // Upload uploads files to host atomically (provision.Client.Upload). Errors as Exec's.
 func (r *Run) Upload(ctx context.Context, host, step string, files []provision.File) error {
 	c := r.Client(host)
