@@ -132,6 +132,9 @@ type OwnedUnitFiles struct {
 	Fragment string
 	// DropIns and EnvFiles are the drop-ins and environment files hactl or kubeadm write.
 	DropIns, EnvFiles []string
+	// PackageDefaults are settings the unit's packages ship in their own environment files (e.g.
+	// RHEL's /etc/sysconfig/keepalived: KEEPALIVED_OPTIONS="-D"), as written: not overrides.
+	PackageDefaults []string
 }
 
 // Override kinds.
@@ -187,7 +190,8 @@ func Overrides(own OwnedUnitFiles, uf UnitFiles) []Override {
 		if slices.Contains(own.EnvFiles, p) {
 			continue
 		}
-		if s := envSettings(uf.Content[p]); len(s) > 0 {
+		s := slices.DeleteFunc(envSettings(uf.Content[p]), func(s string) bool { return slices.Contains(own.PackageDefaults, s) })
+		if len(s) > 0 {
 			out = append(out, Override{Unit: unit, Kind: OverrideEnvFile, Path: p, Settings: s})
 		}
 	}

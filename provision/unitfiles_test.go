@@ -87,6 +87,21 @@ func TestParseUnitFiles(t *testing.T) {
 	}
 }
 
+// TestOverridesPackageDefaults: what a package's own environment file sets by default is no
+// override; anything added there is.
+func TestOverridesPackageDefaults(t *testing.T) {
+	own := provision.OwnedUnitFiles{Unit: "keepalived", PackageDefaults: []string{`KEEPALIVED_OPTIONS="-D"`}}
+	uf := provision.UnitFiles{EnvFiles: []string{"/etc/sysconfig/keepalived"},
+		Content: map[string][]byte{"/etc/sysconfig/keepalived": []byte("# Options for keepalived.\nKEEPALIVED_OPTIONS=\"-D\"\n")}}
+	if got := provision.Overrides(own, uf); len(got) != 0 {
+		t.Errorf("the package's default reported: %v", got)
+	}
+	uf.Content["/etc/sysconfig/keepalived"] = []byte("KEEPALIVED_OPTIONS=\"-D --vrrp\"\n")
+	if got := provision.Overrides(own, uf); len(got) != 1 || got[0].Settings[0] != `KEEPALIVED_OPTIONS="-D --vrrp"` {
+		t.Errorf("a changed option not reported: %v", got)
+	}
+}
+
 // TestOverridesUnitFile: another unit file than hactl's, and an edited copy of a package's unit.
 func TestOverridesUnitFile(t *testing.T) {
 	cases := []struct {

@@ -56,8 +56,9 @@ type Group struct {
 }
 
 // OwnedUnits are the LB hosts' units hactl manages: the packages' HAProxy and Keepalived units,
-// configured through the files lb/install writes only (no drop-in or environment file of hactl's).
-var OwnedUnits = []provision.OwnedUnitFiles{{Unit: haproxyUnit}, {Unit: keepalivedUnit}}
+// configured through the files lb/install writes only (no drop-in or environment file of hactl's);
+// what their packages' environment files set by default is no override.
+var OwnedUnits = []provision.OwnedUnitFiles{{Unit: haproxyUnit}, {Unit: keepalivedUnit, PackageDefaults: []string{`KEEPALIVED_OPTIONS="-D"`}}}
 
 // New prepares the group and registers the facts it needs from every front host with run. It
 // contacts nothing.
