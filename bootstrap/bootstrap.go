@@ -22,6 +22,9 @@ import (
 	"github.com/hactl/hactl/ui"
 )
 
+// OverridesFlag is bootstrap's and plan's flag for Options.AllowForeignOverrides.
+const OverridesFlag = "--allow-foreign-overrides"
+
 // Checks lists every preflight check name, for --ignore-preflight-errors.
 var Checks = append(append([]string{}, etcdphases.Checks...), kubephases.Checks...)
 
@@ -80,7 +83,7 @@ func New(opt Options) (*Bootstrapper, error) {
 	}
 	b := &Bootstrapper{opt: opt}
 	b.run = runctx.New(opt.Cluster, opt.Printer, opt.DryRun, provision.SpecOptions{AcceptNewHostKeys: opt.AcceptNewHostKeys, Prompt: opt.Prompt, OnNewHostKey: opt.Printer.NewHostKey})
-	b.run.AllowForeignOverrides = opt.AllowForeignOverrides
+	b.run.AllowForeignOverrides, b.run.OverridesFlag = opt.AllowForeignOverrides, OverridesFlag
 	var err error
 	if b.etcd, err = etcdphases.New(b.run, etcdphases.Options{IgnorePreflightErrors: opt.IgnorePreflightErrors, WaitTimeout: opt.WaitTimeout, SumCache: opt.SumCache, ReplaceLost: opt.ReplaceLost}); err != nil {
 		return nil, err

@@ -245,10 +245,13 @@ func envSettings(b []byte) []string {
 }
 
 // ForeignOverridesError refuses a run on a host where files hactl does not own override units it
-// manages (Overrides). Remove them (then systemctl daemon-reload), or pass --allow-foreign-overrides.
+// manages (Overrides). Remove them (then systemctl daemon-reload), or pass the command's Flag.
 type ForeignOverridesError struct {
 	Host      string
 	Overrides []Override
+	// Flag is the command's flag that keeps them (bootstrap's --allow-foreign-overrides); "" when the
+	// command has none.
+	Flag string
 }
 
 func (e *ForeignOverridesError) Error() string {
@@ -257,7 +260,10 @@ func (e *ForeignOverridesError) Error() string {
 	for _, o := range e.Overrides {
 		b.WriteString("\n\t  " + o.String())
 	}
-	fmt.Fprintf(&b, "\n\t  the spec is the one source of these settings: remove the file(s) on %s (then systemctl daemon-reload), or pass --allow-foreign-overrides to keep them", e.Host)
+	fmt.Fprintf(&b, "\n\t  the spec is the one source of these settings: remove the file(s) on %s (then systemctl daemon-reload)", e.Host)
+	if e.Flag != "" {
+		fmt.Fprintf(&b, ", or pass %s to keep them", e.Flag)
+	}
 	return b.String()
 }
 

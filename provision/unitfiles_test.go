@@ -132,13 +132,18 @@ func TestOverridesUnitFile(t *testing.T) {
 
 // TestForeignOverridesError names the host, every file and the two ways out.
 func TestForeignOverridesError(t *testing.T) {
-	err := &provision.ForeignOverridesError{Host: "cp-a", Overrides: []provision.Override{{Unit: "etcd.service", Kind: provision.OverrideDropIn,
+	err := &provision.ForeignOverridesError{Host: "cp-a", Flag: "--allow-foreign-overrides", Overrides: []provision.Override{{Unit: "etcd.service", Kind: provision.OverrideDropIn,
 		Path: "/etc/systemd/system/etcd.service.d/q.conf", Settings: []string{"Environment=ETCD_QUOTA_BACKEND_BYTES=1"}}}}
 	want := "host cp-a: 1 file(s) hactl does not own override what it renders:\n" +
 		"\t  drop-in /etc/systemd/system/etcd.service.d/q.conf sets Environment=ETCD_QUOTA_BACKEND_BYTES=1 for etcd.service\n" +
 		"\t  the spec is the one source of these settings: remove the file(s) on cp-a (then systemctl daemon-reload), or pass --allow-foreign-overrides to keep them"
 	if err.Error() != want {
 		t.Errorf("got\n%s\nwant\n%s", err, want)
+	}
+	// A command without the flag (restore, member replace) names only the removal.
+	err.Flag = ""
+	if want := strings.TrimSuffix(want, ", or pass --allow-foreign-overrides to keep them"); err.Error() != want {
+		t.Errorf("without a flag: got\n%s\nwant\n%s", err, want)
 	}
 }
 

@@ -59,6 +59,9 @@ type Run struct {
 	// AllowForeignOverrides keeps going on a host where files hactl does not own override a unit it
 	// manages (Manage): each is a warning instead of a *provision.ForeignOverridesError.
 	AllowForeignOverrides bool
+	// OverridesFlag is the command's flag that sets AllowForeignOverrides, named in the refusal (""
+	// when the command has none: the refusal then only says to remove the files).
+	OverridesFlag string
 
 	mu      sync.Mutex
 	dialer  *provision.Dialer
@@ -128,16 +131,16 @@ func (r *Run) checkOverrides(host string, f *provision.Facts) error {
 		return nil
 	case r.AllowForeignOverrides:
 		for _, o := range found {
-			r.Printer.Warnf("%s: %s: kept (--allow-foreign-overrides)", host, o)
+			r.Printer.Warnf("%s: %s: kept (%s)", host, o, r.OverridesFlag)
 		}
 		return nil
 	case r.DryRun:
 		for _, o := range found {
-			r.Printer.Warnf("%s: %s: it overrides what hactl renders; bootstrap refuses this host until the file is removed (or --allow-foreign-overrides)", host, o)
+			r.Printer.Warnf("%s: %s: it overrides what hactl renders; bootstrap refuses this host until the file is removed (or %s)", host, o, r.OverridesFlag)
 		}
 		return nil
 	}
-	return &provision.ForeignOverridesError{Host: host, Overrides: found}
+	return &provision.ForeignOverridesError{Host: host, Overrides: found, Flag: r.OverridesFlag}
 }
 
 // FactsStep names the facts command in errors and logs.

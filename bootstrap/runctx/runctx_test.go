@@ -134,7 +134,7 @@ func TestConnectForeignOverrides(t *testing.T) {
 			spec := testSpec()
 			var shown bytes.Buffer
 			r := New(spec, ui.New(&shown, false, false), c.dryRun, provision.SpecOptions{})
-			r.AllowForeignOverrides = c.allow
+			r.AllowForeignOverrides, r.OverridesFlag = c.allow, "--allow-foreign-overrides"
 			h := &cannedHost{}
 			h.out = out
 			r.SetClient("cp-a", h)
