@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hactl/hactl/provision"
 )
@@ -50,5 +51,19 @@ func TestStartFailureCarriesJournal(t *testing.T) {
 	}
 	if len(h.cmds) != 2 || !strings.HasPrefix(h.cmds[1], "journalctl -u etcd.service") {
 		t.Errorf("commands %q", h.cmds)
+	}
+}
+
+// TestWaitTimeoutCarriesJournal: a member that never became healthy (started without waiting)
+// is explained by its journal too.
+func TestWaitTimeoutCarriesJournal(t *testing.T) {
+	f := newPlanFixture(t, 1, false)
+	f.b.opt.WaitTimeout = 300 * time.Millisecond
+	f.b.members[0].ClientURL = "https://127.0.0.1:1" // nothing listens
+	f.b.run.SetClient("cp-a", &failingStartHost{})
+	err := f.b.WaitMember(context.Background(), f.b.members[0], true)
+	var uf *provision.UnitFailedError
+	if !errors.As(err, &uf) || !strings.Contains(err.Error(), "not healthy after 300ms") || !strings.Contains(err.Error(), "-quota-backend-bytes") {
+		t.Errorf("err %v, want the timeout with etcd's journal lines", err)
 	}
 }
