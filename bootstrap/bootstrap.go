@@ -22,6 +22,9 @@ import (
 	"github.com/hactl/hactl/ui"
 )
 
+// OverridesFlag is bootstrap's and plan's flag for Options.AllowForeignOverrides.
+const OverridesFlag = "--allow-foreign-overrides"
+
 // Checks lists every preflight check name, for --ignore-preflight-errors.
 var Checks = append(append([]string{}, etcdphases.Checks...), kubephases.Checks...)
 
@@ -39,6 +42,10 @@ type Options struct {
 	// IgnorePreflightErrors names preflight checks (see Checks) whose failures become warnings; "all"
 	// ignores every check.
 	IgnorePreflightErrors []string
+	// AllowForeignOverrides keeps going on hosts where a drop-in, environment file or unit file hactl
+	// does not own overrides a unit it manages (etcd, HAProxy, Keepalived, kubelet, containerd): each
+	// is a warning instead of a *provision.ForeignOverridesError at preflight (runctx.Run).
+	AllowForeignOverrides bool
 	// WaitTimeout bounds waiting for quorum after start (default 2m).
 	WaitTimeout time.Duration
 	// ReplaceLost names etcd members whose data dir was lost: removed and added back as new
@@ -76,6 +83,7 @@ func New(opt Options) (*Bootstrapper, error) {
 	}
 	b := &Bootstrapper{opt: opt}
 	b.run = runctx.New(opt.Cluster, opt.Printer, opt.DryRun, provision.SpecOptions{AcceptNewHostKeys: opt.AcceptNewHostKeys, Prompt: opt.Prompt, OnNewHostKey: opt.Printer.NewHostKey})
+	b.run.AllowForeignOverrides, b.run.OverridesFlag = opt.AllowForeignOverrides, OverridesFlag
 	var err error
 	if b.etcd, err = etcdphases.New(b.run, etcdphases.Options{IgnorePreflightErrors: opt.IgnorePreflightErrors, WaitTimeout: opt.WaitTimeout, SumCache: opt.SumCache, ReplaceLost: opt.ReplaceLost}); err != nil {
 		return nil, err

@@ -10,11 +10,14 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -207,6 +210,44 @@ func TestRealCluster(t *testing.T) {
 			if err := CheckQuorum(qctx, cli, "/hactl/quorum-check"); err != nil {
 				t.Fatal(err)
 			}
+		}
+	})
+
+	t.Run("write refused by an alarm", func(t *testing.T) {
+		cli, err := NewClient(ctx, tc.endpoints(), tc.files, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		st, err := cli.Status(qctx, tc.endpoints()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc := etcdserverpb.NewMaintenanceClient(cli.ActiveConnection())
+		alarm := &etcdserverpb.AlarmRequest{Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: st.Header.MemberId, Alarm: etcdserverpb.AlarmType_NOSPACE}
+		if _, err := mc.Alarm(qctx, alarm); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			alarm.Action = etcdserverpb.AlarmRequest_DEACTIVATE
+			if _, err := mc.Alarm(ctx, alarm); err != nil {
+				t.Error(err)
+			}
+		}()
+		err = CheckQuorum(qctx, cli, "/hactl/quorum-check")
+		var ae *AlarmError
+		if !errors.As(err, &ae) || !errors.Is(err, rpctypes.ErrNoSpace) {
+			t.Fatalf("err %v, want an *AlarmError around etcd's NOSPACE", err)
+		}
+		want := fmt.Sprintf("NOSPACE on member %x", st.Header.MemberId)
+		if !slices.Equal(ae.Alarms, []string{want}) || !strings.Contains(err.Error(), "hactl etcd alarm disarm -f cluster.yaml --yes") ||
+			!strings.Contains(err.Error(), "mvcc: database space exceeded") {
+			t.Errorf("alarms %v, message:\n%v", ae.Alarms, err)
+		}
+		if other := errors.New("boom"); ExplainAlarm(qctx, cli, other) != other {
+			t.Error("another error explained as an alarm")
 		}
 	})
 

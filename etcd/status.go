@@ -389,14 +389,15 @@ func Fragmentation(size, inUse int64) float64 {
 
 // CheckQuorum writes key (a unique value) and reads it back with a linearizable read, failing unless
 // the value read is the one written. Both requests need a quorum, so success proves the cluster
-// commits and serves writes. Bound it with ctx. The key is left in place.
+// commits and serves writes. Bound it with ctx. The key is left in place. A write refused because of
+// an alarm is an *AlarmError (the alarms and the command that clears them).
 func CheckQuorum(ctx context.Context, cli *clientv3.Client, key string) error {
 	if key == "" {
 		return errors.New("quorum check: empty key")
 	}
 	value := "hactl quorum check " + time.Now().UTC().Format(time.RFC3339Nano) + " " + rand.Text()
 	if _, err := cli.Put(ctx, key, value); err != nil {
-		return fmt.Errorf("quorum check: put %s: %w", key, err)
+		return fmt.Errorf("quorum check: put %s: %w", key, ExplainAlarm(ctx, cli, err))
 	}
 	resp, err := cli.Get(ctx, key) // linearizable: no WithSerializable
 	if err != nil {

@@ -109,6 +109,9 @@ type FactsRequest struct {
 	// UnitProperties are more systemctl show properties reported for every unit
 	// (UnitState.Properties), e.g. "NextElapseUSecRealtime".
 	UnitProperties []string
+	// UnitFiles are systemd units whose unit file, drop-ins and environment files are reported
+	// (Facts.UnitFiles; see Overrides); a unit name without a suffix means ".service".
+	UnitFiles []string
 	// StaleDirs are directories searched for temp files of interrupted uploads
 	// (".<name>.hactl-tmp-*", see Upload; Facts.Stale).
 	StaleDirs []string
@@ -142,6 +145,7 @@ func (r FactsRequest) Merge(o FactsRequest) FactsRequest {
 		Read:           union(r.Read, o.Read),
 		Units:          union(r.Units, o.Units),
 		UnitProperties: union(r.UnitProperties, o.UnitProperties),
+		UnitFiles:      union(r.UnitFiles, o.UnitFiles),
 		StaleDirs:      union(r.StaleDirs, o.StaleDirs),
 		Commands:       union(r.Commands, o.Commands),
 		Listen:         r.Listen || o.Listen,
@@ -193,6 +197,9 @@ type Facts struct {
 	Files map[string][]byte
 	// Units maps each unit asked about, as named in the request, to its state.
 	Units map[string]UnitState
+	// UnitFiles maps each unit of FactsRequest.UnitFiles, as named in the request, to the files
+	// systemd reads for it (a unit without any: zero UnitFiles).
+	UnitFiles map[string]UnitFiles
 	// Stale are the temp files of interrupted uploads found in FactsRequest.StaleDirs.
 	Stale []string
 	// Commands are the FactsRequest.Commands found on PATH.
@@ -305,6 +312,9 @@ fi
 fi
 `, shell.Quote(props), shell.Join(unitNames(r.Units)...))
 	}
+	if len(r.UnitFiles) > 0 {
+		b.WriteString(unitFilesScript(unitNames(r.UnitFiles)))
+	}
 	if len(r.StaleDirs) > 0 {
 		fmt.Fprintf(&b, `for d in %s; do for f in "$d"/.*.hactl-tmp-*; do if [ -f "$f" ]; then fact stale "$f"; fi; done; done
 `, shell.Join(r.StaleDirs...))
@@ -401,6 +411,9 @@ func ParseFacts(r FactsRequest, out []byte, sent, received time.Time) (*Facts, e
 		}
 	}
 	f.Units = parseUnits(r.Units, v["unit"])
+	if len(r.UnitFiles) > 0 {
+		f.UnitFiles = parseUnitFiles(r.UnitFiles, v)
+	}
 	for _, s := range v["stale"] {
 		if base := path.Base(s); strings.HasPrefix(base, ".") && strings.Contains(base, ".hactl-tmp-") {
 			f.Stale = append(f.Stale, s)

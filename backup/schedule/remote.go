@@ -36,11 +36,19 @@ type Facts struct {
 	AgentEnabled, AgentActive string
 	// Systemd reports whether systemd runs as init.
 	Systemd bool
+	// Overrides are the drop-ins and environment files hactl does not write that set something for
+	// the backup units (OwnedUnits): Install refuses the member while there are any.
+	Overrides []provision.Override
 }
+
+// OwnedUnits are the backup units as hactl renders them: no drop-in or environment file of hactl's.
+var OwnedUnits = []provision.OwnedUnitFiles{{Unit: ServiceName, Fragment: ServicePath}, {Unit: TimerName, Fragment: TimerPath},
+	{Unit: AgentServiceName, Fragment: AgentServicePath}}
 
 // probeRequest is what Probe gathers: the managed files and the timer.
 func probeRequest() provision.FactsRequest {
-	return provision.FactsRequest{Files: ManagedPaths(), SumCache: provision.DefaultSumCache, Units: []string{TimerName, AgentServiceName}}
+	return provision.FactsRequest{Files: ManagedPaths(), SumCache: provision.DefaultSumCache, Units: []string{TimerName, AgentServiceName},
+		UnitFiles: []string{ServiceName, TimerName, AgentServiceName}}
 }
 
 // factsFrom reads the schedule's view of a member from the gathered facts.
@@ -50,6 +58,9 @@ func factsFrom(pf *provision.Facts) Facts {
 	for p, sum := range pf.Sums {
 		m := pf.Modes[p]
 		f.Files[p] = fmt.Sprintf("%s %o %s %s", sum, m.Perm, m.Owner, m.Group)
+	}
+	for _, own := range OwnedUnits {
+		f.Overrides = append(f.Overrides, provision.Overrides(own, pf.UnitFiles[own.Unit])...)
 	}
 	if u, ok := pf.Units[TimerName]; ok {
 		if u.Enabled != "" {
@@ -154,7 +165,9 @@ func (e *ArchError) Error() string {
 // *ArchError) or that has no systemd, upload what Plan says changed (atomically, sha256 checked,
 // root-owned with each file's mode; ConfigDir root-only), remove stale files, create textfileDir,
 // daemon-reload when a unit changed, enable and (re)start the timer when needed. With dryRun it
-// only probes and returns the plan.
+// only probes and returns the plan. A member where a drop-in or environment file hactl does not
+// write sets something for the backup units is refused, dry run or not (a
+// *provision.ForeignOverridesError naming the host, the files and what they set).
 func Install(ctx context.Context, h Host, name string, files []File, binArch, textfileDir string, dryRun bool) (Change, error) {
 	f, err := Probe(ctx, h)
 	if err != nil {
@@ -173,6 +186,8 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 			}
 		}
 		return Change{}, &ArchError{Host: name, Binary: bin, BinaryArch: binArch, HostArch: f.Arch}
+	case len(f.Overrides) > 0:
+		return Change{}, &provision.ForeignOverridesError{Host: name, Overrides: f.Overrides}
 	}
 	c := Plan(files, f)
 	if dryRun || c.Empty() {
@@ -221,7 +236,14 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 		fmt.Fprintf(&script, "systemctl enable %[1]s >/dev/null 2>&1\nsystemctl restart %[1]s\n", AgentServiceName)
 	}
 	if _, err := h.Run(ctx, "schedule/start", script.String()); err != nil {
-		return c, err
+		var units []string
+		if c.RestartAgent {
+			units = append(units, AgentServiceName)
+		}
+		if c.StartTimer {
+			units = append(units, TimerName)
+		}
+		return c, provision.ExplainUnitFailure(ctx, h, "schedule/start", err, units...)
 	}
 	return c, nil
 }

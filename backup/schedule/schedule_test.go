@@ -1,7 +1,9 @@
 package schedule
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -411,4 +413,39 @@ func TestFactsFrom(t *testing.T) {
 	if r := probeRequest(); len(r.Files) != len(ManagedPaths()) || len(r.Units) != 2 {
 		t.Errorf("request %+v", r)
 	}
+}
+
+// TestProbeFindsForeignOverrides: a drop-in hactl does not write for the backup timer is read back
+// by the probe and refuses Install, dry run or not, naming host, file and setting.
+func TestProbeFindsForeignOverrides(t *testing.T) {
+	const dropIn = "/etc/systemd/system/hactl-backup.timer.d/override.conf"
+	out := "uid=0\nuf.frag=hactl-backup.timer " + TimerPath + "\nuf.dropin=hactl-backup.timer " + dropIn + "\n" +
+		"uf.file=" + base64.StdEncoding.EncodeToString([]byte("[Timer]\nOnCalendar=\nOnCalendar=weekly\n")) + " " + dropIn + "\nend=ok\n"
+	h := &cannedProbe{out: out}
+	for _, dry := range []bool{true, false} {
+		_, err := Install(context.Background(), h, "cp-a", nil, "", "/var/lib/node_exporter", dry)
+		var fe *provision.ForeignOverridesError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "host cp-a") ||
+			!strings.Contains(err.Error(), "drop-in "+dropIn+" sets OnCalendar=; OnCalendar=weekly for hactl-backup.timer") {
+			t.Errorf("dry run %v: %v, want a ForeignOverridesError naming host, file and setting", dry, err)
+		}
+	}
+	if len(h.cmds) != 2 || !strings.Contains(h.cmds[0], "-p DropInPaths") {
+		t.Errorf("commands: %d, the probe does not ask for the units' drop-ins", len(h.cmds))
+	}
+}
+
+// cannedProbe answers every command with out (a Linux host with systemd).
+type cannedProbe struct {
+	out  string
+	cmds []string
+}
+
+func (h *cannedProbe) Run(_ context.Context, _, command string, _ ...provision.RunOption) (provision.Result, error) {
+	h.cmds = append(h.cmds, command)
+	return provision.Result{Stdout: []byte(h.out)}, nil
+}
+func (h *cannedProbe) Upload(context.Context, string, []provision.File) error { return nil }
+func (h *cannedProbe) Host() provision.HostInfo {
+	return provision.HostInfo{Kernel: "Linux", Systemd: true, Arch: "x86_64"}
 }

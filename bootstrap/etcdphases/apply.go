@@ -346,7 +346,7 @@ func (s *Start) systemctl(ctx context.Context, m Member, verb string, wait bool)
 	sctx, cancel := g.run.StepCtx(ctx)
 	defer cancel()
 	if _, err := g.run.Exec(sctx, m.Name, PhaseStart, etcd.StartCommand(g.run.Spec.Spec.Etcd.DataDir, verb, wait)); err != nil {
-		return err
+		return g.run.ExplainUnit(ctx, m.Name, PhaseStart, err, etcd.UnitName)
 	}
 	g.run.Printer.Hostf(m.Name, "etcd %sed", verb)
 	return nil
@@ -550,7 +550,8 @@ func (g *Group) Client(ctx context.Context) (*clientv3.Client, error) {
 
 // WaitMember polls m's client URL, with backoff, until it reports a leader and a linearizable read
 // succeeds, for at most Options.WaitTimeout. quiet leaves out the "healthy" line. Errors: ctx's,
-// or one naming the member with the last health error.
+// or one naming the member with the last health error, after a timeout with etcd.service's last
+// journal lines on the member (a *provision.UnitFailedError) when they can be read.
 func (g *Group) WaitMember(ctx context.Context, m Member, quiet bool) error {
 	var last error
 	err := retry(ctx, g.opt.WaitTimeout, func(ctx context.Context) (bool, error) {
@@ -559,7 +560,9 @@ func (g *Group) WaitMember(ctx context.Context, m Member, quiet bool) error {
 	})
 	switch {
 	case errors.Is(err, errTimeout):
-		return fmt.Errorf("%s: member %s not healthy after %s: %w", PhaseWait, m.Name, g.opt.WaitTimeout, last)
+		// Why, in etcd's own words: a member started without waiting (founding members, learners)
+		// that never became healthy has said so in its journal.
+		return g.run.ExplainUnit(ctx, m.Name, PhaseWait, fmt.Errorf("%s: member %s not healthy after %s: %w", PhaseWait, m.Name, g.opt.WaitTimeout, last), etcd.UnitName)
 	case err != nil:
 		return err
 	}

@@ -50,7 +50,12 @@ type Facts struct {
 	EtcdRunning bool   // an etcd process exists, whatever systemd says
 	EtcdStarted string // ExecMainStartTimestamp, to prove a re-run did not restart etcd
 	Data        DataState
-	DiskAvail   int64             // bytes free on the filesystem holding the data dir
+	DiskAvail   int64 // bytes free on the filesystem holding the data dir
+	// Quota is the backend quota the running etcd enforces, in bytes (0 when no etcd runs or it
+	// could not be read), and QuotaFrom where it was read: "metrics" (etcd_server_quota_backend_bytes
+	// on its loopback metrics listener) or "flags" (its command line's --quota-backend-bytes).
+	Quota       int64
+	QuotaFrom   string
 	Marker      *etcd.Marker      // nil when absent or unreadable
 	Sums        map[string]string // path -> sha256 hex of files that exist
 	Stale       []string          // temp files left by interrupted uploads (removed by etcd/install)
@@ -120,13 +125,14 @@ func factsRequestFor(dataDir string, paths, read []string) provision.FactsReques
 // etcdProbeScript reports what the generic facts do not: whether an etcd process runs (whatever
 // systemd says), NTP synchronisation, the data dir's state and free space, hactl's marker and
 // release record, and the fsync probe (fsyncProbeScript). Keys: etcd.running, etcd.ntp, etcd.data,
-// etcd.disk_avail_kb, etcd.release (lines), etcd.fsync_*.
+// etcd.disk_avail_kb, etcd.release (lines), etcd.fsync_*, etcd.quota (quotaScript).
 func etcdProbeScript(dataDir string) string {
 	q := shell.Quote
 	var b strings.Builder
 	b.WriteString(`if command -v timedatectl >/dev/null 2>&1; then fact etcd.ntp "$(timedatectl show -p NTPSynchronized --value 2>/dev/null)"; fi
 if pgrep -x etcd >/dev/null 2>&1; then fact etcd.running yes; fi
 `)
+	b.WriteString(quotaScript)
 	fmt.Fprintf(&b, "D=%s\n", q(dataDir))
 	b.WriteString(`if [ -d "$D/member" ]; then data=member
 elif [ -d "$D" ] && [ -n "$(ls -A "$D" 2>/dev/null | grep -vx lost+found | grep -v '^\.hactl-fsync-probe\.')" ]; then data=foreign
@@ -141,6 +147,20 @@ fact etcd.disk_avail_kb "$(df -Pk "$p" | awk 'NR==2{print $4}')"
 	b.WriteString(fsyncProbeScript)
 	return b.String()
 }
+
+// quotaScript reads back the quota the running etcd enforces (etcd.quota="<from> <bytes>"): from
+// its metrics (etcd_server_quota_backend_bytes, on the loopback listener every member has) with curl
+// or wget when either is installed, else from its command line (/proc/<pid>/cmdline).
+var quotaScript = fmt.Sprintf(`if pid=$(pgrep -xo etcd 2>/dev/null); then
+  q=$( { if command -v curl >/dev/null 2>&1; then curl -fsS --max-time 2 http://127.0.0.1:%[1]d/metrics
+         elif command -v wget >/dev/null 2>&1; then wget -q -T 2 -O - http://127.0.0.1:%[1]d/metrics; fi; } 2>/dev/null | awk '$1 == "etcd_server_quota_backend_bytes" { print $2; exit }')
+  if [ -n "$q" ]; then fact etcd.quota "metrics $q"
+  else
+    q=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n 's/^--*quota-backend-bytes=//p' | tail -n 1)
+    if [ -n "$q" ]; then fact etcd.quota "flags $q"; fi
+  fi
+fi
+`, etcd.MetricsPort)
 
 // fsyncProbeScript measures write+fdatasync latency where the data dir lives, with nothing but a
 // POSIX shell and coreutils: fsyncSamples appends of fsyncBlockSize bytes with dd oflag=dsync (O_DSYNC:
@@ -200,6 +220,12 @@ func factsFrom(pf *provision.Facts) *Facts {
 		if pf.Units[u].Active == "active" {
 			f.TimeSync = u
 			break
+		}
+	}
+	if from, v, ok := strings.Cut(pf.Value("etcd.quota"), " "); ok {
+		// The metric is a float in Prometheus' text format ("2.147483648e+09").
+		if q, err := strconv.ParseFloat(v, 64); err == nil && q > 0 {
+			f.Quota, f.QuotaFrom = int64(q), from
 		}
 	}
 	if kb, err := strconv.ParseInt(pf.Value("etcd.disk_avail_kb"), 10, 64); err == nil {

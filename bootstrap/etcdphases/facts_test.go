@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/provision"
 )
 
@@ -254,5 +255,37 @@ func TestFsyncProbeSkipsLiveDataDir(t *testing.T) {
 	entries, _ := os.ReadDir(d)
 	if len(entries) != 1 {
 		t.Fatalf("the probe left files in the data dir: %v", entries)
+	}
+}
+
+// TestEffectiveQuota: the quota the running etcd enforces is read back from its metrics (Prometheus'
+// float format) or its flags, and plan names every member whose quota differs from the spec's,
+// saying whether this run's restart applies the spec's value.
+func TestEffectiveQuota(t *testing.T) {
+	read := func(v string) *Facts {
+		return parseOutput(t, "time.start=1700000000000000000\netcd.data=member\netcd.quota="+v+"\nend=ok\n", time.Now(), time.Now())
+	}
+	if f := read("metrics 2.147483648e+09"); f.Quota != 2<<30 || f.QuotaFrom != "metrics" {
+		t.Errorf("from metrics: %d %q", f.Quota, f.QuotaFrom)
+	}
+	if f := read("flags 1073741824"); f.Quota != 1<<30 || f.QuotaFrom != "flags" {
+		t.Errorf("from flags: %d %q", f.Quota, f.QuotaFrom)
+	}
+	if f := read("flags nonsense"); f.Quota != 0 {
+		t.Errorf("unparsable: %d", f.Quota)
+	}
+	ms := []Member{{Host: v1alpha1.Host{Name: "cp-a"}}, {Host: v1alpha1.Host{Name: "cp-b"}}, {Host: v1alpha1.Host{Name: "cp-c"}}}
+	for i := range ms {
+		ms[i].Name = ms[i].Host.Name
+	}
+	facts := map[string]*Facts{"cp-a": {Quota: 1 << 30, QuotaFrom: "metrics"}, "cp-b": {Quota: 2 << 30, QuotaFrom: "metrics"}, "cp-c": {Quota: 1 << 30, QuotaFrom: "flags"}}
+	plans := map[string]*HostPlan{"cp-a": {}, "cp-b": {}, "cp-c": {Restart: true}}
+	got := effectiveDiffs(2<<30, ms, facts, plans)
+	want := []string{
+		"cp-a: etcd runs with quota-backend-bytes 1073741824 (read from its metrics), spec.etcd.quotaBackendBytes is 2147483648: this run does not restart it: the unit already has the spec's value, so something else sets it (a drop-in or environment file hactl does not own?)",
+		"cp-c: etcd runs with quota-backend-bytes 1073741824 (read from its flags), spec.etcd.quotaBackendBytes is 2147483648: etcd/start restarts it with the spec's value",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -57,6 +57,10 @@ type Options struct {
 	JoinOnly string
 }
 
+// OwnedUnit is etcd's unit as hactl renders it: no drop-in and no environment file of hactl's, so
+// any on a member overrides the spec (runctx.Run.Manage refuses it).
+var OwnedUnit = provision.OwnedUnitFiles{Unit: etcd.UnitName, Fragment: etcd.RemoteUnitPath}
+
 // DefaultWaitTimeout is Options.WaitTimeout's default.
 const DefaultWaitTimeout = 2 * time.Minute
 
@@ -133,6 +137,7 @@ func New(run *runctx.Run, opt Options) (*Group, error) {
 	}
 	for _, m := range g.members {
 		run.Need(m.Host, g.files.factsRequest())
+		run.Manage(m.Host, OwnedUnit)
 	}
 	return g, nil
 }

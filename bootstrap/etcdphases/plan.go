@@ -476,6 +476,33 @@ func (ph *Plan) liveInitialCluster() []string {
 	return out
 }
 
+func (ph *Plan) printEffective() {
+	b := ph.g
+	for _, line := range effectiveDiffs(b.run.Spec.Spec.Etcd.QuotaBackendBytes, b.members, b.ledger.facts, b.ledger.plans) {
+		b.run.Printer.Warnf("%s", line)
+	}
+}
+
+// effectiveDiffs compares the settings the running members enforce (read back by preflight:
+// Facts.Quota) with the spec, one line per member that differs, saying whether this run's restart
+// applies the spec's value.
+func effectiveDiffs(quota int64, members []Member, facts map[string]*Facts, plans map[string]*HostPlan) []string {
+	var out []string
+	for _, m := range members {
+		f, p := facts[m.Name], plans[m.Name]
+		if f == nil || f.Quota == 0 || f.Quota == quota {
+			continue
+		}
+		fix := "this run does not restart it: the unit already has the spec's value, so something else sets it (a drop-in or environment file hactl does not own?)"
+		if p != nil && p.Restart {
+			fix = "etcd/start restarts it with the spec's value"
+		}
+		out = append(out, fmt.Sprintf("%s: etcd runs with quota-backend-bytes %d (read from its %s), spec.etcd.quotaBackendBytes is %d: %s",
+			m.Name, f.Quota, f.QuotaFrom, quota, fix))
+	}
+	return out
+}
+
 func (ph *Plan) printPlan() {
 	b := ph.g
 	var rows [][]string
@@ -517,6 +544,7 @@ func (ph *Plan) printPlan() {
 	for _, line := range strings.Split(strings.TrimRight(sb.String(), "\n"), "\n") {
 		b.run.Printer.Infof("  %s", line)
 	}
+	ph.printEffective()
 	if b.live != nil {
 		for _, m := range b.members {
 			if b.rolls(m.Name) {

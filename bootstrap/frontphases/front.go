@@ -55,6 +55,11 @@ type Group struct {
 	installed bool          // lb/install changed an LB host (its VIP may move)
 }
 
+// OwnedUnits are the LB hosts' units hactl manages: the packages' HAProxy and Keepalived units,
+// configured through the files lb/install writes only (no drop-in or environment file of hactl's);
+// what their packages' environment files set by default is no override.
+var OwnedUnits = []provision.OwnedUnitFiles{{Unit: haproxyUnit}, {Unit: keepalivedUnit, PackageDefaults: []string{`KEEPALIVED_OPTIONS="-D"`}}}
+
 // New prepares the group and registers the facts it needs from every front host with run. It
 // contacts nothing.
 func New(run *runctx.Run) *Group {
@@ -62,6 +67,9 @@ func New(run *runctx.Run) *Group {
 	g.fronts = frontHosts(run.Spec)
 	for _, h := range g.fronts {
 		run.Need(h.host, factsRequest(h))
+		if h.lb {
+			run.Manage(h.host, OwnedUnits...)
+		}
 	}
 	return g
 }

@@ -132,7 +132,7 @@ func (ph *CNI) Run(ctx context.Context) error {
 		}
 		cmd := "set -e\nsystemctl daemon-reload\nsystemctl enable " + kubenode.RoutesUnit + " >/dev/null 2>&1\nsystemctl restart " + kubenode.RoutesUnit
 		if _, err := g.run.Exec(sctx, n.host.Name, PhaseCNI, cmd); err != nil {
-			return err
+			return g.run.ExplainUnit(ctx, n.host.Name, PhaseCNI, err, kubenode.RoutesUnit)
 		}
 		g.mu.Lock()
 		g.plans[n.host.Name].cni, g.changed = true, true

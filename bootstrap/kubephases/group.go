@@ -28,6 +28,7 @@ import (
 	"github.com/hactl/hactl/bootstrap/runctx"
 	"github.com/hactl/hactl/internal/sumcache"
 	"github.com/hactl/hactl/kubeadm"
+	"github.com/hactl/hactl/kubenode"
 	"github.com/hactl/hactl/phase"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/report"
@@ -121,6 +122,19 @@ type Group struct {
 	written  map[string][]byte         // bridge networks written in this run
 }
 
+// OwnedUnits are the Kubernetes nodes' units hactl manages, with the files hactl and kubeadm write
+// for them: kubelet's unit and kubeadm's drop-in (hactl's, or where Kubernetes' packages put it),
+// kubeadm's kubeadm-flags.env; the package's containerd unit (configured through config.toml); the
+// pod-routes unit. /etc/default/kubelet (KUBELET_EXTRA_ARGS) is the user's: any value there
+// overrides the spec.
+var OwnedUnits = []provision.OwnedUnitFiles{
+	{Unit: "kubelet.service", Fragment: kubenode.KubeletUnitPath,
+		DropIns:  []string{kubenode.KubeadmDropInPath, "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf", "/lib/systemd/system/kubelet.service.d/10-kubeadm.conf"},
+		EnvFiles: []string{"/var/lib/kubelet/kubeadm-flags.env"}},
+	{Unit: "containerd.service"},
+	{Unit: kubenode.RoutesUnit, Fragment: kubenode.RoutesUnitPath},
+}
+
 // New prepares the group and registers the facts it needs from every node with run. It contacts
 // nothing. Without spec.kubernetes the group has no phases to run. Errors: the kubelet
 // configuration file cannot be read (specload.ReadKubeletConfiguration).
@@ -140,6 +154,7 @@ func New(run *runctx.Run, opt Options) (*Group, error) {
 		n := node{host: h, addr: a, peer: peer, cp: h.HasRole(v1alpha1.RoleControlPlane)}
 		g.nodes = append(g.nodes, n)
 		run.Need(h, factsRequest(n, g.resolvConf()))
+		run.Manage(h, OwnedUnits...)
 	}
 	return g, nil
 }

@@ -72,7 +72,7 @@ func (ph *Kubelet) Run(ctx context.Context) error {
 			did = append(did, p.kubelet+"ed")
 		}
 		if _, err := g.run.Exec(sctx, n.host.Name, PhaseKubelet, "set -e\n"+strings.Join(cmds, "\n")); err != nil {
-			return err
+			return g.run.ExplainUnit(ctx, n.host.Name, PhaseKubelet, err, "kubelet.service")
 		}
 		if p.kubelet != "" {
 			g.mu.Lock()

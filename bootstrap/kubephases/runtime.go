@@ -86,7 +86,7 @@ func (ph *Runtime) Run(ctx context.Context) error {
 			if asCommandError(err, &ce) && ce.ExitCode == exitKernel {
 				return &PreflightError{Host: n.host.Name, Check: CheckNetfilter, Msg: lastLine(ce.Stderr)}
 			}
-			return err
+			return g.run.ExplainUnit(ctx, n.host.Name, PhaseRuntime, err, "containerd.service")
 		}
 		what := "containerd running"
 		if p.restartContainerd {

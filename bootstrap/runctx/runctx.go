@@ -56,12 +56,20 @@ type Run struct {
 	DryRun bool
 	// SSH says how hosts are reached (host keys, prompt for secrets).
 	SSH provision.SpecOptions
+	// AllowForeignOverrides keeps going on a host where files hactl does not own override a unit it
+	// manages (Manage): each is a warning instead of a *provision.ForeignOverridesError.
+	AllowForeignOverrides bool
+	// OverridesFlag is the command's flag that sets AllowForeignOverrides, named in the refusal (""
+	// when the command has none: the refusal then only says to remove the files).
+	OverridesFlag string
 
 	mu      sync.Mutex
 	dialer  *provision.Dialer
 	clients *provision.Pool[Remote] // dialled with dialer, made at the first Connect that dials
 	facts   map[string]*provision.Facts
-	needs   []need // in the order groups asked
+	needs   []need                                // in the order groups asked
+	owned   map[string][]provision.OwnedUnitFiles // by host: the units groups manage (Manage)
+	foreign map[string][]provision.Override       // by host: what Connect found
 }
 
 type need struct {
@@ -71,7 +79,8 @@ type need struct {
 
 // New returns the context of a run over spec. It contacts nothing.
 func New(spec *v1alpha1.Cluster, p *ui.Printer, dryRun bool, ssh provision.SpecOptions) *Run {
-	r := &Run{Spec: spec, Printer: p, DryRun: dryRun, SSH: ssh, facts: map[string]*provision.Facts{}}
+	r := &Run{Spec: spec, Printer: p, DryRun: dryRun, SSH: ssh, facts: map[string]*provision.Facts{}, owned: map[string][]provision.OwnedUnitFiles{},
+		foreign: map[string][]provision.Override{}}
 	r.clients = provision.NewPoolFunc(r.dialTarget)
 	return r
 }
@@ -82,6 +91,56 @@ func (r *Run) Need(h v1alpha1.Host, req provision.FactsRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.needs = append(r.needs, need{host: h, req: req})
+}
+
+// Manage registers that a group manages units on host h, each with the files hactl (or kubeadm)
+// writes for it: the facts command reports what systemd reads for them (provision.FactsRequest's
+// UnitFiles), and Connect refuses the host when anything else overrides them (see
+// AllowForeignOverrides).
+func (r *Run) Manage(h v1alpha1.Host, units ...provision.OwnedUnitFiles) {
+	names := make([]string, len(units))
+	for i, u := range units {
+		names[i] = u.Unit
+	}
+	r.Need(h, provision.FactsRequest{UnitFiles: names})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.owned[h.Name] = append(r.owned[h.Name], units...)
+}
+
+// ForeignOverrides returns what overrides host's managed units (nil before Connect, or none).
+func (r *Run) ForeignOverrides(host string) []provision.Override {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.foreign[host]
+}
+
+// checkOverrides compares host's unit files in f with the files the groups own (Manage): the result is a
+// *provision.ForeignOverridesError unless the run is a dry run or AllowForeignOverrides, which print
+// each override as a warning instead (plan shows them, naming host, file and setting).
+func (r *Run) checkOverrides(host string, f *provision.Facts) error {
+	r.mu.Lock()
+	var found []provision.Override
+	for _, own := range r.owned[host] {
+		found = append(found, provision.Overrides(own, f.UnitFiles[own.Unit])...)
+	}
+	r.foreign[host] = found
+	r.mu.Unlock()
+	switch {
+	case len(found) == 0:
+		return nil
+	case r.AllowForeignOverrides:
+		for _, o := range found {
+			r.Printer.Warnf("%s: %s: kept (%s)", host, o, r.OverridesFlag)
+		}
+		return nil
+	case r.DryRun:
+		for _, o := range found {
+			r.Printer.Warnf("%s: %s: it overrides what hactl renders; bootstrap refuses this host until the file is removed (or %s)", host, o, r.OverridesFlag)
+		}
+		return nil
+	}
+	return &provision.ForeignOverridesError{Host: host, Overrides: found, Flag: r.OverridesFlag}
 }
 
 // FactsStep names the facts command in errors and logs.
@@ -133,6 +192,9 @@ func (r *Run) Connect(ctx context.Context, then func(ctx context.Context, host s
 				}
 				r.SetFacts(h.Name, f)
 				if err := checkPrivateAddress(h, f); err != nil {
+					return err
+				}
+				if err := r.checkOverrides(h.Name, f); err != nil {
 					return err
 				}
 			}
@@ -228,6 +290,18 @@ func (r *Run) Exec(ctx context.Context, host, step, cmd string, opts ...provisio
 	}
 	r.Printer.Debugf("%s: [%s] %s (%s, err=%v)", host, step, first, time.Since(start).Round(time.Millisecond), err)
 	return res, err
+}
+
+// ExplainUnit returns err, a failed start, restart or reload of units on host, with the last journal
+// lines of the first of them that has any (provision.ExplainUnitFailure on host's connection): the
+// cause in the service's own words. ctx must be the caller's, not a step context that has run out.
+// err unchanged when nil, without a connection, or when no journal could be read.
+func (r *Run) ExplainUnit(ctx context.Context, host, step string, err error, units ...string) error {
+	c := r.Client(host)
+	if err == nil || c == nil {
+		return err
+	}
+	return provision.ExplainUnitFailure(ctx, c, step, err, units...)
 }
 
 // Upload uploads files to host atomically (provision.Client.Upload). Errors as Exec's.

@@ -3,6 +3,7 @@ package runctx
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"os/exec"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 // shHost runs commands with the local /bin/sh and counts them.
 type shHost struct {
+	out  string
 	mu   sync.Mutex
 	cmds []string
 	fail error
@@ -94,5 +96,67 @@ func TestConnectOneCommandPerHost(t *testing.T) {
 	}
 	if r.EtcdDial() != nil {
 		t.Error("EtcdDial without a bastion routes through SSH")
+	}
+}
+
+// cannedHost answers every command with out.
+type cannedHost struct{ shHost }
+
+func (h *cannedHost) Run(_ context.Context, _, command string, _ ...provision.RunOption) (provision.Result, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cmds = append(h.cmds, command)
+	return provision.Result{Stdout: []byte(h.out)}, nil
+}
+
+// TestConnectForeignOverrides: a drop-in hactl does not own refuses the host (naming host, file and
+// setting) in a run, is a warning in a dry run and with AllowForeignOverrides; hactl's own drop-in
+// is no override.
+func TestConnectForeignOverrides(t *testing.T) {
+	const foreign = "/etc/systemd/system/etcd.service.d/override.conf"
+	out := "uf.frag=etcd.service /etc/systemd/system/etcd.service\n" +
+		"uf.dropin=etcd.service " + foreign + "\n" +
+		"uf.file=" + base64.StdEncoding.EncodeToString([]byte("[Service]\nEnvironment=ETCD_QUOTA_BACKEND_BYTES=1\n")) + " " + foreign + "\n" +
+		"uf.dropin=etcd.service /etc/systemd/system/etcd.service.d/10-ours.conf\n" +
+		"uf.file=" + base64.StdEncoding.EncodeToString([]byte("[Service]\nNice=1\n")) + " /etc/systemd/system/etcd.service.d/10-ours.conf\n" +
+		"end=ok\n"
+	for _, c := range []struct {
+		name          string
+		dryRun, allow bool
+		wantErr       bool
+		warn          string
+	}{
+		{"run", false, false, true, ""},
+		{"dry run", true, false, false, "it overrides what hactl renders; bootstrap refuses this host until the file is removed (or --allow-foreign-overrides)"},
+		{"allowed", false, true, false, "kept (--allow-foreign-overrides)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := testSpec()
+			var shown bytes.Buffer
+			r := New(spec, ui.New(&shown, false, false), c.dryRun, provision.SpecOptions{})
+			r.AllowForeignOverrides, r.OverridesFlag = c.allow, "--allow-foreign-overrides"
+			h := &cannedHost{}
+			h.out = out
+			r.SetClient("cp-a", h)
+			r.Manage(spec.Spec.Hosts[0], provision.OwnedUnitFiles{Unit: "etcd.service", Fragment: "/etc/systemd/system/etcd.service",
+				DropIns: []string{"/etc/systemd/system/etcd.service.d/10-ours.conf"}})
+			err := r.Connect(context.Background(), nil)
+			if !strings.Contains(h.cmds[0], "-p DropInPaths") {
+				t.Errorf("the facts command does not look for drop-ins:\n%s", h.cmds[0])
+			}
+			var fe *provision.ForeignOverridesError
+			if got := errors.As(err, &fe); got != c.wantErr {
+				t.Fatalf("err %v, want a ForeignOverridesError: %v", err, c.wantErr)
+			}
+			if c.wantErr && (!strings.Contains(err.Error(), "host cp-a:") || !strings.Contains(err.Error(), foreign+" sets Environment=ETCD_QUOTA_BACKEND_BYTES=1")) {
+				t.Errorf("error does not name host, file and setting:\n%v", err)
+			}
+			if c.warn != "" && !strings.Contains(shown.String(), "cp-a: drop-in "+foreign+" sets Environment=ETCD_QUOTA_BACKEND_BYTES=1 for etcd.service: "+c.warn) {
+				t.Errorf("output:\n%q", shown.String())
+			}
+			if got := r.ForeignOverrides("cp-a"); len(got) != 1 || got[0].Path != foreign {
+				t.Errorf("ForeignOverrides = %v", got)
+			}
+		})
 	}
 }

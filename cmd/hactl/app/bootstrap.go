@@ -27,6 +27,7 @@ type bootstrapOptions struct {
 	acceptNewHostKeys bool
 	skipPhases        []string
 	ignorePreflight   []string
+	allowForeign      bool
 	waitTimeout       time.Duration
 	output            string
 	restoreFrom       string
@@ -44,6 +45,7 @@ func (o *bootstrapOptions) addFlags(cmd *cobra.Command, withDryRun bool) {
 	cmd.Flags().BoolVar(&o.acceptNewHostKeys, "accept-new-host-keys", false, "append UNKNOWN SSH host keys to the known_hosts file (changed keys are always refused)")
 	cmd.Flags().StringSliceVar(&o.skipPhases, "skip-phases", nil, "phases to skip (e.g. etcd/wait); a name ending in / skips the group")
 	cmd.Flags().StringSliceVar(&o.ignorePreflight, "ignore-preflight-errors", nil, "preflight checks whose failures become warnings: "+strings.Join(bootstrap.Checks, ", ")+", or all")
+	cmd.Flags().BoolVar(&o.allowForeign, "allow-foreign-overrides", false, "keep going where a drop-in, environment file or unit file hactl does not own overrides a unit it manages (etcd, HAProxy, Keepalived, kubelet, containerd); without it such a host is refused at preflight, naming the file and what it sets")
 	if withDryRun { // plan stops before anything starts
 		cmd.Flags().DurationVar(&o.waitTimeout, "wait", 2*time.Minute, "how long to wait for members to become healthy")
 	}
@@ -67,7 +69,13 @@ func newBootstrapCommand(s Streams, g *globalOptions) *cobra.Command {
 
   preflight     SSH to every host (host keys verified), gather facts with one command, check root,
                 OS/arch, systemd, free ports, data dir, clock skew and free disk; report time sync
-                (chrony, timesyncd, ...) and the data dir's fsync p50/p99 (warning above 10 ms)
+                (chrony, timesyncd, ...) and the data dir's fsync p50/p99 (warning above 10 ms).
+                A drop-in (/etc, /run or /usr/lib/systemd/system/<unit>.d/*.conf), environment
+                file or unit file hactl does not own that sets anything for a unit it manages
+                (etcd, HAProxy, Keepalived, kubelet, containerd) refuses the host, naming the file
+                and the setting: the spec is the one source of those settings. Remove the file
+                (then systemctl daemon-reload), or pass --allow-foreign-overrides. 'hactl plan'
+                lists them as warnings. kubeadm's 10-kubeadm.conf and kubeadm-flags.env are owned.
   pki           create or load the etcd CA and certificates in the state dir; check SANs. When the
                 hosts carry the cluster but the state dir is gone, recover it from the members
                 (same CA, token, unit flags and member certificates; never a second CA)
@@ -157,6 +165,7 @@ func runBootstrap(cmd *cobra.Command, s Streams, g *globalOptions, o *bootstrapO
 			DryRun:                o.dryRun,
 			SkipPhases:            splitList(o.skipPhases),
 			IgnorePreflightErrors: splitList(o.ignorePreflight),
+			AllowForeignOverrides: o.allowForeign,
 			WaitTimeout:           o.waitTimeout,
 			ReplaceLost:           splitList(o.replaceLost),
 			SumCache:              sumcache.Default(),
