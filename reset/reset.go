@@ -2,7 +2,8 @@
 // control planes whose etcd role is on other hosts) taken out of the cluster and cleaned of what
 // hactl installed. Per host: the Node is drained and deleted through a control plane that stays;
 // /etc/kubernetes is saved aside; `kubeadm reset`; kubelet stopped and disabled; hactl's units,
-// binaries, CNI network, routes and kernel settings removed, containerd's configuration put back
+// binaries, CNI network, routes and kernel settings removed, kube-proxy's and kubelet's iptables
+// chains removed (a member's host: its backup schedule too), containerd's configuration put back
 // as it was before hactl (when hactl kept it). Packages and imported images stay. A host that keeps
 // its place in the spec joins again on the next `hactl bootstrap`.
 package reset
@@ -18,6 +19,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubenode"
@@ -147,13 +149,15 @@ func NewPlan(o Options) (Plan, error) {
 	for i := range p.Hosts {
 		h := &p.Hosts[i]
 		if h.Member {
-			h.Steps = append(h.Steps, fmt.Sprintf("remove its etcd member (refused when the rest would lose their quorum; leadership moved off it first), stop and disable etcd, move %s aside", c.Spec.Etcd.DataDir))
+			h.Steps = append(h.Steps, fmt.Sprintf("remove its etcd member (refused when the rest would lose their quorum; leadership moved off it first), stop and disable etcd, move %s aside", c.Spec.Etcd.DataDir),
+				"remove hactl's backup schedule from it, if any, as `hactl backup schedule --disable` does (without a member its timer fails every slot; run hactl backup schedule again once the host is a member again)")
 		}
 		h.Steps = append(h.Steps, []string{
 			fmt.Sprintf("drain Node %s and delete it (kubectl on %s)", h.Name, p.Via),
 			"save /etc/kubernetes to " + backupDir + "/etc-kubernetes-<time>.tgz",
 			"kubeadm reset (kubelet stopped, kubeadm's files and the node's containers removed)",
 			"remove hactl's kubelet unit and drop-in, kubelet/kubeadm/kubectl, the CNI network, the pod routes, kernel settings and the marker",
+			"remove kube-proxy's and kubelet's iptables chains (KUBE-*, IPv4 and IPv6; only they would clear them), every other rule kept",
 			"put back containerd's configuration from before hactl (when kept) and restart containerd",
 		}...)
 	}
@@ -209,7 +213,7 @@ func Run(ctx context.Context, o Options, p Plan) error {
 				}
 			}
 		}
-		if err := resetHost(ctx, d, via, hosts[hp.Name], o); err != nil {
+		if err := resetHost(ctx, d, via, hosts[hp.Name], hp.Member, o); err != nil {
 			errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: err})
 			continue
 		}
@@ -218,7 +222,12 @@ func Run(ctx context.Context, o Options, p Plan) error {
 	return errs.ErrorOrNil()
 }
 
-func resetHost(ctx context.Context, d *provision.Dialer, via *provision.Client, h v1alpha1.Host, o Options) error {
+// resetHost drains and deletes h's Node through via, then on h: with member (its etcd member
+// retired already) the backup schedule is disabled (schedule.Disable), /etc/kubernetes saved,
+// kubeadm reset, hactl's files removed, the KUBE-* iptables chains removed (KubeChainsScript),
+// containerd's configuration put back. Errors: the drain's, the dial's, the schedule's, the
+// script's.
+func resetHost(ctx context.Context, d *provision.Dialer, via *provision.Client, h v1alpha1.Host, member bool, o Options) error {
 	const step = "reset"
 	k := "kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout 20s"
 	// Only a Node that does not exist is skipped: any other failure (API down, no admin.conf) stops
@@ -242,6 +251,15 @@ fi
 		return err
 	}
 	defer cli.Close()
+	if member {
+		removed, err := schedule.Disable(ctx, cli)
+		if err != nil {
+			return fmt.Errorf("backup schedule: %w (the host was not reset)", err)
+		}
+		if len(removed) > 0 {
+			o.Printer.Hostf(h.Name, "backup schedule removed (its timer would fail every slot without a member)")
+		}
+	}
 	var rm []string
 	for _, b := range kubenode.Binaries {
 		rm = append(rm, kubenode.BinDir+"/"+b.Name)
@@ -257,9 +275,10 @@ systemctl disable --now %[3]s >/dev/null 2>&1 || true
 rm -f %[4]s
 ip link delete cni0 2>/dev/null || true
 if [ -e %[5]s%[6]s ]; then mv -f %[5]s%[6]s %[5]s; else rm -f %[5]s; fi
+%[7]s
 systemctl daemon-reload
 if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart containerd; fi
-`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), kubenode.ContainerdConfigPath, kubenode.PrevSuffix)
+`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), kubenode.ContainerdConfigPath, kubenode.PrevSuffix, KubeChainsScript)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if _, err := cli.Run(rctx, step, script); err != nil {
@@ -271,6 +290,21 @@ if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart contai
 	}
 	return nil
 }
+
+// KubeChainsScript removes the iptables chains kube-proxy and kubelet made (KUBE-*) and every rule
+// jumping to them, in each backend the host has (iptables, ip6tables and their -legacy and -nft
+// variants): after kubeadm reset nothing else would (kubeadm leaves them), and stale
+// KUBE-SERVICES rules keep rewriting Service addresses to pods that are gone. Each table is
+// rewritten whole by iptables-restore from iptables-save's dump without those lines, so every
+// other rule (the host's firewall, a drill's chain) stays; a backend without KUBE- lines is not
+// touched. It prints one line per backend cleaned.
+const KubeChainsScript = `for ipt in iptables ip6tables iptables-legacy ip6tables-legacy iptables-nft ip6tables-nft; do
+  command -v "$ipt-save" >/dev/null 2>&1 && command -v "$ipt-restore" >/dev/null 2>&1 || continue
+  dump=$("$ipt-save" 2>/dev/null) || continue
+  printf '%s\n' "$dump" | grep -q -e '^:KUBE-' -e ' -[jg] KUBE-' || continue
+  printf '%s\n' "$dump" | grep -v -e '^:KUBE-' -e '^-A KUBE-' -e ' -[jg] KUBE-' | "$ipt-restore"
+  echo "$ipt: KUBE-* chains removed"
+done`
 
 func orNone(names []string) string {
 	if len(names) == 0 {
