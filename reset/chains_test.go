@@ -103,3 +103,48 @@ func TestKubeChainsScript(t *testing.T) {
 		t.Errorf("restores: %q, want one, of iptables only", calls)
 	}
 }
+
+// TestContainerdPutBack: the configuration hactl kept is moved back; without one, only hactl's own
+// file is removed; a second run (a reset run again) keeps what the first put back.
+func TestContainerdPutBack(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	const hactls, users = "# Written by hactl (spec.kubernetes): containerd's defaults with these settings.\nversion = 2\n", "version = 2\n# the user's own\n"
+	for _, tc := range []struct {
+		name            string
+		config, prev    string // "" absent
+		want, wantAfter string // the file after the first and second run ("" absent)
+	}{
+		{"kept copy moved back", hactls, users, users, users},
+		{"hactl's own removed", hactls, "", "", ""},
+		{"a foreign one stays", users, "", users, users},
+		{"nothing there", "", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.toml")
+			for p, data := range map[string]string{path: tc.config, path + ".hactl-prev": tc.prev} {
+				if data != "" {
+					if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for run, want := range []string{tc.want, tc.wantAfter} {
+				if out, err := exec.Command("sh", "-ec", containerdPutBackScript(path)).CombinedOutput(); err != nil {
+					t.Fatalf("run %d: %v: %s", run+1, err, out)
+				}
+				got, err := os.ReadFile(path)
+				if os.IsNotExist(err) {
+					got, err = nil, nil
+				}
+				if err != nil || string(got) != want {
+					t.Errorf("run %d: %q (%v), want %q", run+1, got, err, want)
+				}
+				if _, err := os.Stat(path + ".hactl-prev"); !os.IsNotExist(err) {
+					t.Errorf("run %d: the kept copy is still there", run+1)
+				}
+			}
+		})
+	}
+}

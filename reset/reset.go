@@ -274,11 +274,11 @@ systemctl disable --now kubelet >/dev/null 2>&1 || true
 systemctl disable --now %[3]s >/dev/null 2>&1 || true
 rm -f %[4]s
 ip link delete cni0 2>/dev/null || true
-if [ -e %[5]s%[6]s ]; then mv -f %[5]s%[6]s %[5]s; else rm -f %[5]s; fi
-%[7]s
+%[5]s
+%[6]s
 systemctl daemon-reload
 if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart containerd; fi
-`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), kubenode.ContainerdConfigPath, kubenode.PrevSuffix, KubeChainsScript)
+`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), containerdPutBackScript(kubenode.ContainerdConfigPath), KubeChainsScript)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if _, err := cli.Run(rctx, step, script); err != nil {
@@ -289,6 +289,15 @@ if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart contai
 		return err
 	}
 	return nil
+}
+
+// containerdPutBackScript puts containerd's configuration at path back as it was before hactl:
+// the copy hactl kept (path + kubenode.PrevSuffix) moved back; without one, the file removed only
+// when hactl wrote it (its first line "# Written by hactl"). Run again, it changes nothing: the
+// configuration put back the first time stays (an unconditional removal deleted it).
+func containerdPutBackScript(path string) string {
+	p, prev := shell.Quote(path), shell.Quote(path+kubenode.PrevSuffix)
+	return fmt.Sprintf("if [ -e %[2]s ]; then mv -f %[2]s %[1]s; elif [ -f %[1]s ] && head -n 1 %[1]s | grep -q '^# Written by hactl'; then rm -f %[1]s; fi", p, prev)
 }
 
 // KubeChainsScript removes the iptables chains kube-proxy and kubelet made (KUBE-*) and every rule
