@@ -143,3 +143,22 @@ func afterReset(t *testing.T, spec, host string) {
 		t.Errorf("second reset: no plan shown:\n%s", r.Stdout)
 	}
 }
+
+// removeAfterHeal replaces the heal test's removal (zzz_heal_test.go: call it at the end of the
+// test, after the drift check with cluster-healed.yaml, with spec and that file; its t.Cleanup
+// removal on the old spec then only covers a failure before): operator remove on the spec that
+// still names cp-c is refused with the drift (the EtcdCluster is the only record of the heal, the
+// one bootstrap checks) and removes nothing; on the spec edited as told it finishes, and the
+// namespace then deletes.
+func removeAfterHeal(t *testing.T, staleSpec, editedSpec string) {
+	t.Helper()
+	r := suite.Hactl(t, "operator", "remove", "-f", staleSpec, "--yes")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "cp-c was replaced by spare-c") || !strings.Contains(r.Stderr, "hactl changes nothing") {
+		t.Errorf("operator remove on the spec without the heal: exit %d, want 1 naming the drift:\n%s", r.Code, r.Stderr)
+	}
+	if out := kubectl(t, "get", "deployment", "-n", deploy.DefaultNamespace, deploy.Name, "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) == "" {
+		t.Errorf("the refused remove deleted the Deployment")
+	}
+	suite.MustHactl(t, "operator", "remove", "-f", editedSpec, "--yes")
+	deleteNamespaceFinishes(t, deploy.DefaultNamespace)
+}

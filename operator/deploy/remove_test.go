@@ -135,3 +135,28 @@ func TestRemoveHealBeganDuringRemoval(t *testing.T) {
 		t.Errorf("the EtcdCluster was deleted: %v", err)
 	}
 }
+
+// TestCheckDrift: a heal cluster.yaml does not show yet refuses the removal (the EtcdCluster is its
+// only record, the one bootstrap checks); with the spec edited as told, or without an EtcdCluster,
+// nothing is refused.
+func TestCheckDrift(t *testing.T) {
+	c := testCluster(t, false) // etcd hosts cp-a, cp-b, cp-c
+	c.Metadata.Name = "lab"
+	healed := hactlv1.HealRecord{Member: "cp-c", Spare: "spare-c", Result: hactlv1.HealSucceeded,
+		FinishedAt: metav1.NewTime(time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC))}
+	ec := &hactlv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: "lab"}}
+	ec.Status.Heals = []hactlv1.HealRecord{healed}
+	ctx := context.Background()
+	err := checkDrift(ctx, dynfake.NewSimpleDynamicClient(scheme, ec), "", c)
+	var de *DriftError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "cp-c was replaced by spare-c") {
+		t.Errorf("a heal the spec does not show: %v, want a *DriftError naming it", err)
+	}
+	c.Spec.Hosts[2].Name = "spare-c" // edited as told
+	if err := checkDrift(ctx, dynfake.NewSimpleDynamicClient(scheme, ec), "", c); err != nil {
+		t.Errorf("the spec shows the heal: %v", err)
+	}
+	if err := checkDrift(ctx, dynfake.NewSimpleDynamicClient(scheme), "", c); err != nil {
+		t.Errorf("no EtcdCluster: %v", err)
+	}
+}
