@@ -164,16 +164,9 @@ func (e *HealInProgressError) Error() string {
 // healInProgress reads the EtcdCluster clusterName in namespace: a *HealInProgressError when its
 // status records a heal, nil when none or when it is gone. Errors: the API's, the conversion's.
 func healInProgress(ctx context.Context, dyn dynamic.Interface, namespace, clusterName string) error {
-	ec, err := dyn.Resource(hactlv1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, clusterName, metav1.GetOptions{})
-	if isGone(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read EtcdCluster %s/%s: %w", namespace, clusterName, err)
-	}
-	var c hactlv1.EtcdCluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ec.Object, &c); err != nil {
-		return fmt.Errorf("EtcdCluster %s/%s: %w", namespace, clusterName, err)
+	c, err := getEtcdCluster(ctx, dyn, namespace, clusterName)
+	if err != nil || c == nil {
+		return err
 	}
 	if c.Status.Healing != nil {
 		return &HealInProgressError{EtcdCluster: namespace + "/" + clusterName, Healing: *c.Status.Healing}

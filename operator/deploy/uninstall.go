@@ -3,17 +3,12 @@ package deploy
 import (
 	"context"
 	"errors"
-	"fmt"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/backup"
-	hactlv1 "github.com/hactl/hactl/operator/api/v1alpha1"
 )
 
 // Uninstall is `hactl operator remove`: refused with a *DriftError (nothing removed) while the
@@ -74,16 +69,9 @@ func checkDrift(ctx context.Context, dyn dynamic.Interface, namespace string, c 
 	if namespace == "" {
 		namespace = DefaultNamespace
 	}
-	u, err := dyn.Resource(hactlv1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, c.Metadata.Name, metav1.GetOptions{})
-	if isGone(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read EtcdCluster %s/%s: %w", namespace, c.Metadata.Name, err)
-	}
-	var ec hactlv1.EtcdCluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ec); err != nil {
-		return fmt.Errorf("EtcdCluster %s/%s: %w", namespace, c.Metadata.Name, err)
+	ec, err := getEtcdCluster(ctx, dyn, namespace, c.Metadata.Name)
+	if err != nil || ec == nil {
+		return err
 	}
 	if d := Drift(c, ec.Status.Heals); len(d) > 0 {
 		return &DriftError{Drift: d}
