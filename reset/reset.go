@@ -23,6 +23,7 @@ import (
 	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubenode"
+	"github.com/hactl/hactl/kubesched"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
@@ -160,6 +161,9 @@ func NewPlan(o Options) (Plan, error) {
 			"remove kube-proxy's and kubelet's iptables chains (KUBE-*, IPv4 and IPv6; only they would clear them), every other rule kept",
 			"put back containerd's configuration from before hactl (when kept) and restart containerd",
 		}...)
+		if h.Role == "control-plane" {
+			h.Steps = append(h.Steps, "remove hactl-scheduler's static pod configuration ("+kubesched.Dir+"; kubeadm reset leaves it, and its kubeconfig's client key stays valid for the cluster; the saved /etc/kubernetes keeps a copy)")
+		}
 	}
 	return p, nil
 }
@@ -273,12 +277,13 @@ if command -v kubeadm >/dev/null 2>&1; then kubeadm reset -f --cri-socket %[2]s 
 systemctl disable --now kubelet >/dev/null 2>&1 || true
 systemctl disable --now %[3]s >/dev/null 2>&1 || true
 rm -f %[4]s
+rm -rf %[7]s
 ip link delete cni0 2>/dev/null || true
 %[5]s
 %[6]s
 systemctl daemon-reload
 if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart containerd; fi
-`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), containerdPutBackScript(kubenode.ContainerdConfigPath), KubeChainsScript)
+`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), containerdPutBackScript(kubenode.ContainerdConfigPath), KubeChainsScript, shell.Quote(kubesched.Dir))
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if _, err := cli.Run(rctx, step, script); err != nil {

@@ -53,6 +53,9 @@ func TestPlanRemovesMemberFirst(t *testing.T) {
 			t.Errorf("%s: no step removes the KUBE-* chains: %q", h.Name, h.Steps)
 		}
 	}
+	if !strings.Contains(strings.Join(cp.Steps, "\n"), "/etc/kubernetes/hactl-scheduler") || strings.Contains(strings.Join(w.Steps, "\n"), "hactl-scheduler") {
+		t.Errorf("hactl-scheduler's static pod files go from a control plane only: cp-b %q, w-a %q", cp.Steps, w.Steps)
+	}
 }
 
 func TestPlanRefuses(t *testing.T) {

@@ -24,7 +24,8 @@ func newResetCommand(s Streams, g *globalOptions) *cobra.Command {
 in order: the Node is drained and deleted (kubectl on a control plane that stays), /etc/kubernetes
 is saved to /var/lib/hactl/backup, 'kubeadm reset' runs, kubelet is stopped and disabled, and
 hactl's files are removed (kubelet unit and kubeadm drop-in, kubelet/kubeadm/kubectl, the CNI
-network and pod routes, kernel settings, hactl's marker), and so are kube-proxy's and kubelet's
+network and pod routes, kernel settings, hactl's marker, on a control plane hactl-scheduler's static
+pod configuration and kubeconfig), and so are kube-proxy's and kubelet's
 iptables chains (KUBE-*; every other rule stays); containerd's configuration from before hactl is
 put back when hactl kept one. Packages and imported images stay.
 
