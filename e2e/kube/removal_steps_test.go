@@ -30,18 +30,22 @@ func afterOperatorRemove(t *testing.T, namespace string, inBucket func(stem stri
 	t.Helper()
 	out := kubectl(t, "get", "etcdsnapshots", "-n", namespace, "-o",
 		`jsonpath={range .items[*]}{.metadata.name}{" "}{.spec.key}{" "}{.metadata.finalizers}{"\n"}{end}`)
-	victim, key := "", ""
+	victim, key, seen := "", "", 0
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
 		}
+		seen++
 		if strings.Contains(line, deploy.SnapshotFinalizer) {
 			t.Errorf("EtcdSnapshot %s/%s still carries %s after operator remove: %s", namespace, f[0], deploy.SnapshotFinalizer, line)
 		}
 		if victim == "" && len(f) >= 2 && !slices.Contains(keep, f[0]) {
 			victim, key = f[0], f[1]
 		}
+	}
+	if seen == 0 {
+		t.Fatalf("no EtcdSnapshot left in %s after operator remove: nothing to check (remove keeps them)", namespace)
 	}
 	if victim == "" {
 		t.Logf("no EtcdSnapshot besides %v to delete: finalizers checked only", keep)
