@@ -2,7 +2,9 @@ package kubesched
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -45,5 +47,38 @@ func TestRemoveThroughAPI(t *testing.T) {
 	}
 	if _, err := cs.CoordinationV1().Leases(controlPlaneNS).Get(ctx, "kube-scheduler", metav1.GetOptions{}); err != nil {
 		t.Errorf("kube-scheduler's Lease: %v", err)
+	}
+}
+
+// TestWaitStaticGone: the Lease is deleted only once kubelet has stopped every static pod (their
+// mirror pods gone); a static pod that stays is named with its node, and a pod of the Deployment
+// mode (no mirror annotation) is not waited for.
+func TestWaitStaticGone(t *testing.T) {
+	mirror := func(node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlaneNS, Name: User + "-" + node, Labels: labels(),
+			Annotations: map[string]string{mirrorAnnotation: "0a1b"}}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlaneNS, Name: User + "-5d9f-x", Labels: labels()}}
+	ctx := context.Background()
+
+	cs := fake.NewClientset(mirror("cp-a"), mirror("cp-b"), other)
+	err := waitStaticGone(ctx, cs, 1500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "still runs on cp-a, cp-b") || !strings.Contains(err.Error(), "its Lease and RBAC stay") {
+		t.Errorf("static pods left: %v", err)
+	}
+
+	// kubelet stops them a moment later: the wait ends then.
+	go func() {
+		time.Sleep(1200 * time.Millisecond)
+		for _, n := range []string{"cp-a", "cp-b"} {
+			_ = cs.CoreV1().Pods(controlPlaneNS).Delete(ctx, User+"-"+n, metav1.DeleteOptions{})
+		}
+	}()
+	start := time.Now()
+	if err := waitStaticGone(ctx, cs, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("returned after %s, before the static pods were gone", d)
 	}
 }

@@ -2,7 +2,8 @@
 // control planes whose etcd role is on other hosts) taken out of the cluster and cleaned of what
 // hactl installed. Per host: the Node is drained and deleted through a control plane that stays;
 // /etc/kubernetes is saved aside; `kubeadm reset`; kubelet stopped and disabled; hactl's units,
-// binaries, CNI network, routes and kernel settings removed, containerd's configuration put back
+// binaries, CNI network, routes and kernel settings removed, kube-proxy's and kubelet's iptables
+// chains removed (a member's host: its backup schedule too), containerd's configuration put back
 // as it was before hactl (when hactl kept it). Packages and imported images stay. A host that keeps
 // its place in the spec joins again on the next `hactl bootstrap`.
 package reset
@@ -18,9 +19,11 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/api/v1alpha1"
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/etcd/membership"
 	"github.com/hactl/hactl/internal/shell"
 	"github.com/hactl/hactl/kubenode"
+	"github.com/hactl/hactl/kubesched"
 	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/state"
 	"github.com/hactl/hactl/ui"
@@ -147,15 +150,20 @@ func NewPlan(o Options) (Plan, error) {
 	for i := range p.Hosts {
 		h := &p.Hosts[i]
 		if h.Member {
-			h.Steps = append(h.Steps, fmt.Sprintf("remove its etcd member (refused when the rest would lose their quorum; leadership moved off it first), stop and disable etcd, move %s aside", c.Spec.Etcd.DataDir))
+			h.Steps = append(h.Steps, fmt.Sprintf("remove its etcd member (refused when the rest would lose their quorum; leadership moved off it first), stop and disable etcd, move %s aside", c.Spec.Etcd.DataDir),
+				"remove hactl's backup schedule from it, if any, as `hactl backup schedule --disable` does (without a member its timer fails every slot; run hactl backup schedule again once the host is a member again)")
 		}
 		h.Steps = append(h.Steps, []string{
 			fmt.Sprintf("drain Node %s and delete it (kubectl on %s)", h.Name, p.Via),
 			"save /etc/kubernetes to " + backupDir + "/etc-kubernetes-<time>.tgz",
 			"kubeadm reset (kubelet stopped, kubeadm's files and the node's containers removed)",
 			"remove hactl's kubelet unit and drop-in, kubelet/kubeadm/kubectl, the CNI network, the pod routes, kernel settings and the marker",
+			"remove kube-proxy's and kubelet's iptables chains (KUBE-*, IPv4 and IPv6; only they would clear them), every other rule kept",
 			"put back containerd's configuration from before hactl (when kept) and restart containerd",
 		}...)
+		if h.Role == "control-plane" {
+			h.Steps = append(h.Steps, "remove hactl-scheduler's static pod configuration ("+kubesched.Dir+"; kubeadm reset leaves it, and its kubeconfig's client key stays valid for the cluster; the saved /etc/kubernetes keeps a copy)")
+		}
 	}
 	return p, nil
 }
@@ -209,7 +217,7 @@ func Run(ctx context.Context, o Options, p Plan) error {
 				}
 			}
 		}
-		if err := resetHost(ctx, d, via, hosts[hp.Name], o); err != nil {
+		if err := resetHost(ctx, d, via, hosts[hp.Name], hp.Member, o); err != nil {
 			errs = multierror.Append(errs, &provision.HostError{Host: hp.Name, Err: err})
 			continue
 		}
@@ -218,7 +226,12 @@ func Run(ctx context.Context, o Options, p Plan) error {
 	return errs.ErrorOrNil()
 }
 
-func resetHost(ctx context.Context, d *provision.Dialer, via *provision.Client, h v1alpha1.Host, o Options) error {
+// resetHost drains and deletes h's Node through via, then on h: with member (its etcd member
+// retired already) the backup schedule is disabled (schedule.Disable), /etc/kubernetes saved,
+// kubeadm reset, hactl's files removed, the KUBE-* iptables chains removed (KubeChainsScript),
+// containerd's configuration put back. Errors: the drain's, the dial's, the schedule's, the
+// script's.
+func resetHost(ctx context.Context, d *provision.Dialer, via *provision.Client, h v1alpha1.Host, member bool, o Options) error {
 	const step = "reset"
 	k := "kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout 20s"
 	// Only a Node that does not exist is skipped: any other failure (API down, no admin.conf) stops
@@ -242,6 +255,15 @@ fi
 		return err
 	}
 	defer cli.Close()
+	if member {
+		removed, err := schedule.Disable(ctx, cli)
+		if err != nil {
+			return fmt.Errorf("backup schedule: %w (the host was not reset)", err)
+		}
+		if len(removed) > 0 {
+			o.Printer.Hostf(h.Name, "backup schedule removed (its timer would fail every slot without a member)")
+		}
+	}
 	var rm []string
 	for _, b := range kubenode.Binaries {
 		rm = append(rm, kubenode.BinDir+"/"+b.Name)
@@ -255,11 +277,13 @@ if command -v kubeadm >/dev/null 2>&1; then kubeadm reset -f --cri-socket %[2]s 
 systemctl disable --now kubelet >/dev/null 2>&1 || true
 systemctl disable --now %[3]s >/dev/null 2>&1 || true
 rm -f %[4]s
+rm -rf %[7]s
 ip link delete cni0 2>/dev/null || true
-if [ -e %[5]s%[6]s ]; then mv -f %[5]s%[6]s %[5]s; else rm -f %[5]s; fi
+%[5]s
+%[6]s
 systemctl daemon-reload
 if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart containerd; fi
-`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), kubenode.ContainerdConfigPath, kubenode.PrevSuffix)
+`, backupDir, kubenode.CRISocket, kubenode.RoutesUnit, shell.Join(rm...), containerdPutBackScript(kubenode.ContainerdConfigPath), KubeChainsScript, shell.Quote(kubesched.Dir))
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if _, err := cli.Run(rctx, step, script); err != nil {
@@ -271,6 +295,30 @@ if systemctl is-active containerd >/dev/null 2>&1; then systemctl restart contai
 	}
 	return nil
 }
+
+// containerdPutBackScript puts containerd's configuration at path back as it was before hactl:
+// the copy hactl kept (path + kubenode.PrevSuffix) moved back; without one, the file removed only
+// when hactl wrote it (its first line "# Written by hactl"). Run again, it changes nothing: the
+// configuration put back the first time stays (an unconditional removal deleted it).
+func containerdPutBackScript(path string) string {
+	p, prev := shell.Quote(path), shell.Quote(path+kubenode.PrevSuffix)
+	return fmt.Sprintf("if [ -e %[2]s ]; then mv -f %[2]s %[1]s; elif [ -f %[1]s ] && head -n 1 %[1]s | grep -q '^# Written by hactl'; then rm -f %[1]s; fi", p, prev)
+}
+
+// KubeChainsScript removes the iptables chains kube-proxy and kubelet made (KUBE-*) and every rule
+// jumping to them, in each backend the host has (iptables, ip6tables and their -legacy and -nft
+// variants): after kubeadm reset nothing else would (kubeadm leaves them), and stale
+// KUBE-SERVICES rules keep rewriting Service addresses to pods that are gone. Each table is
+// rewritten whole by iptables-restore from iptables-save's dump without those lines, so every
+// other rule (the host's firewall, a drill's chain) stays; a backend without KUBE- lines is not
+// touched. It prints one line per backend cleaned.
+const KubeChainsScript = `for ipt in iptables ip6tables iptables-legacy ip6tables-legacy iptables-nft ip6tables-nft; do
+  command -v "$ipt-save" >/dev/null 2>&1 && command -v "$ipt-restore" >/dev/null 2>&1 || continue
+  dump=$("$ipt-save" 2>/dev/null) || continue
+  printf '%s\n' "$dump" | grep -q -e '^:KUBE-' -e ' -[jg] KUBE-' || continue
+  printf '%s\n' "$dump" | grep -v -e '^:KUBE-' -e '^-A KUBE-' -e ' -[jg] KUBE-' | "$ipt-restore"
+  echo "$ipt: KUBE-* chains removed"
+done`
 
 func orNone(names []string) string {
 	if len(names) == 0 {

@@ -44,6 +44,18 @@ func TestPlanRemovesMemberFirst(t *testing.T) {
 	if w.Member || strings.Contains(strings.Join(w.Steps, "\n"), "etcd member") {
 		t.Errorf("w-a: %+v", w)
 	}
+	// What only the removed parts would clear: the member's backup timer, kube-proxy's chains.
+	if !strings.Contains(cp.Steps[1], "backup schedule") || strings.Contains(strings.Join(w.Steps, "\n"), "backup schedule") {
+		t.Errorf("the backup schedule goes with the member only: cp-b %q, w-a %q", cp.Steps, w.Steps)
+	}
+	for _, h := range p.Hosts {
+		if !strings.Contains(strings.Join(h.Steps, "\n"), "iptables chains (KUBE-*") {
+			t.Errorf("%s: no step removes the KUBE-* chains: %q", h.Name, h.Steps)
+		}
+	}
+	if !strings.Contains(strings.Join(cp.Steps, "\n"), "/etc/kubernetes/hactl-scheduler") || strings.Contains(strings.Join(w.Steps, "\n"), "hactl-scheduler") {
+		t.Errorf("hactl-scheduler's static pod files go from a control plane only: cp-b %q, w-a %q", cp.Steps, w.Steps)
+	}
 }
 
 func TestPlanRefuses(t *testing.T) {

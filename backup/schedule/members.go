@@ -272,8 +272,8 @@ func describeChange(ch Change, dryRun bool) string {
 	return strings.Join(parts, "; ")
 }
 
-// Disable stops and removes the schedule from every member (units, ConfigDir, the binary, the
-// textfile; Disable per member); the snapshots stay. It returns the removed paths by member (those
+// Disable stops and removes the schedule from every member (units, ConfigDir, the binary, both
+// textfiles, after a run in progress; Disable per member); the snapshots stay. It returns the removed paths by member (those
 // of the members that succeeded) and the members that failed (*provision.HostError, aggregated),
 // wrapped "backup schedule --disable: ". An unset environment variable the spec names for SSH is
 // an exit-2 error before any host is contacted.

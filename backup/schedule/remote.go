@@ -248,26 +248,18 @@ func Install(ctx context.Context, h Host, name string, files []File, binArch, te
 	return c, nil
 }
 
-// Disable stops and disables the timer and removes everything Install put on the member — the
-// units, ConfigDir (spec copy, credentials, certificates, schedule), the hactl binary — and the
-// textfile; a run in progress is left to finish. It returns the paths removed: none on a member
-// without a schedule (it is idempotent).
+// DisableRunWait bounds how long Disable waits for a run in progress to finish before it stops it:
+// a run still going after its files were removed would write its textfiles again.
+const DisableRunWait = 5 * time.Minute
+
+// Disable stops and disables the timer and the delta agent, waits for a run in progress to finish
+// (up to DisableRunWait, then stops it: it would write its textfiles after they are removed), and
+// removes everything Install put on the member — the units, ConfigDir (spec copy, credentials,
+// certificates, schedule), the hactl binary — and both textfiles the runs write (the backup's,
+// named in the schedule, and CertificatesTextfile next to it). It returns the paths removed: none
+// on a member without a schedule (it is idempotent).
 func Disable(ctx context.Context, h Host) ([]string, error) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "set -e\ntf=$(sed -n 's/.*\"textfile\": *\"\\([^\"]*\\)\".*/\\1/p' %s 2>/dev/null || true)\n", shell.Quote(ConfigPath))
-	b.WriteString("for f in")
-	for _, p := range append(ManagedPaths(), ConfigDir) {
-		b.WriteString(" " + shell.Quote(p))
-	}
-	fmt.Fprintf(&b, ` $tf; do if [ -e "$f" ]; then echo "$f"; fi; done
-if command -v systemctl >/dev/null 2>&1; then systemctl disable --now %[1]s %[7]s >/dev/null 2>&1 || true; fi
-rm -f %[2]s %[3]s %[4]s %[8]s
-if [ -n "$tf" ]; then rm -f "$tf"; fi
-rm -rf %[5]s
-if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload; systemctl reset-failed %[1]s %[6]s >/dev/null 2>&1 || true; fi
-`, TimerName, shell.Quote(TimerPath), shell.Quote(ServicePath), shell.Quote(BinaryPath),
-		shell.Quote(ConfigDir), ServiceName, AgentServiceName, shell.Quote(AgentServicePath))
-	r, err := h.Run(ctx, "schedule/disable", b.String())
+	r, err := h.Run(ctx, "schedule/disable", disableScript())
 	if err != nil {
 		return nil, err
 	}
@@ -278,6 +270,31 @@ if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload; systemctl
 		}
 	}
 	return removed, nil
+}
+
+// disableScript is what Disable runs on a member (as root): it prints each path it removes.
+func disableScript() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "set -e\ntf=$(sed -n 's/.*\"textfile\": *\"\\([^\"]*\\)\".*/\\1/p' %s 2>/dev/null || true)\n", shell.Quote(ConfigPath))
+	fmt.Fprintf(&b, "cf=\nif [ -n \"$tf\" ]; then cf=$(dirname \"$tf\")/%s; fi\n", CertificatesTextfile)
+	b.WriteString("for f in")
+	for _, p := range append(ManagedPaths(), ConfigDir) {
+		b.WriteString(" " + shell.Quote(p))
+	}
+	fmt.Fprintf(&b, ` $tf $cf; do if [ -e "$f" ]; then echo "$f"; fi; done
+if command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now %[1]s %[7]s >/dev/null 2>&1 || true
+  i=0
+  while [ "$(systemctl show -p ActiveState --value %[6]s 2>/dev/null)" = activating ] && [ $i -lt %[9]d ]; do sleep 1; i=$((i+1)); done
+  systemctl stop %[6]s >/dev/null 2>&1 || true
+fi
+rm -f %[2]s %[3]s %[4]s %[8]s
+if [ -n "$tf" ]; then rm -f "$tf" "$cf"; fi
+rm -rf %[5]s
+if command -v systemctl >/dev/null 2>&1; then systemctl daemon-reload; systemctl reset-failed %[1]s %[6]s >/dev/null 2>&1 || true; fi
+`, TimerName, shell.Quote(TimerPath), shell.Quote(ServicePath), shell.Quote(BinaryPath),
+		shell.Quote(ConfigDir), ServiceName, AgentServiceName, shell.Quote(AgentServicePath), int(DisableRunWait/time.Second))
+	return b.String()
 }
 
 // HostStatus is one member's schedule as systemd and the last run's textfile show it.

@@ -243,6 +243,12 @@ func TestWorkflowOnKind(t *testing.T) {
 		if rep.Operator != nil {
 			t.Errorf("status after remove still shows an operator: %+v", rep.Operator)
 		}
+		// What a user does next: both removals run again finish, and the operator's namespace is
+		// deleted (kubectl waits until it is gone; an object with a finalizer only the operator
+		// clears would keep it Terminating).
+		s.hactl.MustHactl(t, "operator", "remove", "-f", s.spec, "--kubeconfig", s.kubeconfig, "--purge", "--yes")
+		s.hactl.MustHactl(t, "scheduler", "remove", "--kubeconfig", s.kubeconfig, "--yes")
+		kubectl(t, s.kubeconfig, "delete", "namespace", deploy.DefaultNamespace, "--ignore-not-found", "--timeout", "2m")
 		rest := s.job.Steps[stepIndex(t, s.job, "status")+1:]
 		s.runner.Output = testWriter{t}
 		res, err := s.runner.Run(ctx, rest)

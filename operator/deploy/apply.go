@@ -129,15 +129,58 @@ type Removed struct {
 // the namespace and every EtcdSnapshot (their objects in the bucket are never touched): the
 // Deployment first (no replica acts any more), then the replicas' Lease (a leftover holder would
 // delay a later deploy by a leaseDuration), the PodDisruptionBudget, the EtcdCluster, the
-// Secrets and the RBAC. Objects already gone are reported, not errors. Errors: the first refused
-// delete, named.
+// Secrets and the RBAC. Objects already gone are reported, not errors. Errors: a heal in
+// progress (*HealInProgressError, nothing deleted), the first refused delete, named.
 func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string) ([]Removed, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
+	return remove(ctx, dyn, namespace, clusterName)
+}
+
+// HealInProgressError refuses to remove the operator while its EtcdCluster records a member
+// replacement in progress (status.healing): only the operator finishes or rolls it back, and the
+// record goes with the EtcdCluster, so etcd would keep an unpromoted learner (one blocks every
+// later learner join) or run a member short.
+type HealInProgressError struct {
+	EtcdCluster string // namespace/name
+	Healing     hactlv1.HealingStatus
+	// DeploymentGone: the heal began while the Deployment was being deleted (the EtcdCluster and
+	// what follows it are kept).
+	DeploymentGone bool
+}
+
+func (e *HealInProgressError) Error() string {
+	h := e.Healing
+	msg := fmt.Sprintf("EtcdCluster %s records a heal in progress (member %s onto spare %s, step %s since %s): only the operator finishes or rolls it back, and removing it now would leave etcd with a learner never promoted or a member short; ",
+		e.EtcdCluster, h.Member, h.Spare, h.Step, h.StepAt.UTC().Format(time.RFC3339))
+	if e.DeploymentGone {
+		return msg + "it began while the Deployment was being deleted, so the EtcdCluster and what follows it stay: run hactl operator deploy for the operator to finish it, then hactl operator remove again"
+	}
+	return msg + "nothing was removed: wait until hactl status shows no heal in progress, then run hactl operator remove again"
+}
+
+// healInProgress reads the EtcdCluster clusterName in namespace: a *HealInProgressError when its
+// status records a heal, nil when none or when it is gone. Errors: the API's, the conversion's.
+func healInProgress(ctx context.Context, dyn dynamic.Interface, namespace, clusterName string) error {
+	c, err := getEtcdCluster(ctx, dyn, namespace, clusterName)
+	if err != nil || c == nil {
+		return err
+	}
+	if c.Status.Healing != nil {
+		return &HealInProgressError{EtcdCluster: namespace + "/" + clusterName, Healing: *c.Status.Healing}
+	}
+	return nil
+}
+
+// remove is Remove through dyn.
+func remove(ctx context.Context, dyn dynamic.Interface, namespace, clusterName string) ([]Removed, error) {
 	if namespace == "" {
 		namespace = DefaultNamespace
+	}
+	if err := healInProgress(ctx, dyn, namespace, clusterName); err != nil {
+		return nil, err
 	}
 	targets := []struct {
 		gvr        schema.GroupVersionResource
@@ -175,6 +218,16 @@ func Remove(ctx context.Context, cfg *rest.Config, namespace, clusterName string
 	var out []Removed
 	policy := metav1.DeletePropagationForeground
 	for _, tg := range targets {
+		if tg.kind == "EtcdCluster" {
+			// A heal the leader began while the Deployment was being deleted: its record stays.
+			if err := healInProgress(ctx, dyn, namespace, clusterName); err != nil {
+				var hip *HealInProgressError
+				if errors.As(err, &hip) {
+					hip.DeploymentGone = true
+				}
+				return out, err
+			}
+		}
 		ri := dyn.Resource(tg.gvr).Namespace(namespace)
 		err := ri.Delete(ctx, tg.name, metav1.DeleteOptions{PropagationPolicy: &policy})
 		if err == nil && tg.kind == "Deployment" {

@@ -80,16 +80,12 @@ func ReadStatus(ctx context.Context, cfg *rest.Config, namespace, clusterName st
 			st.RenewTime = l.Spec.RenewTime.Time
 		}
 	}
-	u, err := dyn.Resource(hactlv1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, clusterName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
+	ec, err := getEtcdCluster(ctx, dyn, namespace, clusterName)
+	if err != nil || ec == nil {
+		if err != nil {
+			return nil, err
+		}
 		return st, nil
-	case err != nil:
-		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, clusterName, err)
-	}
-	var ec hactlv1.EtcdCluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ec); err != nil {
-		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, clusterName, err)
 	}
 	st.Phase, st.Leader, st.Conditions, st.LastSnapshot = ec.Status.Phase, ec.Status.Leader, ec.Status.Conditions, ec.Status.LastSnapshot
 	st.Healing, st.Heals = ec.Status.Healing, ec.Status.Heals
@@ -199,4 +195,21 @@ type DriftError struct {
 
 func (e *DriftError) Error() string {
 	return fmt.Sprintf("cluster.yaml does not describe the cluster hactl-operator left, so hactl changes nothing until it does: %s", strings.Join(e.Drift, "; "))
+}
+
+// getEtcdCluster reads the EtcdCluster name in namespace through dyn: nil when it (or its CRD) does
+// not exist. Errors: the API's and the conversion's, naming the object.
+func getEtcdCluster(ctx context.Context, dyn dynamic.Interface, namespace, name string) (*hactlv1.EtcdCluster, error) {
+	u, err := dyn.Resource(hactlv1.GroupVersion.WithResource("etcdclusters")).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, name, err)
+	}
+	var ec hactlv1.EtcdCluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ec); err != nil {
+		return nil, fmt.Errorf("etcdcluster %s/%s: %w", namespace, name, err)
+	}
+	return &ec, nil
 }

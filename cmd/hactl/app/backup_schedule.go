@@ -65,7 +65,8 @@ units reloaded only when they change).
                                                              timer or agent is not active, or a delta is missing)
   hactl backup schedule -f cluster.yaml --disable            stop and remove it all from every member
                                                              (units, ` + schedule.ConfigDir + `, the binary,
-                                                             the textfile); the snapshots stay
+                                                             both textfiles; a run in progress finishes
+                                                             first); the snapshots stay
 
 Exit 0 ok, 1 a member failed (named), 2 invalid input (found before any host is contacted), 3 --status verdict.`,
 		Args: usageArgs(cobra.NoArgs),

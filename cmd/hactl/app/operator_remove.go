@@ -25,9 +25,9 @@ func newOperatorRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			fmt.Fprintf(s.Err, "Plan: delete in %s the Deployment, Lease and PodDisruptionBudget %s, the EtcdCluster %s, the Secrets %s, %s, %s, %s and %s*, the Role, RoleBinding and ServiceAccount %s. ",
 				ns, deploy.Name, c.Metadata.Name, deploy.ClientSecret, deploy.S3Secret, deploy.S3CASecret, deploy.SSHKeySecret, deploy.SpareSecretPrefix, deploy.Name)
 			if purge {
-				fmt.Fprintf(s.Err, "--purge: then every EtcdSnapshot of %s, each by its deletionPolicy (Delete: its snapshot is deleted from the bucket, never the newest verified one; Retain: the bucket is not touched), and the CRDs unless other EtcdClusters or EtcdSnapshots use them; etcd is not touched.\n", c.Metadata.Name)
+				fmt.Fprintf(s.Err, "--purge: then every EtcdSnapshot of %s, each by its deletionPolicy (Delete: its snapshot is deleted from the bucket, never the newest verified one; Retain: the bucket is not touched), and the CRDs unless other EtcdClusters or EtcdSnapshots use them; the EtcdSnapshots left in %s lose their finalizer %s, which only the operator carries out (deleting one, or the namespace, then finishes); etcd is not touched.\n", c.Metadata.Name, ns, deploy.SnapshotFinalizer)
 			} else {
-				fmt.Fprintln(s.Err, "The CRDs, every EtcdSnapshot and the snapshots in the bucket stay (--purge removes the EtcdSnapshots and CRDs); etcd is not touched.")
+				fmt.Fprintf(s.Err, "The CRDs, every EtcdSnapshot and the snapshots in the bucket stay (--purge removes the EtcdSnapshots and CRDs); the EtcdSnapshots lose their finalizer %s, which only the operator carries out (deleting one, or the namespace, then finishes and leaves the bucket untouched; a redeployed operator puts it back); etcd is not touched.\n", deploy.SnapshotFinalizer)
 			}
 			if err := confirmOrStop(s, yes, "", "Remove hactl-operator?"); err != nil {
 				return err

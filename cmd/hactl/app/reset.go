@@ -24,12 +24,15 @@ func newResetCommand(s Streams, g *globalOptions) *cobra.Command {
 in order: the Node is drained and deleted (kubectl on a control plane that stays), /etc/kubernetes
 is saved to /var/lib/hactl/backup, 'kubeadm reset' runs, kubelet is stopped and disabled, and
 hactl's files are removed (kubelet unit and kubeadm drop-in, kubelet/kubeadm/kubectl, the CNI
-network and pod routes, kernel settings, hactl's marker); containerd's configuration from before
-hactl is put back when hactl kept one. Packages and imported images stay.
+network and pod routes, kernel settings, hactl's marker, on a control plane hactl-scheduler's static
+pod configuration and kubeconfig), and so are kube-proxy's and kubelet's
+iptables chains (KUBE-*; every other rule stays); containerd's configuration from before hactl is
+put back when hactl kept one. Packages and imported images stay.
 
 A host running an etcd member has the member removed first, as 'hactl etcd member remove' does:
 refused when the members that remain would lose their quorum (unless --force), leadership moved off
-it first, etcd stopped and disabled, its data dir moved aside. The plan is shown and confirmed
+it first, etcd stopped and disabled, its data dir moved aside, and hactl's backup schedule removed
+from it (as 'hactl backup schedule --disable' does: without a member its timer fails). The plan is shown and confirmed
 (--yes in scripts; --dry-run shows it only). A host left in the spec joins again (and its member
 is added back) on the next 'hactl bootstrap'.
 

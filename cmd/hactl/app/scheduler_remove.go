@@ -24,7 +24,7 @@ func newSchedulerRemoveCommand(s Streams, g *globalOptions) *cobra.Command {
 			defer closeLog()
 			what := "the Deployment (its pods gone first), its Lease, the PodDisruptionBudget, ConfigMap, ServiceAccount and RBAC of hactl-scheduler in kube-system (through " + f.kubeconfig + ")"
 			if f.kubeconfig == "" {
-				what = "hactl-scheduler's static pod on every control plane (manifest and " + kubesched.Dir + " moved to " + kubesched.BackupDir + "), then its Lease and RBAC"
+				what = "hactl-scheduler's static pod on every control plane (manifest and " + kubesched.Dir + " moved to " + kubesched.BackupDir + "), then, once kubelet has stopped every one (no replica renews the Lease), its Lease and RBAC"
 			}
 			fmt.Fprintf(s.Err, "Plan: remove %s. Pods with schedulerName %s stay Pending until it is back.\n", what, sch.SchedulerName)
 			if err := confirmOrStop(s, yes, "", "Remove hactl-scheduler?"); err != nil {
