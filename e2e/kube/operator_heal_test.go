@@ -24,8 +24,8 @@ import (
 	"github.com/hactl/hactl/status"
 )
 
-// TestOperatorHeal runs after every other test of the package (its file sorts last): it destroys
-// cp-c's host for good. The spec gets the lab's spare-c (zone az-c) in spec.etcd.spares, as a
+// testOperatorHeal is TestKube's heal phase, the last (TestKube's order): it destroys cp-c's host
+// for good. The spec gets the lab's spare-c (zone az-c) in spec.etcd.spares, as a
 // user writes it; `hactl operator deploy --auto-replace --grace-period 20s` refuses bad flags
 // (exit 2), then issues spare-c's certificates and pins its host key. cp-c's etcd stopped and
 // started again within the grace period is not healed. Under the drills' writer,
@@ -37,7 +37,7 @@ import (
 // members again and no acknowledged write was lost. The operator's leader is force-deleted in the
 // middle of the heal; the new leader finishes it from the recorded step. Afterwards status reports
 // the drift (exit 3), plan refuses with it, and operator adopt records the new member.
-func TestOperatorHeal(t *testing.T) {
+func testOperatorHeal(t *testing.T) {
 	ctx := context.Background()
 	base := suite.Lab.SpecPath(3)
 	c := labSpec(t)

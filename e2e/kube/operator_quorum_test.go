@@ -23,10 +23,10 @@ import (
 	"github.com/hactl/hactl/status"
 )
 
-// quorumNamespace is where TestOperatorQuorumLost deploys its own operator, next to the lab's.
+// quorumNamespace is where the quorum-lost phase deploys its own operator, next to the lab's.
 const quorumNamespace = "hactl-quorum"
 
-// TestOperatorQuorumLost proves the operator's quorum-lost case on a real etcd cluster: one that
+// testOperatorQuorumLost is TestKube's quorum-lost phase: it proves the operator's quorum-lost case on a real etcd cluster: one that
 // does not back the Kubernetes cluster the operator runs in (with the lab's own etcd, a lost quorum
 // takes the API server down, and with it every condition and event the operator could write). hactl
 // builds a second etcd cluster, lab-quorum, on the workers w-a/b/c (an etcd-only cluster.yaml, as a
@@ -38,9 +38,9 @@ const quorumNamespace = "hactl-quorum"
 // period nothing destructive happened (no heal started, spare-c untouched, the member list of etcd
 // unchanged). Started again: Running, no heal; status of the etcd-only spec shows the operator's
 // section, read where operator deploy recorded it (the kubeconfig and namespace in the state dir);
-// operator remove drops that record. It runs before TestOperatorHeal (its file sorts
-// before zzz_heal_test.go), which needs spare-c unused.
-func TestOperatorQuorumLost(t *testing.T) {
+// operator remove drops that record. It runs before the heal phase (TestKube's order), which needs
+// spare-c unused, and after the operator phase, which imports the operator's image on every node.
+func testOperatorQuorumLost(t *testing.T) {
 	c := labSpec(t) // a fresh copy, changed into an etcd-only spec
 	c.Metadata.Name = "lab-quorum"
 	c.Spec.StateDir = filepath.Join(suite.Lab.Dir(), "state-quorum")
@@ -67,7 +67,7 @@ func TestOperatorQuorumLost(t *testing.T) {
 	suite.BootstrapJSON(t, suite.Lab.SpecPath(3)) // the Kubernetes cluster (a re-run: no change)
 	for _, n := range suite.Lab.KubeNodes() {
 		if out := suite.ExecOn(t, n.Name, "ctr", "-n", "k8s.io", "images", "ls", "-q", "name=="+refs[0]); strings.TrimSpace(out) == "" {
-			t.Fatalf("%s has no image %s: TestOperator imports it over SSH (run this test with it)", n.Name, refs[0])
+			t.Fatalf("%s has no image %s: the operator phase imports it over SSH (run TestKube/operator before)", n.Name, refs[0])
 		}
 	}
 	suite.BootstrapJSON(t, spec)
@@ -81,7 +81,7 @@ func TestOperatorQuorumLost(t *testing.T) {
 		}
 	})
 
-	// The image is on every node already (TestOperator imported it over SSH); through a kubeconfig
+	// The image is on every node already (the operator phase imported it over SSH); through a kubeconfig
 	// hactl is given the reference, as a user who loaded it into the cluster does.
 	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--kubeconfig", kubeconfig, "--namespace", quorumNamespace,
 		"--image", refs[0], "--replicas", "1", "--auto-replace", "--grace-period", "20s", "--requeue-period", "5s")
