@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -95,7 +96,20 @@ func testOperatorHeal(t *testing.T) {
 	}
 
 	w := suite.StartWriter(t, "heal", c)
-	time.Sleep(2 * time.Second)
+	// The writer's acknowledged writes flow before the host goes (100: two seconds' worth at its
+	// 50/s), so its record spans the kill.
+	harness.WaitFor(t, "the writer's first 100 writes committed", 30*time.Second, 200*time.Millisecond, func() string {
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		resp, err := w.Client.Get(wctx, "/hactl-e2e/heal/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return err.Error()
+		}
+		if resp.Count < 100 {
+			return fmt.Sprintf("%d keys under /hactl-e2e/heal/", resp.Count)
+		}
+		return ""
+	})
 	killed := time.Now()
 	h, err := suite.Lab.Host("cp-c")
 	if err != nil {
