@@ -128,8 +128,8 @@ func TestExternalLoadBalancer(t *testing.T) {
 			// VIP is tested in e2e/kube): they are as the lab started them, which is checked here
 			// instead of recreating them.
 			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
-				if out, err := suite.Lab.Exec(ctx, h, "sh", "-c", "ls -d /etc/kubernetes/admin.conf /etc/etcd/pki /etc/systemd/system/etcd.service 2>/dev/null"); strings.TrimSpace(out) != "" {
-					t.Fatalf("%s is not fresh (%v): %s", h, err, out)
+				if out := suite.ExecOn(t, h, "sh", "-c", `for f in /etc/kubernetes/admin.conf /etc/etcd/pki /etc/systemd/system/etcd.service; do if [ -e "$f" ]; then echo "$f"; fi; done`); strings.TrimSpace(out) != "" {
+					t.Fatalf("%s is not fresh, it has: %s", h, out)
 				}
 			}
 			for h, a := range privateAddrs {
