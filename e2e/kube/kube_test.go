@@ -139,19 +139,17 @@ func hostReport(res report.Cluster, name string) (report.Host, bool) {
 	return report.Host{}, false
 }
 
-// TestKubernetes is one story, in order (each step needs the previous one): bad specs are refused
-// before any host is contacted; a kubelet download with a wrong sha256 is refused before anything
-// is installed; one bootstrap builds etcd, the load balancer, 3 control planes and 3 workers; a
-// Deployment on the workers reaches kubernetes.default; a re-run changes nothing; a stopped kubelet
-// is started; a killed control plane is ridden out and comes back; a worker is reset and joins
-// again; an interrupted join converges.
-func TestKubernetes(t *testing.T) {
+// testKubernetes is TestKube's first phase, one story in order (each step needs the previous one):
+// bad specs are refused before any host is contacted; a kubelet download with a wrong sha256 is
+// refused before anything is installed; one bootstrap builds etcd, the load balancer (the VIP on
+// lb-a), 3 control planes and 3 workers; a Deployment on the workers reaches kubernetes.default; a
+// re-run changes nothing, restarts no kubelet or containerd and reloads no HAProxy or Keepalived;
+// a stopped kubelet is started; a killed control plane is ridden out and comes back; a worker is
+// reset and joins again; an interrupted join converges.
+func testKubernetes(t *testing.T) {
 	ctx := context.Background()
 	var spec string // the spec of the cluster (kubelet downloaded from the mirror), from step 3 on
-	steps := []struct {
-		name string
-		fn   func(t *testing.T)
-	}{
+	steps := []step{
 		{"bad Kubernetes specs exit 2 naming the field before any host is contacted", func(t *testing.T) {
 			badKubelet := filepath.Join(t.TempDir(), "kubelet.yaml")
 			if err := os.WriteFile(badKubelet, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPodz: 10\n"), 0o644); err != nil {
@@ -234,6 +232,9 @@ func TestKubernetes(t *testing.T) {
 			start := time.Now()
 			res := suite.BootstrapJSON(t, spec)
 			t.Logf("fresh bootstrap took %s", time.Since(start).Round(100*time.Millisecond))
+			if res.VIP != lab.VIP || res.VIPHolder != "lb-a" {
+				t.Errorf("VIP %s on %q; want %s on lb-a (highest priority)", res.VIP, res.VIPHolder, lab.VIP)
+			}
 			for _, h := range res.Hosts {
 				if h.Action != "changed" {
 					t.Errorf("%s: %s on a fresh lab", h.Name, h.Action)
@@ -305,10 +306,13 @@ func TestKubernetes(t *testing.T) {
 				t.Errorf("the pods did not reach kubernetes.default:\n%s", logs)
 			}
 		}},
-		{"a re-run runs no kubeadm command and restarts nothing", func(t *testing.T) {
+		{"a re-run runs no kubeadm command, restarts nothing and reloads nothing", func(t *testing.T) {
 			before := map[string]string{}
 			for _, n := range sortedNodes() {
 				before[n] = unitPID(t, n, "kubelet") + "/" + unitPID(t, n, "containerd")
+			}
+			for _, h := range lab.LBHosts {
+				before[h] = lbProcesses(t, h)
 			}
 			res := suite.BootstrapJSON(t, spec)
 			for _, h := range res.Hosts {
@@ -320,6 +324,11 @@ func TestKubernetes(t *testing.T) {
 			for _, n := range sortedNodes() {
 				if now := unitPID(t, n, "kubelet") + "/" + unitPID(t, n, "containerd"); now != before[n] {
 					t.Errorf("%s: kubelet/containerd PIDs %s became %s", n, before[n], now)
+				}
+			}
+			for _, h := range lab.LBHosts {
+				if now := lbProcesses(t, h); now != before[h] {
+					t.Errorf("%s: PIDs/mtimes %q became %q on a no-op re-run", h, before[h], now)
 				}
 			}
 		}},
@@ -475,11 +484,7 @@ func TestKubernetes(t *testing.T) {
 			}
 		}},
 	}
-	for _, s := range steps {
-		if !t.Run(s.name, s.fn) {
-			t.Fatalf("step %q failed; later steps depend on it", s.name)
-		}
-	}
+	runSteps(t, steps)
 }
 
 func lastLines(s string, n int) string {

@@ -11,13 +11,13 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// TestKubeconfigContext: the commands that take --kubeconfig honour --context against the lab's
+// testKubeconfigContext is TestKube's kubeconfig-context phase: the commands that take --kubeconfig honour --context against the lab's
 // cluster. The kubeconfig is hactl's admin kubeconfig with a second context, "gone", whose server
 // nothing listens on, made its current-context (as a user's file with several clusters is):
 // `maintenance start/end --context <the lab's>` works through the VIP; --context gone exits 1
 // naming context and server, an unknown context exits 1 naming the contexts there are, and the
 // Lease drill's dry run reads the cluster through the context given.
-func TestKubeconfigContext(t *testing.T) {
+func testKubeconfigContext(t *testing.T) {
 	suite.BootstrapJSON(t, suite.Lab.SpecPath(3))
 	admin := suite.Lab.Kubeconfig() // kubectl's too
 	suite.MustHactl(t, "kubeconfig", "-f", suite.Lab.SpecPath(3), "--out", admin)

@@ -157,16 +157,16 @@ func exitCode(err error) int {
 	return 0
 }
 
-// TestScheduler: on the cluster TestKubernetes built, bad scheduler specs are refused before any
-// host is contacted; hactl-scheduler is deployed as static pods on the three control planes, one
-// replica holds its Lease, and a re-run changes nothing; its pods land in the preferred zone and
+// testScheduler is TestKube's scheduler phase: on the cluster the kubernetes phase built, bad
+// scheduler specs are refused before any host is contacted; hactl-scheduler is deployed as static
+// pods on the three control planes, one replica holds its Lease, and a re-run changes nothing; its pods land in the preferred zone and
 // every pod names the replica that bound it; a worker marked for maintenance receives nothing new,
 // and a pod with nowhere to go says which node is under maintenance; bin-packing fills one worker
 // before the next; the Lease drill by SIGKILL and SIGTERM proves a clean takeover; the Deployment
 // mode through a kubeconfig deploys, reports, survives the drill by pod deletion, and is removed.
-func TestScheduler(t *testing.T) {
+func testScheduler(t *testing.T) {
 	ctx := context.Background()
-	// The cluster may be where TestKubernetes left it, or not built at all when only this test runs.
+	// The cluster may be where the earlier phases left it (or one of them failed): bootstrap converges it.
 	suite.BootstrapJSON(t, suite.Lab.SpecPath(3))
 	suite.MustHactl(t, "kubeconfig", "-f", suite.Lab.SpecPath(3), "--out", suite.Lab.Kubeconfig())
 	spec := schedSpec(t, "cluster-sched.yaml", nil)
@@ -176,10 +176,7 @@ func TestScheduler(t *testing.T) {
 		}
 		suite.Lab.Kubectl(ctx, "delete", "deployment", "-n", "default", "zp", "pack", "--ignore-not-found", "--wait=false")
 	})
-	steps := []struct {
-		name string
-		fn   func(t *testing.T)
-	}{
+	steps := []step{
 		{"bad scheduler specs are refused with the field path, nothing deployed", func(t *testing.T) {
 			w, neg := int32(0), int32(-3)
 			for name, tc := range map[string]struct {
@@ -462,11 +459,7 @@ func TestScheduler(t *testing.T) {
 			}
 		}},
 	}
-	for _, s := range steps {
-		if !t.Run(s.name, s.fn) {
-			t.Fatalf("step %q failed; later steps depend on it", s.name)
-		}
-	}
+	runSteps(t, steps)
 }
 
 // schedulerDeploy runs `hactl scheduler deploy args...` and fails the test (t.Fatalf) unless it exits

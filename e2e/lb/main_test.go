@@ -1,9 +1,13 @@
 //go:build e2e
 
-// Package lbe2e runs the real hactl against the lab's load balancer and Kubernetes shape: etcd on
-// cp-a/b/c, HAProxy + Keepalived on lb-a/lb-b holding the VIP, and the kubeadm control plane hactl
-// builds on cp-a/b/c on both (containerd from the mirror's apt repository, kubelet, images from
-// archives). One lab for the package, always torn down; run with `make e2e`.
+// Package lbe2e runs the real hactl against what needs a load balancer lab of its own: bad load
+// balancer specs refused before any host is contacted (TestLoadBalancerSpecs), and the user's own
+// load balancer (spec.loadBalancer.external, a plain HAProxy on lb-b) in front of the kubeadm control
+// plane hactl builds on cp-a/b/c, whose kubelets and etcd peers talk over the lab's internal network
+// (TestExternalLoadBalancer). Each test needs only the lab, nothing the other did. hactl's own
+// HAProxy + Keepalived and VIP in front of a kubeadm control plane are tested in e2e/kube (TestKube's
+// load balancer phase), on the cluster that suite bootstraps anyway. One lab for the package, always
+// torn down; run with `make e2e`.
 package lbe2e
 
 import (

@@ -4,12 +4,14 @@ package kubee2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -23,10 +25,10 @@ import (
 	"github.com/hactl/hactl/status"
 )
 
-// quorumNamespace is where TestOperatorQuorumLost deploys its own operator, next to the lab's.
+// quorumNamespace is where the quorum-lost phase deploys its own operator, next to the lab's.
 const quorumNamespace = "hactl-quorum"
 
-// TestOperatorQuorumLost proves the operator's quorum-lost case on a real etcd cluster: one that
+// testOperatorQuorumLost is TestKube's quorum-lost phase: it proves the operator's quorum-lost case on a real etcd cluster: one that
 // does not back the Kubernetes cluster the operator runs in (with the lab's own etcd, a lost quorum
 // takes the API server down, and with it every condition and event the operator could write). hactl
 // builds a second etcd cluster, lab-quorum, on the workers w-a/b/c (an etcd-only cluster.yaml, as a
@@ -38,9 +40,9 @@ const quorumNamespace = "hactl-quorum"
 // period nothing destructive happened (no heal started, spare-c untouched, the member list of etcd
 // unchanged). Started again: Running, no heal; status of the etcd-only spec shows the operator's
 // section, read where operator deploy recorded it (the kubeconfig and namespace in the state dir);
-// operator remove drops that record. It runs before TestOperatorHeal (its file sorts
-// before zzz_heal_test.go), which needs spare-c unused.
-func TestOperatorQuorumLost(t *testing.T) {
+// operator remove drops that record. It runs before the heal phase (TestKube's order), which needs
+// spare-c unused, and after the operator phase, which imports the operator's image on every node.
+func testOperatorQuorumLost(t *testing.T) {
 	c := labSpec(t) // a fresh copy, changed into an etcd-only spec
 	c.Metadata.Name = "lab-quorum"
 	c.Spec.StateDir = filepath.Join(suite.Lab.Dir(), "state-quorum")
@@ -67,7 +69,7 @@ func TestOperatorQuorumLost(t *testing.T) {
 	suite.BootstrapJSON(t, suite.Lab.SpecPath(3)) // the Kubernetes cluster (a re-run: no change)
 	for _, n := range suite.Lab.KubeNodes() {
 		if out := suite.ExecOn(t, n.Name, "ctr", "-n", "k8s.io", "images", "ls", "-q", "name=="+refs[0]); strings.TrimSpace(out) == "" {
-			t.Fatalf("%s has no image %s: TestOperator imports it over SSH (run this test with it)", n.Name, refs[0])
+			t.Fatalf("%s has no image %s: the operator phase imports it over SSH (run TestKube/operator before)", n.Name, refs[0])
 		}
 	}
 	suite.BootstrapJSON(t, spec)
@@ -81,7 +83,7 @@ func TestOperatorQuorumLost(t *testing.T) {
 		}
 	})
 
-	// The image is on every node already (TestOperator imported it over SSH); through a kubeconfig
+	// The image is on every node already (the operator phase imported it over SSH); through a kubeconfig
 	// hactl is given the reference, as a user who loaded it into the cluster does.
 	suite.MustHactl(t, "operator", "deploy", "-f", spec, "--kubeconfig", kubeconfig, "--namespace", quorumNamespace,
 		"--image", refs[0], "--replicas", "1", "--auto-replace", "--grace-period", "20s", "--requeue-period", "5s")
@@ -111,11 +113,27 @@ func TestOperatorQuorumLost(t *testing.T) {
 		t.Errorf("the Healing condition does not give the restore command: %s", msg)
 	}
 
-	// Past the grace period (and three looks more, 5 s apart): still nothing destructive.
-	if wait := time.Until(stopped.Add(20*time.Second + 3*5*time.Second)); wait > 0 {
-		t.Logf("waiting %s: past the grace period and the operator's next looks", wait.Round(time.Second))
-		time.Sleep(wait)
-	}
+	// Past the grace period, three looks more of the operator (its etcdcluster controller's
+	// reconciles, one every --requeue-period 5s, counted on the Lease holder's metrics endpoint
+	// through the API server's pod proxy): still nothing destructive.
+	pod, _, _ := strings.Cut(leaseHolderIn(t, quorumNamespace), "_")
+	metricsPath := "/api/v1/namespaces/" + quorumNamespace + "/pods/" + pod + ":8080/proxy/metrics"
+	graceEnd := stopped.Add(20 * time.Second)
+	base := -1.0
+	harness.WaitFor(t, "three looks of the operator past the grace period", 2*time.Minute, time.Second, func() string {
+		if time.Now().Before(graceEnd) {
+			return "within the grace period"
+		}
+		n := counterSum(t, kubectl(t, "get", "--raw", metricsPath), "controller_runtime_reconcile_total", map[string]string{"controller": "etcdcluster"})
+		if base < 0 {
+			base = n // a look in progress now may have started within the grace period: one more than 3
+		}
+		if n < base+4 {
+			return fmt.Sprintf("%.0f looks finished since the grace period ended", n-base)
+		}
+		return ""
+	})
+	t.Logf("three looks of the operator past the grace period, %s after etcd stopped on w-a and w-b", time.Since(stopped).Round(time.Second))
 	after := etcdClusterIn(t, quorumNamespace, name)
 	if _, reason, _ := condition(after, hactlv1.ConditionHealing); reason != observe.ReasonHealQuorumLost {
 		t.Errorf("Healing reason past the grace period: %s, want %s", reason, observe.ReasonHealQuorumLost)
@@ -135,8 +153,7 @@ func TestOperatorQuorumLost(t *testing.T) {
 	}
 	// The series the alerts (HactlEtcdQuorumAtRisk, HactlEtcdNoLeader) fire on, read from the
 	// Lease holder's metrics endpoint through the API server's pod proxy.
-	pod, _, _ := strings.Cut(leaseHolderIn(t, quorumNamespace), "_")
-	metrics := kubectl(t, "get", "--raw", "/api/v1/namespaces/"+quorumNamespace+"/pods/"+pod+":8080/proxy/metrics")
+	metrics := kubectl(t, "get", "--raw", metricsPath)
 	cluster := quorumNamespace + "/" + name
 	if !hasSeries(t, metrics, "hactl_operator_condition", 1, map[string]string{"cluster": cluster, "type": hactlv1.ConditionQuorumAtRisk, "reason": observe.ReasonQuorumLost}) ||
 		!hasSeries(t, metrics, "hactl_operator_etcd_has_leader", 0, map[string]string{"cluster": cluster}) {
@@ -174,11 +191,34 @@ func TestOperatorQuorumLost(t *testing.T) {
 // with all of labels and the value want. An exposition that does not parse fails the test.
 func hasSeries(t *testing.T, exposition, metric string, want float64, labels map[string]string) bool {
 	t.Helper()
+	return slices.ContainsFunc(samples(t, exposition, metric, labels), func(m *dto.Metric) bool { return m.GetGauge().GetValue() == want })
+}
+
+// counterSum is the sum of the counter metric's samples carrying all of labels in the Prometheus
+// text exposition. An exposition that does not parse, or holds no such sample, fails the test.
+func counterSum(t *testing.T, exposition, metric string, labels map[string]string) float64 {
+	t.Helper()
+	ms := samples(t, exposition, metric, labels)
+	if len(ms) == 0 {
+		t.Fatalf("the operator's metrics have no %s with labels %v:\n%s", metric, labels, grepLines(exposition, metric))
+	}
+	sum := 0.0
+	for _, m := range ms {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum
+}
+
+// samples returns the samples of metric in the Prometheus text exposition that carry all of
+// labels. An exposition that does not parse fails the test.
+func samples(t *testing.T, exposition, metric string, labels map[string]string) []*dto.Metric {
+	t.Helper()
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := parser.TextToMetricFamilies(strings.NewReader(exposition))
 	if err != nil {
 		t.Fatalf("the operator's metrics: %v", err)
 	}
+	var out []*dto.Metric
 	for _, m := range fams[metric].GetMetric() {
 		got := map[string]string{}
 		for _, lp := range m.GetLabel() {
@@ -188,11 +228,11 @@ func hasSeries(t *testing.T, exposition, metric string, want float64, labels map
 		for k, v := range labels {
 			match = match && got[k] == v
 		}
-		if match && m.GetGauge().GetValue() == want {
-			return true
+		if match {
+			out = append(out, m)
 		}
 	}
-	return false
+	return out
 }
 
 // grepLines returns the lines of s starting with prefix.

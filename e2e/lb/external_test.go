@@ -119,13 +119,18 @@ func TestExternalLoadBalancer(t *testing.T) {
 			}
 		}},
 		{"the user's HAProxy on lb-b, fresh control-plane hosts", func(t *testing.T) {
-			// hactl's TestLoadBalancerAndKubeadm installed HAProxy here (from the lab's apt mirror); run
-			// alone, this test installs it as a user would.
+			// The lab image carries the haproxy package (its unit disabled); on a host without it, this
+			// installs it as a user would.
 			suite.ExecOn(t, userLBHost, "sh", "-c", "command -v haproxy >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q haproxy; systemctl disable --now haproxy keepalived 2>/dev/null || true")
 			suite.ExecOn(t, userLBHost, "sh", "-c", "mkdir -p /etc/user-lb && cat > /etc/user-lb/haproxy.cfg <<'EOF'\n"+userLBConfig+"EOF\nhaproxy -c -f /etc/user-lb/haproxy.cfg")
 			suite.ExecOn(t, userLBHost, "systemd-run", "--unit", userLBUnit, "haproxy", "-db", "-f", "/etc/user-lb/haproxy.cfg")
-			if err := suite.Lab.Recreate(ctx, "cp-a", "cp-b", "cp-c"); err != nil {
-				t.Fatal(err)
+			// Nothing else in this package bootstraps cp-a/b/c (the kubeadm control plane behind hactl's
+			// VIP is tested in e2e/kube): they are as the lab started them, which is checked here
+			// instead of recreating them.
+			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
+				if out := suite.ExecOn(t, h, "sh", "-c", `for f in /etc/kubernetes/admin.conf /etc/etcd/pki /etc/systemd/system/etcd.service; do if [ -e "$f" ]; then echo "$f"; fi; done`); strings.TrimSpace(out) != "" {
+					t.Fatalf("%s is not fresh, it has: %s", h, out)
+				}
 			}
 			for h, a := range privateAddrs {
 				if err := suite.Lab.ConnectNetwork(ctx, h, lab.InternalNetworkName, a); err != nil {

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package lbe2e
+package kubee2e
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/drill"
 	"github.com/hactl/hactl/e2e/harness"
 	"github.com/hactl/hactl/e2e/lab"
@@ -122,62 +121,28 @@ func waitReadyzOK(t *testing.T, what string) {
 	})
 }
 
-// refusedLocally runs `hactl bootstrap -f spec` and wants exit 2 naming want, with no SSH
-// connection seen by host's sshd (the input is refused before any host is contacted).
-func refusedLocally(t *testing.T, spec, host, want string) {
+// lbProcesses is HAProxy's and Keepalived's MainPIDs on host and their configuration files'
+// mtimes ("<pid>/<pid>/<mtime>\n<mtime>\n"): a reload, restart or rewrite changes it.
+func lbProcesses(t *testing.T, host string) string {
 	t.Helper()
-	before := suite.ExecOn(t, host, "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat")
-	r := suite.Hactl(t, "bootstrap", "-f", spec)
-	if r.Code != 2 || !strings.Contains(r.Stderr, want) {
-		t.Errorf("exit %d; want 2 naming %s:\n%s", r.Code, want, r.Stderr)
-	}
-	if after := suite.ExecOn(t, host, "journalctl", "-u", "ssh", "--no-pager", "-q", "-o", "cat"); after != before {
-		t.Errorf("%s's sshd saw a connection for an invalid spec:\n%s", host, strings.TrimPrefix(after, before))
-	}
+	return unitPID(t, host, "haproxy") + "/" + unitPID(t, host, "keepalived") + "/" + suite.ExecOn(t, host, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath)
 }
 
-// mainPID returns a unit's MainPID on host.
-func mainPID(t *testing.T, host, unit string) string {
-	t.Helper()
-	return strings.TrimSpace(suite.ExecOn(t, host, "systemctl", "show", "-p", "MainPID", "--value", unit))
-}
-
-// TestLoadBalancerAndKubeadm is one story, in order (each step needs the previous one): hactl
-// bootstraps etcd, the VIP, the etcd credentials and (spec.kubernetes) a kubeadm control plane on
-// them; HAProxy then verifies the apiservers with kubeadm's CA; faults of an apiserver and of the
-// VIP holder are ridden out; a reload that fails is rolled back.
-func TestLoadBalancerAndKubeadm(t *testing.T) {
+// testLoadBalancer is TestKube's load balancer phase (moved from e2e/lb, whose lab bootstrapped
+// the same kubeadm control plane behind the same VIP), on the cluster the kubernetes phase built,
+// in order (each step needs the previous one): kube-apiserver's etcd credentials are installed and
+// checked by pki check; the control plane runs on hactl's etcd and is served through the VIP, also
+// from a host that doesn't hold it; HAProxy then verifies the apiservers with kubeadm's CA; faults
+// of an apiserver and of the VIP holder are ridden out; drill lb-failover (VRRPv3 and v2) and drill
+// kill-leader measure and put back; a reload that fails is rolled back; etcd is restored from a
+// snapshot under the running control plane; a re-run is then a no-op and every node is Ready again.
+// From the CA step on, the specs are the lab's etcd + load balancer spec (suite.Spec: no
+// spec.kubernetes, no workers), as e2e/lb ran them: hactl leaves the Kubernetes part alone.
+func testLoadBalancer(t *testing.T) {
 	spec := suite.Lab.SpecPath(3)
 	ctx := context.Background()
-	steps := []struct {
-		name string
-		fn   func(t *testing.T)
-	}{
-		{"bad load balancer specs exit 2 before any host is contacted", func(t *testing.T) {
-			for _, tc := range []struct {
-				edit func(*v1alpha1.LoadBalancer)
-				want string
-			}{
-				{func(l *v1alpha1.LoadBalancer) { l.VIP = "172.28.0.21/24" }, "spec.loadBalancer.vip"},
-				{func(l *v1alpha1.LoadBalancer) { l.VIP = "10.9.9.9/24" }, "spec.loadBalancer.vip"},
-				{func(l *v1alpha1.LoadBalancer) { l.VirtualRouterID = 256 }, "spec.loadBalancer.virtualRouterID"},
-				{func(l *v1alpha1.LoadBalancer) { l.Auth = &v1alpha1.VRRPAuth{Env: "HACTL_E2E_UNSET_SECRET"} }, "spec.loadBalancer.auth"},
-			} {
-				c := suite.Spec(t, 3)
-				tc.edit(c.Spec.LoadBalancer)
-				refusedLocally(t, harness.WriteSpec(t, c, "bad.yaml"), "lb-a", tc.want)
-			}
-		}},
-		{"bootstrap installs etcd, the load balancer, kube-apiserver's etcd credentials and the control plane", func(t *testing.T) {
-			res := suite.BootstrapJSON(t, spec)
-			if res.VIP != lab.VIP || res.VIPHolder != "lb-a" {
-				t.Errorf("VIP %s on %q; want %s on lb-a (highest priority)", res.VIP, res.VIPHolder, lab.VIP)
-			}
-			for _, h := range res.Hosts {
-				if h.Action != "changed" {
-					t.Errorf("%s: action %s on a fresh lab", h.Name, h.Action)
-				}
-			}
+	steps := []step{
+		{"kube-apiserver's etcd credentials on every control plane, checked by pki check (a missing one is exit 3); HAProxy and Keepalived enabled", func(t *testing.T) {
 			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
 				out := suite.ExecOn(t, h, "stat", "-c", "%n %a", "/etc/kubernetes/pki/etcd/ca.crt", "/etc/kubernetes/pki/apiserver-etcd-client.crt", "/etc/kubernetes/pki/apiserver-etcd-client.key")
 				if !strings.Contains(out, "apiserver-etcd-client.key 600") || !strings.Contains(out, "etcd/ca.crt 644") {
@@ -212,35 +177,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				}
 			}
 		}},
-		{"re-run changes nothing and reloads nothing", func(t *testing.T) {
-			before := map[string]string{}
-			for _, h := range lab.LBHosts {
-				before[h] = mainPID(t, h, "haproxy") + "/" + mainPID(t, h, "keepalived") + "/" + suite.ExecOn(t, h, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath)
-			}
-			res := suite.BootstrapJSON(t, spec)
-			for _, h := range res.Hosts {
-				if h.Action != "unchanged" {
-					t.Errorf("%s: %s %v on a re-run", h.Name, h.Action, h.Changes)
-				}
-			}
-			for _, h := range lab.LBHosts {
-				if now := mainPID(t, h, "haproxy") + "/" + mainPID(t, h, "keepalived") + "/" + suite.ExecOn(t, h, "stat", "-c", "%Y", lb.HAProxyConfigPath, lb.KeepalivedConfigPath); now != before[h] {
-					t.Errorf("%s: PIDs/mtimes %q became %q on a no-op re-run", h, before[h], now)
-				}
-			}
-		}},
 		{"hactl's kubeadm control plane runs on hactl's etcd and VIP", func(t *testing.T) {
-			suite.MustHactl(t, "kubeconfig", "-f", spec, "--out", suite.Lab.Kubeconfig())
-			out, err := suite.Lab.Kubectl(ctx, "get", "nodes", "-o", "wide")
-			if err != nil {
-				t.Fatalf("kubectl get nodes: %v\n%s", err, out)
-			}
-			t.Logf("kubectl get nodes (through %s):\n%s", lab.VIP, out)
-			for _, n := range []string{"cp-a", "cp-b", "cp-c"} {
-				if !strings.Contains(out, n) {
-					t.Errorf("node %s missing", n)
-				}
-			}
 			// kube-apiserver's etcd is hactl's: the apiservers wrote Kubernetes objects into it.
 			keys := suite.ExecOn(t, "cp-a", "sh", "-c", "ETCDCTL_API=3 /usr/local/bin/etcdctl --endpoints https://172.28.0.11:2379 "+
 				"--cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/apiserver-etcd-client.crt "+
@@ -270,7 +207,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			wrongCA := filepath.Join(suite.Lab.Dir(), "state-3", "pki", "ca.crt") // hactl's etcd CA: signed nothing the apiservers serve
 			pids := map[string]string{}
 			for _, h := range lab.LBHosts {
-				pids[h] = mainPID(t, h, "haproxy")
+				pids[h] = unitPID(t, h, "haproxy")
 			}
 			for _, tc := range []struct {
 				ca, want string
@@ -288,7 +225,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				spec = caSpec
 			}
 			for _, h := range lab.LBHosts {
-				if now := mainPID(t, h, "haproxy"); now != pids[h] {
+				if now := unitPID(t, h, "haproxy"); now != pids[h] {
 					t.Errorf("%s: haproxy MainPID %s became %s: restarted, not reloaded", h, pids[h], now)
 				}
 				if !strings.Contains(suite.ExecOn(t, h, "cat", lb.HAProxyConfigPath), "verify required ca-file "+lb.RemoteCAFile) {
@@ -480,7 +417,7 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 				waitBackend(t, spec, b, "UP")
 			}
 		}},
-		{"everything converged: a re-run is a no-op", func(t *testing.T) {
+		{"everything converged: a re-run is a no-op; every node Ready", func(t *testing.T) {
 			res := suite.BootstrapJSON(t, spec)
 			for _, h := range res.Hosts {
 				if h.Action != "unchanged" {
@@ -490,13 +427,11 @@ func TestLoadBalancerAndKubeadm(t *testing.T) {
 			if _, code := lbStatus(t, spec); code != 0 {
 				t.Errorf("status exit %d on a healthy cluster", code)
 			}
+			// The later phases start from this cluster: the workers too are Ready after the restore.
+			harness.WaitFor(t, "every node Ready after the restore", 2*time.Minute, 2*time.Second, func() string { return readyNodes(sortedNodes()...) })
 		}},
 	}
-	for _, s := range steps {
-		if !t.Run(s.name, s.fn) {
-			t.Fatalf("step %q failed; later steps depend on it", s.name)
-		}
-	}
+	runSteps(t, steps)
 }
 
 // saveSnapshot streams a snapshot of the lab's etcd (hactl's client certificate in the lab's state

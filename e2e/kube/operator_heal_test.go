@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl/hactl/api/v1alpha1"
@@ -24,8 +25,8 @@ import (
 	"github.com/hactl/hactl/status"
 )
 
-// TestOperatorHeal runs after every other test of the package (its file sorts last): it destroys
-// cp-c's host for good. The spec gets the lab's spare-c (zone az-c) in spec.etcd.spares, as a
+// testOperatorHeal is TestKube's heal phase, the last (TestKube's order): it destroys cp-c's host
+// for good. The spec gets the lab's spare-c (zone az-c) in spec.etcd.spares, as a
 // user writes it; `hactl operator deploy --auto-replace --grace-period 20s` refuses bad flags
 // (exit 2), then issues spare-c's certificates and pins its host key. cp-c's etcd stopped and
 // started again within the grace period is not healed. Under the drills' writer,
@@ -37,7 +38,7 @@ import (
 // members again and no acknowledged write was lost. The operator's leader is force-deleted in the
 // middle of the heal; the new leader finishes it from the recorded step. Afterwards status reports
 // the drift (exit 3), plan refuses with it, and operator adopt records the new member.
-func TestOperatorHeal(t *testing.T) {
+func testOperatorHeal(t *testing.T) {
 	ctx := context.Background()
 	base := suite.Lab.SpecPath(3)
 	c := labSpec(t)
@@ -95,7 +96,20 @@ func TestOperatorHeal(t *testing.T) {
 	}
 
 	w := suite.StartWriter(t, "heal", c)
-	time.Sleep(2 * time.Second)
+	// The writer's acknowledged writes flow before the host goes (100: two seconds' worth at its
+	// 50/s), so its record spans the kill.
+	harness.WaitFor(t, "the writer's first 100 writes committed", 30*time.Second, 200*time.Millisecond, func() string {
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		resp, err := w.Client.Get(wctx, "/hactl-e2e/heal/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return err.Error()
+		}
+		if resp.Count < 100 {
+			return fmt.Sprintf("%d keys under /hactl-e2e/heal/", resp.Count)
+		}
+		return ""
+	})
 	killed := time.Now()
 	h, err := suite.Lab.Host("cp-c")
 	if err != nil {
