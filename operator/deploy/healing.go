@@ -181,3 +181,13 @@ func healingSecrets(ec *hactlv1.EtcdCluster) []string {
 	}
 	return out
 }
+
+// CheckGracePeriod refuses a --grace-period of 0 or less (*UsageError, exit 2) before anything is
+// contacted: HealingOptions reads 0 as DefaultGracePeriod, which a 0 the user gave must never
+// silently become. The spec's bounds (3 x spec.etcd.electionTimeout to 24h) are Build's.
+func CheckGracePeriod(d time.Duration) error {
+	if d <= 0 {
+		return &UsageError{"--grace-period", fmt.Sprintf("%s: a positive duration, between 3 × spec.etcd.electionTimeout and 24h (leave the flag out for %s)", d, DefaultGracePeriod)}
+	}
+	return nil
+}

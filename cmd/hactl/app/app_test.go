@@ -237,3 +237,30 @@ func TestUnsetSecretEnvExitsTwo(t *testing.T) {
 		t.Errorf("pki check: exit %d stderr %q; want 2 naming spec.ssh.sudo.passwordEnv", code, stderr)
 	}
 }
+
+// TestGivenValuesNeverDefaulted: a value given on the command line that the library below reads
+// as "unset, use the default" is refused (exit 2, the flag and the rule) before the spec is read or
+// a host contacted, never silently replaced (issue 37 item 3).
+func TestGivenValuesNeverDefaulted(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"operator", "deploy", "--replicas", "0"}, "--replicas: 0: between 1 and 5 (one holds the Lease, the others wait)"},
+		{[]string{"operator", "deploy", "--replicas", "6"}, "--replicas: 6: between 1 and 5"},
+		{[]string{"operator", "deploy", "--keep-last", "0"}, "--keep-last 0: the retention policy keeps no snapshot"},
+		{[]string{"operator", "deploy", "--keep-hourly", "0", "--keep-daily", "0"}, "--keep-hourly 0 --keep-daily 0: the retention policy keeps no snapshot"},
+		{[]string{"operator", "deploy", "--backup-every", "0s"}, "--backup-every: --every 0s: must be a positive interval"},
+		{[]string{"operator", "deploy", "--grace-period", "0s"}, "--grace-period: 0s: a positive duration"},
+	} {
+		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q; want 2 saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	// A 0 beside a rule of 1 or more means what it says (that rule keeps none): not refused here,
+	// so the run goes on to read the (missing) spec.
+	if _, stderr, _ := runCmd(t, "operator", "deploy", "--keep-last", "0", "--keep-daily", "7", "-f", filepath.Join(t.TempDir(), "none.yaml")); strings.Contains(stderr, "keeps no snapshot") {
+		t.Errorf("--keep-last 0 --keep-daily 7 refused: %q", stderr)
+	}
+}
