@@ -252,6 +252,14 @@ func TestGivenValuesNeverDefaulted(t *testing.T) {
 		{[]string{"operator", "deploy", "--keep-hourly", "0", "--keep-daily", "0"}, "--keep-hourly 0 --keep-daily 0: the retention policy keeps no snapshot"},
 		{[]string{"operator", "deploy", "--backup-every", "0s"}, "--backup-every: --every 0s: must be a positive interval"},
 		{[]string{"operator", "deploy", "--grace-period", "0s"}, "--grace-period: 0s: a positive duration"},
+		{[]string{"operator", "deploy", "--namespace", ""}, `--namespace "": name the operator's namespace`},
+		{[]string{"operator", "remove", "--namespace", ""}, `--namespace "": name the operator's namespace`},
+		{[]string{"drill", "kill-leader", "--max-rto", "0s"}, "--max-rto 0s: must be a positive duration"},
+		{[]string{"drill", "kill-leader", "--target", "lease/kube-system/hactl-scheduler", "--max-rto", "0s"}, "--max-rto 0s: must be a positive duration"},
+		{[]string{"etcd", "member", "replace", "cp-c", "--with", "cp-d", "--wait", "0s"}, "--wait 0s: must be a positive duration"},
+		{[]string{"scheduler", "deploy", "--wait", "0s"}, "--wait 0s: must be a positive duration"},
+		{[]string{"backup", "agent", "--member", "cp-a", "--timeout", "0s"}, "--timeout 0s: must be a positive duration"},
+		{[]string{"kubeconfig", "--expiry", "90m500ms"}, "--expiry 1h30m0.5s: whole seconds"},
 	} {
 		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
