@@ -260,6 +260,10 @@ func TestGivenValuesNeverDefaulted(t *testing.T) {
 		{[]string{"scheduler", "deploy", "--wait", "0s"}, "--wait 0s: must be a positive duration"},
 		{[]string{"backup", "agent", "--member", "cp-a", "--timeout", "0s"}, "--timeout 0s: must be a positive duration"},
 		{[]string{"kubeconfig", "--expiry", "90m500ms"}, "--expiry 1h30m0.5s: whole seconds"},
+		{[]string{"kubeconfig", "--user", ""}, `--user "": give a value, or leave the flag out for the default (hactl-admin)`},
+		{[]string{"kubeconfig", "--group", ""}, `--group "": give a value`},
+		{[]string{"kubeadm-config", "--pod-subnet", ""}, `--pod-subnet "": give a value, or leave the flag out for the default (10.244.0.0/16)`},
+		{[]string{"kubeadm-config", "--cri-socket", ""}, `--cri-socket "": give a value`},
 	} {
 		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

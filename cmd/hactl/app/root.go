@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/internal/exitcode"
@@ -195,6 +196,28 @@ func outputFormat(o string) error {
 
 // machineOutput reports whether -o o is for programs (json, yaml): the report alone goes to stdout,
 // progress to stderr.
+// emptyGiven refuses, as exit 2, a string flag of cmd given as "" (or a list flag given an empty
+// entry): the libraries below read "" as "use the default", which a value given on the command line
+// must never silently become. flagDefaults are pairs: a flag's name, then the default its message
+// names. It returns nil when every such flag is unset or set to a value.
+func emptyGiven(cmd *cobra.Command, flagDefaults ...string) error {
+	for i := 0; i+1 < len(flagDefaults); i += 2 {
+		name, def := flagDefaults[i], flagDefaults[i+1]
+		fl := cmd.Flags().Lookup(name)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		empty := fl.Value.String() == ""
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			empty = len(sv.GetSlice()) == 0 || slices.Contains(sv.GetSlice(), "")
+		}
+		if empty {
+			return &UsageError{Err: fmt.Errorf("--%s \"\": give a value, or leave the flag out for the default (%s)", name, def)}
+		}
+	}
+	return nil
+}
+
 func machineOutput(o string) bool { return o == outputJSON || o == outputYAML }
 
 // writeReport writes a report: indented JSON for -o json, YAML for -o yaml (the same fields, through
