@@ -51,10 +51,6 @@ bootstrap runs kubeadm itself (exit 2).
 			kubeadm.APIVersion, kubeadm.DefaultCRISocket, kubeadm.EtcdCAFile, kubeadm.EtcdClientCertFile, kubeadm.EtcdClientKeyFile),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := emptyGiven(cmd, "kubernetes-version", kubeadm.DefaultKubernetesVersion, "pod-subnet", kubeadm.DefaultPodSubnet,
-				"service-subnet", kubeadm.DefaultServiceSubnet, "cri-socket", kubeadm.DefaultCRISocket); err != nil {
-				return err
-			}
 			p := ui.New(s.Err, g.verbose, false)
 			c, err := loadSpec(g.file, p, false)
 			if err != nil {

@@ -41,9 +41,6 @@ standard output.
 			kubeconfig.DefaultUser, kubeconfig.DefaultGroup, kubeconfig.DefaultExpiry),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := emptyGiven(cmd, "user", kubeconfig.DefaultUser, "group", kubeconfig.DefaultGroup); err != nil {
-				return err
-			}
 			if cmd.Flags().Changed("expiry") && o.expiry == 0 {
 				return &UsageError{Err: fmt.Errorf("--expiry 0s: give the certificate's validity, e.g. 8h (default %s)", kubeconfig.DefaultExpiry)}
 			}

@@ -16,15 +16,6 @@ type operatorFlags struct {
 	namespace string
 }
 
-// check refuses --namespace "" (exit 2: the library reads "" as DefaultNamespace, which a value
-// given must never silently become), then checks the kubeconfig flags.
-func (f *operatorFlags) check() error {
-	if f.namespace == "" {
-		return &UsageError{Err: fmt.Errorf(`--namespace "": name the operator's namespace, e.g. %s (leave the flag out for that default)`, deploy.DefaultNamespace)}
-	}
-	return f.kubeFlags.check()
-}
-
 func (f *operatorFlags) add(cmd *cobra.Command) {
 	f.addKube(cmd.Flags(), "reach the cluster through this kubeconfig instead of over SSH")
 	cmd.Flags().StringVar(&f.namespace, "namespace", deploy.DefaultNamespace, "the operator's namespace (its RBAC is a Role there; the EtcdCluster lives there)")
