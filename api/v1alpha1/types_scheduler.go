@@ -88,7 +88,7 @@ type UtilizationShapePoint struct {
 // SchedulerLeaderElection is the replicas' Lease election (client-go's leaderelection).
 type SchedulerLeaderElection struct {
 	// LeaseDuration is how long followers wait after the last renewal before they take over (default
-	// 15s).
+	// 15s; whole seconds: the Lease stores leaseDurationSeconds, which is what the followers wait).
 	LeaseDuration Duration `json:"leaseDuration,omitzero"`
 	// RenewDeadline is how long the leader keeps retrying a renewal before it gives up leading
 	// (default 10s); must be below LeaseDuration and above 1.2 × RetryPeriod (client-go's rule).
@@ -108,7 +108,9 @@ type PluginSet struct {
 	Disabled []SchedulerPlugin `json:"disabled,omitempty"`
 }
 
-// SchedulerPlugin names a plugin; Weight is for the score extension point only (at least 1).
+// SchedulerPlugin names a plugin; Weight is for the score and placementScore extension points (and
+// multiPoint, for a plugin that scores) only, at least 1, and given once per plugin: a weight the
+// scheduler framework would drop (multiPoint's overridden by score's) is refused.
 type SchedulerPlugin struct {
 	Name   string `json:"name"`
 	Weight *int32 `json:"weight,omitempty"`

@@ -188,9 +188,17 @@ func (v *validator) kubernetes(c *Cluster, p *field.Path) {
 			seen[a] = i
 		}
 	}
+	checks := map[string]int{} // kubeadm lower-cases the names and keeps each once
 	for i, e := range k.IgnorePreflightErrors {
+		ip := p.Child("ignorePreflightErrors").Index(i)
 		if strings.TrimSpace(e) == "" || strings.ContainsAny(e, ", \t") {
-			v.add(field.Invalid(p.Child("ignorePreflightErrors").Index(i), e, "give one kubeadm preflight check name per entry, e.g. Swap or SystemVerification"))
+			v.add(field.Invalid(ip, e, "give one kubeadm preflight check name per entry, e.g. Swap or SystemVerification"))
+		} else if j, dup := checks[strings.ToLower(e)]; dup {
+			d := field.Duplicate(ip, e)
+			d.Detail = fmt.Sprintf("already listed at %s (kubeadm compares the names without case and keeps each once); list each check once", p.Child("ignorePreflightErrors").Index(j))
+			v.add(d)
+		} else {
+			checks[strings.ToLower(e)] = i
 		}
 	}
 

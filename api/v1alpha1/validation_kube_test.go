@@ -73,6 +73,8 @@ func TestValidateKubernetes(t *testing.T) {
 		msg    string // in the first error
 	}{
 		{"valid", func(c *Cluster) {}, nil, ""},
+		{"a preflight check twice, in another case", func(c *Cluster) { c.Spec.Kubernetes.IgnorePreflightErrors = []string{"Swap", "swap"} },
+			[]string{"spec.kubernetes.ignorePreflightErrors[1]"}, "already listed at spec.kubernetes.ignorePreflightErrors[0]"},
 		{"download instead of binaries", func(c *Cluster) {
 			c.Spec.Kubernetes.Binaries.Kubelet = ""
 			c.Spec.Kubernetes.Download.Kubelet = &Download{URL: "http://mirror:8080/kubelet", SHA256: strings.ToUpper(sha)}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -305,7 +306,7 @@ func checkBinPacking(p *field.Path, b *BinPacking) field.ErrorList {
 
 // checkLeaderElection checks spec.scheduler.leaderElection at p by client-go's rule
 // (leaderelection.NewLeaderElector: leaseDuration > renewDeadline > JitterFactor 1.2 × retryPeriod,
-// all positive), keeps the Lease off the components' own (unless nameReported: the schedulerName it
+// all positive; leaseDuration whole seconds, as the Lease stores it), keeps the Lease off the components' own (unless nameReported: the schedulerName it
 // defaulted from was reported) and requires DNS-1123 resource and namespace names. It returns the
 // problems in field order, nil when there are none.
 func checkLeaderElection(p *field.Path, le *SchedulerLeaderElection, nameReported bool) field.ErrorList {
@@ -318,6 +319,11 @@ func checkLeaderElection(p *field.Path, le *SchedulerLeaderElection, nameReporte
 		if d.d.Duration <= 0 {
 			errs = append(errs, field.Invalid(p.Child(d.name), d.d.String(), "a positive duration"))
 		}
+	}
+	if ld > 0 && ld%time.Second != 0 {
+		// client-go writes the Lease's leaseDurationSeconds as whole seconds (truncated), and the
+		// followers wait that long, not the duration given.
+		errs = append(errs, field.Invalid(p.Child("leaseDuration"), le.LeaseDuration.String(), fmt.Sprintf("must be whole seconds: the Lease records leaseDurationSeconds and the followers wait %s, not %s (client-go truncates); e.g. 15s", ld.Truncate(time.Second), ld)))
 	}
 	if ld > 0 && rd > 0 && rp > 0 {
 		if ld <= rd {
@@ -390,8 +396,10 @@ func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 			}
 			if pl.Weight != nil {
 				switch {
-				case point != "score" && point != "multiPoint":
+				case point != "score" && point != "multiPoint" && point != "placementScore":
 					v.add(field.Forbidden(ep.Child("weight"), "a weight is for the score extension point only"))
+				case point == "multiPoint" && !slices.Contains(info.points, "score") && !slices.Contains(info.points, "placementScore"):
+					v.add(field.Forbidden(ep.Child("weight"), fmt.Sprintf("%s does not score (its extension points: %s): kube-scheduler would ignore this weight; remove it", pl.Name, strings.Join(info.points, ", "))))
 				case *pl.Weight < 1:
 					v.add(field.Invalid(ep.Child("weight"), *pl.Weight, "a score weight is at least 1 (0 or less would cancel or invert the plugin's score)"))
 				}
@@ -403,6 +411,9 @@ func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 				v.add(e)
 				continue
 			}
+			if enabled[pl.Name] {
+				v.add(field.Invalid(dp, pl.Name, fmt.Sprintf("also enabled at %s: kube-scheduler would run it there and ignore this entry; keep one of the two", point)))
+			}
 			if table[pl.Name].hactl {
 				v.add(field.Invalid(dp, pl.Name, "hactl's own plugin is not disabled here (the scheduler would ignore it): "+hactlPluginOff[pl.Name]))
 			}
@@ -411,10 +422,71 @@ func (v *validator) schedulerPlugins(p *field.Path, s *Scheduler) {
 			}
 		}
 	}
+	v.add(checkPluginWeightsAcrossPoints(p, s)...)
 	if len(queueSort) != 1 {
 		names := slices.Sorted(maps.Keys(queueSort))
 		v.add(field.Invalid(p.Key("queueSort"), strings.Join(names, ", "), "a profile has exactly one queueSort plugin (kube-scheduler's rule; the default is PrioritySort)"))
 	}
+}
+
+// scoringPoints are the extension points where a plugin's weight counts (KubeSchedulerConfiguration
+// v1: "Weight is used only for Score and PlacementScore plugins").
+var scoringPoints = []string{"score", "placementScore"}
+
+// checkPluginWeightsAcrossPoints checks what the scheduler framework would do with a plugin s.Plugins
+// enables at multiPoint and again at a point it expands to (frameworkImpl.expandMultiPointPlugins:
+// the specific point's entry overrides multiPoint's there; getValidScoreWeights: its weight wins,
+// no weight counting as 1), and with a multiPoint weight of a plugin that will not score. Enabling a
+// plugin at several specific points, or at multiPoint and again at a point without weights, is the
+// framework's documented use and passes; each case below would drop a weight the spec gives:
+//   - at multiPoint with weight W and at score (or placementScore) with another weight, or none
+//     (which is 1): the framework scores with the specific entry's weight and drops W;
+//   - at multiPoint with a weight while that point is disabled for it (disabled by name or "*"
+//     there, or, for NodeResourcesBalancedAllocation, by hactl at score): it never scores there;
+//   - NodeResourcesBalancedAllocation at multiPoint but not at score: hactl disables it at score (it
+//     spreads), so multiPoint would enable it at preScore only.
+//
+// It returns the problems at p[point].enabled[i] (.weight or .name), nil when there are none.
+func checkPluginWeightsAcrossPoints(p *field.Path, s *Scheduler) field.ErrorList {
+	var errs field.ErrorList
+	table := schedulerPluginTable()
+	for i, mp := range s.Plugins["multiPoint"].Enabled {
+		info, ok := table[mp.Name]
+		if !ok || info.removed != "" {
+			continue // reported by schedulerPlugins
+		}
+		mpp := p.Key("multiPoint").Child("enabled").Index(i)
+		atScore := slices.ContainsFunc(s.Plugins["score"].Enabled, func(e SchedulerPlugin) bool { return e.Name == mp.Name })
+		if mp.Name == "NodeResourcesBalancedAllocation" && !atScore {
+			errs = append(errs, field.Invalid(mpp.Child("name"), mp.Name, "hactl disables NodeResourcesBalancedAllocation at score (it spreads pods, against binPacking), so multiPoint would enable it at preScore only; enable it at score (and preScore) instead if it is to score"))
+			continue
+		}
+		if mp.Weight == nil {
+			continue
+		}
+		for _, point := range scoringPoints {
+			if !slices.Contains(info.points, point) {
+				continue
+			}
+			set := s.Plugins[point]
+			if slices.ContainsFunc(set.Disabled, func(d SchedulerPlugin) bool { return d.Name == mp.Name || d.Name == "*" }) {
+				errs = append(errs, field.Invalid(mpp.Child("weight"), *mp.Weight, fmt.Sprintf("%s is disabled at %s (plugins[%s].disabled), so it never scores there and kube-scheduler ignores this weight; remove the weight or that entry", mp.Name, point, point)))
+				continue
+			}
+			j := slices.IndexFunc(set.Enabled, func(e SchedulerPlugin) bool { return e.Name == mp.Name })
+			if j < 0 {
+				continue
+			}
+			w := int32(1) // the framework's weight for an entry without one
+			if set.Enabled[j].Weight != nil {
+				w = *set.Enabled[j].Weight
+			}
+			if w != *mp.Weight {
+				errs = append(errs, field.Invalid(p.Key(point).Child("enabled").Index(j).Child("weight"), w, fmt.Sprintf("%s is enabled at multiPoint with weight %d too: kube-scheduler scores it at %s with this entry's weight (%d; none is 1) and drops multiPoint's; give one weight, here or at multiPoint, and remove the other entry", mp.Name, *mp.Weight, point, w)))
+			}
+		}
+	}
+	return errs
 }
 
 // hactlPluginOff says how each of hactl's plugins is turned off, since plugins cannot.

@@ -45,6 +45,7 @@ func TestSchedulerInvalid(t *testing.T) {
 		"lease kube-scheduler":     {func(s *Scheduler) { s.LeaderElection.ResourceName = "kube-scheduler" }, "spec.scheduler.leaderElection.resourceName", "Kubernetes' own component"},
 		"lease <= renew":           {func(s *Scheduler) { s.LeaderElection.LeaseDuration.Duration = 10 * time.Second }, "spec.scheduler.leaderElection.leaseDuration", "greater than renewDeadline"},
 		"renew <= 1.2 retry":       {func(s *Scheduler) { s.LeaderElection.RetryPeriod.Duration = 9 * time.Second }, "spec.scheduler.leaderElection.renewDeadline", "1.2 x retryPeriod"},
+		"lease 15.5s":              {func(s *Scheduler) { s.LeaderElection.LeaseDuration.Duration = 15500 * time.Millisecond }, "spec.scheduler.leaderElection.leaseDuration", "whole seconds: the Lease records leaseDurationSeconds and the followers wait 15s, not 15.5s"},
 		"negative retry":           {func(s *Scheduler) { s.LeaderElection.RetryPeriod.Duration = -time.Second }, "spec.scheduler.leaderElection.retryPeriod", "positive"},
 		"zone nobody has":          {func(s *Scheduler) { s.PreferredZones[0].Zone = "az-x" }, "spec.scheduler.preferredZones[0].zone", "no node of the spec is in this zone (zones: az-a, az-b, az-c)"},
 		"zone weight 0":            {func(s *Scheduler) { s.PreferredZones[0].Weight = 0 }, "spec.scheduler.preferredZones[0].weight", "1-100"},
@@ -145,5 +146,82 @@ func TestSchedulerImageReferences(t *testing.T) {
 		if imageRefRE.MatchString(ref) {
 			t.Errorf("%s accepted", ref)
 		}
+	}
+}
+
+// TestSchedulerPluginsAcrossPoints: "enabled twice" as the scheduler framework means it
+// (expandMultiPointPlugins, getValidScoreWeights): a weight the framework would drop is refused; a
+// plugin at several points, or at multiPoint and again without a conflicting weight, is not.
+func TestSchedulerPluginsAcrossPoints(t *testing.T) {
+	w := func(n int32) *int32 { return &n }
+	for name, tc := range map[string]struct {
+		plugins map[string]PluginSet
+		path    string // "" = valid
+		msg     string
+	}{
+		"multiPoint weight 3, score weight 5": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(3)}}},
+			"score":      {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(5)}}},
+		}, "spec.scheduler.plugins[score].enabled[0].weight", "enabled at multiPoint with weight 3 too"},
+		"multiPoint weight 3, score without weight": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(3)}}},
+			"score":      {Enabled: []SchedulerPlugin{{Name: "ImageLocality"}}},
+		}, "spec.scheduler.plugins[score].enabled[0].weight", "this entry's weight (1; none is 1) and drops multiPoint's"},
+		"multiPoint weight on a plugin disabled at score": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "TaintToleration", Weight: w(4)}}},
+			"score":      {Disabled: []SchedulerPlugin{{Name: "*"}}},
+		}, "spec.scheduler.plugins[multiPoint].enabled[0].weight", "never scores there"},
+		"multiPoint weight on a plugin that does not score": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "NodePorts", Weight: w(2)}}},
+		}, "spec.scheduler.plugins[multiPoint].enabled[0].weight", "NodePorts does not score"},
+		"NodeResourcesBalancedAllocation at multiPoint": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "NodeResourcesBalancedAllocation"}}},
+		}, "spec.scheduler.plugins[multiPoint].enabled[0].name", "preScore only"},
+		"enabled and disabled at one point": {map[string]PluginSet{
+			"filter": {Enabled: []SchedulerPlugin{{Name: "NodePorts"}}, Disabled: []SchedulerPlugin{{Name: "NodePorts"}}},
+		}, "spec.scheduler.plugins[filter].disabled[0].name", "also enabled at filter"},
+		"twice at multiPoint": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "ImageLocality"}, {Name: "ImageLocality", Weight: w(2)}}},
+		}, "spec.scheduler.plugins[multiPoint].enabled[1].name", "enabled twice"},
+		// Valid: the framework's documented uses.
+		"filter and score": {map[string]PluginSet{
+			"filter": {Enabled: []SchedulerPlugin{{Name: "TaintToleration"}}},
+			"score":  {Enabled: []SchedulerPlugin{{Name: "TaintToleration", Weight: w(4)}}},
+		}, "", ""},
+		"multiPoint without weight, score with one": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "ImageLocality"}}},
+			"score":      {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(5)}}},
+		}, "", ""},
+		"multiPoint and score, the same weight": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(5)}}},
+			"score":      {Enabled: []SchedulerPlugin{{Name: "ImageLocality", Weight: w(5)}}},
+		}, "", ""},
+		"multiPoint, disabled at filter": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "TaintToleration", Weight: w(4)}}},
+			"filter":     {Disabled: []SchedulerPlugin{{Name: "TaintToleration"}}},
+		}, "", ""},
+		"placementScore weight": {map[string]PluginSet{
+			"placementScore": {Enabled: []SchedulerPlugin{{Name: "PodGroupPodsCount", Weight: w(2)}}},
+		}, "", ""},
+		"NodeResourcesBalancedAllocation at multiPoint and score": {map[string]PluginSet{
+			"multiPoint": {Enabled: []SchedulerPlugin{{Name: "NodeResourcesBalancedAllocation"}}},
+			"score":      {Enabled: []SchedulerPlugin{{Name: "NodeResourcesBalancedAllocation", Weight: w(2)}}},
+		}, "", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			errs, _ := Validate(schedCluster(func(s *Scheduler) { s.Plugins = tc.plugins }), nil)
+			if tc.path == "" {
+				if len(errs) > 0 {
+					t.Fatalf("valid plugins refused: %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if e.Field == tc.path && strings.Contains(e.Error(), tc.msg) {
+					return
+				}
+			}
+			t.Fatalf("errors %v, want one at %s containing %q", errs, tc.path, tc.msg)
+		})
 	}
 }

@@ -353,3 +353,23 @@ func TestZoneHoldingQuorum(t *testing.T) {
 		}
 	}
 }
+
+// TestExplicitZeroPorts: a port written as 0 where SetDefaults would fill it in (a host's ssh.port,
+// a spare's port, the external load balancer's port) is refused with its path and the default,
+// like every other field of zeroDefault, instead of becoming the default without a word.
+func TestExplicitZeroPorts(t *testing.T) {
+	example := string(ExampleSpec())
+	for _, tc := range []struct{ old, new, path string }{
+		{"    ssh: null\n", "    ssh: {port: 0}\n", "spec.hosts[0].ssh.port"},
+		{"    spares: null\n", "    spares: [{name: spare-a, address: 10.0.1.91, port: 0, zone: az-a}]\n", "spec.etcd.spares[0].port"},
+		{"  loadBalancer: null\n", "  loadBalancer: {external: {address: api.example.com, port: 0}}\n", "spec.loadBalancer.external.port"},
+	} {
+		if !strings.Contains(example, tc.old) {
+			t.Fatalf("the example lacks %q", tc.old)
+		}
+		_, _, err := Decode([]byte(strings.Replace(example, tc.old, tc.new, 1)), "cluster.yaml", Dirs{Base: t.TempDir()}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.path+`: Invalid value: "0": must be a TCP port between 1 and 65535; remove the field for the default`) {
+			t.Errorf("%s: 0: %v, want it refused with the default named", tc.path, err)
+		}
+	}
+}

@@ -31,6 +31,12 @@ func zeroDefault(path string) (accepts string, def any, ok bool) {
 		return "at least 1", DefaultMaxParallel, true
 	case "spec.hosts[*].port":
 		return port, "that of spec.ssh.port", true
+	case "spec.hosts[*].ssh.port":
+		return port, "that of spec.hosts[*].port, else spec.ssh.port", true
+	case "spec.etcd.spares[*].port":
+		return port, "that of spec.ssh.port", true
+	case "spec.loadBalancer.external.port":
+		return port, DefaultExternalLBPort, true
 	case "spec.etcd.clientPort":
 		return port, DefaultClientPort, true
 	case "spec.etcd.peerPort":

@@ -74,6 +74,11 @@ func healingSpec(ec *hactlv1.EtcdCluster, o Options, ca *pki.CA, pkiDir, token s
 	if et := c.Spec.Etcd.ElectionTimeout.Duration; grace < 3*et || grace > 24*time.Hour {
 		return nil, &UsageError{"--grace-period", fmt.Sprintf("%s: between 3 × spec.etcd.electionTimeout (%s) and 24h: a member is declared lost only after several elections could have brought it back", grace, 3*et)}
 	}
+	if h.AutoReplace && c.Spec.Etcd.MetricsAddress != "" {
+		// The member template (hactlv1.MemberTemplate) carries no metrics address: a heal would
+		// start the new member with etcd's metrics on loopback only, not what the spec says.
+		return nil, &UsageError{"--auto-replace", fmt.Sprintf("spec.etcd.metricsAddress is %q, but a member the operator starts on a spare would serve /metrics on loopback only (the EtcdCluster's member template has no metrics address): leave --auto-replace out (the operator then reports the member it would replace, and hactl etcd member replace applies the whole spec), or remove spec.etcd.metricsAddress", c.Spec.Etcd.MetricsAddress)}
+	}
 	e := c.Spec.Etcd
 	hs := &hactlv1.HealingSpec{AutoReplace: h.AutoReplace, GracePeriod: &metav1.Duration{Duration: grace}, SSHUser: c.Spec.SSH.User,
 		Member: &hactlv1.MemberTemplate{Version: e.Version, DataDir: e.DataDir, ClientPort: int32(e.ClientPort), PeerPort: int32(e.PeerPort),
@@ -180,4 +185,14 @@ func healingSecrets(ec *hactlv1.EtcdCluster) []string {
 		out = append(out, h.SSHKeySecret.Name)
 	}
 	return out
+}
+
+// CheckGracePeriod refuses a --grace-period of 0 or less (*UsageError, exit 2) before anything is
+// contacted: HealingOptions reads 0 as DefaultGracePeriod, which a 0 the user gave must never
+// silently become. The spec's bounds (3 x spec.etcd.electionTimeout to 24h) are Build's.
+func CheckGracePeriod(d time.Duration) error {
+	if d <= 0 {
+		return &UsageError{"--grace-period", fmt.Sprintf("%s: a positive duration, between 3 × spec.etcd.electionTimeout and 24h (leave the flag out for %s)", d, DefaultGracePeriod)}
+	}
+	return nil
 }

@@ -69,7 +69,10 @@ type Options struct {
 	Cluster   *v1alpha1.Cluster
 	Namespace string // default DefaultNamespace
 	Image     string // the operator image reference
-	Replicas  int32  // default 2
+	// Replicas is the Deployment's replica count, 1 to MaxReplicas (CheckReplicas); 0 here is
+	// DefaultReplicas (a caller's unset field). The CLI's --replicas is checked with CheckReplicas
+	// before anything is contacted, so an explicit 0 is refused there, never read as the default.
+	Replicas int32
 	// PullPolicy is the container's imagePullPolicy (default IfNotPresent).
 	PullPolicy corev1.PullPolicy
 	// DryRun writes nothing: the operator's client certificate is neither issued nor renewed (the
@@ -88,6 +91,32 @@ type Options struct {
 	// --requeue-period); 0 leaves the operator's default, DefaultRequeuePeriod. At least
 	// MinRequeuePeriod: each look asks every member.
 	RequeuePeriod time.Duration
+}
+
+// DefaultReplicas and MaxReplicas are the operator Deployment's replica count when Options leaves
+// it 0, and the most it may have (one holds the Lease, the others wait).
+const (
+	DefaultReplicas = 2
+	MaxReplicas     = 5
+)
+
+// CheckReplicas refuses a replica count outside 1..MaxReplicas (*UsageError at --replicas, exit
+// 2): 0 replicas of the operator is no operator, so an explicit 0 is never read as the default.
+func CheckReplicas(n int32) error {
+	if n < 1 || n > MaxReplicas {
+		return &UsageError{"--replicas", fmt.Sprintf("%d: between 1 and %d (one holds the Lease, the others wait)", n, MaxReplicas)}
+	}
+	return nil
+}
+
+// CheckBackupEvery refuses a --backup-every the timers' slot rule does not accept
+// (schedule.OnCalendar: whole minutes dividing an hour or whole hours dividing a day; 0 too, which
+// BackupOptions reads as the default only when a caller leaves it unset) as a *UsageError, exit 2.
+func CheckBackupEvery(every time.Duration) error {
+	if _, err := schedule.OnCalendar(every, true); err != nil {
+		return &UsageError{"--backup-every", err.Error()}
+	}
+	return nil
 }
 
 // CheckRequeuePeriod refuses a --requeue-period under MinRequeuePeriod (*UsageError, exit 2), the
@@ -129,7 +158,7 @@ func Build(o Options) (*Plan, error) {
 		o.Namespace = DefaultNamespace
 	}
 	if o.Replicas == 0 {
-		o.Replicas = 2
+		o.Replicas = DefaultReplicas
 	}
 	if o.PullPolicy == "" {
 		o.PullPolicy = corev1.PullIfNotPresent
@@ -140,8 +169,8 @@ func Build(o Options) (*Plan, error) {
 	if o.Image == "" {
 		return nil, &UsageError{"--image", "no operator image: give a registry reference, or --image-archive bin/hactl-operator-image.tar (make operator-image)"}
 	}
-	if o.Replicas < 1 || o.Replicas > 5 {
-		return nil, &UsageError{"--replicas", fmt.Sprintf("%d: between 1 and 5 (one holds the Lease, the others wait)", o.Replicas)}
+	if err := CheckReplicas(o.Replicas); err != nil {
+		return nil, err
 	}
 	if o.RequeuePeriod != 0 {
 		if err := CheckRequeuePeriod(o.RequeuePeriod); err != nil {
@@ -318,8 +347,8 @@ func backupSpec(ec *hactlv1.EtcdCluster, o Options) ([]*corev1.Secret, error) {
 	if every == 0 {
 		every = 5 * time.Minute
 	}
-	if _, err := schedule.OnCalendar(every, true); err != nil {
-		return nil, &UsageError{"--backup-every", err.Error()}
+	if err := CheckBackupEvery(every); err != nil {
+		return nil, err
 	}
 	if o.Backup.Policy != (backup.Policy{}) {
 		if err := o.Backup.Policy.Validate(); err != nil {

@@ -248,3 +248,24 @@ func TestBuildBackup(t *testing.T) {
 		t.Errorf("retention %v without a policy", r)
 	}
 }
+
+func TestCheckGivenValues(t *testing.T) {
+	var ue *UsageError
+	for _, tc := range []struct {
+		err  error
+		flag string
+	}{
+		{CheckReplicas(0), "--replicas"}, {CheckReplicas(-1), "--replicas"}, {CheckReplicas(6), "--replicas"},
+		{CheckBackupEvery(0), "--backup-every"}, {CheckBackupEvery(7 * time.Minute), "--backup-every"},
+		{CheckGracePeriod(0), "--grace-period"},
+	} {
+		if !errors.As(tc.err, &ue) || ue.Field != tc.flag || ue.ExitCode() != 2 {
+			t.Errorf("%v: want a *UsageError at %s", tc.err, tc.flag)
+		}
+	}
+	for _, err := range []error{CheckReplicas(1), CheckReplicas(5), CheckBackupEvery(5 * time.Minute), CheckGracePeriod(time.Second)} {
+		if err != nil {
+			t.Errorf("refused: %v", err)
+		}
+	}
+}

@@ -49,7 +49,16 @@ func TestInvalidFiles(t *testing.T) {
 		"lease <= renew":        {"leaseDuration: 15s", "leaseDuration: 10s", "leaseDuration"},
 		"plugin twice":          {"      - name: MaintenanceGuard\n", "      - name: MaintenanceGuard\n      - name: MaintenanceGuard\n", "MaintenanceGuard"},
 		"score weight negative": {"weight: 5", "weight: -1", "total score of Score plugins could overflow"},
-		"percentage > 100":      {"- schedulerName: hactl-scheduler\n", "- schedulerName: hactl-scheduler\n  percentageOfNodesToScore: 101\n", "percentageOfNodesToScore"},
+		"multiPoint weight overridden at score": {"    score:\n      enabled:\n", "    multiPoint:\n      enabled:\n      - name: ImageLocality\n        weight: 3\n    score:\n      enabled:\n      - name: ImageLocality\n        weight: 4\n",
+			"profiles[0].plugins.multiPoint.enabled[0].weight: Invalid value: 3: ImageLocality scores at score with weight 4"},
+		"multiPoint weight, score without": {"    score:\n      enabled:\n", "    multiPoint:\n      enabled:\n      - name: ImageLocality\n        weight: 3\n    score:\n      enabled:\n      - name: ImageLocality\n",
+			"ImageLocality scores at score with weight 1"},
+		"weight on a plugin that does not score": {"    filter:\n", "    multiPoint:\n      enabled:\n      - name: NodePorts\n        weight: 2\n    filter:\n",
+			"profiles[0].plugins.multiPoint.enabled[0].weight: Invalid value: 2: NodePorts does not score in this profile"},
+		"enabled and disabled at one point": {"      - name: MaintenanceGuard\n", "      - name: MaintenanceGuard\n      - name: NodePorts\n      disabled:\n      - name: NodePorts\n",
+			"profiles[0].plugins.filter.disabled[0]: Invalid value: \"NodePorts\": also enabled at filter"},
+		"lease not whole seconds": {"leaseDuration: 15s", "leaseDuration: 15500ms", "leaderElection.leaseDuration 15.5s: must be whole seconds"},
+		"percentage > 100":        {"- schedulerName: hactl-scheduler\n", "- schedulerName: hactl-scheduler\n  percentageOfNodesToScore: 101\n", "percentageOfNodesToScore"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if !strings.Contains(string(valid), tc.old) {
@@ -64,5 +73,23 @@ func TestInvalidFiles(t *testing.T) {
 				t.Fatalf("File: %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestWeightsNotDropped: a plugin at multiPoint without a weight and at score with one, and a
+// default plugin's weight overridden at score, are the framework's documented uses: nothing the
+// file gives is dropped.
+func TestWeightsNotDropped(t *testing.T) {
+	valid, err := os.ReadFile("testdata/valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(valid), "    score:\n      enabled:\n", "    multiPoint:\n      enabled:\n      - name: ImageLocality\n    score:\n      enabled:\n      - name: ImageLocality\n        weight: 4\n      - name: TaintToleration\n        weight: 7\n", 1)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := File(context.Background(), path, registry); err != nil {
+		t.Fatalf("File: %v", err)
 	}
 }

@@ -237,3 +237,45 @@ func TestUnsetSecretEnvExitsTwo(t *testing.T) {
 		t.Errorf("pki check: exit %d stderr %q; want 2 naming spec.ssh.sudo.passwordEnv", code, stderr)
 	}
 }
+
+// TestGivenValuesNeverDefaulted: a value given on the command line that the library below reads
+// as "unset, use the default" is refused (exit 2, the flag and the rule) before the spec is read or
+// a host contacted, never silently replaced (issue 37 item 3).
+func TestGivenValuesNeverDefaulted(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"operator", "deploy", "--replicas", "0"}, "--replicas: 0: between 1 and 5 (one holds the Lease, the others wait)"},
+		{[]string{"operator", "deploy", "--replicas", "6"}, "--replicas: 6: between 1 and 5"},
+		{[]string{"operator", "deploy", "--keep-last", "0"}, "--keep-last 0: the retention policy keeps no snapshot"},
+		{[]string{"operator", "deploy", "--keep-hourly", "0", "--keep-daily", "0"}, "--keep-hourly 0 --keep-daily 0: the retention policy keeps no snapshot"},
+		{[]string{"operator", "deploy", "--backup-every", "0s"}, "--backup-every: --every 0s: must be a positive interval"},
+		{[]string{"operator", "deploy", "--grace-period", "0s"}, "--grace-period: 0s: a positive duration"},
+		{[]string{"operator", "deploy", "--namespace", ""}, `--namespace "": an empty value; give one, or leave the flag out for the default, hactl-system`},
+		{[]string{"operator", "remove", "--namespace", ""}, `--namespace "": an empty value`},
+		{[]string{"drill", "kill-leader", "--max-rto", "0s"}, "--max-rto 0s: must be a positive duration"},
+		{[]string{"drill", "kill-leader", "--target", "lease/kube-system/hactl-scheduler", "--max-rto", "0s"}, "--max-rto 0s: must be a positive duration"},
+		{[]string{"etcd", "member", "replace", "cp-c", "--with", "cp-d", "--wait", "0s"}, "--wait 0s: must be a positive duration"},
+		{[]string{"scheduler", "deploy", "--wait", "0s"}, "--wait 0s: must be a positive duration"},
+		{[]string{"backup", "agent", "--member", "cp-a", "--timeout", "0s"}, "--timeout 0s: must be a positive duration"},
+		{[]string{"kubeconfig", "--expiry", "90m500ms"}, "--expiry 1h30m0.5s: whole seconds"},
+		{[]string{"kubeconfig", "--user", ""}, `--user "": an empty value; give one, or leave the flag out for its default, as hactl kubeconfig --help says`},
+		{[]string{"kubeconfig", "--group", ""}, `--group "": an empty value`},
+		{[]string{"kubeadm-config", "--pod-subnet", ""}, `--pod-subnet "": an empty value; give one, or leave the flag out for the default, 10.244.0.0/16`},
+		{[]string{"scheduler", "deploy", "--image", ""}, `--image "": an empty value`},
+		{[]string{"operator", "deploy", "--kubeconfig", ""}, `--kubeconfig "": an empty value`},
+		{[]string{"backup", "verify", "--identity-file", ""}, `--identity-file "": an empty value`},
+		{[]string{"drill", "lb-failover", "--ca-file", ""}, `--ca-file "": an empty value`},
+	} {
+		_, stderr, code := runCmd(t, append(tc.args, "-f", filepath.Join(t.TempDir(), "none.yaml"))...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q; want 2 saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	// A 0 beside a rule of 1 or more means what it says (that rule keeps none): not refused here,
+	// so the run goes on to read the (missing) spec.
+	if _, stderr, _ := runCmd(t, "operator", "deploy", "--keep-last", "0", "--keep-daily", "7", "-f", filepath.Join(t.TempDir(), "none.yaml")); strings.Contains(stderr, "keeps no snapshot") {
+		t.Errorf("--keep-last 0 --keep-daily 7 refused: %q", stderr)
+	}
+}

@@ -50,6 +50,9 @@ func runBackupAgent(ctx context.Context, s Streams, g *globalOptions, o *backupA
 	if o.member == "" {
 		return &UsageError{Err: fmt.Errorf("--member is required: this agent's name (its etcd host's name)")}
 	}
+	if o.timeout <= 0 { // etcd.NewClient reads 0 as its 5s default
+		return &UsageError{Err: fmt.Errorf("--timeout %s: must be a positive duration, e.g. 10s", o.timeout)}
+	}
 	env, err := openBackup(ctx, s, g)
 	if err != nil {
 		return err

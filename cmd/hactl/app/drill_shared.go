@@ -91,6 +91,10 @@ func runDrill(cmd *cobra.Command, s Streams, g *globalOptions, o *drillOptions) 
 	if err := outputFormat(o.output); err != nil {
 		return err
 	}
+	if cmd.Flags().Changed("max-rto") && o.maxRTO == 0 {
+		// The libraries read 0 as "no bound" (the etcd drills) or 30s (the Lease drill).
+		return &UsageError{Err: fmt.Errorf("--max-rto %s: must be a positive duration, e.g. 5s; leave the flag out for no bound (30s with --target)", o.maxRTO)}
+	}
 	if o.target != "" {
 		return runLeaseDrill(cmd, s, g, o)
 	}

@@ -69,6 +69,9 @@ and confirmed (--yes in scripts, --dry-run to see it only).
 			if strings.TrimSpace(o.with) == "" {
 				return &UsageError{Err: errors.New("--with NEW is required: the host of the spec that gets the new member")}
 			}
+			if o.waitTimeout <= 0 { // the join reads 0 as its default
+				return &UsageError{Err: fmt.Errorf("--wait %s: must be a positive duration, e.g. 2m", o.waitTimeout)}
+			}
 			p, c, _, closeLog, err := hostRun(s, g)
 			if err != nil {
 				return err

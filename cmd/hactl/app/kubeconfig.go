@@ -44,6 +44,9 @@ standard output.
 			if cmd.Flags().Changed("expiry") && o.expiry == 0 {
 				return &UsageError{Err: fmt.Errorf("--expiry 0s: give the certificate's validity, e.g. 8h (default %s)", kubeconfig.DefaultExpiry)}
 			}
+			if o.expiry%time.Second != 0 { // a certificate's notAfter is whole seconds (X.509 time)
+				return &UsageError{Err: fmt.Errorf("--expiry %s: whole seconds: the certificate's notAfter is written in seconds, so %s would be cut to %s", o.expiry, o.expiry, o.expiry.Truncate(time.Second))}
+			}
 			if o.out != "" {
 				if fi, err := os.Stat(filepath.Dir(o.out)); err != nil || !fi.IsDir() {
 					return &UsageError{Err: fmt.Errorf("--out %s: the directory %s does not exist", o.out, filepath.Dir(o.out))}

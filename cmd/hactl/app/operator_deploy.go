@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,6 +57,23 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := outputFormat(output); err != nil {
 				return err
+			}
+			// Refused before anything is contacted: a value given is never read as a default.
+			if err := deploy.CheckReplicas(replicas); err != nil {
+				return err
+			}
+			if err := checkKeepFlags(cmd, policy); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("grace-period") {
+				if err := deploy.CheckGracePeriod(heal.GracePeriod); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("backup-every") {
+				if err := deploy.CheckBackupEvery(every); err != nil {
+					return err
+				}
 			}
 			img, err := deploy.ResolveImage(deploy.ImageFlags{Image: image, Archive: archive, KindCluster: kindCluster, Kubeconfig: f.kubeconfig})
 			if err != nil {
@@ -124,4 +142,23 @@ it into that kind cluster first, once its nodes are the kubeconfig's and each ca
 	outputFlag(cmd, &output, "output", "")
 	f.add(cmd)
 	return cmd
+}
+
+// checkKeepFlags refuses --keep-last/--keep-hourly/--keep-daily given only as 0 (exit 2): the zero
+// policy is the operator's "prune nothing", while the flags say "keep no snapshot". Given beside a
+// rule of 1 or more, a 0 means what it says (that rule keeps none; the union is the other's).
+func checkKeepFlags(cmd *cobra.Command, policy backup.Policy) error {
+	if policy != (backup.Policy{}) {
+		return nil
+	}
+	var given []string
+	for _, name := range []string{"keep-last", "keep-hourly", "keep-daily"} {
+		if cmd.Flags().Changed(name) {
+			given = append(given, "--"+name+" 0")
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	return &UsageError{Err: fmt.Errorf("%s: %w; or leave the --keep flags out and the operator prunes nothing", strings.Join(given, " "), backup.ErrKeepsNothing)}
 }

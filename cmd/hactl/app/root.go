@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/hactl/hactl/internal/exitcode"
@@ -81,6 +82,8 @@ it all converged: re-running changes nothing.
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "verbose output (every remote command with its duration)")
 	root.PersistentFlags().StringVar(&g.logFile, "log-file", defaultLogFile(), "debug log appended on every run (\"\" disables it)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	// Every command: a flag given an empty value is refused before anything else runs.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return emptyFlag(cmd) }
 	root.AddCommand(
 		newVersionCommand(s),
 		newExplainCommand(s),
@@ -195,6 +198,40 @@ func outputFormat(o string) error {
 
 // machineOutput reports whether -o o is for programs (json, yaml): the report alone goes to stdout,
 // progress to stderr.
+// emptyMeaningful are the flags where an empty value means something of its own (--log-file ""
+// disables the debug log) or is refused with a message of their own (-f "", -o "").
+var emptyMeaningful = []string{"log-file", "file", "output"}
+
+// emptyFlag refuses, as exit 2, a string or string-list flag of cmd given an empty value (or a list
+// given an empty entry), but those of emptyMeaningful: the commands and the libraries below read ""
+// as "not given, use the default" (spec.scheduler.image, the operator's namespace, kubeadm's pod
+// subnet, the SSH mode instead of --kubeconfig, …), which a value given on the command line must
+// never silently become. The message names the flag and its default when the flag has one.
+func emptyFlag(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if err != nil || slices.Contains(emptyMeaningful, fl.Name) {
+			return
+		}
+		var empty bool
+		switch v := fl.Value.(type) {
+		case pflag.SliceValue:
+			empty = fl.Value.Type() != "boolSlice" && (len(v.GetSlice()) == 0 || slices.Contains(v.GetSlice(), ""))
+		default:
+			empty = fl.Value.Type() == "string" && fl.Value.String() == ""
+		}
+		if !empty {
+			return
+		}
+		def := "its default, as hactl " + strings.TrimPrefix(cmd.CommandPath(), "hactl ") + " --help says"
+		if fl.DefValue != "" && fl.DefValue != "[]" {
+			def = "the default, " + fl.DefValue
+		}
+		err = &UsageError{Err: fmt.Errorf("--%s \"\": an empty value; give one, or leave the flag out for %s", fl.Name, def)}
+	})
+	return err
+}
+
 func machineOutput(o string) bool { return o == outputJSON || o == outputYAML }
 
 // writeReport writes a report: indented JSON for -o json, YAML for -o yaml (the same fields, through

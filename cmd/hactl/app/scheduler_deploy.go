@@ -40,6 +40,9 @@ re-run with the same settings changes nothing.
 			kubesched.ManifestFile, kubesched.Dir, kubesched.User),
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Wait <= 0 { // kubesched reads 0 as 2 minutes
+				return &UsageError{Err: fmt.Errorf("--wait %s: must be a positive duration, e.g. 3m", o.Wait)}
+			}
 			p, c, sch, closeLog, err := schedulerTarget(cmd, s, g, f, !o.DryRun)
 			if err != nil {
 				return err
