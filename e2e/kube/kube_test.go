@@ -387,6 +387,7 @@ func testKubernetes(t *testing.T) {
 				strings.Contains(out, "hactl-bridge") || !strings.Contains(out, "inactive") || !strings.Contains(out, "etc-kubernetes-") {
 				t.Errorf("w-c after reset:\n%s", out)
 			}
+			afterReset(t, spec, "w-c")
 			// Without w-c in the spec: nothing joins, the other nodes only drop their route to it.
 			c, err := lab.ReadSpec(spec)
 			if err != nil {

@@ -255,7 +255,8 @@ func testOperatorHeal(t *testing.T) {
 		}
 	}
 	edited.Spec.Hosts = append(edited.Spec.Hosts, v1alpha1.Host{Name: sp.Name, Address: sp.Address, Zone: sp.Zone, Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}})
-	r = suite.Hactl(t, "status", "-f", harness.WriteSpecIn(t, suite.Lab.Dir(), edited, "cluster-healed.yaml"), "-o", "json")
+	healed := harness.WriteSpecIn(t, suite.Lab.Dir(), edited, "cluster-healed.yaml")
+	r = suite.Hactl(t, "status", "-f", healed, "-o", "json")
 	rep = status.Report{}
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("status -o json: %v\n%s", err, r.Stdout)
@@ -263,4 +264,5 @@ func testOperatorHeal(t *testing.T) {
 	if rep.Operator == nil || len(rep.Operator.Drift) != 0 {
 		t.Errorf("drift with cluster.yaml edited as told: %+v", rep.Operator)
 	}
+	removeAfterHeal(t, spec, healed)
 }

@@ -185,6 +185,7 @@ func testOperatorQuorumLost(t *testing.T) {
 	if st, err := state.Load(c.Spec.StateDir); err != nil || st.Operator != nil {
 		t.Errorf("operator remove left the record: %+v (%v)", st.Operator, err)
 	}
+	deleteNamespaceFinishes(t, quorumNamespace)
 }
 
 // hasSeries reports whether the Prometheus text exposition holds a sample of the gauge metric

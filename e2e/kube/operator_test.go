@@ -575,6 +575,7 @@ spec:
 	if len(objs) < 3 || !strings.Contains(left, objs[1].Name) {
 		t.Fatalf("remove deleted EtcdSnapshots: left %q", left)
 	}
+	afterOperatorRemove(t, deploy.DefaultNamespace, inBucket, objs[1].Name, objs[2].Name)
 
 	// --purge: each EtcdSnapshot by its own policy (the user set Delete on one), then the CRDs.
 	kubectl(t, "patch", "etcdsnapshot", "-n", deploy.DefaultNamespace, objs[1].Name, "--type", "merge", "-p", `{"spec":{"deletionPolicy":"Delete"}}`)
@@ -588,6 +589,7 @@ spec:
 	if out, _ := suite.Lab.Kubectl(ctx, "get", "crd", "etcdclusters.hactl.io", "etcdsnapshots.hactl.io", "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("--purge left the CRDs: %s", out)
 	}
+	deleteNamespaceFinishes(t, deploy.DefaultNamespace)
 }
 
 // waitControlPlaneReady waits until every control-plane static pod (kubeadm's tier=control-plane

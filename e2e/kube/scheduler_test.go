@@ -389,12 +389,7 @@ func testScheduler(t *testing.T) {
 		}},
 		{"Deployment mode through a kubeconfig: deploy, status, the lease drill by pod deletion, remove", func(t *testing.T) {
 			suite.MustHactl(t, "scheduler", "remove", "-f", spec, "--yes")
-			harness.WaitFor(t, "the static pods gone", time.Minute, time.Second, func() string {
-				if out := kubectl(t, "get", "pods", "-n", "kube-system", "-l", kubesched.Selector, "-o", "name"); strings.TrimSpace(out) != "" {
-					return out
-				}
-				return ""
-			})
+			afterStaticSchedulerRemove(t, spec)
 			// The nodes get the image as `kind load image-archive` gives it to a kind cluster's.
 			for _, n := range sortedNodes() {
 				h, err := suite.Lab.Host(n)
@@ -457,6 +452,7 @@ func testScheduler(t *testing.T) {
 			if out := kubectl(t, "get", "deployment,configmap,serviceaccount,pdb", "-n", "kube-system", "-l", kubesched.Selector, "-o", "name"); strings.TrimSpace(out) != "" {
 				t.Errorf("left after remove: %s", out)
 			}
+			afterSchedulerRemoveThroughAPI(t, spec, kc)
 		}},
 	}
 	runSteps(t, steps)
