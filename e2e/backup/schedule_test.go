@@ -209,6 +209,7 @@ func TestSchedule(t *testing.T) {
 			t.Errorf("%s after --disable: %q, want the timer inactive and no file left", h, out)
 		}
 	}
+	afterScheduleDisable(t)
 	if r := suite.MustHactl(t, "backup", "schedule", "-f", spec, "--disable"); strings.Count(r.Stderr, "no schedule") != len(members) {
 		t.Errorf("second --disable: want every member without a schedule:\n%s", r.Stderr)
 	}
