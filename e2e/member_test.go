@@ -252,6 +252,9 @@ func TestEtcdMaintenance(t *testing.T) {
 		}
 	}
 	rep, _ := status(t, spec)
+	if len(rep.Etcd.Endpoints) != len(defrag.Members) {
+		t.Errorf("status after the defrag: %d endpoints, want %d", len(rep.Etcd.Endpoints), len(defrag.Members))
+	}
 	// In bytes, not percent: the database is ~0.1 MiB after the defrag, where the writer's few
 	// freed pages are a large share.
 	for _, ep := range rep.Etcd.Endpoints {
@@ -261,6 +264,9 @@ func TestEtcdMaintenance(t *testing.T) {
 	}
 	var again maintenance.DefragResult
 	harness.DecodeJSON(t, suite.MustHactl(t, "etcd", "defrag", "-f", spec, "--min-fragmentation", "50", "--yes", "-o", "json"), &again)
+	if len(again.Members) != len(defrag.Members) {
+		t.Errorf("defrag --min-fragmentation 50: %d members, want %d, each skipped", len(again.Members), len(defrag.Members))
+	}
 	for _, m := range again.Members {
 		if m.Skipped == "" {
 			t.Errorf("%s defragmented again at %.1f%% free (--min-fragmentation 50)", m.Name, m.FragmentationPercent)

@@ -136,7 +136,10 @@ func TestSudoWithPasswordFromEnvironment(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("bootstrap through sudo with a password: exit %d", r.Code)
 	}
-	logged, _ := os.ReadFile(r.LogFile)
+	logged, err := os.ReadFile(r.LogFile)
+	if err != nil || len(logged) == 0 {
+		t.Fatalf("the debug log the password is looked for in: %v (%d bytes)", err, len(logged))
+	}
 	if strings.Contains(r.Stdout, pw) || strings.Contains(r.Stderr, pw) || bytes.Contains(logged, []byte(pw)) {
 		t.Fatalf("the sudo password appears in hactl's output or debug log")
 	}

@@ -48,8 +48,9 @@ func TestPrivateAddress(t *testing.T) {
 	if r.Code != 1 || !strings.Contains(r.Stderr, "cp-b") || !strings.Contains(r.Stderr, "privateAddress 172.29.0.99") || !strings.Contains(r.Stderr, "is on no interface of this host") {
 		t.Errorf("privateAddress on no interface: exit %d, want 1 naming cp-b:\n%s", r.Code, r.Stderr)
 	}
-	if out, _ := suite.Lab.Exec(ctx, "cp-b", "test", "-e", etcd.RemoteUnitPath); out != "" {
-		t.Errorf("cp-b: %s", out)
+	// test ! -e exits 0 only when the unit is absent: the unit there, or docker exec failing, fails.
+	if out, err := suite.Lab.Exec(ctx, "cp-b", "test", "!", "-e", etcd.RemoteUnitPath); err != nil {
+		t.Errorf("cp-b after the refused plan: %s is there (or could not be checked): %v %s", etcd.RemoteUnitPath, err, out)
 	}
 
 	spec := variantSpec(t, lab.VariantSudo, withPrivate(""))

@@ -96,7 +96,8 @@ func (s *Suite) StartWriter(t *testing.T, name string, c *v1alpha1.Cluster) *Wri
 }
 
 // Verify stops the writer and reads every acknowledged write back: the test fails when one is
-// lost or a read was stale. It logs the count and the longest gap between acknowledged writes.
+// lost or a read was stale, or when no write was acknowledged at all. It logs the count and the
+// longest gap between acknowledged writes.
 func (w *Writer) Verify(during string) workload.Stats {
 	w.t.Helper()
 	rec := w.run.Stop()
@@ -107,6 +108,9 @@ func (w *Writer) Verify(during string) workload.Stats {
 	}
 	if !v.OK() {
 		w.t.Errorf("acknowledged writes lost or stale reads %s: %+v", during, v)
+	}
+	if v.Acked == 0 { // nothing lost of nothing: the check above proved nothing
+		w.t.Errorf("no write acknowledged %s: nothing to read back: %+v", during, v)
 	}
 	st := rec.Stats(time.Time{})
 	w.t.Logf("writer: %d acknowledged %s, longest write gap %s", st.Acked, during, st.LongestGap)

@@ -67,11 +67,16 @@ func (s *Suite) HactlQuiet(t *testing.T, args ...string) Result {
 }
 
 // BootstrapJSON runs `hactl bootstrap -f spec -o json extra...`, fails the test (t.Fatalf) unless
-// it exits 0 with a JSON report, and returns the report.
+// it exits 0 with a JSON report listing at least one member (every valid spec has an etcd member,
+// so callers' loops over Members always check something), and returns the report.
 func (s *Suite) BootstrapJSON(t *testing.T, spec string, extra ...string) report.Cluster {
 	t.Helper()
 	var res report.Cluster
-	DecodeJSON(t, s.MustHactl(t, append([]string{"bootstrap", "-f", spec, "-o", "json"}, extra...)...), &res)
+	r := s.MustHactl(t, append([]string{"bootstrap", "-f", spec, "-o", "json"}, extra...)...)
+	DecodeJSON(t, r, &res)
+	if len(res.Members) == 0 {
+		t.Fatalf("hactl %s: the report lists no member:\n%s", strings.Join(r.Args, " "), r.Stdout)
+	}
 	return res
 }
 

@@ -263,8 +263,8 @@ func TestWorkflowOnKind(t *testing.T) {
 		if !res[len(res)-1].Ran {
 			t.Error("the cleanup step did not run")
 		}
-		if out, _ := exec.CommandContext(ctx, "docker", "ps", "-a", "--filter", "name=^"+cluster+"-", "--format", "{{.Names}}").Output(); strings.TrimSpace(string(out)) != "" {
-			t.Errorf("kind's nodes left after the cleanup step: %s", out)
+		if out, err := exec.CommandContext(ctx, "docker", "ps", "-a", "--filter", "name=^"+cluster+"-", "--format", "{{.Names}}").Output(); err != nil || strings.TrimSpace(string(out)) != "" {
+			t.Errorf("kind's nodes left after the cleanup step (docker ps: %v): %s", err, out)
 		}
 	})
 	t.Logf("the whole workflow and its checks: %s", time.Since(start).Round(time.Second))

@@ -67,6 +67,9 @@ func TestMaintenanceAgainstRealEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(skipped.Members) != 3 {
+		t.Errorf("--min-fragmentation 100: %d members reported, want 3, each skipped: %+v", len(skipped.Members), skipped.Members)
+	}
 	for _, m := range skipped.Members {
 		if m.Skipped == "" || m.AfterBytes != 0 {
 			t.Errorf("--min-fragmentation 100: %s not skipped: %+v", m.Name, m)
