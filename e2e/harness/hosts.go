@@ -18,6 +18,14 @@ func (s *Suite) ExecOn(t *testing.T, host string, args ...string) string {
 	return out
 }
 
+// Exists reports whether path exists on host (test -e in its container). A failed exec fails the
+// test (t.Fatalf), so "absent" is never an exec that did not run.
+func (s *Suite) Exists(t *testing.T, host, path string) bool {
+	t.Helper()
+	out := s.ExecOn(t, host, "sh", "-c", `if test -e "$1"; then echo yes; else echo no; fi`, "sh", path)
+	return strings.TrimSpace(out) == "yes"
+}
+
 // UnitStarts returns each host's etcd.service MainPID and start time (systemctl show): unchanged
 // values prove etcd was not restarted in between.
 func (s *Suite) UnitStarts(t *testing.T, hosts []string) map[string]string {

@@ -208,14 +208,14 @@ func testKubernetes(t *testing.T) {
 				t.Fatalf("exit %d; want 1 naming the wrong sha256:\n%s", r.Code, r.Stderr)
 			}
 			for _, n := range sortedNodes() {
-				if out, _ := suite.Lab.Exec(ctx, n, "sh", "-c", "ls /usr/local/bin/ /etc/systemd/system/ 2>&1"); strings.Contains(out, "kubelet") ||
+				if out := suite.ExecOn(t, n, "ls", "/usr/local/bin/", "/etc/systemd/system/"); strings.Contains(out, "kubelet") ||
 					strings.Contains(out, "kubeadm") || strings.Contains(out, "etcd") || strings.Contains(out, "hactl-stage") {
 					t.Errorf("%s: something was installed:\n%s", n, out)
 				}
 			}
 			for _, h := range lab.LBHosts {
-				if out, err := suite.Lab.Exec(ctx, h, "test", "-e", "/etc/keepalived/keepalived.conf"); err == nil {
-					t.Errorf("%s: keepalived.conf was written: %s", h, out)
+				if suite.Exists(t, h, "/etc/keepalived/keepalived.conf") {
+					t.Errorf("%s: keepalived.conf was written", h)
 				}
 			}
 		}},
@@ -459,7 +459,7 @@ func testKubernetes(t *testing.T) {
 			if werr == nil {
 				t.Fatal("the interrupted bootstrap exited 0")
 			}
-			if _, err := suite.Lab.Exec(ctx, "w-b", "test", "-e", "/var/lib/hactl/kube/node"); err == nil {
+			if suite.Exists(t, "w-b", "/var/lib/hactl/kube/node") {
 				t.Fatal("w-b's join finished before the interrupt took effect (hactl's marker is there): nothing to converge")
 			}
 			res := suite.BootstrapJSON(t, spec)

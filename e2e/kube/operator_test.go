@@ -189,7 +189,7 @@ func testOperator(t *testing.T) {
 	if strings.Contains(r.Stdout, "PRIVATE KEY") {
 		t.Error("the dry run prints a private key")
 	}
-	if out, _ := suite.Lab.Kubectl(ctx, "get", "crd", "etcdclusters.hactl.io", "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
+	if out := kubectl(t, "get", "crd", "etcdclusters.hactl.io", "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Error("the dry run (or an earlier run) left the CRD in the cluster")
 	}
 
@@ -565,7 +565,7 @@ spec:
 	}
 
 	suite.MustHactl(t, "operator", "remove", "-f", spec, "--yes")
-	if out, _ := suite.Lab.Kubectl(ctx, "get", "deployment", "-n", deploy.DefaultNamespace, deploy.Name, "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
+	if out := kubectl(t, "get", "deployment", "-n", deploy.DefaultNamespace, deploy.Name, "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("the Deployment is still there after remove: %s", out)
 	}
 	if out := kubectl(t, "get", "crd", "etcdclusters.hactl.io", "-o", "name"); !strings.Contains(out, "etcdclusters.hactl.io") {
@@ -586,7 +586,7 @@ spec:
 	if !inBucket(objs[2].Spec.Key) {
 		t.Errorf("--purge deleted %s (deletionPolicy Retain) from the bucket", objs[2].Spec.Key)
 	}
-	if out, _ := suite.Lab.Kubectl(ctx, "get", "crd", "etcdclusters.hactl.io", "etcdsnapshots.hactl.io", "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
+	if out := kubectl(t, "get", "crd", "etcdclusters.hactl.io", "etcdsnapshots.hactl.io", "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("--purge left the CRDs: %s", out)
 	}
 	deleteNamespaceFinishes(t, deploy.DefaultNamespace)

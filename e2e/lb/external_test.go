@@ -146,7 +146,11 @@ func TestExternalLoadBalancer(t *testing.T) {
 			}
 			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
 				// The lab image carries the haproxy package's own haproxy.cfg; hactl's says "Written by hactl".
-				out, _ := suite.Lab.Exec(ctx, h, "sh", "-c", "grep -l 'Written by hactl' /etc/haproxy/haproxy.cfg 2>&1; ls /etc/keepalived/keepalived.conf 2>&1; systemctl is-active haproxy keepalived 2>&1")
+				// The trailing marker proves the checks ran (grep, ls and is-active exit non-zero here).
+				out, _ := suite.Lab.Exec(ctx, h, "sh", "-c", "grep -l 'Written by hactl' /etc/haproxy/haproxy.cfg 2>&1; ls /etc/keepalived/keepalived.conf 2>&1; systemctl is-active haproxy keepalived 2>&1; echo checked")
+				if !strings.HasSuffix(out, "checked\n") {
+					t.Fatalf("%s: the checks did not run:\n%s", h, out)
+				}
 				if strings.Contains(out, "/etc/haproxy/haproxy.cfg\n") || strings.Contains(out, "/etc/keepalived/keepalived.conf\n") || strings.Contains(out, "\nactive") {
 					t.Errorf("%s runs hactl's load balancer:\n%s", h, out)
 				}
