@@ -8,14 +8,17 @@ import (
 	"time"
 )
 
-// TestForeignDropInAndFailedStart: on the converged 3-member cluster, a drop-in hactl does not own
+// TestForeignDropInAndFailedStart: on the converged 5-member cluster, a drop-in hactl does not own
 // for etcd on cp-a is shown by plan (host, file, setting) and refuses bootstrap (exit 1, naming host
 // and file); kept with --allow-foreign-overrides, a drop-in that makes etcd's start fail is
 // explained by the unit's own journal lines in bootstrap's error; once the file is removed,
 // bootstrap passes and the cluster is healthy again. Nothing is reloaded while the first drop-in
 // is there, so the running etcd never sees it.
 func TestForeignDropInAndFailedStart(t *testing.T) {
-	spec := ensureThree(t)
+	// The cluster the test before leaves (TestBootstrapFiveMembers' five members; bootstrapped from
+	// scratch when this test runs alone, grown to five from three members).
+	spec := specPath(t, 5)
+	suite.MustHactl(t, "bootstrap", "-f", spec)
 	const dropIn = "/etc/systemd/system/etcd.service.d/90-hactl-e2e.conf"
 	write := func(content string) {
 		t.Helper()
@@ -44,7 +47,7 @@ func TestForeignDropInAndFailedStart(t *testing.T) {
 	}
 
 	// 2. A failed start explained: kept with the flag, a drop-in whose ExecStartPre fails; etcd
-	// stopped on cp-a (cp-b and cp-c keep the quorum), so bootstrap starts it and it fails.
+	// stopped on cp-a (the other four keep the quorum), so bootstrap starts it and it fails.
 	write("[Service]\nExecStartPre=/bin/sh -c 'echo hactl-e2e: this start is refused on purpose >&2; exit 1'\n")
 	suite.ExecOn(t, "cp-a", "systemctl", "stop", "etcd.service")
 	r = suite.Hactl(t, "bootstrap", "-f", spec, "--allow-foreign-overrides")
