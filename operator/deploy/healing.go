@@ -74,16 +74,12 @@ func healingSpec(ec *hactlv1.EtcdCluster, o Options, ca *pki.CA, pkiDir, token s
 	if et := c.Spec.Etcd.ElectionTimeout.Duration; grace < 3*et || grace > 24*time.Hour {
 		return nil, &UsageError{"--grace-period", fmt.Sprintf("%s: between 3 × spec.etcd.electionTimeout (%s) and 24h: a member is declared lost only after several elections could have brought it back", grace, 3*et)}
 	}
-	if h.AutoReplace && c.Spec.Etcd.MetricsAddress != "" {
-		// The member template (hactlv1.MemberTemplate) carries no metrics address: a heal would
-		// start the new member with etcd's metrics on loopback only, not what the spec says.
-		return nil, &UsageError{"--auto-replace", fmt.Sprintf("spec.etcd.metricsAddress is %q, but a member the operator starts on a spare would serve /metrics on loopback only (the EtcdCluster's member template has no metrics address): leave --auto-replace out (the operator then reports the member it would replace, and hactl etcd member replace applies the whole spec), or remove spec.etcd.metricsAddress", c.Spec.Etcd.MetricsAddress)}
-	}
 	e := c.Spec.Etcd
 	hs := &hactlv1.HealingSpec{AutoReplace: h.AutoReplace, GracePeriod: &metav1.Duration{Duration: grace}, SSHUser: c.Spec.SSH.User,
 		Member: &hactlv1.MemberTemplate{Version: e.Version, DataDir: e.DataDir, ClientPort: int32(e.ClientPort), PeerPort: int32(e.PeerPort),
 			HeartbeatInterval: metav1.Duration{Duration: e.HeartbeatInterval.Duration}, QuotaBackendBytes: e.QuotaBackendBytes,
-			AutoCompactionMode: e.AutoCompaction.Mode, AutoCompactionRetention: e.AutoCompaction.Retention, InitialClusterToken: token}}
+			AutoCompactionMode: e.AutoCompaction.Mode, AutoCompactionRetention: e.AutoCompaction.Retention, MetricsAddress: e.MetricsAddress,
+			InitialClusterToken: token}}
 	var secrets []*corev1.Secret
 	for i, s := range spares {
 		keys, err := provision.KnownHostKeys(c.Spec.SSH.KnownHostsFile, s.Address, s.Port)

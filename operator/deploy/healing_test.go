@@ -228,19 +228,19 @@ func mustYAML(t *testing.T, u *unstructured.Unstructured) string {
 	return string(b)
 }
 
-// TestBuildHealingKeepsMetricsAddress: a heal would start the new member without
-// spec.etcd.metricsAddress (the member template has none), so --auto-replace is refused with it
-// rather than changing it silently; report only (no --auto-replace) changes nothing and passes.
+// TestBuildHealingKeepsMetricsAddress: spec.etcd.metricsAddress reaches the member template, so a
+// member the operator starts on a spare serves /metrics where the spec says (the template had no
+// such field: the heal started it on loopback only).
 func TestBuildHealingKeepsMetricsAddress(t *testing.T) {
 	c := testCluster(t, true)
 	withSpares(t, c, true)
 	c.Spec.Etcd.MetricsAddress = v1alpha1.MetricsAddressHost
-	_, err := Build(Options{Cluster: c, Image: "x", Healing: &HealingOptions{AutoReplace: true, SSHKeyFile: sshKeyFile(t, "")}})
-	var ue *UsageError
-	if !errors.As(err, &ue) || ue.Field != "--auto-replace" || !strings.Contains(ue.Msg, `spec.etcd.metricsAddress is "host"`) {
-		t.Fatalf("err %v, want a UsageError at --auto-replace naming spec.etcd.metricsAddress", err)
+	p, err := Build(Options{Cluster: c, Image: "x", Healing: &HealingOptions{AutoReplace: true, SSHKeyFile: sshKeyFile(t, "")}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Build(Options{Cluster: c, Image: "x"}); err != nil {
-		t.Fatalf("report only: %v", err)
+	ec := etcdCluster(t, p)
+	if ec.Spec.Healing == nil || ec.Spec.Healing.Member == nil || ec.Spec.Healing.Member.MetricsAddress != v1alpha1.MetricsAddressHost {
+		t.Fatalf("healing %+v: want the member template's metricsAddress %q", ec.Spec.Healing, v1alpha1.MetricsAddressHost)
 	}
 }

@@ -341,6 +341,7 @@ func (job Job) unitConfig(members []*etcdserverpb.Member, id uint64) (etcd.UnitC
 		Version: t.Version, DataDir: t.DataDir, ClientPort: int(t.ClientPort), PeerPort: int(t.PeerPort),
 		HeartbeatInterval: v1alpha1.Duration{Duration: t.HeartbeatInterval.Duration}, ElectionTimeout: v1alpha1.Duration{Duration: job.ElectionTimeout},
 		QuotaBackendBytes: t.QuotaBackendBytes, AutoCompaction: v1alpha1.AutoCompaction{Mode: t.AutoCompactionMode, Retention: t.AutoCompactionRetention},
+		MetricsAddress: t.MetricsAddress,
 	}}}
 	u := etcd.NewUnitConfig(c, nil, self, etcd.StateExisting, t.InitialClusterToken)
 	if u.InitialCluster, err = membership.JoinInitialCluster(members, id, job.Spare.Name, nil); err != nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -442,4 +443,34 @@ func replaceOrder(ml *clientv3.MemberListResponse, healthy map[uint64]bool, oldI
 		voters = append(voters, membership.Voter{Name: m.Name, ID: m.ID, Learner: m.IsLearner, Healthy: healthy[m.ID]})
 	}
 	return membership.ReplaceOrder(voters, oldID)
+}
+
+// TestUnitConfigCarriesTheTemplate: the spare's unit gets every setting of the member template, the
+// metrics address included (a heal started the member with /metrics on loopback only before), and
+// --initial-cluster from the member list with the new member under the spare's name.
+func TestUnitConfigCarriesTheTemplate(t *testing.T) {
+	job := Job{
+		Spare: hactlv1.SpareHost{Name: "spare-a", Address: "10.0.0.7"},
+		Template: hactlv1.MemberTemplate{Version: "v3.6.16", DataDir: "/var/lib/etcd", ClientPort: 2379, PeerPort: 2380,
+			HeartbeatInterval: metav1.Duration{Duration: 100 * time.Millisecond}, QuotaBackendBytes: 4 << 30,
+			AutoCompactionMode: "periodic", AutoCompactionRetention: "1h", MetricsAddress: "host", InitialClusterToken: "tok"},
+		ElectionTimeout: time.Second,
+	}
+	members := []*etcdserverpb.Member{
+		{ID: 1, Name: "cp-a", PeerURLs: []string{"https://10.0.0.1:2380"}},
+		{ID: 7, PeerURLs: []string{"https://10.0.0.7:2380"}},
+	}
+	u, err := job.unitConfig(members, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(u.ListenMetricsURLs, "http://10.0.0.7:2381") {
+		t.Errorf("listen-metrics-urls %v: want the member's own address (template metricsAddress host)", u.ListenMetricsURLs)
+	}
+	if u.QuotaBackendBytes != 4<<30 || u.ElectionTimeoutMs != 1000 || u.HeartbeatIntervalMs != 100 || u.InitialClusterToken != "tok" {
+		t.Errorf("unit %+v: the template's settings not carried", u)
+	}
+	if u.InitialCluster != "cp-a=https://10.0.0.1:2380,spare-a=https://10.0.0.7:2380" {
+		t.Errorf("initial cluster %q", u.InitialCluster)
+	}
 }

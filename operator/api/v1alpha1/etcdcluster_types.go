@@ -147,6 +147,12 @@ type MemberTemplate struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	AutoCompactionRetention string `json:"autoCompactionRetention"`
+	// MetricsAddress is hactl's spec.etcd.metricsAddress: where the member also serves /metrics and
+	// /health besides loopback ("" loopback only, "host" the member's own address, "0.0.0.0" or "::"
+	// every interface).
+	// +optional
+	// +kubebuilder:validation:Enum="";host;"0.0.0.0";"::"
+	MetricsAddress string `json:"metricsAddress,omitempty"`
 	// InitialClusterToken is the cluster's --initial-cluster-token.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
