@@ -111,7 +111,7 @@ func TestDeltas(t *testing.T) {
 
 	// The writer's agent stops: another one is elected and continues the chain.
 	suite.ExecOn(t, first, "systemctl", "stop", schedule.AgentServiceName)
-	waitChain(write(30), 45*time.Second)
+	ds = waitChain(write(30), 45*time.Second)
 	second := ds[len(ds)-1].Metadata.Writer
 	if second == first {
 		t.Fatalf("the last delta is still %s's after its agent stopped", first)
