@@ -9,7 +9,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hactl/hactl/backup/schedule"
 )
@@ -32,34 +31,4 @@ func afterScheduleDisable(t *testing.T) {
 			t.Errorf("%s after --disable: left\n%s", h, s)
 		}
 	}
-}
-
-// disableDuringRun installs the schedule again (install), waits (up to 3 intervals) until a run is
-// in progress on some member, disables at once and checks that nothing is left: --disable waits
-// for that run, which wrote its textfiles after they were removed before. Call it in TestSchedule
-// after the second --disable and its --status check (the listing comparison after it still holds:
-// this leaves no timer either). A run not caught in progress is logged: the check still holds.
-func disableDuringRun(t *testing.T, spec string, install func()) {
-	t.Helper()
-	install()
-	ctx := context.Background()
-	caught := ""
-	deadline := time.Now().Add(3 * scheduleEvery)
-	for caught == "" && time.Now().Before(deadline) {
-		for _, h := range members {
-			out, _ := suite.Lab.Exec(ctx, h, "systemctl", "show", "-p", "ActiveState", "--value", schedule.ServiceName)
-			if strings.TrimSpace(out) == "activating" {
-				caught = h
-				break
-			}
-		}
-	}
-	start := time.Now()
-	suite.MustHactl(t, "backup", "schedule", "-f", spec, "--disable")
-	if caught == "" {
-		t.Logf("no run caught in progress within %s: --disable between runs", 3*scheduleEvery)
-	} else {
-		t.Logf("--disable during %s's run took %s", caught, time.Since(start).Round(100*time.Millisecond))
-	}
-	afterScheduleDisable(t)
 }
