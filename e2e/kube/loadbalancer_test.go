@@ -383,10 +383,32 @@ func testLoadBalancer(t *testing.T) {
 				t.Fatalf("%v: %s", err, out)
 			}
 			suite.MustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes")
-			// The apiservers' watch caches predate the restore: restart them (kubelet restarts a
-			// killed static pod container at once), as hactl restore says to.
-			for _, h := range []string{"cp-a", "cp-b", "cp-c"} {
-				suite.ExecOn(t, h, "pkill", "-x", "kube-apiserver")
+			// The apiservers' watch caches predate the restore: restart them, as hactl restore says
+			// to. kubelet restarts a killed static pod container, but after the earlier steps'
+			// faults it may hold it back for tens of seconds (its crash back-off), and an old
+			// apiserver still shutting down may answer meanwhile: wait until every control plane
+			// runs a new kube-apiserver that answers /readyz itself before asking for objects.
+			cps := []string{"cp-a", "cp-b", "cp-c"}
+			old := map[string]string{}
+			for _, h := range cps {
+				// None running (kubelet holding a restart back) is fine: the wait below wants a new one.
+				old[h], _ = suite.Lab.Exec(ctx, h, "pgrep", "-x", "kube-apiserver")
+				if old[h] != "" {
+					suite.ExecOn(t, h, "pkill", "-x", "kube-apiserver")
+				}
+			}
+			for _, h := range cps {
+				harness.WaitFor(t, h+": a new kube-apiserver answering /readyz", 4*time.Minute, time.Second, func() string {
+					pid, _ := suite.Lab.Exec(ctx, h, "pgrep", "-x", "kube-apiserver")
+					if pid == "" || pid == old[h] {
+						return fmt.Sprintf("kube-apiserver pid %q (before the restore: %s)", pid, old[h])
+					}
+					out, err := suite.Lab.Exec(ctx, h, "curl", "--silent", "--show-error", "--insecure", "--max-time", "3", "https://127.0.0.1:6443/readyz")
+					if err != nil || strings.TrimSpace(out) != "ok" {
+						return fmt.Sprintf("pid %s, /readyz: %v %s", pid, err, out)
+					}
+					return ""
+				})
 			}
 			harness.WaitFor(t, "the snapshot's ConfigMap through the VIP", 3*time.Minute, time.Second, func() string {
 				if out, err := kubectl("get", "configmap", "e2e-before-snapshot", "-n", "default"); err != nil {
