@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -390,23 +391,41 @@ func testScheduler(t *testing.T) {
 		{"Deployment mode through a kubeconfig: deploy, status, the lease drill by pod deletion, remove", func(t *testing.T) {
 			suite.MustHactl(t, "scheduler", "remove", "-f", spec, "--yes")
 			afterStaticSchedulerRemove(t, spec)
-			// The nodes get the image as `kind load image-archive` gives it to a kind cluster's.
-			for _, n := range sortedNodes() {
+			// The nodes get the image as `kind load image-archive` gives it to a kind cluster's,
+			// all six at once (as kind does).
+			archive := schedulerArchive(t)
+			nodeNames := sortedNodes()
+			importErrs := make([]error, len(nodeNames))
+			var wg sync.WaitGroup
+			for i, n := range nodeNames {
 				h, err := suite.Lab.Host(n)
 				if err != nil {
 					t.Fatal(err)
 				}
-				cmd := exec.CommandContext(ctx, "docker", "exec", "-i", h.Container, "ctr", "-n", "k8s.io", "images", "import", "-")
-				f, err := os.Open(schedulerArchive(t))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					f, err := os.Open(archive)
+					if err != nil {
+						importErrs[i] = err
+						return
+					}
+					defer f.Close()
+					cmd := exec.CommandContext(ctx, "docker", "exec", "-i", h.Container, "ctr", "-n", "k8s.io", "images", "import", "-")
+					cmd.Stdin = f
+					if out, err := cmd.CombinedOutput(); err != nil {
+						importErrs[i] = fmt.Errorf("%s: ctr import: %w\n%s", n, err, out)
+					}
+				}()
+			}
+			wg.Wait()
+			for _, err := range importErrs {
 				if err != nil {
-					t.Fatal(err)
+					t.Error(err)
 				}
-				cmd.Stdin = f
-				out, err := cmd.CombinedOutput()
-				f.Close()
-				if err != nil {
-					t.Fatalf("%s: ctr import: %v\n%s", n, err, out)
-				}
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 			kc := suite.Lab.Kubeconfig()
 			// Without a spec file: the defaults and the flags; checked against the cluster's nodes.
