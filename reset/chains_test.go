@@ -41,27 +41,18 @@ COMMIT
 COMMIT
 `
 
-// TestKubeChainsScript runs the script with fake iptables-save/-restore (every variant faked, so
-// no real firewall is touched): the KUBE-* chains and every jump to them go, everything else is
-// restored as it was, a backend without them is not restored, and a second run does nothing.
-func TestKubeChainsScript(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
+// fakeIptables puts fake iptables-save/-restore of every variant into a directory for PATH (no real
+// firewall is touched): iptables dumps the file $DUMP and a restore replaces it; ip6tables has nothing
+// of Kubernetes; the -legacy and -nft variants fail to dump. Every restore is logged in dump.calls.
+func fakeIptables(t *testing.T) (bin string) {
+	t.Helper()
+	bin = filepath.Join(t.TempDir(), "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dump := filepath.Join(dir, "dump")
-	if err := os.WriteFile(dump, []byte(kubeProxyDump), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	fake := map[string]string{
-		// iptables: the dump; what is restored becomes the next dump.
-		"iptables-save":    "#!/bin/sh\ncat \"$DUMP\"\n",
-		"iptables-restore": "#!/bin/sh\ncat > \"$DUMP.new\" && mv \"$DUMP.new\" \"$DUMP\"\necho restore >> \"$DUMP.calls\"\n",
-		// ip6tables: nothing of Kubernetes.
+		"iptables-save":     "#!/bin/sh\ncat \"$DUMP\"\n",
+		"iptables-restore":  "#!/bin/sh\ncat > \"$DUMP.new\" && mv \"$DUMP.new\" \"$DUMP\"\necho restore >> \"$DUMP.calls\"\n",
 		"ip6tables-save":    "#!/bin/sh\nprintf '*filter\\n:INPUT ACCEPT [0:0]\\nCOMMIT\\n'\n",
 		"ip6tables-restore": "#!/bin/sh\necho ip6 restore >> \"$DUMP.calls\"\n",
 	}
@@ -73,35 +64,156 @@ func TestKubeChainsScript(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return bin
+}
+
+// runChainsScript writes dump, runs KubeChainsScript twice against fakeIptables and returns the
+// first run's output and the dump it left. The second run must print nothing and restore nothing:
+// the log of restores must hold exactly one, of iptables, or none when the first printed nothing.
+func runChainsScript(t *testing.T, dump string) (out, left string) {
+	t.Helper()
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	if _, err := exec.LookPath("awk"); err != nil {
+		t.Skip("no awk")
+	}
+	path := filepath.Join(t.TempDir(), "dump")
+	if err := os.WriteFile(path, []byte(dump), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := fakeIptables(t)
 	run := func() string {
 		t.Helper()
 		cmd := exec.Command("sh", "-ec", KubeChainsScript)
-		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "DUMP="+dump)
-		out, err := cmd.CombinedOutput()
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "DUMP="+path)
+		b, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("%v: %s", err, out)
+			t.Fatalf("%v: %s", err, b)
 		}
-		return string(out)
+		return string(b)
 	}
-	if out := run(); out != "iptables: KUBE-* chains removed\n" {
+	out = run()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := run(); again != "" {
+		t.Errorf("second run: %q", again)
+	}
+	calls, _ := os.ReadFile(path + ".calls")
+	if want := map[bool]string{true: "restore\n", false: ""}[out != ""]; string(calls) != want {
+		t.Errorf("restores: %q, want %q", calls, want)
+	}
+	return out, string(got)
+}
+
+// without returns dump without the lines for which drop is true.
+func without(dump string, drop func(string) bool) string {
+	var keep []string
+	for _, l := range strings.Split(dump, "\n") {
+		if !drop(l) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+const removedLine = "iptables: KUBE-* and hactl-bridge's CNI-* chains removed\n"
+
+// TestKubeChainsScript: the KUBE-* chains and every jump to them go, everything else is restored as
+// it was, a backend without them is not restored, and a second run does nothing.
+func TestKubeChainsScript(t *testing.T) {
+	out, left := runChainsScript(t, kubeProxyDump)
+	if out != removedLine {
 		t.Errorf("output %q", out)
 	}
-	got, _ := os.ReadFile(dump)
-	var want []string
-	for _, l := range strings.Split(kubeProxyDump, "\n") {
-		if !strings.Contains(l, "KUBE-") {
-			want = append(want, l)
+	if want := without(kubeProxyDump, func(l string) bool { return strings.Contains(l, "KUBE-") }); left != want {
+		t.Errorf("restored:\n%s\nwant:\n%s", left, want)
+	}
+	if out, left := runChainsScript(t, hostOnlyDump); out != "" || left != hostOnlyDump {
+		t.Errorf("a host without Kubernetes' or hactl's chains: output %q, dump changed:\n%s", out, left)
+	}
+}
+
+// hostOnlyDump is a host's own firewall: nothing for the script to remove.
+const hostOnlyDump = `*filter
+:INPUT DROP [0:0]
+:FORWARD DROP [0:0]
+:OUTPUT ACCEPT [0:0]
+-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT
+COMMIT
+`
+
+// cniDump is the nat table of a node whose pod (container c0ffee, hostPort 80) on hactl's bridge
+// network was never torn down by CNI DEL: the bridge plugin's masquerade chain CNI-9f8e and
+// portmap's CNI-DN-1a2b with its shared CNI-HOSTPORT-* chains (the plugins' own rule layout).
+const cniDump = `*nat
+:PREROUTING ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+:CNI-9f8e - [0:0]
+:CNI-DN-1a2b - [0:0]
+:CNI-HOSTPORT-DNAT - [0:0]
+:CNI-HOSTPORT-MASQ - [0:0]
+:CNI-HOSTPORT-SETMARK - [0:0]
+:HOST-NAT - [0:0]
+-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+-A PREROUTING -j HOST-NAT
+-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+-A POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ
+-A POSTROUTING -s 10.244.1.5/32 -m comment --comment "name: \"hactl-bridge\" id: \"c0ffee\"" -j CNI-9f8e
+-A CNI-9f8e -d 10.244.1.0/24 -m comment --comment "name: \"hactl-bridge\" id: \"c0ffee\"" -j ACCEPT
+-A CNI-9f8e ! -d 224.0.0.0/4 -m comment --comment "name: \"hactl-bridge\" id: \"c0ffee\"" -j MASQUERADE
+-A CNI-DN-1a2b -s 10.244.1.0/24 -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK
+-A CNI-DN-1a2b -p tcp -m tcp --dport 80 -j DNAT --to-destination 10.244.1.5:80
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"hactl-bridge\" id: \"c0ffee\"" -m multiport --dports 80 -j CNI-DN-1a2b
+-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE
+-A CNI-HOSTPORT-SETMARK -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000
+-A HOST-NAT -p tcp -m tcp --dport 2222 -j REDIRECT --to-ports 22
+COMMIT
+`
+
+// podmanLines are another CNI network's pod with a hostPort on the same host (podman's CNI
+// backend): they keep portmap's shared chains alive.
+const podmanLines = `:CNI-DN-77aa - [0:0]
+:CNI-5c5c - [0:0]
+-A POSTROUTING -s 10.88.0.2/32 -m comment --comment "name: \"podman\" id: \"beef\"" -j CNI-5c5c
+-A CNI-5c5c -d 10.88.0.0/16 -m comment --comment "name: \"podman\" id: \"beef\"" -j ACCEPT
+-A CNI-DN-77aa -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.2:8080
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"podman\" id: \"beef\"" -m multiport --dports 8080 -j CNI-DN-77aa
+`
+
+// TestKubeChainsScriptCNI: hactl-bridge's chains (the bridge plugin's masquerade chain, portmap's
+// per-pod DNAT chain and every rule naming the network) go; portmap's shared CNI-HOSTPORT-* chains
+// go with them only when no other network's hostPort is left; the host's own rules and another
+// network's chains stay.
+func TestKubeChainsScriptCNI(t *testing.T) {
+	ours := func(l string) bool {
+		return strings.Contains(l, `"hactl-bridge\"`) || strings.Contains(l, "CNI-9f8e") || strings.Contains(l, "CNI-DN-1a2b")
+	}
+	t.Run("hactl's network alone: every CNI chain goes", func(t *testing.T) {
+		out, left := runChainsScript(t, cniDump)
+		if out != removedLine {
+			t.Errorf("output %q", out)
 		}
-	}
-	if string(got) != strings.Join(want, "\n") {
-		t.Errorf("restored:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
-	}
-	if out := run(); out != "" {
-		t.Errorf("second run: %q", out)
-	}
-	if calls, _ := os.ReadFile(dump + ".calls"); string(calls) != "restore\n" {
-		t.Errorf("restores: %q, want one, of iptables only", calls)
-	}
+		if want := without(cniDump, func(l string) bool { return strings.Contains(l, "CNI-") }); left != want {
+			t.Errorf("restored:\n%s\nwant:\n%s", left, want)
+		}
+	})
+	t.Run("another network's hostPort: portmap's shared chains and that network's stay", func(t *testing.T) {
+		dump := strings.Replace(cniDump, "-A HOST-NAT", podmanLines+"-A HOST-NAT", 1)
+		out, left := runChainsScript(t, dump)
+		if out != removedLine {
+			t.Errorf("output %q", out)
+		}
+		if want := without(dump, ours); left != want {
+			t.Errorf("restored:\n%s\nwant:\n%s", left, want)
+		}
+		if !strings.Contains(left, ":CNI-HOSTPORT-DNAT") || !strings.Contains(left, "CNI-DN-77aa") {
+			t.Errorf("the shared or podman's chains went:\n%s", left)
+		}
+	})
 }
 
 // TestContainerdPutBack: the configuration hactl kept is moved back; without one, only hactl's own

@@ -158,7 +158,7 @@ func NewPlan(o Options) (Plan, error) {
 			"save /etc/kubernetes to " + backupDir + "/etc-kubernetes-<time>.tgz",
 			"kubeadm reset (kubelet stopped, kubeadm's files and the node's containers removed)",
 			"remove hactl's kubelet unit and drop-in, kubelet/kubeadm/kubectl, the CNI network, the pod routes, kernel settings and the marker",
-			"remove kube-proxy's and kubelet's iptables chains (KUBE-*, IPv4 and IPv6; only they would clear them), every other rule kept",
+			"remove kube-proxy's and kubelet's iptables chains (KUBE-*) and hactl-bridge's CNI-* chains, IPv4 and IPv6 (only they would clear them), every other rule kept",
 			"put back containerd's configuration from before hactl (when kept) and restart containerd",
 		}...)
 		if h.Role == "control-plane" {
@@ -305,19 +305,51 @@ func containerdPutBackScript(path string) string {
 	return fmt.Sprintf("if [ -e %[2]s ]; then mv -f %[2]s %[1]s; elif [ -f %[1]s ] && head -n 1 %[1]s | grep -q '^# Written by hactl'; then rm -f %[1]s; fi", p, prev)
 }
 
-// KubeChainsScript removes the iptables chains kube-proxy and kubelet made (KUBE-*) and every rule
-// jumping to them, in each backend the host has (iptables, ip6tables and their -legacy and -nft
-// variants): after kubeadm reset nothing else would (kubeadm leaves them), and stale
-// KUBE-SERVICES rules keep rewriting Service addresses to pods that are gone. Each table is
-// rewritten whole by iptables-restore from iptables-save's dump without those lines, so every
-// other rule (the host's firewall, a drill's chain) stays; a backend without KUBE- lines is not
-// touched. It prints one line per backend cleaned.
-const KubeChainsScript = `for ipt in iptables ip6tables iptables-legacy ip6tables-legacy iptables-nft ip6tables-nft; do
+// KubeChainsScript removes the iptables chains kube-proxy and kubelet made (KUBE-*) and hactl's pod
+// network's (the CNI bridge and portmap plugins' chains for network "hactl-bridge",
+// kubenode.BridgeConfig), and every rule jumping to them, in each backend the host has (iptables,
+// ip6tables and their -legacy and -nft variants): after kubeadm reset nothing else would (kubeadm
+// leaves them, and a pod whose CNI DEL never ran leaves its masquerade and hostPort chains), and
+// stale KUBE-SERVICES rules keep rewriting Service addresses to pods that are gone.
+//
+// hactl's CNI rules are those whose comment names the network (`name: "hactl-bridge" id: ...`, the
+// plugins' own marking) and the CNI-<hash> chains they jump to; portmap's shared chains
+// (CNI-HOSTPORT-*) go only when no other network's hostPort is left in CNI-HOSTPORT-DNAT (another
+// CNI user on the host keeps them). Each table is rewritten whole by iptables-restore from
+// iptables-save's dump without those lines, so every other rule (the host's firewall, a drill's
+// chain) stays; a backend with nothing to remove is not touched. It prints one line per backend
+// cleaned; run again, it prints nothing.
+const KubeChainsScript = `filter='
+{ l[NR] = $0 }
+END {
+  for (i = 1; i <= NR; i++)
+    if (index(l[i], "name: \\\"hactl-bridge\\\"") && match(l[i], / -[jg] CNI-[^ ]+/)) {
+      c = substr(l[i], RSTART + 4, RLENGTH - 4)
+      if (c !~ /^CNI-HOSTPORT-/) ours[c] = 1
+    }
+  for (i = 1; i <= NR; i++) {
+    d = drop(l[i]); gone[i] = d; n += d
+    if (!d && l[i] ~ /^-A CNI-HOSTPORT-DNAT /) others = 1
+  }
+  if (!others) for (i = 1; i <= NR; i++)
+    if (!gone[i] && (l[i] ~ /^:CNI-HOSTPORT-/ || l[i] ~ /^-A CNI-HOSTPORT-/ || l[i] ~ / -[jg] CNI-HOSTPORT-/)) { gone[i] = 1; n++ }
+  if (!n) exit 1
+  for (i = 1; i <= NR; i++) if (!gone[i]) print l[i]
+}
+function drop(s,   f, c) {
+  if (s ~ /^:KUBE-/ || s ~ /^-A KUBE-/ || s ~ / -[jg] KUBE-/) return 1
+  if (index(s, "name: \\\"hactl-bridge\\\"")) return 1
+  split(s, f, " ")
+  c = f[1] == "-A" ? f[2] : substr(f[1], 2)
+  if ((f[1] == "-A" || substr(f[1], 1, 1) == ":") && (c in ours)) return 1
+  return 0
+}'
+for ipt in iptables ip6tables iptables-legacy ip6tables-legacy iptables-nft ip6tables-nft; do
   command -v "$ipt-save" >/dev/null 2>&1 && command -v "$ipt-restore" >/dev/null 2>&1 || continue
   dump=$("$ipt-save" 2>/dev/null) || continue
-  printf '%s\n' "$dump" | grep -q -e '^:KUBE-' -e ' -[jg] KUBE-' || continue
-  printf '%s\n' "$dump" | grep -v -e '^:KUBE-' -e '^-A KUBE-' -e ' -[jg] KUBE-' | "$ipt-restore"
-  echo "$ipt: KUBE-* chains removed"
+  kept=$(printf '%s\n' "$dump" | awk "$filter") || continue
+  printf '%s\n' "$kept" | "$ipt-restore"
+  echo "$ipt: KUBE-* and hactl-bridge's CNI-* chains removed"
 done`
 
 func orNone(names []string) string {

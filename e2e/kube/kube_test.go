@@ -376,6 +376,18 @@ func testKubernetes(t *testing.T) {
 			t.Logf("cp-b Ready and every check green %s after its start", time.Since(started).Round(time.Second))
 		}},
 		{"a reset worker leaves the cluster; added back to the spec, it joins", func(t *testing.T) {
+			// A pod with a hostPort on w-c: the pod network's plugins (bridge, portmap) make chains
+			// the reset must remove (afterReset checks), portmap's shared ones among them.
+			overrides := `{"spec":{"nodeName":"w-c","containers":[{"name":"hostport","image":"registry.k8s.io/pause:3.10.2","imagePullPolicy":"Never","ports":[{"containerPort":80,"hostPort":18080}]}]}}`
+			if out, err := suite.Lab.Kubectl(ctx, "run", "hostport", "--image", "registry.k8s.io/pause:3.10.2", "--overrides", overrides); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if out, err := suite.Lab.Kubectl(ctx, "wait", "--for", "condition=Ready", "pod/hostport", "--timeout", "90s"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if out := suite.ExecOn(t, "w-c", "iptables-save", "-t", "nat"); !strings.Contains(out, ":CNI-HOSTPORT-DNAT") || !strings.Contains(out, `name: \"hactl-bridge\"`) {
+				t.Fatalf("w-c: no hostPort chains for the pod on hactl-bridge, nothing for the reset to remove:\n%s", out)
+			}
 			r := suite.MustHactl(t, "reset", "-f", spec, "--hosts", "w-c", "--yes")
 			if !strings.Contains(r.Stdout, "drain Node w-c") {
 				t.Errorf("no plan shown:\n%s", r.Stdout)

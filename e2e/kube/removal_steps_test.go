@@ -130,18 +130,19 @@ func afterSchedulerRemoveThroughAPI(t *testing.T, spec, kc string) {
 
 // afterReset follows `hactl reset -f spec --hosts host --yes` (kube_test.go, step "a reset worker
 // leaves the cluster…", right after its check of w-c's files, with "w-c", before the bootstrap
-// without w-c): kube-proxy's and kubelet's chains are gone from both families (only they would
-// clear them), and the reset run again — what a user does when unsure it finished — finishes.
+// without w-c): kube-proxy's and kubelet's chains and the pod network's (CNI-*, hactl-bridge's
+// rules) are gone from both families (only they would clear them), and the reset run again — what a
+// user does when unsure it finished — finishes.
 func afterReset(t *testing.T, spec, host string) {
 	t.Helper()
 	// iptables-save must run (else nothing is checked); the grep's lines are what is left.
 	out, err := suite.Lab.Exec(context.Background(), host, "sh", "-c",
-		`dump=$(iptables-save) || exit 1; { echo "$dump"; ip6tables-save 2>/dev/null || true; } | grep -e '^:KUBE-' -e ' -[jg] KUBE-' || true`)
+		`dump=$(iptables-save) || exit 1; { echo "$dump"; ip6tables-save 2>/dev/null || true; } | grep -e '^:KUBE-' -e ' -[jg] KUBE-' -e '^:CNI-' -e 'hactl-bridge' || true`)
 	if err != nil {
 		t.Fatalf("%s: iptables-save: %v\n%s", host, err, out)
 	}
 	if s := strings.TrimSpace(out); s != "" {
-		t.Errorf("%s after reset: kube-proxy's chains left:\n%s", host, s)
+		t.Errorf("%s after reset: kube-proxy's or the pod network's chains left (no other CNI network on the lab's hosts):\n%s", host, s)
 	}
 	r := suite.MustHactl(t, "reset", "-f", spec, "--hosts", host, "--yes")
 	if !strings.Contains(r.Stdout, fmt.Sprintf("drain Node %s", host)) {
