@@ -33,6 +33,8 @@ type ReplaceOptions struct {
 	AcceptNewHostKeys bool
 	// WaitTimeout bounds the learner's catch-up and the members' health.
 	WaitTimeout time.Duration
+	// AlsoOnHost is membership.SSHRetirer's: run on OLD's host after etcd is retired there.
+	AlsoOnHost func(ctx context.Context, member string, cli *provision.Client) error
 }
 
 // Replace is membership.Replace on the cluster of o.Spec: the spec after the replacement (Spec),
@@ -84,7 +86,7 @@ func Replace(ctx context.Context, o ReplaceOptions) (*membership.ReplaceResult, 
 	res, err := membership.Replace(ctx, membership.ReplaceOptions{
 		Cluster: cl, Old: o.Old, New: o.New, NewPeerURL: peerURL, Force: o.Force, DryRun: o.DryRun, Confirm: confirm,
 		Joiner:  &Joiner{Spec: after, Printer: p, SSH: sshOpts, WaitTimeout: o.WaitTimeout},
-		Host:    membership.SSHRetirer{Spec: c, Dialer: d},
+		Host:    membership.SSHRetirer{Spec: c, Dialer: d, AlsoOnHost: o.AlsoOnHost},
 		Printer: p,
 	})
 	if res != nil {

@@ -29,8 +29,9 @@ const runGrace = 5 * time.Second
 // timers and the real MinIO: one snapshot per slot, named after the slot, taken by the leader only
 // (the followers' runs skip); a re-run changes nothing; the leader's host killed → a new leader
 // keeps every later slot (the slot in which it died may be missed: reported); the killed host's
-// timer runs again after its restart; --status exits 0; a tighter retention keeps exactly N;
-// --disable removes everything and is idempotent. Each step waits for what it needs (snapshots in
+// timer runs again after its restart; --status exits 0; a tighter retention keeps exactly N; a
+// member removed by hactl etcd member remove loses its schedule; --disable removes everything and
+// is idempotent. Each step waits for what it needs (snapshots in
 // the listing, a run in a member's textfile) rather than for a fixed time.
 func TestSchedule(t *testing.T) {
 	ctx := context.Background()
@@ -197,6 +198,23 @@ func TestSchedule(t *testing.T) {
 	betweenRuns() // no later run in progress either
 	if l = list(t, spec); len(l.Snapshots) != keep {
 		t.Errorf("--keep-last %d: %d snapshots stored: %v", keep, len(l.Snapshots), stems(l))
+	}
+
+	// A member removed with `hactl etcd member remove` loses its schedule with it (a timer left on
+	// a retired host would fail every slot). TestSchedule is the package's last test: the cluster
+	// stays at two members, and --disable below finds no schedule on the removed one.
+	removed := ""
+	for _, h := range members {
+		if h != leaderName(t, cli) {
+			removed = h
+		}
+	}
+	betweenRuns()
+	if r := suite.MustHactl(t, "etcd", "member", "remove", removed, "-f", spec, "--yes"); !strings.Contains(r.Stderr, "backup schedule removed") {
+		t.Errorf("member remove %s: the backup schedule's removal not reported:\n%s", removed, r.Stderr)
+	}
+	if out, _ := suite.Lab.Exec(ctx, removed, "sh", "-c", "systemctl is-active "+schedule.TimerName+" "+schedule.AgentServiceName+"; ls "+schedule.ConfigDir+" "+schedule.TimerPath+" "+schedule.ServicePath+" "+schedule.AgentServicePath+" "+schedule.BinaryPath+" 2>&1 | grep -v 'No such file' || true"); strings.TrimSpace(out) != "inactive\ninactive" {
+		t.Errorf("%s after etcd member remove: %q, want the timer and the agent inactive and no file of the schedule left", removed, out)
 	}
 
 	// Disable: everything gone, timers too; again: nothing to do. A run in progress is left to

@@ -26,6 +26,8 @@ type ShrinkSpecOptions struct {
 	Printer       *ui.Printer
 	// Prompt answers SSH's questions (the bastion, the retired members' hosts).
 	Prompt provision.Prompter
+	// AlsoOnHost is SSHRetirer's: run on each retired member's host after etcd is retired there.
+	AlsoOnHost func(ctx context.Context, member string, cli *provision.Client) error
 }
 
 // ShrinkSpec is Shrink on the cluster of o.Spec: the members reached through the bastion
@@ -59,7 +61,7 @@ func ShrinkSpec(ctx context.Context, o ShrinkSpecOptions) (res *ShrinkResult, in
 			return nil, inSpec, fmt.Errorf("ssh: %w", err)
 		}
 		defer d.Close()
-		so.Host = SSHRetirer{Spec: c, Dialer: d}
+		so.Host = SSHRetirer{Spec: c, Dialer: d, AlsoOnHost: o.AlsoOnHost}
 	}
 	res, err = Shrink(ctx, so)
 	if res != nil {

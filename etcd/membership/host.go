@@ -17,6 +17,11 @@ import (
 type SSHRetirer struct {
 	Spec   *v1alpha1.Cluster
 	Dialer *provision.Dialer
+	// AlsoOnHost, when set, runs on the member's host right after RetireScript, on the same
+	// connection, for what only a member uses: the CLI passes the backup schedule's removal (a timer
+	// left on a retired host fails every slot, its delta agent watches a member that is gone). Its
+	// error fails the retirement as the script's does.
+	AlsoOnHost func(ctx context.Context, member string, cli *provision.Client) error
 }
 
 // RetireScript stops and disables etcd's unit (when it exists) and moves dataDir to
@@ -40,8 +45,8 @@ func RetireScript(dataDir, stamp string) string {
 	}, "\n")
 }
 
-// Retire runs RetireScript on the spec's host named member, after checking that the member's peer
-// URLs point at that host's address. Errors: not a host of the spec, another host's member, the
+// Retire runs RetireScript (then AlsoOnHost) on the spec's host named member, after checking that
+// the member's peer URLs point at that host's address; it returns where the data dir was moved. Errors: not a host of the spec, another host's member, the
 // dial, the command (provision's typed errors, wrapped in a *provision.HostError).
 func (r SSHRetirer) Retire(ctx context.Context, member string, peerURLs []string, stamp string) (string, error) {
 	i := -1
@@ -70,5 +75,11 @@ func (r SSHRetirer) Retire(ctx context.Context, member string, peerURLs []string
 	if err != nil {
 		return "", &provision.HostError{Host: h.Name, Err: err}
 	}
-	return strings.TrimSpace(string(res.Stdout)), nil
+	aside := strings.TrimSpace(string(res.Stdout))
+	if r.AlsoOnHost != nil {
+		if err := r.AlsoOnHost(ctx, member, cli); err != nil {
+			return aside, &provision.HostError{Host: h.Name, Err: err}
+		}
+	}
+	return aside, nil
 }

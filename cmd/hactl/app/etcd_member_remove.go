@@ -37,7 +37,8 @@ etcd's runtime reconfiguration guide describes (5→3 is 'remove etcd-d etcd-e')
   4. each member is removed through the others once the cluster has a healthy leader again, and the
      quorum guard runs again on the live cluster; the first failure stops, the rest stay untouched;
   5. on its host (over SSH, when the spec has it): etcd stopped and disabled, the data dir moved to
-     DATADIR.removed-<UTC time> (never deleted).
+     DATADIR.removed-<UTC time> (never deleted), and its backup schedule (hactl backup schedule)
+     removed, as --disable would.
 
 hactl does not edit the spec: delete the hosts' etcd entries from cluster.yaml afterwards, or the
 next 'hactl bootstrap' adds them back as new members (learners, promoted once caught up). The plan
@@ -86,7 +87,8 @@ is shown and confirmed once (--yes in scripts, --dry-run to see it only).
 				}
 			}
 			res, inSpec, err := membership.ShrinkSpec(cmd.Context(), membership.ShrinkSpecOptions{Spec: c, Names: args,
-				Force: o.force, DryRun: o.dryRun, Confirm: confirm, Printer: p, Prompt: terminalPrompter(s.In, s.Err)})
+				Force: o.force, DryRun: o.dryRun, Confirm: confirm, Printer: p, Prompt: terminalPrompter(s.In, s.Err),
+				AlsoOnHost: retiredScheduleRemoval(p)})
 			if res != nil && (err == nil || len(res.Removals) > 0) {
 				if werr := writeReport(s.Out, o.output, res, func(w io.Writer) { printShrink(w, res, o.dryRun, inSpec, g.file) }); werr != nil {
 					return werr

@@ -38,7 +38,8 @@ roles and OLD an etcd host: hactl then works on the spec with the etcd role move
      checked serving: the etcd phases of hactl bootstrap for NEW alone (preflight, certificates,
      install), refused if any other member would change;
   2. OLD is removed (leadership moved off it first when it leads); on its host, when reachable, etcd
-     is stopped and disabled and the data dir moved aside (never deleted).
+     is stopped and disabled, the data dir moved aside (never deleted) and its backup schedule
+     (hactl backup schedule) removed.
 
 NEW joins first whenever etcd accepts the add, so the voting members never drop below their count.
 etcd refuses any add unless a quorum of the voters plus one is healthy: with OLD dead in a
@@ -81,7 +82,8 @@ and confirmed (--yes in scripts, --dry-run to see it only).
 				NewConfirm: func() (func(string) (bool, error), error) {
 					return planConfirm(s, o.yes || o.dryRun, fmt.Sprintf("Replace etcd member %s by %s?", old, o.with))
 				},
-				Prompt: terminalPrompter(s.In, s.Err), AcceptNewHostKeys: o.acceptNewHostKeys, WaitTimeout: o.waitTimeout})
+				Prompt: terminalPrompter(s.In, s.Err), AcceptNewHostKeys: o.acceptNewHostKeys, WaitTimeout: o.waitTimeout,
+				AlsoOnHost: retiredScheduleRemoval(p)})
 			if res != nil && len(res.Plan) > 0 && !errors.Is(err, membership.ErrNotConfirmed) && (err == nil || res.Joined || (res.Removal != nil && res.Removal.Removed)) {
 				if werr := writeReport(s.Out, o.output, res, func(w io.Writer) { printReplacement(w, res, o.dryRun, g.file, c) }); werr != nil {
 					return werr

@@ -1,10 +1,13 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	"github.com/hactl/hactl/backup/schedule"
 	"github.com/hactl/hactl/etcd/membership"
+	"github.com/hactl/hactl/provision"
 	"github.com/hactl/hactl/ui"
 )
 
@@ -33,4 +36,21 @@ func planConfirm(s Streams, yes bool, question string) (func(string) (bool, erro
 		fmt.Fprintf(s.Err, "Plan:\n%s\n", strings.TrimRight(plan, "\n"))
 		return ask(question)
 	}, nil
+}
+
+// retiredScheduleRemoval is the membership.SSHRetirer's AlsoOnHost of `etcd member remove` and
+// `replace`: a retired member's backup schedule is removed (schedule.Disable, as --disable and
+// reset do), since its timer would fail every slot without a member and its delta agent would watch
+// a member that is gone. A host without a schedule is left as it is, silently.
+func retiredScheduleRemoval(p *ui.Printer) func(context.Context, string, *provision.Client) error {
+	return func(ctx context.Context, member string, cli *provision.Client) error {
+		removed, err := schedule.Disable(ctx, cli)
+		if err != nil {
+			return fmt.Errorf("backup schedule: %w", err)
+		}
+		if len(removed) > 0 {
+			p.Hostf(member, "backup schedule removed (its timer would fail every slot without a member)")
+		}
+		return nil
+	}
 }
