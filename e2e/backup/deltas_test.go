@@ -4,6 +4,7 @@ package backupe2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -45,8 +46,20 @@ func TestDeltas(t *testing.T) {
 			t.Fatalf("%s: %s is %s", h, schedule.AgentServiceName, st)
 		}
 	}
+	// --status is green once the agents' first full snapshot is in the bucket (a delta chain
+	// starts from one; until then "no complete snapshot" is exit 3): wait for it, then check.
 	var status schedule.StatusReport
-	harness.DecodeJSON(t, suite.MustHactl(t, "backup", "schedule", "-f", spec, "--status", "-o", "json"), &status)
+	harness.WaitFor(t, "backup schedule --status exit 0 (the agents' first full snapshot stored)", time.Minute, time.Second, func() string {
+		r := suite.HactlQuiet(t, "backup", "schedule", "-f", spec, "--status", "-o", "json")
+		if r.Code != 0 {
+			return fmt.Sprintf("exit %d: %s", r.Code, strings.TrimSpace(r.Stderr))
+		}
+		status = schedule.StatusReport{}
+		if err := json.Unmarshal([]byte(r.Stdout), &status); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
 	for _, h := range status.Hosts {
 		if h.AgentState != "active" {
 			t.Errorf("--status: %s's agent %q", h.Host, h.AgentState)
