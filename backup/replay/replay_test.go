@@ -117,8 +117,10 @@ func TestAgentAndReplay(t *testing.T) {
 		}
 	}
 	// A key with a short Lease (kept alive here) in the full snapshot: the replay must keep it alive
-	// too, or its expiry would add revisions the chain does not have.
-	short, err := src.cli.Grant(ctx, 1)
+	// too, or its expiry would add revisions the chain does not have. 5 s, not etcd's minimum
+	// (about 2 s): under make unit's -race on two busy cores, the temporary etcd's start up to the
+	// first keep-alive once took longer than 2 s plus a new leader's extension (CI at afea5db).
+	short, err := src.cli.Grant(ctx, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,9 +244,9 @@ func TestAgentAndReplay(t *testing.T) {
 	res, err := replay.Run(ctx, replay.Options{Snapshot: fullPath, Revision: vr.Revision, Deltas: chain, Store: store,
 		SkipPrefix: agent.ElectionPrefix("lab"), Out: filepath.Join(dir, "replayed.db"),
 		Progress: func(string, ...any) {
-			if !slept { // outlive the 1 s Lease (plus the TTL extension a new leader gives) in the temporary etcd
+			if !slept { // outlive the 5 s Lease (plus the TTL extension a new leader gives) in the temporary etcd
 				slept = true
-				time.Sleep(6 * time.Second)
+				time.Sleep(10 * time.Second)
 			}
 		}})
 	if err != nil {
