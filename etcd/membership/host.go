@@ -46,8 +46,9 @@ func RetireScript(dataDir, stamp string) string {
 }
 
 // Retire runs RetireScript (then AlsoOnHost) on the spec's host named member, after checking that
-// the member's peer URLs point at that host's address; it returns where the data dir was moved. Errors: not a host of the spec, another host's member, the
-// dial, the command (provision's typed errors, wrapped in a *provision.HostError).
+// the member's peer URLs point at that host's address; it returns where the data dir was moved.
+// Errors: not a host of the spec, another host's member, the dial, the command or AlsoOnHost's
+// (provision's typed errors, wrapped in a *provision.HostError).
 func (r SSHRetirer) Retire(ctx context.Context, member string, peerURLs []string, stamp string) (string, error) {
 	i := -1
 	for j, h := range r.Spec.Spec.Hosts {
