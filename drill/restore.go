@@ -309,5 +309,5 @@ func (d *restoreDrill) readyzPlan() string {
 	case d.o.caFile() == "":
 		return "Kubernetes runs behind the VIP, but without --ca-file (or spec.loadBalancer.healthCheck.caFile) readyz through it is not measured"
 	}
-	return fmt.Sprintf("also measure t0 → GET %s answering 200 (every %s, fresh connections; within --max-rto too); the kube-apiservers are not restarted", d.readyzURL(), PollInterval)
+	return fmt.Sprintf("also measure t0 → GET %s answering 200 (every %s, fresh connections; within --max-rto too), which includes the kube-apiservers' restart: the control planes are held during the restore (restore/hold, restore/release)", d.readyzURL(), PollInterval)
 }

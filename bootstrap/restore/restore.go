@@ -105,6 +105,8 @@ type Group struct {
 	// newCluster: bootstrap --restore-from (new hosts, new cluster seeded from the snapshot).
 	newCluster bool
 	revision   int64 // the restored cluster's revision (restore/verify)
+	// cp holds and releases the spec's control planes around a restore (nil: none, or a seed).
+	cp *controlPlane
 }
 
 const etcdUnit = "etcd.service"
@@ -133,7 +135,14 @@ func NewGroup(eg *etcdphases.Group, opt Options, newCluster bool) (*Group, error
 	if opt.BumpRevision == 0 {
 		opt.BumpRevision = DefaultBumpRevision
 	}
-	return &Group{eg: eg, opt: opt, aside: map[string]string{}, newCluster: newCluster}, nil
+	r := &Group{eg: eg, opt: opt, aside: map[string]string{}, newCluster: newCluster}
+	if cps := eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 && !newCluster {
+		r.cp = &controlPlane{r: r, hosts: cps, held: map[string]bool{}}
+		for _, h := range cps {
+			eg.Run().Need(h, provision.FactsRequest{}) // connected by preflight, beside the members
+		}
+	}
+	return r, nil
 }
 
 // RestorePhases are the phases of `hactl restore`: the etcd group's preflight, pki and detect, then
@@ -148,15 +157,36 @@ func (r *Group) RestorePhases() (phase.List, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(first,
+	l := append(first,
 		phase.Func{Name: PhasePlan, Fn: r.plan},
 		phase.Func{Name: PhaseShip, Fn: r.ship, Changes: true},
+	)
+	if r.cp != nil {
+		l = append(l, phase.Func{Name: PhaseHold, Fn: r.cp.hold, Changes: true})
+	}
+	l = append(l,
 		phase.Func{Name: PhaseStop, Fn: r.stop, Changes: true},
 		phase.Func{Name: PhaseData, Fn: r.data, Changes: true},
 		&etcdphases.Start{G: r.eg, Name: PhaseStart},
 		wait[0],
 		phase.Func{Name: PhaseVerify, Fn: r.verify, Changes: true},
-	), nil
+	)
+	if r.cp != nil {
+		l = append(l, phase.Func{Name: PhaseRelease, Fn: r.cp.release, Changes: true})
+	}
+	return l, nil
+}
+
+// ReleaseControlPlane starts kubelet again on every control plane restore/hold stopped it on and
+// restore/release has not (a restore that failed or was interrupted after restore/hold), without
+// waiting for the kube-apiservers (etcd may not serve): Run calls it after failed phases, so that no
+// control plane is left stopped. nil when nothing is held. Errors, per host: kubelet's start.
+func (r *Group) ReleaseControlPlane(ctx context.Context) error {
+	if r.cp == nil || !r.cp.pending() {
+		return nil
+	}
+	r.eg.Run().Printer.Warnf("%s: the restore did not finish: starting kubelet again on the control planes it stopped", PhaseRelease)
+	return r.cp.releaseAndWait(ctx, false)
 }
 
 // Splice returns bootstrap's phase list l with the seed's phases in it (bootstrap --restore-from):
@@ -216,6 +246,14 @@ func (r *Group) plan(ctx context.Context) error {
 	}
 	r.eg.Run().Printer.Infof("  snapshot %s (sha256 %s, revision %d) → every member; etcd stopped on ALL members; restored with a new cluster token,", r.source(), etcdphases.ShortSum(r.opt.SHA256), r.opt.Revision)
 	r.eg.Run().Printer.Infof("  revisions bumped by %d and marked compacted; then started together. Every write since the snapshot is rolled back.", r.opt.BumpRevision)
+	if r.cp != nil {
+		var names []string
+		for _, h := range r.cp.hosts {
+			names = append(names, h.Name)
+		}
+		r.eg.Run().Printer.Infof("  Control planes %s: kubelet stopped and %s killed before etcd stops; kubelet started", strings.Join(names, ", "), strings.Join(heldContainers, ", "))
+		r.eg.Run().Printer.Infof("  again once etcd serves the snapshot, and each kube-apiserver waited for (/readyz): the Kubernetes API is down meanwhile.")
+	}
 	if r.opt.Confirm != nil {
 		ok, err := r.opt.Confirm(fmt.Sprintf("Restore cluster %s on %d members from this snapshot?", r.eg.Run().Spec.Metadata.Name, len(r.eg.Members())))
 		if err != nil {
@@ -537,7 +575,7 @@ func (r *Group) verify(ctx context.Context) error {
 	}
 	r.eg.Run().Printer.Infof("  restored: cluster ID %s, revision %d (snapshot %d + %d), every member healthy", r.eg.State().ClusterID, resp.Header.Revision, r.opt.Revision, r.opt.BumpRevision)
 	r.eg.Run().Printer.Infof("  previous data dirs kept as %s.pre-restore-%s on every member", r.eg.Run().Spec.Spec.Etcd.DataDir, r.stamp)
-	if cps := r.eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 {
+	if cps := r.eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 && r.cp == nil {
 		var names []string
 		for _, h := range cps {
 			names = append(names, h.Name)

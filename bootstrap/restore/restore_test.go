@@ -16,18 +16,32 @@ import (
 	"github.com/hactl/hactl/ui"
 )
 
-// testGroup is a restore group over a 3-member spec (cp-a, cp-b, cp-c), contacting nothing.
-func testGroup(t *testing.T, newCluster bool) (*Group, *etcdphases.Group) {
+// testSpec is a 3-member spec (cp-a, cp-b, cp-c); with kube, they are control planes too, beside
+// cp-d, a control plane alone (an IPv6 address).
+func testSpec(t *testing.T, kube bool) *v1alpha1.Cluster {
 	t.Helper()
 	c := &v1alpha1.Cluster{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}
 	c.Metadata.Name = "lab"
 	c.Spec.StateDir = filepath.Join(t.TempDir(), "state")
+	roles := []v1alpha1.Role{v1alpha1.RoleEtcd}
+	if kube {
+		roles = append(roles, v1alpha1.RoleControlPlane)
+	}
 	for i, z := range []string{"a", "b", "c"} {
-		c.Spec.Hosts = append(c.Spec.Hosts, v1alpha1.Host{Name: "cp-" + z, Address: "10.0.0." + string(rune('1'+i)), Zone: "az-" + z,
-			Roles: []v1alpha1.Role{v1alpha1.RoleEtcd}})
+		c.Spec.Hosts = append(c.Spec.Hosts, v1alpha1.Host{Name: "cp-" + z, Address: "10.0.0." + string(rune('1'+i)), Zone: "az-" + z, Roles: roles})
+	}
+	if kube {
+		c.Spec.Hosts = append(c.Spec.Hosts, v1alpha1.Host{Name: "cp-d", Address: "fd00::4", Zone: "az-a", Roles: []v1alpha1.Role{v1alpha1.RoleControlPlane}})
+		c.Spec.Kubernetes = &v1alpha1.Kubernetes{Version: "v1.37.2"}
 	}
 	c.Spec.Etcd.Version = "v3.6.16"
 	v1alpha1.SetDefaults(c, v1alpha1.Dirs{})
+	return c
+}
+
+// testGroupOf is a restore (newCluster false) or seed group over spec c, contacting nothing.
+func testGroupOf(t *testing.T, c *v1alpha1.Cluster, newCluster bool) (*Group, *etcdphases.Group) {
+	t.Helper()
 	eg, err := etcdphases.New(runctx.New(c, ui.New(&bytes.Buffer{}, false, false), false, provision.SpecOptions{}), etcdphases.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +53,12 @@ func testGroup(t *testing.T, newCluster bool) (*Group, *etcdphases.Group) {
 		t.Fatal(err)
 	}
 	return r, eg
+}
+
+// testGroup is a restore group over testSpec's 3 members, contacting nothing.
+func testGroup(t *testing.T, newCluster bool) (*Group, *etcdphases.Group) {
+	t.Helper()
+	return testGroupOf(t, testSpec(t, false), newCluster)
 }
 
 // TestRestoreScripts: the commands a restore runs on a member move the data dir aside (never

@@ -2,7 +2,10 @@ package restore
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/hashicorp/go-multierror"
 
 	"github.com/hactl/hactl/api/v1alpha1"
 	"github.com/hactl/hactl/bootstrap/etcdphases"
@@ -49,6 +52,13 @@ func Run(ctx context.Context, cfg Config) (*report.Cluster, error) {
 	}
 	runner := &phase.Runner{Phases: phases, Reporter: cfg.Printer}
 	runErr := runner.Run(ctx)
+	if runErr != nil { // nothing is left stopped: a control plane held by restore/hold is released
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if err := r.ReleaseControlPlane(rctx); err != nil {
+			runErr = multierror.Append(runErr, fmt.Errorf("%s: %w", PhaseRelease, err))
+		}
+		cancel()
+	}
 	return &report.Cluster{
 		Cluster: cfg.Cluster.Metadata.Name, ClusterID: eg.ClusterID(), Members: eg.Report(), Hosts: frontphases.Untouched(run),
 		Duration: time.Since(started).Round(time.Millisecond).String(), RestoredRevision: r.Revision(),

@@ -382,33 +382,30 @@ func testLoadBalancer(t *testing.T) {
 			if out, err := kubectl("create", "configmap", "e2e-after-snapshot", "-n", "default"); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			suite.MustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes")
-			// The apiservers' watch caches predate the restore: restart them, as hactl restore says
-			// to. kubelet restarts a killed static pod container, but after the earlier steps'
-			// faults it may hold it back for tens of seconds (its crash back-off), and an old
-			// apiserver still shutting down may answer meanwhile: wait until every control plane
-			// runs a new kube-apiserver that answers /readyz itself before asking for objects.
+			// hactl restore holds the control planes while etcd is restored (kubelet stopped, the
+			// kubeadm containers killed) and starts kubelet again after, waiting for every
+			// kube-apiserver: once it returns, each control plane runs a kube-apiserver started
+			// after the restore (its watch cache cannot predate it) that answers /readyz.
 			cps := []string{"cp-a", "cp-b", "cp-c"}
 			old := map[string]string{}
 			for _, h := range cps {
-				// None running (kubelet holding a restart back) is fine: the wait below wants a new one.
-				old[h], _ = suite.Lab.Exec(ctx, h, "pgrep", "-x", "kube-apiserver")
-				if old[h] != "" {
-					suite.ExecOn(t, h, "pkill", "-x", "kube-apiserver")
+				old[h] = suite.ExecOn(t, h, "pgrep", "-x", "kube-apiserver")
+			}
+			r := suite.MustHactl(t, "restore", "-f", spec, "--from", snap, "--force", "--yes")
+			for _, want := range []string{"[restore/hold]", "kubelet stopped; kube-apiserver", "[restore/release]", "kube-apiserver ready on the restored etcd"} {
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("restore's output lacks %q:\n%s", want, r.Stderr)
 				}
 			}
 			for _, h := range cps {
-				harness.WaitFor(t, h+": a new kube-apiserver answering /readyz", 4*time.Minute, time.Second, func() string {
-					pid, _ := suite.Lab.Exec(ctx, h, "pgrep", "-x", "kube-apiserver")
-					if pid == "" || pid == old[h] {
-						return fmt.Sprintf("kube-apiserver pid %q (before the restore: %s)", pid, old[h])
-					}
-					out, err := suite.Lab.Exec(ctx, h, "curl", "--silent", "--show-error", "--insecure", "--max-time", "3", "https://127.0.0.1:6443/readyz")
-					if err != nil || strings.TrimSpace(out) != "ok" {
-						return fmt.Sprintf("pid %s, /readyz: %v %s", pid, err, out)
-					}
-					return ""
-				})
+				pid, _ := suite.Lab.Exec(ctx, h, "pgrep", "-x", "kube-apiserver")
+				if pid == "" || pid == old[h] {
+					t.Errorf("%s: kube-apiserver pid %q after the restore (before: %s): want a new one", h, pid, old[h])
+				}
+				out, err := suite.Lab.Exec(ctx, h, "curl", "--silent", "--show-error", "--insecure", "--max-time", "3", "https://127.0.0.1:6443/readyz")
+				if err != nil || strings.TrimSpace(out) != "ok" {
+					t.Errorf("%s: /readyz right after the restore: %v %s", h, err, out)
+				}
 			}
 			harness.WaitFor(t, "the snapshot's ConfigMap through the VIP", 3*time.Minute, time.Second, func() string {
 				if out, err := kubectl("get", "configmap", "e2e-before-snapshot", "-n", "default"); err != nil {

@@ -41,7 +41,9 @@ a --request-timeout deadline), it declares a disaster at t0 by killing etcd on E
 restores the whole cluster from the newest complete snapshot in spec.backup's object store, as
 'hactl restore --from latest' does: downloaded and verified here, shipped to every member, each
 data dir moved aside (kept as <dataDir>.pre-restore-<time>), rebuilt with a new cluster token and
-revisions bumped, all members started together.
+revisions bumped, all members started together; with control-plane hosts in the spec, kubelet
+stopped and the kube-apiservers, controller-managers and schedulers killed before etcd stops,
+kubelet started again after (restore/hold, restore/release).
 
   RTO  t0 → the first write acknowledged by the restored cluster (budget --max-rto, default 2m)
   RPO  t0 → the newest acknowledged write the restored cluster holds (budget --max-rpo, default
@@ -50,7 +52,7 @@ revisions bumped, all members started together.
 With Kubernetes behind the VIP (spec.kubernetes, spec.loadBalancer) and the kube-apiserver CA
 (--ca-file or spec.loadBalancer.healthCheck.caFile), GET https://VIP/readyz is polled every 20 ms on
 fresh connections and t0 → its first 200 after the restore is reported too, within --max-rto as well
-(the kube-apiservers are not restarted: they reconnect to the restored etcd and relist).
+(it includes the kube-apiservers' restart by restore/release).
 
 Every acknowledged key is read back: writes acknowledged after the snapshot are lost by design (the
 report counts them and gives their window); a write missing from before the restored point, or one

@@ -54,6 +54,9 @@ itself (below). Then the plan is shown and confirmed (--yes in scripts), and:
                   presigned URL passed on stdin, valid 30 minutes; zstd on the host for a
                   compressed backup; the store's CA file, if any, sent along); else, and with
                   --no-host-fetch, sent from here to every member at once, the copy verified here
+  restore/hold    with control-plane hosts in the spec (Kubernetes' etcd restore procedure: stop
+                  every API server first): on each, kubelet stopped and kubeadm's kube-apiserver,
+                  kube-controller-manager and kube-scheduler containers killed
   restore/stop    etcd killed (SIGKILL: a graceful stop of every member at once takes seconds) and
                   held stopped on ALL members
   restore/data    each data dir moved aside as <dataDir>.pre-restore-<time> (kept), rebuilt with
@@ -63,7 +66,11 @@ itself (below). Then the plan is shown and confirmed (--yes in scripts), and:
                   member fails, every member gets its previous data dir back and etcd is started again.
   restore/start   all members started together
   etcd/wait       quorum, a write and a linearizable read, the new cluster ID recorded
-  restore/verify  the revision is past the snapshot's + the bump; what to restart next
+  restore/verify  the revision is past the snapshot's + the bump
+  restore/release kubelet started again on every control plane (it starts the containers at once),
+                  each kube-apiserver waited for until it answers /readyz (4 minutes each). A restore
+                  that fails after restore/hold starts kubelet again too: no control plane is left
+                  stopped.
 
 A healthy cluster is not restored without --force: a restore rolls every write since the snapshot back.`,
 		Args: usageArgs(cobra.NoArgs),
