@@ -16,7 +16,8 @@ import (
 	"github.com/hactl/hactl/provision"
 )
 
-// The Kubernetes control plane during a restore. Kubernetes' procedure for restoring the etcd
+// The Kubernetes control plane during a restore (a spec with spec.kubernetes: hactl's kubeadm
+// control planes). Kubernetes' procedure for restoring the etcd
 // cluster behind it ("Operating etcd clusters for Kubernetes", Restoring an etcd cluster) is: stop
 // every API server, restore every etcd member, restart every API server, and restart
 // kube-scheduler, kube-controller-manager and kubelet so that none relies on state from before
@@ -44,7 +45,12 @@ const releaseTimeout = 4 * time.Minute
 // of a second.
 const holdWaitTenths = 300
 
-// holdScript is the sh script restore/hold runs on a control plane: kubelet stopped, then every
+// noKubelet is what holdScript prints on a host without a kubelet unit (Kubernetes not installed
+// there yet): nothing is held.
+const noKubelet = "no-kubelet"
+
+// holdScript is the sh script restore/hold runs on a control plane: on a host without a kubelet
+// unit, noKubelet and nothing else; otherwise kubelet stopped, then every
 // running task of heldContainers (found through ctr by the labels containerd's CRI plugin sets;
 // hosts have containerd's client, not always crictl) killed with SIGKILL — the writes they might
 // still send are rolled back by the restore anyway —, and waited for. It prints the names of the
@@ -58,6 +64,7 @@ func holdScriptWaiting(tenths int) string {
 		names = append(names, shell.Quote(c))
 	}
 	return fmt.Sprintf(`set -eu
+if ! systemctl cat kubelet.service >/dev/null 2>&1; then echo %[3]s; exit 0; fi
 systemctl stop kubelet
 running() { ctr -n k8s.io tasks ls | awk -v ids=" $(echo $1) " '$3 == "RUNNING" && index(ids, " " $1 " ") { print $1 }'; }
 all="" killed=""
@@ -75,7 +82,7 @@ while [ -n "$(running "$all")" ]; do
   if [ "$i" -gt %[2]d ]; then echo "still running after SIGKILL: $(running "$all")" >&2; exit 1; fi
   sleep 0.1
 done
-echo $killed`, strings.Join(names, " "), tenths)
+echo $killed`, strings.Join(names, " "), tenths, noKubelet)
 }
 
 // releaseCommand is what restore/release runs on a control plane: kubelet started.
@@ -111,6 +118,13 @@ func (cp *controlPlane) hold(ctx context.Context) error {
 			return err
 		}
 		killed := strings.Fields(string(res.Stdout))
+		if len(killed) == 1 && killed[0] == noKubelet {
+			cp.mu.Lock()
+			delete(cp.held, h.Name)
+			cp.mu.Unlock()
+			run.Printer.Hostf(h.Name, "no kubelet unit (Kubernetes not installed here): nothing to hold")
+			return nil
+		}
 		if len(killed) == 0 {
 			run.Printer.Hostf(h.Name, "kubelet stopped; no control-plane container was running")
 			return nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,15 +27,19 @@ esac
 `
 
 // runHold runs holdScriptWaiting(tenths) with sh here, fake systemctl and ctr first on PATH. It
-// returns stdout, stderr, the calls' log and the exit error.
-func runHold(t *testing.T, tenths int, stuck bool) (string, string, string, error) {
+// returns stdout, stderr, the calls' log and the exit error. With noUnit, the host has no kubelet unit.
+func runHold(t *testing.T, tenths int, stuck, noUnit bool) (string, string, string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"ctr": fakeCtr, "systemctl": "#!/bin/sh\necho \"systemctl $*\" >> \"$LOG\"\n"} {
+	systemctl := "#!/bin/sh\necho \"systemctl $*\" >> \"$LOG\"\n"
+	if noUnit {
+		systemctl += "[ \"$1\" != cat ] || { echo 'No files found for kubelet.service.' >&2; exit 1; }\n"
+	}
+	for name, body := range map[string]string{"ctr": fakeCtr, "systemctl": systemctl} {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +61,7 @@ func runHold(t *testing.T, tenths int, stuck bool) (string, string, string, erro
 // kubeadm's control-plane containers only (not a workload's), waits for them and names them; a
 // task that does not end is exit 1 naming it.
 func TestHoldScript(t *testing.T) {
-	out, stderr, calls, err := runHold(t, 20, false)
+	out, stderr, calls, err := runHold(t, 20, false, false)
 	if err != nil {
 		t.Fatalf("hold: %v\n%s\ncalls:\n%s", err, stderr, calls)
 	}
@@ -64,7 +69,7 @@ func TestHoldScript(t *testing.T) {
 		t.Errorf("hold printed %q, want the killed containers kube-apiserver kube-controller-manager", out)
 	}
 	lines := strings.Split(strings.TrimSpace(calls), "\n")
-	if lines[0] != "systemctl stop kubelet" {
+	if lines[0] != "systemctl cat kubelet.service" || lines[1] != "systemctl stop kubelet" {
 		t.Errorf("first call %q, want kubelet stopped before any container is killed:\n%s", lines[0], calls)
 	}
 	for _, want := range []string{"ctr -n k8s.io tasks kill -s SIGKILL id-api", "ctr -n k8s.io tasks kill -s SIGKILL id-cm"} {
@@ -75,17 +80,22 @@ func TestHoldScript(t *testing.T) {
 	if strings.Contains(calls, "kill -s SIGKILL other") {
 		t.Errorf("a workload's container was killed:\n%s", calls)
 	}
-	_, stderr, _, err = runHold(t, 3, true)
+	_, stderr, _, err = runHold(t, 3, true, false)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr, "still running after SIGKILL: id-api") {
 		t.Errorf("a task that never ends: %v %q, want exit 1 naming id-api", err, stderr)
+	}
+	// No kubelet unit (control-plane hosts that only back the load balancer so far): nothing held.
+	out, stderr, calls, err = runHold(t, 20, false, true)
+	if err != nil || strings.TrimSpace(out) != noKubelet || strings.Contains(calls, "stop") || strings.Contains(calls, "ctr") {
+		t.Errorf("no kubelet unit: %v %q %q, want %s and nothing stopped or killed:\n%s", err, out, stderr, noKubelet, calls)
 	}
 	if out, err := exec.Command("sh", "-n", "-c", holdScript()).CombinedOutput(); err != nil {
 		t.Errorf("sh -n: %v %s", err, out)
 	}
 }
 
-// TestControlPlanePhases: with control-plane hosts in the spec, `hactl restore` holds them after
+// TestControlPlanePhases: with control-plane hosts and spec.kubernetes in the spec, `hactl restore` holds them after
 // restore/ship (nothing is stopped before the snapshot is on every member) and releases them after
 // restore/verify; a seed (bootstrap --restore-from: a new cluster) holds nothing. The readyz
 // command asks each host's own apiserver at its advertise address.
@@ -108,6 +118,13 @@ func TestControlPlanePhases(t *testing.T) {
 	}
 	if seed, _ := testGroupOf(t, c, true); seed.cp != nil {
 		t.Error("a seed (new cluster) holds control planes")
+	}
+	// Control-plane hosts without spec.kubernetes (the load balancer's backends only): no hold.
+	noKube := testSpec(t, true)
+	noKube.Spec.Kubernetes = nil
+	r, _ = testGroupOf(t, noKube, false)
+	if l, _ := r.RestorePhases(); r.cp != nil || slices.Contains(phase.Titles(l), PhaseHold) {
+		t.Errorf("control planes held without spec.kubernetes: %v", phase.Titles(l))
 	}
 	if got, want := readyzCommand(c, c.Spec.Hosts[3]), "--server 'https://[fd00::4]:6443' get --raw /readyz"; !strings.Contains(got, want) {
 		t.Errorf("readyz command %q lacks %q", got, want)
