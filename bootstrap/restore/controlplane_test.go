@@ -95,7 +95,7 @@ func TestHoldScript(t *testing.T) {
 	}
 }
 
-// TestControlPlanePhases: with control-plane hosts and spec.kubernetes in the spec, `hactl restore` holds them after
+// TestControlPlanePhases: with control-plane hosts in the spec, `hactl restore` holds them after
 // restore/ship (nothing is stopped before the snapshot is on every member) and releases them after
 // restore/verify; a seed (bootstrap --restore-from: a new cluster) holds nothing. The readyz
 // command asks each host's own apiserver at its advertise address.
@@ -119,12 +119,19 @@ func TestControlPlanePhases(t *testing.T) {
 	if seed, _ := testGroupOf(t, c, true); seed.cp != nil {
 		t.Error("a seed (new cluster) holds control planes")
 	}
-	// Control-plane hosts without spec.kubernetes (the load balancer's backends only): no hold.
+	// Without spec.kubernetes (a kubeadm control plane of the user's own behind hactl's etcd and
+	// VIP) the control planes are held too: holdScript leaves a host without kubelet alone.
 	noKube := testSpec(t, true)
 	noKube.Spec.Kubernetes = nil
 	r, _ = testGroupOf(t, noKube, false)
-	if l, _ := r.RestorePhases(); r.cp != nil || slices.Contains(phase.Titles(l), PhaseHold) {
-		t.Errorf("control planes held without spec.kubernetes: %v", phase.Titles(l))
+	if l, _ := r.RestorePhases(); r.cp == nil || !slices.Contains(phase.Titles(l), PhaseHold) {
+		t.Errorf("control planes not held without spec.kubernetes: %v", phase.Titles(l))
+	}
+	// The readyz command prints noReadyzCheck where kubectl is missing (sh here, an empty PATH).
+	cmd := exec.Command("/bin/sh", "-c", readyzCommand(c, c.Spec.Hosts[0]))
+	cmd.Env = []string{"PATH=" + t.TempDir()}
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != noReadyzCheck {
+		t.Errorf("readyz without kubectl: %v %q, want %s", err, out, noReadyzCheck)
 	}
 	if got, want := readyzCommand(c, c.Spec.Hosts[3]), "--server 'https://[fd00::4]:6443' get --raw /readyz"; !strings.Contains(got, want) {
 		t.Errorf("readyz command %q lacks %q", got, want)

@@ -136,7 +136,7 @@ func NewGroup(eg *etcdphases.Group, opt Options, newCluster bool) (*Group, error
 		opt.BumpRevision = DefaultBumpRevision
 	}
 	r := &Group{eg: eg, opt: opt, aside: map[string]string{}, newCluster: newCluster}
-	if cps := eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 && eg.Run().Spec.Spec.Kubernetes != nil && !newCluster {
+	if cps := eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 && !newCluster {
 		r.cp = &controlPlane{r: r, hosts: cps, held: map[string]bool{}}
 		for _, h := range cps {
 			eg.Run().Need(h, provision.FactsRequest{}) // connected by preflight, beside the members
@@ -251,8 +251,8 @@ func (r *Group) plan(ctx context.Context) error {
 		for _, h := range r.cp.hosts {
 			names = append(names, h.Name)
 		}
-		r.eg.Run().Printer.Infof("  Control planes %s: kubelet stopped and %s killed before etcd stops; kubelet started", strings.Join(names, ", "), strings.Join(heldContainers, ", "))
-		r.eg.Run().Printer.Infof("  again once etcd serves the snapshot, and each kube-apiserver waited for (/readyz): the Kubernetes API is down meanwhile.")
+		r.eg.Run().Printer.Infof("  Control planes %s, where kubelet is installed: kubelet stopped and %s killed before etcd", strings.Join(names, ", "), strings.Join(heldContainers, ", "))
+		r.eg.Run().Printer.Infof("  stops; kubelet started again once etcd serves the snapshot, each kube-apiserver waited for (/readyz): the Kubernetes API is down meanwhile.")
 	}
 	if r.opt.Confirm != nil {
 		ok, err := r.opt.Confirm(fmt.Sprintf("Restore cluster %s on %d members from this snapshot?", r.eg.Run().Spec.Metadata.Name, len(r.eg.Members())))
@@ -575,7 +575,7 @@ func (r *Group) verify(ctx context.Context) error {
 	}
 	r.eg.Run().Printer.Infof("  restored: cluster ID %s, revision %d (snapshot %d + %d), every member healthy", r.eg.State().ClusterID, resp.Header.Revision, r.opt.Revision, r.opt.BumpRevision)
 	r.eg.Run().Printer.Infof("  previous data dirs kept as %s.pre-restore-%s on every member", r.eg.Run().Spec.Spec.Etcd.DataDir, r.stamp)
-	if cps := r.eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 && r.eg.Run().Spec.Spec.Kubernetes != nil && r.cp == nil {
+	if cps := r.eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 && r.cp == nil {
 		var names []string
 		for _, h := range cps {
 			names = append(names, h.Name)
