@@ -111,8 +111,14 @@ type controlPlane struct {
 }
 
 // hold runs holdScript on every control plane at once. Errors, per host: the script's; the hosts
-// held by then are released by Run, whatever happens next.
-func (cp *controlPlane) hold(ctx context.Context) error {
+// held by then are released by Run, and the snapshot's copies restore/ship put on the members are
+// removed (nothing of the restore is left behind when it stops before etcd is touched).
+func (cp *controlPlane) hold(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			cp.r.unship(ctx)
+		}
+	}()
 	run := cp.r.eg.Run()
 	return provision.ForEach(ctx, cp.hosts, run.Spec.Spec.SSH.MaxParallel, hostName, func(ctx context.Context, h v1alpha1.Host) error {
 		sctx, cancel := run.StepCtx(ctx)

@@ -113,7 +113,7 @@ func TestControlPlanePhases(t *testing.T) {
 	if len(r.cp.hosts) != 4 {
 		t.Errorf("held hosts %v, want the 4 control planes", r.cp.hosts)
 	}
-	if err := r.ReleaseControlPlane(t.Context()); err != nil || r.cp.pending() {
+	if err := r.releaseControlPlane(t.Context()); err != nil || r.cp.pending() {
 		t.Errorf("release with nothing held: %v", err)
 	}
 	if seed, _ := testGroupOf(t, c, true); seed.cp != nil {

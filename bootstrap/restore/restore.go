@@ -177,11 +177,11 @@ func (r *Group) RestorePhases() (phase.List, error) {
 	return l, nil
 }
 
-// ReleaseControlPlane starts kubelet again on every control plane restore/hold stopped it on and
+// releaseControlPlane starts kubelet again on every control plane restore/hold stopped it on and
 // restore/release has not (a restore that failed or was interrupted after restore/hold), without
 // waiting for the kube-apiservers (etcd may not serve): Run calls it after failed phases, so that no
 // control plane is left stopped. nil when nothing is held. Errors, per host: kubelet's start.
-func (r *Group) ReleaseControlPlane(ctx context.Context) error {
+func (r *Group) releaseControlPlane(ctx context.Context) error {
 	if r.cp == nil || !r.cp.pending() {
 		return nil
 	}
@@ -546,8 +546,8 @@ func (r *Group) rollback(ctx context.Context) error {
 	})
 }
 
-// verify checks the restored cluster's revision went past the snapshot's plus the bump,
-// and says what to restart next.
+// verify checks the restored cluster's revision went past the snapshot's plus the bump
+// (restore/release then restarts the control planes).
 func (r *Group) verify(ctx context.Context) error {
 	cli, err := r.eg.Client(ctx)
 	if err != nil {
@@ -575,13 +575,6 @@ func (r *Group) verify(ctx context.Context) error {
 	}
 	r.eg.Run().Printer.Infof("  restored: cluster ID %s, revision %d (snapshot %d + %d), every member healthy", r.eg.State().ClusterID, resp.Header.Revision, r.opt.Revision, r.opt.BumpRevision)
 	r.eg.Run().Printer.Infof("  previous data dirs kept as %s.pre-restore-%s on every member", r.eg.Run().Spec.Spec.Etcd.DataDir, r.stamp)
-	if cps := r.eg.Run().Spec.ControlPlaneHosts(); len(cps) > 0 && r.cp == nil {
-		var names []string
-		for _, h := range cps {
-			names = append(names, h.Name)
-		}
-		r.eg.Run().Printer.Infof("  next: restart kube-apiserver on %s (its watch cache predates the restore), then the controllers and kubelets", strings.Join(names, ", "))
-	}
 	return nil
 }
 

@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config) (*report.Cluster, error) {
 	runErr := runner.Run(ctx)
 	if runErr != nil { // nothing is left stopped: a control plane held by restore/hold is released
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		if err := r.ReleaseControlPlane(rctx); err != nil {
+		if err := r.releaseControlPlane(rctx); err != nil {
 			runErr = multierror.Append(runErr, fmt.Errorf("%s: %w", PhaseRelease, err))
 		}
 		cancel()
